@@ -1,0 +1,140 @@
+"""The exceptions mentra-nb raises, in one tree.
+
+    MentraError
+    ├── ConfigError               bad arguments to a public API (names, limits, models)
+    │   └── UnknownProvider       a model id names a provider nobody registered
+    ├── ProviderError             a model provider failed
+    │   ├── ProviderAuthError     401/403: the key is missing or wrong
+    │   ├── ModelNotFound         404: the provider does not serve that model
+    │   ├── InvalidRequest        400: the provider rejected the request
+    │   ├── TransientProviderError  408/429/5xx or a dropped connection
+    │   └── StreamError           the stream broke, ended early or made no sense
+    ├── StoreError                the state file cannot be used as asked
+    │   └── LeaseLost             another runtime took this agent over
+    ├── LeaseUnavailable          a live runtime elsewhere drives the agent
+    ├── AgentError                an agent cannot do what was asked
+    │   ├── AgentNotFound
+    │   ├── AgentExists
+    │   ├── AgentBusy             a run is already in progress
+    │   ├── NoResumableTurn       `agent.resume()` with nothing to resume
+    │   └── MaxRoundsExceeded     the turn loop hit `AgentConfig.max_rounds`
+    └── ToolError                 a tool definition is unusable
+
+Every message says what was wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentBusy",
+    "AgentError",
+    "AgentExists",
+    "AgentNotFound",
+    "ConfigError",
+    "InvalidRequest",
+    "LeaseLost",
+    "LeaseUnavailable",
+    "MaxRoundsExceeded",
+    "MentraError",
+    "ModelNotFound",
+    "NoResumableTurn",
+    "ProviderAuthError",
+    "ProviderError",
+    "StoreError",
+    "StreamError",
+    "ToolError",
+    "TransientProviderError",
+    "UnknownProvider",
+]
+
+
+class MentraError(Exception):
+    """Root of every error mentra-nb raises on purpose."""
+
+
+class ConfigError(MentraError, ValueError):
+    """An argument to a public API is invalid."""
+
+
+class UnknownProvider(ConfigError):
+    """A model id names a provider that is neither built in nor registered."""
+
+
+class ProviderError(MentraError):
+    """A model provider failed. `retryable` says whether trying again may help."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class ProviderAuthError(ProviderError):
+    pass
+
+
+class ModelNotFound(ProviderError):
+    pass
+
+
+class InvalidRequest(ProviderError):
+    pass
+
+
+class TransientProviderError(ProviderError):
+    retryable = True
+
+    def __init__(
+        self, message: str, *, status_code: int | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, status_code=status_code)
+        self.retry_after = retry_after
+
+
+class StreamError(ProviderError):
+    pass
+
+
+class StoreError(MentraError):
+    """The state file is not usable as asked (foreign, newer, corrupt, failing writes)."""
+
+
+class LeaseLost(StoreError):
+    """This runtime no longer holds the agent's lease, so it must not write for it."""
+
+
+class LeaseUnavailable(MentraError):
+    """Another live runtime holds the agent's lease. The message names the holder."""
+
+    def __init__(self, message: str, *, holder: object = None) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+class AgentError(MentraError):
+    pass
+
+
+class AgentNotFound(AgentError, LookupError):
+    pass
+
+
+class AgentExists(AgentError):
+    pass
+
+
+class AgentBusy(AgentError):
+    pass
+
+
+class NoResumableTurn(AgentError):
+    pass
+
+
+class MaxRoundsExceeded(AgentError):
+    pass
+
+
+class ToolError(MentraError):
+    """A tool is defined in a way the runtime cannot use."""

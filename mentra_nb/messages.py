@@ -1,0 +1,173 @@
+"""Conversation vocabulary shared by every layer: content blocks, messages, usage.
+
+Blocks are a tagged union on `type`, so a transcript round-trips through JSON
+(`Message.model_dump_json()` / `Message.model_validate_json()`) without pickle.
+
+    >>> Message.user("hello").content == [ContentBlock.text("hello")]
+    True
+"""
+
+from __future__ import annotations
+
+import warnings
+from enum import Enum
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Block",
+    "ContentBlock",
+    "ImageBlock",
+    "Message",
+    "RedactedThinkingBlock",
+    "Role",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "Usage",
+]
+
+
+class Role(str, Enum):
+    USER = "user"
+    ASSISTANT = "assistant"
+
+
+class ContentBlock(BaseModel):
+    """Base of every block; its class methods build the concrete kinds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    @staticmethod
+    def text(text: str) -> TextBlock:
+        return TextBlock(text=text)
+
+    @staticmethod
+    def thinking(thinking: str, signature: str | None = None) -> ThinkingBlock:
+        return ThinkingBlock(thinking=thinking, signature=signature)
+
+    @staticmethod
+    def redacted_thinking(data: str) -> RedactedThinkingBlock:
+        return RedactedThinkingBlock(data=data)
+
+    @staticmethod
+    def tool_use(id: str, name: str, input: dict[str, Any] | None = None) -> ToolUseBlock:
+        return ToolUseBlock(id=id, name=name, input=input or {})
+
+    @staticmethod
+    def tool_result(tool_use_id: str, content: str, *, is_error: bool = False) -> ToolResultBlock:
+        return ToolResultBlock(tool_use_id=tool_use_id, content=content, is_error=is_error)
+
+    @staticmethod
+    def image(media_type: str, data: str) -> ImageBlock:
+        return ImageBlock(media_type=media_type, data=data)
+
+
+# `ContentBlock.text(...)` builds a block while `block.text` reads its field:
+# pydantic warns that the field shadows the factory, which is what we want.
+warnings.filterwarnings("ignore", message=r'Field name "(text|thinking)" in "\w+Block" shadows')
+
+
+class TextBlock(ContentBlock):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ThinkingBlock(ContentBlock):
+    """Model reasoning. `signature` must be replayed byte-for-byte to the provider."""
+
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str | None = None
+
+
+class RedactedThinkingBlock(ContentBlock):
+    """Reasoning the provider encrypted; `data` is opaque and replayed as is."""
+
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+
+
+class ToolUseBlock(ContentBlock):
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResultBlock(ContentBlock):
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+
+
+class ImageBlock(ContentBlock):
+    """An inline image, base64-encoded."""
+
+    type: Literal["image"] = "image"
+    media_type: str
+    data: str
+
+
+Block = Annotated[
+    Union[TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolUseBlock, ToolResultBlock, ImageBlock],
+    Field(discriminator="type"),
+]
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: list[Block]
+
+    @classmethod
+    def user(cls, *content: str | ContentBlock) -> Message:
+        return cls(role=Role.USER, content=_blocks(content))
+
+    @classmethod
+    def assistant(cls, *content: str | ContentBlock) -> Message:
+        return cls(role=Role.ASSISTANT, content=_blocks(content))
+
+    @property
+    def text(self) -> str:
+        """The concatenated text blocks (no thinking, no tool traffic)."""
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_uses(self) -> list[ToolUseBlock]:
+        return [b for b in self.content if isinstance(b, ToolUseBlock)]
+
+    @property
+    def tool_results(self) -> list[ToolResultBlock]:
+        return [b for b in self.content if isinstance(b, ToolResultBlock)]
+
+
+def _blocks(content: tuple[str | ContentBlock, ...]) -> list[Any]:
+    return [TextBlock(text=c) if isinstance(c, str) else c for c in content]
+
+
+class Usage(BaseModel):
+    """Token counts. Adding two usages sums every field."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_creation_tokens=self.cache_creation_tokens + other.cache_creation_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens

@@ -1,0 +1,33 @@
+"""Model providers: the protocol, its events, and the built-in providers."""
+
+from mentra_nb.providers.base import ModelInfo, Provider, ProviderRequest, ToolDefinition
+from mentra_nb.providers.events import (
+    ContentBlockDelta,
+    ContentBlockStarted,
+    ContentBlockStopped,
+    MessageDelta,
+    MessageStarted,
+    MessageStopped,
+    ProviderEvent,
+    RetryAttempt,
+)
+from mentra_nb.providers.registry import BUILTIN_PROVIDERS, ProviderRegistry
+from mentra_nb.providers.test import TestProvider
+
+__all__ = [
+    "BUILTIN_PROVIDERS",
+    "ContentBlockDelta",
+    "ContentBlockStarted",
+    "ContentBlockStopped",
+    "MessageDelta",
+    "MessageStarted",
+    "MessageStopped",
+    "ModelInfo",
+    "Provider",
+    "ProviderEvent",
+    "ProviderRegistry",
+    "ProviderRequest",
+    "RetryAttempt",
+    "TestProvider",
+    "ToolDefinition",
+]

@@ -1,0 +1,89 @@
+"""The provider protocol: how the runtime asks a model for one streamed message."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mentra_nb.errors import ConfigError
+from mentra_nb.messages import Message
+from mentra_nb.providers.events import ProviderEvent
+
+__all__ = ["ModelInfo", "Provider", "ProviderRequest", "ToolChoice", "ToolDefinition"]
+
+
+class ModelInfo(BaseModel):
+    """A model a provider serves. `key` (`provider:id`) is how users name it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    provider: str
+    display_name: str | None = None
+    context_window: int | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.provider}:{self.id}"
+
+    @classmethod
+    def parse(cls, model: str) -> ModelInfo:
+        """`"anthropic:claude-x"` → ModelInfo(provider="anthropic", id="claude-x").
+
+        Split on the first `:` only, so model ids may contain colons
+        (`ollama:llama3:8b`). A bare `"test"` means the provider's default model.
+        """
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(
+                f"model must be a non-empty 'provider:model' string, got {model!r}; "
+                "for example 'anthropic:claude-sonnet-4-5' or 'test'"
+            )
+        provider, sep, model_id = model.strip().partition(":")
+        if not provider:
+            raise ConfigError(f"model {model!r} has no provider before ':'; write 'provider:model'")
+        return cls(provider=provider, id=model_id if sep and model_id else "default")
+
+
+class ToolDefinition(BaseModel):
+    """What a model is told about a tool: name, description and JSON schema of its input."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+
+ToolChoice = Literal["auto", "any", "none"] | str  # or the name of one tool
+
+
+class ProviderRequest(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    messages: list[Message]
+    system: str | None = None
+    tools: list[ToolDefinition] = Field(default_factory=list)
+    tool_choice: ToolChoice | None = None
+    temperature: float | None = None
+    max_output_tokens: int | None = None
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model backend. `name` is the prefix of model ids it serves (`anthropic`).
+
+    `stream` yields `ProviderEvent`s for exactly one assistant message. Only
+    opening the stream may be retried (announced with `RetryAttempt`); an error
+    after the first event is raised to the turn loop, which rolls the run back.
+    """
+
+    name: str
+
+    def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]: ...
+
+    async def list_models(self) -> list[ModelInfo]: ...

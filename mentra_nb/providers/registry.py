@@ -1,0 +1,56 @@
+"""Which provider serves a model id: explicit instances first, then built-ins made on first use."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable
+
+from mentra_nb.errors import ConfigError, UnknownProvider
+from mentra_nb.providers.base import ModelInfo, Provider
+
+__all__ = ["BUILTIN_PROVIDERS", "ProviderRegistry"]
+
+
+def _test_provider() -> Provider:
+    from mentra_nb.providers.test import TestProvider
+
+    return TestProvider()
+
+
+# Built-in providers are created from the environment the first time a model id
+# names them, so `rt.spawn("w", "test")` works with no provider object passed.
+BUILTIN_PROVIDERS: dict[str, Callable[[], Provider]] = {"test": _test_provider}
+
+
+class ProviderRegistry:
+    def __init__(self, providers: Iterable[Provider] = ()) -> None:
+        self._instances: dict[str, Provider] = {}
+        for provider in providers:
+            name = getattr(provider, "name", None)
+            if not isinstance(name, str) or not name:
+                raise ConfigError(
+                    f"provider {provider!r} has no `name`; set it to the prefix of the "
+                    "model ids it serves, e.g. 'anthropic'"
+                )
+            self._instances[name] = provider
+
+    def known(self) -> list[str]:
+        return sorted(set(self._instances) | set(BUILTIN_PROVIDERS))
+
+    def get(self, name: str) -> Provider:
+        provider = self._instances.get(name)
+        if provider is not None:
+            return provider
+        factory = BUILTIN_PROVIDERS.get(name)
+        if factory is None:
+            known = self.known()
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise UnknownProvider(f"unknown provider '{name}'{hint} Known: {', '.join(known)}")
+        provider = factory()
+        self._instances[name] = provider
+        return provider
+
+    def resolve(self, model: str | ModelInfo) -> tuple[Provider, ModelInfo]:
+        info = model if isinstance(model, ModelInfo) else ModelInfo.parse(model)
+        return self.get(info.provider), info

@@ -1,0 +1,37 @@
+"""The agent runtime: pure asyncio, no Jupyter imports."""
+
+from mentra_nb.runtime.agent import Agent
+from mentra_nb.runtime.config import AgentConfig
+from mentra_nb.runtime.events import AgentEvent
+from mentra_nb.runtime.recovery import INTERRUPTED_TOOL_RESULT
+from mentra_nb.runtime.runtime import Runtime
+from mentra_nb.runtime.snapshot import AgentSnapshot, AgentStatus, PendingToolUse
+from mentra_nb.runtime.tools import (
+    FunctionTool,
+    Tool,
+    ToolContext,
+    ToolDurability,
+    ToolOutput,
+    ToolSideEffectLevel,
+    ToolSpec,
+    tool,
+)
+
+__all__ = [
+    "INTERRUPTED_TOOL_RESULT",
+    "Agent",
+    "AgentConfig",
+    "AgentEvent",
+    "AgentSnapshot",
+    "AgentStatus",
+    "FunctionTool",
+    "PendingToolUse",
+    "Runtime",
+    "Tool",
+    "ToolContext",
+    "ToolDurability",
+    "ToolOutput",
+    "ToolSideEffectLevel",
+    "ToolSpec",
+    "tool",
+]

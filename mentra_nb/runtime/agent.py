@@ -1,0 +1,222 @@
+"""`Agent`: one conversation with a model, its live state and its observers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING
+
+from mentra_nb.errors import AgentBusy, NoResumableTurn
+from mentra_nb.messages import ContentBlock, Message, Role, Usage
+from mentra_nb.providers.base import ModelInfo
+from mentra_nb.runtime.config import AgentConfig
+from mentra_nb.runtime.events import AgentEvent, ToolExecutionProgress
+from mentra_nb.runtime.observers import Observers
+from mentra_nb.runtime.snapshot import AgentSnapshot
+from mentra_nb.status import AgentStatus, PendingToolUse
+from mentra_nb.store.base import PersistedAgent
+
+if TYPE_CHECKING:
+    from mentra_nb.runtime.runtime import Runtime
+    from mentra_nb.runtime.tools import Tool
+
+__all__ = ["Agent", "MessageInput"]
+
+MessageInput = str | ContentBlock | Sequence[ContentBlock] | Message
+
+
+class Agent:
+    """An agent driven by a `Runtime`. Create it with `rt.spawn(...)` or
+    `rt.resume_agent(...)`, never directly.
+
+        reply = await agent.send("Summarise the data")
+        async for snapshot in agent.watch(): ...
+    """
+
+    def __init__(self, runtime: Runtime, persisted: PersistedAgent) -> None:
+        record = persisted.record
+        self._runtime = runtime
+        self.id = record.id
+        self.name = record.name
+        self.model = ModelInfo.parse(record.model)
+        self.config = AgentConfig.model_validate(record.config)
+        self.is_teammate = record.is_teammate
+        self._history: list[Message] = list(persisted.transcript)
+        self._resumable = persisted.resumable_turn
+        self._status = record.status
+        self._run_generation = record.run_generation
+        self._usage = record.usage
+        self._current_text = ""
+        self._current_thinking = ""
+        self._pending_tool_uses: list[PendingToolUse] = []
+        self._snapshots: Observers[AgentSnapshot] = Observers()
+        self._events: Observers[AgentEvent] = Observers()
+        self._run_task: asyncio.Task[Message] | None = None
+        self._stop_requested = False
+
+    def __repr__(self) -> str:
+        return f"<Agent {self.name} ({self.model.key}) {self._status}>"
+
+    # --- what the agent is ---------------------------------------------------
+
+    @property
+    def runtime(self) -> Runtime:
+        return self._runtime
+
+    @property
+    def history(self) -> list[Message]:
+        """The committed transcript (a copy)."""
+        return list(self._history)
+
+    @property
+    def last_message(self) -> Message | None:
+        return self._history[-1] if self._history else None
+
+    @property
+    def status(self) -> AgentStatus:
+        return self._status
+
+    @property
+    def usage(self) -> Usage:
+        return self._usage
+
+    @property
+    def resumable_turn(self) -> Message | None:
+        """The user message of a rolled-back run, which `resume()` would replay."""
+        return self._resumable
+
+    @property
+    def is_running(self) -> bool:
+        return self._run_task is not None and not self._run_task.done()
+
+    @property
+    def snapshot(self) -> AgentSnapshot:
+        # model_construct: built on every change while someone watches, so skip
+        # re-validating values that are already typed.
+        return AgentSnapshot.model_construct(
+            agent_id=self.id,
+            name=self.name,
+            model=self.model.key,
+            status=self._status,
+            run_generation=self._run_generation,
+            history_len=len(self._history),
+            current_text=self._current_text,
+            current_thinking=self._current_thinking,
+            pending_tool_uses=list(self._pending_tool_uses),
+            pending_team_messages=0,
+            teammates=[],
+            subagents=[],
+            usage=self._usage,
+        )
+
+    def tools(self) -> list[Tool]:
+        """The tools this agent may call (the runtime's, filtered by its config)."""
+        return [t for t in self._runtime.tools if self.config.allows_tool(t.spec.name)]
+
+    # --- observing -----------------------------------------------------------
+
+    def watch(self) -> AsyncIterator[AgentSnapshot]:
+        """The current snapshot, then one per change, for as long as you iterate."""
+        return self._snapshots.iterate(first=self.snapshot)
+
+    def events(self) -> AsyncIterator[AgentEvent]:
+        """Every event from now on, for as long as you iterate."""
+        return self._events.iterate()
+
+    def on_event(self, callback: Callable[[AgentEvent], None]) -> Callable[[], None]:
+        """Call `callback` synchronously on the runtime's loop for every event;
+        returns a function that unsubscribes."""
+        return self._events.add_callback(callback)
+
+    def on_snapshot(self, callback: Callable[[AgentSnapshot], None]) -> Callable[[], None]:
+        return self._snapshots.add_callback(callback)
+
+    # --- driving -------------------------------------------------------------
+
+    async def send(self, content: MessageInput) -> Message:
+        """Send a user message and run until the model answers without tools.
+
+        Returns the final assistant message. Raises `AgentBusy` if a run is in
+        progress; on a provider error the run is rolled back (the message stays
+        available to `resume()`) and the error is raised.
+        """
+        return await self._start_run([_user_message(content)])
+
+    async def resume(self) -> Message:
+        """Replay the user turn that a crash, cancel or error rolled back, or
+        continue a run whose last tool calls were interrupted."""
+        if self._resumable is not None:
+            return await self._start_run([self._resumable])
+        if self._history and self._history[-1].role is Role.USER:
+            return await self._start_run([])
+        raise NoResumableTurn(
+            f"agent '{self.name}' has no interrupted turn to resume; send it a new message instead"
+        )
+
+    def stop(self) -> None:
+        """Finish the current run at the next round boundary, keeping the transcript."""
+        if self.is_running:
+            self._stop_requested = True
+
+    def cancel(self) -> None:
+        """Abort the current run now; it is rolled back (its message stays resumable)."""
+        if self._run_task is not None and not self._run_task.done():
+            self._run_task.cancel()
+
+    async def _start_run(self, opening: list[Message]) -> Message:
+        from mentra_nb.runtime.turn import Run  # turn imports agent types
+
+        if self.is_running:
+            raise AgentBusy(
+                f"agent '{self.name}' is still running (generation {self._run_generation}); "
+                "wait for it, or call agent.stop() / agent.cancel()"
+            )
+        self._runtime._ensure_open()
+        self._runtime._leases.start_heartbeat()
+        self._stop_requested = False
+        run = Run(self, opening)
+        self._run_task = asyncio.get_running_loop().create_task(
+            run.execute(), name=f"mentra-run-{self.name}-{self._run_generation + 1}"
+        )
+        return await self._run_task
+
+    # --- state changes (used by the turn loop) -------------------------------
+
+    def _changed(self) -> None:
+        if self._snapshots:
+            self._snapshots.publish(self.snapshot)
+
+    def _emit(self, event: AgentEvent) -> None:
+        if self._events:
+            self._events.publish(event)
+
+    def _set_status(self, status: AgentStatus) -> None:
+        if status != self._status:
+            self._status = status
+            self._changed()
+
+    def _tool_progress(self, tool_use_id: str, tool_name: str, message: str) -> None:
+        self._emit(
+            ToolExecutionProgress(
+                agent_id=self.id, run_generation=self._run_generation,
+                tool_use_id=tool_use_id, name=tool_name, message=message,
+            )
+        )
+
+    def _close_observers(self) -> None:
+        self._snapshots.close()
+        self._events.close()
+
+
+def _user_message(content: MessageInput) -> Message:
+    if isinstance(content, Message):
+        if content.role is not Role.USER:
+            raise ValueError("agent.send() takes a user message; got an assistant message")
+        return content
+    if isinstance(content, (str, ContentBlock)):
+        return Message.user(content)
+    blocks = list(content)
+    if not blocks:
+        raise ValueError("agent.send() needs some content: a string or content blocks")
+    return Message.user(*blocks)
+

@@ -1,0 +1,165 @@
+"""Assemble one streamed assistant message from provider events."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from mentra_nb.errors import StreamError
+from mentra_nb.messages import (
+    Message,
+    RedactedThinkingBlock,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+)
+from mentra_nb.providers.events import (
+    ContentBlockDelta,
+    ContentBlockStarted,
+    ContentBlockStopped,
+    MessageDelta,
+    MessageStarted,
+    MessageStopped,
+)
+from mentra_nb.status import PendingToolUse
+
+__all__ = ["MessageAssembler"]
+
+
+@dataclass
+class _OpenBlock:
+    kind: str
+    parts: list[str] = field(default_factory=list)  # text, thinking or tool input JSON
+    signature: str | None = None
+    tool_use_id: str | None = None
+    tool_name: str | None = None
+    redacted_data: str | None = None
+    stopped: bool = False
+
+
+class MessageAssembler:
+    """Feeds on provider events; `finish()` returns the assembled `Message`.
+
+    Tool input that is not a JSON object is kept aside in `invalid_tool_inputs`
+    (tool id → problem) so the turn loop can answer the model with an error
+    result instead of failing the run.
+    """
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, _OpenBlock] = {}
+        self.started = False
+        self.stopped = False
+        self.stop_reason: str | None = None
+        self.usage = Usage()
+        self.invalid_tool_inputs: dict[str, str] = {}
+
+    def apply(self, event: Any) -> _OpenBlock | None:
+        """Apply one event; returns the block it touched, if any."""
+        if isinstance(event, MessageStarted):
+            self.started = True
+            return None
+        if self.stopped:
+            raise StreamError(f"the provider sent {event.type} after message_stopped")
+        if isinstance(event, ContentBlockStarted):
+            if event.index in self._blocks:
+                raise StreamError(f"the provider started content block {event.index} twice")
+            block = _OpenBlock(
+                kind=event.kind,
+                tool_use_id=event.tool_use_id,
+                tool_name=event.tool_name,
+                redacted_data=event.redacted_data,
+            )
+            self._blocks[event.index] = block
+            return block
+        if isinstance(event, ContentBlockDelta):
+            block = self._open(event.index, event.type)
+            if event.kind == "signature":
+                block.signature = (block.signature or "") + event.value
+            else:
+                expected = {"text": "text", "thinking": "thinking", "tool_input_json": "tool_use"}
+                if expected[event.kind] != block.kind:
+                    raise StreamError(
+                        f"the provider sent a {event.kind} delta to a {block.kind} block"
+                    )
+                block.parts.append(event.value)
+            return block
+        if isinstance(event, ContentBlockStopped):
+            block = self._open(event.index, event.type)
+            block.stopped = True
+            return block
+        if isinstance(event, MessageDelta):
+            if event.stop_reason is not None:
+                self.stop_reason = event.stop_reason
+            if event.usage is not None:
+                self.usage = event.usage
+            return None
+        if isinstance(event, MessageStopped):
+            self.stopped = True
+            return None
+        return None
+
+    def _open(self, index: int, what: str) -> _OpenBlock:
+        block = self._blocks.get(index)
+        if block is None:
+            raise StreamError(f"the provider sent {what} for content block {index}, never started")
+        return block
+
+    @property
+    def current_text(self) -> str:
+        return "".join("".join(b.parts) for _, b in sorted(self._blocks.items()) if b.kind == "text")
+
+    @property
+    def current_thinking(self) -> str:
+        return "".join(
+            "".join(b.parts) for _, b in sorted(self._blocks.items()) if b.kind == "thinking"
+        )
+
+    def pending_tool_uses(self) -> list[PendingToolUse]:
+        return [
+            PendingToolUse(id=b.tool_use_id or "", name=b.tool_name or "", input_json="".join(b.parts))
+            for _, b in sorted(self._blocks.items())
+            if b.kind == "tool_use"
+        ]
+
+    def finish(self) -> Message:
+        if not self.stopped:
+            raise StreamError(
+                "the provider's stream ended before its final event (message_stopped); "
+                "the reply was cut off, so the run was rolled back"
+            )
+        content: list[Any] = []
+        for _, block in sorted(self._blocks.items()):
+            joined = "".join(block.parts)
+            if block.kind == "text":
+                if joined:
+                    content.append(TextBlock(text=joined))
+            elif block.kind == "thinking":
+                content.append(ThinkingBlock(thinking=joined, signature=block.signature))
+            elif block.kind == "redacted_thinking":
+                content.append(RedactedThinkingBlock(data=block.redacted_data or ""))
+            elif block.kind == "tool_use":
+                tool_id = block.tool_use_id or ""
+                content.append(
+                    ToolUseBlock(id=tool_id, name=block.tool_name or "", input=self._tool_input(tool_id, joined))
+                )
+        return Message(role=Role.ASSISTANT, content=content)
+
+    def _tool_input(self, tool_id: str, raw: str) -> dict[str, Any]:
+        if not raw.strip():
+            return {}
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as err:
+            self.invalid_tool_inputs[tool_id] = (
+                f"the arguments were not valid JSON ({err.msg} at position {err.pos}): {raw[:500]}"
+            )
+            return {}
+        if not isinstance(value, dict):
+            self.invalid_tool_inputs[tool_id] = (
+                f"the arguments must be a JSON object, got {type(value).__name__}: {raw[:500]}"
+            )
+            return {}
+        return value

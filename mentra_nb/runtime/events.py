@@ -1,0 +1,155 @@
+"""Events an agent publishes while it works (`agent.events()`).
+
+Snapshots say *where* an agent is; events say *what happened*, including the
+deltas a live view appends. Every event carries the agent id and the run
+generation it belongs to.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mentra_nb.messages import Message, Usage
+
+__all__ = [
+    "AgentEvent",
+    "AssistantMessageCommitted",
+    "ReasoningDelta",
+    "RetryAttempted",
+    "RunCancelled",
+    "RunFailed",
+    "RunFinished",
+    "RunStarted",
+    "TextDelta",
+    "ToolExecutionFinished",
+    "ToolExecutionProgress",
+    "ToolExecutionStarted",
+    "ToolUseReady",
+    "ToolUseUpdated",
+    "ToolResultsCommitted",
+    "UsageReported",
+]
+
+
+class _AgentEvent(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    agent_id: str
+    run_generation: int
+
+
+class RunStarted(_AgentEvent):
+    type: Literal["run_started"] = "run_started"
+
+
+class RunFinished(_AgentEvent):
+    type: Literal["run_finished"] = "run_finished"
+    message: Message
+
+
+class RunFailed(_AgentEvent):
+    type: Literal["run_failed"] = "run_failed"
+    error: str
+    rolled_back: bool
+
+
+class RunCancelled(_AgentEvent):
+    type: Literal["run_cancelled"] = "run_cancelled"
+
+
+class TextDelta(_AgentEvent):
+    type: Literal["text_delta"] = "text_delta"
+    index: int
+    text: str
+
+
+class ReasoningDelta(_AgentEvent):
+    type: Literal["reasoning_delta"] = "reasoning_delta"
+    index: int
+    text: str
+
+
+class ToolUseUpdated(_AgentEvent):
+    """More of a tool call's input JSON arrived (`input_json` is everything so far)."""
+
+    type: Literal["tool_use_updated"] = "tool_use_updated"
+    tool_use_id: str
+    name: str
+    input_json: str
+
+
+class ToolUseReady(_AgentEvent):
+    type: Literal["tool_use_ready"] = "tool_use_ready"
+    tool_use_id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ToolExecutionStarted(_AgentEvent):
+    type: Literal["tool_execution_started"] = "tool_execution_started"
+    tool_use_id: str
+    name: str
+
+
+class ToolExecutionProgress(_AgentEvent):
+    type: Literal["tool_execution_progress"] = "tool_execution_progress"
+    tool_use_id: str
+    name: str
+    message: str
+
+
+class ToolExecutionFinished(_AgentEvent):
+    type: Literal["tool_execution_finished"] = "tool_execution_finished"
+    tool_use_id: str
+    name: str
+    content: str
+    is_error: bool
+
+
+class AssistantMessageCommitted(_AgentEvent):
+    type: Literal["assistant_message_committed"] = "assistant_message_committed"
+    message: Message
+
+
+class ToolResultsCommitted(_AgentEvent):
+    type: Literal["tool_results_committed"] = "tool_results_committed"
+    message: Message
+
+
+class UsageReported(_AgentEvent):
+    """Usage of one committed message (`usage`) and the agent's running total."""
+
+    type: Literal["usage_reported"] = "usage_reported"
+    usage: Usage
+    total: Usage
+
+
+class RetryAttempted(_AgentEvent):
+    type: Literal["retry_attempted"] = "retry_attempted"
+    attempt: int
+    delay_s: float
+    reason: str
+
+
+AgentEvent = Annotated[
+    Union[
+        RunStarted,
+        RunFinished,
+        RunFailed,
+        RunCancelled,
+        TextDelta,
+        ReasoningDelta,
+        ToolUseUpdated,
+        ToolUseReady,
+        ToolExecutionStarted,
+        ToolExecutionProgress,
+        ToolExecutionFinished,
+        AssistantMessageCommitted,
+        ToolResultsCommitted,
+        UsageReported,
+        RetryAttempted,
+    ],
+    Field(discriminator="type"),
+]

@@ -1,0 +1,68 @@
+"""What an agent's stored state means after a crash (design.md, "Recovery matrix").
+
+| crashed while                        | transcript after load                          | status      |
+|--------------------------------------|------------------------------------------------|-------------|
+| streaming (pending turn exists)      | rolled back to the run's start; the user       | interrupted |
+|                                      | message kept for `agent.resume()`              |             |
+| before the first assistant message   | rolled back to the run's start (same)          | interrupted |
+| running a tool (assistant committed) | kept; every tool call without a result gets a  | interrupted |
+|                                      | synthetic error result                         |             |
+| idle / finished                      | unchanged                                      | as stored   |
+
+Providers reject a tool call without a result, so unlike mentra we pair every
+dangling call with an error result instead of leaving it for the next request.
+"""
+
+from __future__ import annotations
+
+from mentra_nb.errors import StoreError
+from mentra_nb.messages import Message, Role, ToolResultBlock
+from mentra_nb.status import AgentStatus
+from mentra_nb.store.base import PersistedAgent, Store
+
+__all__ = ["INTERRUPTED_TOOL_RESULT", "recover", "unanswered_tool_uses"]
+
+INTERRUPTED_TOOL_RESULT = "interrupted: the kernel stopped before this tool finished"
+
+
+def unanswered_tool_uses(transcript: list[Message]) -> list[str]:
+    """Ids of tool calls in the last assistant message that no later message answers."""
+    for index in range(len(transcript) - 1, -1, -1):
+        message = transcript[index]
+        if message.role is Role.ASSISTANT:
+            answered = {r.tool_use_id for m in transcript[index + 1 :] for r in m.tool_results}
+            return [u.id for u in message.tool_uses if u.id not in answered]
+    return []
+
+
+def recover(store: Store, persisted: PersistedAgent, *, token: str) -> PersistedAgent:
+    """Apply the recovery matrix to one agent being loaded; returns its state after.
+
+    Leaves an agent without a run untouched. Writes go through the agent's lease,
+    so only the runtime opening the agent can fix it up.
+    """
+    run = persisted.run
+    agent_id = persisted.record.id
+    if run is None:
+        return persisted
+    interrupted = AgentStatus.interrupted()
+    if persisted.pending_turn is not None or not run.assistant_committed:
+        opening = persisted.transcript[run.baseline] if run.baseline < len(persisted.transcript) else None
+        resumable = opening if opening is not None and opening.role is Role.USER else None
+        store.rollback_run(agent_id, status=interrupted, resumable=resumable, token=token)
+    else:
+        missing = unanswered_tool_uses(persisted.transcript)
+        results = [
+            ToolResultBlock(tool_use_id=tool_id, content=INTERRUPTED_TOOL_RESULT, is_error=True)
+            for tool_id in missing
+        ]
+        store.finish_run(
+            agent_id,
+            status=interrupted,
+            token=token,
+            append=[Message(role=Role.USER, content=results)] if results else None,
+        )
+    reloaded = store.load_agent(agent_id)
+    if reloaded is None:
+        raise StoreError(f"agent {agent_id} disappeared from the store while it was recovered")
+    return reloaded

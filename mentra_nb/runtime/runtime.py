@@ -1,0 +1,227 @@
+"""`Runtime`: spawns, loads and recovers agents over one store.
+
+    rt = Runtime(store=SqliteStore("analysis.mentra.sqlite"), runtime_id="analysis")
+    writer = rt.spawn("writer", "anthropic:claude-sonnet-4-5")
+    ...                                  # later, in a new process:
+    [writer] = rt.resume("analysis")     # same agents, crash fix-ups applied
+
+A runtime owns the leases of the agents it drives; `aclose()` (or garbage
+collection, or interpreter exit) releases them for the next runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+import uuid
+import weakref
+from collections.abc import Iterable
+
+from mentra_nb.errors import AgentExists, AgentNotFound, ConfigError, MentraError
+from mentra_nb.providers.base import ModelInfo, Provider
+from mentra_nb.providers.registry import ProviderRegistry
+from mentra_nb.runtime.agent import Agent
+from mentra_nb.runtime.config import AgentConfig
+from mentra_nb.runtime.leases import DEFAULT_LEASE_TTL, LeaseKeeper, release_leases_quietly
+from mentra_nb.runtime.recovery import recover
+from mentra_nb.runtime.tools import Tool
+from mentra_nb.store.base import AgentRecord, PersistedAgent, Store
+from mentra_nb.store.sqlite import SqliteStore
+
+__all__ = ["Runtime"]
+
+_AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def _builtin_tools() -> list[Tool]:
+    """Tools every runtime registers unless built with `builtin_tools=False`.
+
+    The core runtime ships none of its own yet; the notebook's file and kernel
+    tools will register here.
+    """
+    return []
+
+
+class Runtime:
+    """Drives agents persisted in `store` under `runtime_id`.
+
+    `providers` are explicit provider instances (they win over built-ins of the
+    same name); `tools` are registered for every agent, each agent's
+    `AgentConfig` narrowing them. Without a store, state lives in memory only.
+    """
+
+    def __init__(
+        self,
+        store: Store | None = None,
+        providers: Iterable[Provider] = (),
+        tools: Iterable[Tool] = (),
+        runtime_id: str = "default",
+        builtin_tools: bool = True,
+        *,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        owner_label: str | None = None,
+    ) -> None:
+        if not isinstance(runtime_id, str) or not runtime_id.strip():
+            raise ConfigError("runtime_id must be a non-empty string, e.g. the notebook's name")
+        self.store: Store = store if store is not None else SqliteStore(":memory:")
+        self.runtime_id = runtime_id
+        self.providers = ProviderRegistry(providers)
+        self._tools: dict[str, Tool] = {}
+        for t in [*(_builtin_tools() if builtin_tools else []), *tools]:
+            self.register_tool(t)
+        self._agents: dict[str, Agent] = {}
+        self._leases = LeaseKeeper(self.store, runtime_id, ttl=lease_ttl, label=owner_label)
+        self._closed = False
+        # Released when the runtime is garbage collected or the interpreter exits,
+        # so a dropped runtime never blocks the next one.
+        self._finalizer = weakref.finalize(self, release_leases_quietly, self.store, self._leases.token)
+
+    @classmethod
+    def empty(cls, **kwargs: object) -> Runtime:
+        """A runtime with no built-in tools (only those passed in `tools`)."""
+        return cls(builtin_tools=False, **kwargs)  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        return f"<Runtime {self.runtime_id!r} on {self.store!r}, {len(self._agents)} live agents>"
+
+    # --- tools ----------------------------------------------------------------
+
+    @property
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    def register_tool(self, tool: Tool) -> None:
+        spec = getattr(tool, "spec", None)
+        if spec is None or not callable(getattr(tool, "run", None)):
+            raise ConfigError(
+                f"{tool!r} is not a tool: decorate a function with @tool, or give an object "
+                "a `spec: ToolSpec` and an async `run(ctx, input)`"
+            )
+        if spec.name in self._tools:
+            raise ConfigError(f"a tool named '{spec.name}' is already registered; rename one of them")
+        self._tools[spec.name] = tool
+
+    # --- agents ---------------------------------------------------------------
+
+    @property
+    def agents(self) -> list[Agent]:
+        """Agents live in this runtime, in the order they were spawned or resumed."""
+        return list(self._agents.values())
+
+    def agent(self, name: str) -> Agent:
+        """The live agent called `name`."""
+        for agent in self._agents.values():
+            if agent.name == name:
+                return agent
+        live = ", ".join(a.name for a in self._agents.values()) or "none"
+        raise AgentNotFound(
+            f"no live agent named '{name}' (live: {live}); spawn it, or resume it from the store"
+        )
+
+    def spawn(self, name: str, model: str | ModelInfo, config: AgentConfig | None = None) -> Agent:
+        """Create and persist a new agent. `model` is `"provider:model"` or a `ModelInfo`."""
+        self._ensure_open()
+        if not isinstance(name, str) or not _AGENT_NAME.match(name):
+            raise ConfigError(
+                f"agent name {name!r} is not allowed: use 1-64 letters, digits, '_', '.' or '-', "
+                "starting with a letter or digit"
+            )
+        _provider, info = self.providers.resolve(model)
+        for record in self.store.list_agents(self.runtime_id):
+            if record.name == name and not record.is_teammate:
+                raise AgentExists(
+                    f"an agent named '{name}' already exists in runtime '{self.runtime_id}' "
+                    f"(id {record.id}); resume it with rt.resume_agent('{record.id}') or pick "
+                    "another name"
+                )
+        config = config or AgentConfig()
+        now = time.time()
+        record = AgentRecord(
+            id=uuid.uuid4().hex,
+            runtime_id=self.runtime_id,
+            name=name,
+            model=info.key,
+            config=config.model_dump(mode="json"),
+            created_at=now,
+            updated_at=now,
+        )
+        self._leases.acquire(record.id)
+        self.store.create_agent(record, token=self._leases.token)
+        agent = Agent(self, PersistedAgent(record=record, transcript=[]))
+        self._agents[agent.id] = agent
+        return agent
+
+    def resume_agent(self, agent_id: str) -> Agent:
+        """Load one persisted agent, taking its lease and applying crash recovery.
+
+        Returns the live agent if this runtime already drives it.
+        """
+        self._ensure_open()
+        live = self._agents.get(agent_id)
+        if live is not None:
+            return live
+        if self.store.load_agent(agent_id) is None:
+            raise AgentNotFound(
+                f"no agent with id {agent_id} in {self.store!r}; rt.list_persisted_agents() "
+                "shows the stored ones"
+            )
+        self._leases.acquire(agent_id)
+        try:
+            persisted = self.store.load_agent(agent_id)
+            if persisted is None:
+                raise AgentNotFound(f"agent {agent_id} was deleted while it was being resumed")
+            persisted = recover(self.store, persisted, token=self._leases.token)
+        except MentraError:
+            self.store.release_leases(self._leases.token, [agent_id])
+            self._leases.held.discard(agent_id)
+            raise
+        agent = Agent(self, persisted)
+        self._agents[agent.id] = agent
+        return agent
+
+    def resume(self, runtime_id: str | None = None) -> list[Agent]:
+        """Resume the lead agents persisted under `runtime_id` (default: this runtime's)."""
+        runtime_id = runtime_id or self.runtime_id
+        return [
+            self.resume_agent(record.id)
+            for record in self.store.list_agents(runtime_id)
+            if not record.is_teammate
+        ]
+
+    def resume_all(self) -> list[Agent]:
+        """Resume every lead agent of this runtime's id (same as `resume()`)."""
+        return self.resume(self.runtime_id)
+
+    def list_persisted_agents(self, runtime_id: str | None = None) -> list[AgentRecord]:
+        """Stored agents of `runtime_id` (default: this runtime's), leads and
+        teammates, in creation order, without loading transcripts."""
+        return self.store.list_agents(runtime_id or self.runtime_id)
+
+    # --- lifecycle --------------------------------------------------------------
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise MentraError(f"runtime '{self.runtime_id}' is closed; create a new Runtime")
+
+    async def aclose(self) -> None:
+        """Cancel running turns (they roll back), stop the heartbeat, release leases."""
+        if self._closed:
+            return
+        self._closed = True
+        running = [a._run_task for a in self._agents.values() if a.is_running]
+        for agent in self._agents.values():
+            agent.cancel()
+        # Each cancelled run rolls itself back; its exception was already reported
+        # to whoever awaited send().
+        await asyncio.gather(*running, return_exceptions=True)
+        for agent in self._agents.values():
+            agent._close_observers()
+        await self._leases.aclose()
+        self._finalizer.detach()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

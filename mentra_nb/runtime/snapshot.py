@@ -1,0 +1,29 @@
+"""What an agent looks like at one instant: `AgentSnapshot` and `AgentStatus`."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mentra_nb.messages import Usage
+from mentra_nb.status import AgentStatus, PendingToolUse
+
+__all__ = ["AgentSnapshot", "AgentStatus", "PendingToolUse"]
+
+class AgentSnapshot(BaseModel):
+    """An immutable picture of an agent; observers get a new one on every change."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent_id: str
+    name: str
+    model: str
+    status: AgentStatus = Field(default_factory=AgentStatus.idle)
+    run_generation: int = 0
+    history_len: int = 0
+    current_text: str = ""
+    current_thinking: str = ""
+    pending_tool_uses: list[PendingToolUse] = Field(default_factory=list)
+    pending_team_messages: int = 0
+    teammates: list[dict] = Field(default_factory=list)
+    subagents: list[dict] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)

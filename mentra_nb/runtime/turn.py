@@ -1,0 +1,394 @@
+"""One run of the turn loop: stream → assemble → commit → run tools → next round.
+
+Every committed step is one store transaction, written before memory changes,
+so what observers see is what a crash would leave behind. The half-streamed
+message is checkpointed at most every 250 ms (and when a block ends), never per
+token. A provider error or a hard cancel rolls the run back to where it began,
+keeping its user message for `agent.resume()`; hitting `max_rounds` keeps the
+work done and fails with `MaxRoundsExceeded`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from mentra_nb.errors import LeaseLost, MaxRoundsExceeded, MentraError
+from mentra_nb.messages import Message, Role, ToolResultBlock, ToolUseBlock
+from mentra_nb.providers.base import ProviderRequest
+from mentra_nb.providers.events import (
+    ContentBlockDelta,
+    ContentBlockStarted,
+    ContentBlockStopped,
+    MessageStarted,
+    RetryAttempt,
+)
+from mentra_nb.runtime.assembly import MessageAssembler
+from mentra_nb.runtime.events import (
+    AssistantMessageCommitted,
+    ReasoningDelta,
+    RetryAttempted,
+    RunCancelled,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    ToolExecutionFinished,
+    ToolExecutionStarted,
+    ToolResultsCommitted,
+    ToolUseReady,
+    ToolUseUpdated,
+    UsageReported,
+)
+from mentra_nb.runtime.tools import Tool, ToolContext, ToolInputError, ToolOutput
+from mentra_nb.status import AgentStatus, PendingToolUse
+from mentra_nb.store.base import PendingTurn, RunRecord
+
+if TYPE_CHECKING:
+    from mentra_nb.runtime.agent import Agent
+
+__all__ = ["CHECKPOINT_INTERVAL", "Run"]
+
+log = logging.getLogger("mentra_nb.runtime")
+
+CHECKPOINT_INTERVAL = 0.25  # seconds between pending-turn checkpoints while streaming
+
+
+class Run:
+    def __init__(self, agent: Agent, opening: list[Message]) -> None:
+        self.agent = agent
+        self.opening = opening
+        self.store = agent.runtime.store
+        self.token = agent.runtime._leases.token
+        self.generation = agent._run_generation + 1
+        self._checkpoint: _PendingCheckpoint | None = None
+
+    def _event_fields(self) -> dict[str, Any]:
+        return {"agent_id": self.agent.id, "run_generation": self.generation}
+
+    async def execute(self) -> Message:
+        agent = self.agent
+        baseline = len(agent._history)
+        self.store.begin_run(
+            agent.id,
+            RunRecord(generation=self.generation, baseline=baseline, started_at=time.time()),
+            self.opening,
+            status=AgentStatus.awaiting_model(),
+            token=self.token,
+            clear_resumable=True,
+        )
+        agent._history.extend(self.opening)
+        agent._resumable = None
+        agent._run_generation = self.generation
+        agent._emit(RunStarted(**self._event_fields()))
+        agent._set_status(AgentStatus.awaiting_model())
+        try:
+            return await self._rounds()
+        except asyncio.CancelledError:
+            self._roll_back(baseline, AgentStatus.idle())
+            agent._emit(RunCancelled(**self._event_fields()))
+            raise
+        except MaxRoundsExceeded as err:
+            self._end_keeping_transcript(AgentStatus.failed(str(err)))
+            agent._emit(RunFailed(**self._event_fields(), error=str(err), rolled_back=False))
+            raise
+        except LeaseLost as err:
+            # Another runtime owns the agent now; its store state wins and we must not write.
+            self._reset_live_state()
+            agent._set_status(AgentStatus.failed(str(err)))
+            agent._emit(RunFailed(**self._event_fields(), error=str(err), rolled_back=False))
+            raise
+        except Exception as err:
+            message = str(err) if isinstance(err, MentraError) else f"{type(err).__name__}: {err}"
+            self._roll_back(baseline, AgentStatus.failed(message))
+            agent._emit(RunFailed(**self._event_fields(), error=message, rolled_back=True))
+            raise
+        finally:
+            if self._checkpoint is not None:
+                self._checkpoint.cancel()
+
+    async def _rounds(self) -> Message:
+        agent = self.agent
+        for _ in range(agent.config.max_rounds):
+            message, invalid_inputs = await self._stream_message()
+            uses = message.tool_uses
+            next_status = (
+                AgentStatus.executing_tool(uses[0].id, uses[0].name) if uses else AgentStatus.finished()
+            )
+            self._commit_assistant(message, next_status)
+            if not uses:
+                self.store.finish_run(agent.id, status=AgentStatus.finished(), token=self.token)
+                agent._set_status(AgentStatus.finished())
+                agent._emit(RunFinished(**self._event_fields(), message=message))
+                return message
+            results = await self._run_tools(uses, invalid_inputs)
+            result_message = Message(role=Role.USER, content=results)
+            self.store.append_messages(agent.id, [result_message], token=self.token)
+            agent._history.append(result_message)
+            agent._pending_tool_uses = []
+            agent._emit(ToolResultsCommitted(**self._event_fields(), message=result_message))
+            if agent._stop_requested:
+                return self._stop_gracefully(message)
+            agent._set_status(AgentStatus.awaiting_model())
+        raise MaxRoundsExceeded(
+            f"agent '{agent.name}' made {agent.config.max_rounds} model calls without a final "
+            "answer (AgentConfig.max_rounds); its work so far is kept. Call agent.resume() to let "
+            "it continue, or raise max_rounds."
+        )
+
+    def _stop_gracefully(self, last: Message) -> Message:
+        agent = self.agent
+        self.store.finish_run(agent.id, status=AgentStatus.finished(), token=self.token)
+        agent._set_status(AgentStatus.finished())
+        agent._emit(RunFinished(**self._event_fields(), message=last))
+        return last
+
+    # --- streaming -------------------------------------------------------------
+
+    async def _stream_message(self) -> tuple[Message, dict[str, str]]:
+        agent = self.agent
+        provider = agent.runtime.providers.get(agent.model.provider)
+        tools = agent.tools()
+        request = ProviderRequest(
+            model=agent.model.id,
+            messages=list(agent._history),
+            system=agent.config.system,
+            tools=[t.spec.definition() for t in tools],
+            temperature=agent.config.temperature,
+            max_output_tokens=agent.config.max_output_tokens,
+        )
+        assembler = MessageAssembler()
+        self._checkpoint = _PendingCheckpoint(self)
+        tool_blocks: dict[int, PendingToolUse] = {}
+        stream = provider.stream(request)
+        try:
+            async for event in stream:
+                if isinstance(event, RetryAttempt):
+                    agent._emit(RetryAttempted(**self._event_fields(), attempt=event.attempt,
+                                               delay_s=event.delay_s, reason=event.reason))
+                    continue
+                assembler.apply(event)
+                if isinstance(event, MessageStarted):
+                    agent._status = AgentStatus.streaming()
+                elif isinstance(event, ContentBlockStarted):
+                    agent._status = AgentStatus.streaming()
+                    if event.kind == "tool_use":
+                        tool_blocks[event.index] = PendingToolUse(
+                            id=event.tool_use_id or "", name=event.tool_name or ""
+                        )
+                        agent._pending_tool_uses = list(tool_blocks.values())
+                elif isinstance(event, ContentBlockDelta):
+                    self._apply_delta(event, tool_blocks)
+                    self._checkpoint.request()
+                elif isinstance(event, ContentBlockStopped):
+                    pending = tool_blocks.get(event.index)
+                    if pending is not None:
+                        agent._emit(ToolUseReady(**self._event_fields(), tool_use_id=pending.id,
+                                                 name=pending.name, input=_lenient_json(pending.input_json)))
+                    self._checkpoint.request(force=True)
+                agent._changed()
+        finally:
+            closer = getattr(stream, "aclose", None)
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    await closer()
+        message = assembler.finish()
+        self._usage = assembler.usage
+        return message, assembler.invalid_tool_inputs
+
+    def _apply_delta(self, event: ContentBlockDelta, tool_blocks: dict[int, PendingToolUse]) -> None:
+        agent = self.agent
+        fields = self._event_fields()
+        if event.kind == "text":
+            agent._current_text += event.value
+            agent._emit(TextDelta(**fields, index=event.index, text=event.value))
+        elif event.kind == "thinking":
+            agent._current_thinking += event.value
+            agent._emit(ReasoningDelta(**fields, index=event.index, text=event.value))
+        elif event.kind == "tool_input_json":
+            pending = tool_blocks[event.index]
+            pending = PendingToolUse(id=pending.id, name=pending.name,
+                                     input_json=pending.input_json + event.value)
+            tool_blocks[event.index] = pending
+            agent._pending_tool_uses = list(tool_blocks.values())
+            agent._emit(ToolUseUpdated(**fields, tool_use_id=pending.id, name=pending.name,
+                                       input_json=pending.input_json))
+
+    def pending_turn(self) -> PendingTurn:
+        agent = self.agent
+        return PendingTurn(
+            run_generation=self.generation,
+            current_text=agent._current_text,
+            current_thinking=agent._current_thinking,
+            pending_tool_uses=agent._pending_tool_uses,
+            updated_at=time.time(),
+        )
+
+    def _commit_assistant(self, message: Message, next_status: AgentStatus) -> None:
+        agent = self.agent
+        if self._checkpoint is not None:
+            self._checkpoint.cancel()
+        usage = agent._usage + self._usage
+        self.store.commit_assistant(agent.id, message, usage=usage, status=next_status, token=self.token)
+        agent._history.append(message)
+        agent._usage = usage
+        agent._current_text = ""
+        agent._current_thinking = ""
+        agent._status = next_status
+        agent._emit(AssistantMessageCommitted(**self._event_fields(), message=message))
+        agent._emit(UsageReported(**self._event_fields(), usage=self._usage, total=usage))
+        agent._changed()
+
+    # --- tools -------------------------------------------------------------------
+
+    async def _run_tools(self, uses: list[ToolUseBlock], invalid: dict[str, str]) -> list[ToolResultBlock]:
+        """Read-only neighbours run together; everything else one at a time, in call order."""
+        available = {t.spec.name: t for t in self.agent.tools()}
+        results: dict[str, ToolResultBlock] = {}
+        running: list[ToolUseBlock] = []
+        batch: list[ToolUseBlock] = []
+
+        async def run_batch() -> None:
+            outcomes = await asyncio.gather(*(self._run_one(u, available, invalid, running) for u in batch))
+            for use, result in zip(batch, outcomes, strict=True):
+                results[use.id] = result
+            batch.clear()
+
+        for use in uses:
+            tool = available.get(use.name)
+            if tool is not None and tool.spec.read_only and use.id not in invalid:
+                batch.append(use)
+                continue
+            if batch:
+                await run_batch()
+            batch.append(use)
+            await run_batch()
+        if batch:
+            await run_batch()
+        return [results[u.id] for u in uses]
+
+    async def _run_one(self, use: ToolUseBlock, available: dict[str, Tool], invalid: dict[str, str],
+                       running: list[ToolUseBlock]) -> ToolResultBlock:
+        agent = self.agent
+        tool = available.get(use.name)
+        if use.id in invalid:
+            result = _error(use, f"tool '{use.name}' was not run: {invalid[use.id]}. Call it again "
+                                 "with a JSON object that matches its input schema.")
+        elif tool is None:
+            names = ", ".join(sorted(available)) or "none"
+            result = _error(use, f"unknown tool '{use.name}'; the available tools are: {names}")
+        else:
+            running.append(use)
+            agent._set_status(AgentStatus.executing_tool(use.id, use.name))
+            agent._emit(ToolExecutionStarted(**self._event_fields(), tool_use_id=use.id, name=use.name))
+            try:
+                result = await self._call(tool, use)
+            finally:
+                running.remove(use)
+                if running:
+                    agent._set_status(AgentStatus.executing_tool(running[0].id, running[0].name))
+        agent._pending_tool_uses = [p for p in agent._pending_tool_uses if p.id != use.id]
+        agent._emit(ToolExecutionFinished(**self._event_fields(), tool_use_id=use.id, name=use.name,
+                                          content=result.content, is_error=result.is_error))
+        agent._changed()
+        return result
+
+    async def _call(self, tool: Tool, use: ToolUseBlock) -> ToolResultBlock:
+        ctx = ToolContext(self.agent, use.id, use.name)
+        timeout = tool.spec.timeout
+        try:
+            async with asyncio.timeout(timeout) as scope:
+                output = await tool.run(ctx, dict(use.input))
+        except ToolInputError as err:
+            return _error(use, str(err))
+        except TimeoutError as err:
+            if scope.expired():
+                return _error(use, f"tool '{use.name}' timed out after {timeout:g} s and was stopped")
+            return _error(use, f"tool '{use.name}' failed: {type(err).__name__}: {err}")
+        except Exception as err:
+            return _error(use, f"tool '{use.name}' failed: {type(err).__name__}: {err}")
+        if isinstance(output, ToolOutput):
+            return ToolResultBlock(tool_use_id=use.id, content=output.content, is_error=output.is_error)
+        return ToolResultBlock(tool_use_id=use.id, content=str(output))
+
+    # --- endings -----------------------------------------------------------------
+
+    def _reset_live_state(self) -> None:
+        agent = self.agent
+        agent._current_text = ""
+        agent._current_thinking = ""
+        agent._pending_tool_uses = []
+
+    def _roll_back(self, baseline: int, status: AgentStatus) -> None:
+        agent = self.agent
+        opening = self.opening[0] if self.opening else None
+        try:
+            self.store.rollback_run(agent.id, status=status, resumable=opening, token=self.token)
+        except MentraError as err:
+            # The store keeps the run; recovery applies the same rollback on the next load.
+            log.warning("could not roll back the run of agent %s: %s", agent.name, err)
+        del agent._history[baseline:]
+        if opening is not None:
+            agent._resumable = opening
+        self._reset_live_state()
+        agent._set_status(status)
+        agent._changed()
+
+    def _end_keeping_transcript(self, status: AgentStatus) -> None:
+        agent = self.agent
+        try:
+            self.store.finish_run(agent.id, status=status, token=self.token)
+        except MentraError as err:
+            log.warning("could not end the run of agent %s: %s", agent.name, err)
+        self._reset_live_state()
+        agent._set_status(status)
+
+
+def _error(use: ToolUseBlock, content: str) -> ToolResultBlock:
+    return ToolResultBlock(tool_use_id=use.id, content=content, is_error=True)
+
+
+def _lenient_json(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+class _PendingCheckpoint:
+    """Writes the pending turn at most every CHECKPOINT_INTERVAL, plus a trailing
+    write so the last delta before a pause is never left out of the store."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.last_write = 0.0
+        self.timer: asyncio.TimerHandle | None = None
+
+    def request(self, *, force: bool = False) -> None:
+        elapsed = time.monotonic() - self.last_write
+        if force or elapsed >= CHECKPOINT_INTERVAL:
+            self.write()
+        elif self.timer is None:
+            loop = asyncio.get_running_loop()
+            self.timer = loop.call_later(CHECKPOINT_INTERVAL - elapsed, self.write)
+
+    def write(self) -> None:
+        self.cancel()
+        self.last_write = time.monotonic()
+        run = self.run
+        try:
+            run.store.checkpoint_pending(run.agent.id, run.pending_turn(), token=run.token)
+        except MentraError as err:
+            # Losing a checkpoint loses only uncommitted text, which a crash would
+            # roll back anyway; the next commit reports a real store problem.
+            log.warning("pending-turn checkpoint of agent %s failed: %s", run.agent.name, err)
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None

@@ -1,0 +1,23 @@
+"""Persistence: the `Store` protocol and the embedded `SqliteStore`."""
+
+from mentra_nb.store.base import (
+    AgentRecord,
+    LeaseClaim,
+    LeaseRecord,
+    PendingTurn,
+    PersistedAgent,
+    RunRecord,
+    Store,
+)
+from mentra_nb.store.sqlite import SqliteStore
+
+__all__ = [
+    "AgentRecord",
+    "LeaseClaim",
+    "LeaseRecord",
+    "PendingTurn",
+    "PersistedAgent",
+    "RunRecord",
+    "SqliteStore",
+    "Store",
+]

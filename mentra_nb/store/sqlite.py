@@ -1,0 +1,654 @@
+"""`SqliteStore`: the embedded store, one SQLite file next to the notebook.
+
+Design choices, and why:
+- The transcript is append-only: committing a message inserts that message's
+  row, so bytes written per turn are O(turn), never O(conversation).
+- WAL with `synchronous=NORMAL`: a commit is an append to the WAL with no
+  fsync, durable across a process crash (what a kernel restart is). On a
+  network filesystem WAL's shared memory does not work, so we fall back to a
+  rollback journal and warn.
+- The file is checked read-only before anything is written: a foreign SQLite
+  database, a non-SQLite file or a newer schema raises `StoreError` and stays
+  byte-for-byte untouched.
+- Only JSON is stored (pydantic `model_dump_json`), never pickle, so opening a
+  shared file cannot execute code.
+- One connection guarded by a lock, usable from any thread (the runtime's loop
+  thread, a finaliser releasing leases at exit).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import psutil
+
+from mentra_nb.errors import LeaseLost, LeaseUnavailable, StoreError
+from mentra_nb.messages import Message, Usage
+from mentra_nb.status import AgentStatus
+from mentra_nb.store.base import (
+    AgentRecord,
+    LeaseClaim,
+    LeaseRecord,
+    PendingTurn,
+    PersistedAgent,
+    RunRecord,
+)
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteStore", "is_network_filesystem"]
+
+log = logging.getLogger("mentra_nb.store")
+
+APPLICATION_ID = 0x4D4E4231  # "MNB1" in the SQLite header marks a mentra-nb file
+SCHEMA_VERSION = 1
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_NETWORK_FILESYSTEMS = {
+    "nfs", "nfs4", "cifs", "smb3", "smbfs", "afs", "9p", "ncpfs", "fuse.sshfs", "fuse.s3fs",
+    "fuse.gcsfuse", "fuse.rclone", "glusterfs", "ceph", "lustre", "gpfs", "beegfs",
+}
+
+# Each entry migrates the schema from version i to i+1 (index 0 creates it).
+_MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE agents (
+        id TEXT PRIMARY KEY,
+        runtime_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        model TEXT NOT NULL,
+        config TEXT NOT NULL,
+        status TEXT NOT NULL,
+        is_teammate INTEGER NOT NULL DEFAULT 0,
+        lead_id TEXT,
+        role TEXT,
+        run_generation INTEGER NOT NULL DEFAULT 0,
+        usage TEXT NOT NULL,
+        message_count INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX agents_by_runtime ON agents (runtime_id, created_at);
+    CREATE TABLE messages (
+        agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        message TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (agent_id, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE runs (
+        agent_id TEXT PRIMARY KEY REFERENCES agents (id) ON DELETE CASCADE,
+        generation INTEGER NOT NULL,
+        baseline INTEGER NOT NULL,
+        assistant_committed INTEGER NOT NULL DEFAULT 0,
+        started_at REAL NOT NULL
+    );
+    CREATE TABLE pending_turns (
+        agent_id TEXT PRIMARY KEY REFERENCES agents (id) ON DELETE CASCADE,
+        turn TEXT NOT NULL
+    );
+    CREATE TABLE resumable_turns (
+        agent_id TEXT PRIMARY KEY REFERENCES agents (id) ON DELETE CASCADE,
+        message TEXT NOT NULL
+    );
+    CREATE TABLE state (
+        agent_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (agent_id, key)
+    ) WITHOUT ROWID;
+    CREATE TABLE leases (
+        agent_id TEXT PRIMARY KEY,
+        owner_id TEXT NOT NULL,
+        token TEXT NOT NULL,
+        runtime_id TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        process_started_at REAL NOT NULL,
+        label TEXT,
+        acquired_at REAL NOT NULL,
+        heartbeat_at REAL NOT NULL
+    );
+    CREATE INDEX leases_by_token ON leases (token);
+    """,
+]
+
+
+def is_network_filesystem(path: str | os.PathLike[str], mounts: str | None = None) -> bool:
+    """Whether `path` lives on a network filesystem, judged from `/proc/mounts`
+    (or the given text in that format). False when it cannot be told."""
+    if mounts is None:
+        try:
+            mounts = Path("/proc/mounts").read_text()
+        except OSError:
+            return False
+    target = os.path.realpath(path)
+    best, best_type = "", ""
+    for line in mounts.splitlines():
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        mount_point = parts[1].replace("\\040", " ")
+        prefix = mount_point.rstrip("/") + "/"
+        if (target == mount_point or target.startswith(prefix) or mount_point == "/") and len(
+            mount_point
+        ) >= len(best):
+            best, best_type = mount_point, parts[2]
+    return best_type in _NETWORK_FILESYSTEMS
+
+
+class SqliteStore:
+    """The SQLite store. `path=":memory:"` keeps everything in this process.
+
+    `journal_mode="auto"` uses WAL unless the file is on a network filesystem
+    or WAL cannot be enabled, then a rollback journal (with a warning).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 10.0,
+        journal_mode: Literal["auto", "wal", "delete"] = "auto",
+    ) -> None:
+        self.path = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
+        self._lock = threading.RLock()
+        self._closed = False
+        if self.path != ":memory:":
+            _check_existing_file(self.path)
+        try:
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout
+            )
+        except sqlite3.Error as err:
+            raise StoreError(f"cannot open the state file {self.path}: {err}") from err
+        self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        self.journal_mode = self._set_journal_mode(journal_mode)
+        self._conn.execute("PRAGMA synchronous = NORMAL")
+        self._migrate()
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self.path!r})"
+
+    # --- opening --------------------------------------------------------------
+
+    def _set_journal_mode(self, wanted: str) -> str:
+        if self.path == ":memory:":
+            return "memory"
+        if wanted == "auto" and is_network_filesystem(Path(self.path).parent):
+            warnings.warn(
+                f"{self.path} is on a network filesystem, where SQLite's WAL mode is unsafe; "
+                "using a rollback journal instead (slower, still safe)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            wanted = "delete"
+        if wanted != "delete":
+            try:
+                mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            except sqlite3.Error as err:
+                mode = f"error: {err}"
+            if mode == "wal":
+                return "wal"
+            warnings.warn(
+                f"could not enable WAL for {self.path} ({mode}); using a rollback journal instead",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        self._conn.execute("PRAGMA journal_mode = DELETE")
+        return "delete"
+
+    def _migrate(self) -> None:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+                if version > SCHEMA_VERSION:  # a newer mentra-nb wrote it since we checked
+                    raise StoreError(_newer_schema_message(self.path, version))
+                for index in range(version, SCHEMA_VERSION):
+                    for statement in _statements(_MIGRATIONS[index]):
+                        self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    # --- plumbing -------------------------------------------------------------
+
+    @contextmanager
+    def _write(self, agent_id: str | None = None, token: str | None = None) -> Iterator[sqlite3.Cursor]:
+        """One write transaction; with `token`, only while that token holds the lease."""
+        with self._lock:
+            self._ensure_open()
+            cur = self._conn.cursor()
+            try:
+                cur.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as err:
+                raise StoreError(f"cannot write to {self.path}: {err}") from err
+            try:
+                if token is not None:
+                    row = cur.execute(
+                        "SELECT token, pid, host FROM leases WHERE agent_id = ?", (agent_id,)
+                    ).fetchone()
+                    if row is None or row[0] != token:
+                        holder = "nobody" if row is None else f"pid {row[1]} on {row[2]}"
+                        raise LeaseLost(
+                            f"this runtime no longer holds the lease of agent {agent_id} "
+                            f"(now held by {holder}); the write was refused so the newer "
+                            "runtime's state is kept. Resume the agent again to take it back."
+                        )
+                yield cur
+                cur.execute("COMMIT")
+            except BaseException as err:
+                try:
+                    cur.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                if isinstance(err, sqlite3.Error):
+                    raise StoreError(f"writing to {self.path} failed: {err}") from err
+                raise
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            self._ensure_open()
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as err:
+                raise StoreError(f"reading {self.path} failed: {err}") from err
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"the store {self.path} is closed; open a new SqliteStore")
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()
+
+    # --- agents ---------------------------------------------------------------
+
+    def create_agent(self, record: AgentRecord, *, token: str) -> None:
+        now = time.time()
+        with self._write(record.id, token) as cur:
+            try:
+                cur.execute(
+                    "INSERT INTO agents (id, runtime_id, name, model, config, status, is_teammate,"
+                    " lead_id, role, run_generation, usage, message_count, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+                    (
+                        record.id, record.runtime_id, record.name, record.model,
+                        json.dumps(record.config), record.status.model_dump_json(),
+                        int(record.is_teammate), record.lead_id, record.role,
+                        record.run_generation, record.usage.model_dump_json(),
+                        record.created_at or now, now,
+                    ),
+                )
+            except sqlite3.IntegrityError as err:
+                raise StoreError(f"agent {record.id} already exists in {self.path}") from err
+
+    def load_agent(self, agent_id: str) -> PersistedAgent | None:
+        with self._lock:
+            rows = self._read(f"SELECT {_AGENT_COLUMNS} FROM agents WHERE id = ?", (agent_id,))
+            if not rows:
+                return None
+            record = _agent_record(rows[0])
+            transcript = self.load_messages(agent_id)
+            run_row = self._read(
+                "SELECT generation, baseline, assistant_committed, started_at FROM runs"
+                " WHERE agent_id = ?",
+                (agent_id,),
+            )
+            pending_row = self._read("SELECT turn FROM pending_turns WHERE agent_id = ?", (agent_id,))
+            resumable_row = self._read(
+                "SELECT message FROM resumable_turns WHERE agent_id = ?", (agent_id,)
+            )
+        return PersistedAgent(
+            record=record,
+            transcript=transcript,
+            run=RunRecord(
+                generation=run_row[0][0], baseline=run_row[0][1],
+                assistant_committed=bool(run_row[0][2]), started_at=run_row[0][3],
+            ) if run_row else None,
+            pending_turn=PendingTurn.model_validate_json(pending_row[0][0]) if pending_row else None,
+            resumable_turn=Message.model_validate_json(resumable_row[0][0]) if resumable_row else None,
+        )
+
+    def load_messages(self, agent_id: str, start: int = 0, end: int | None = None) -> list[Message]:
+        rows = self._read(
+            "SELECT message FROM messages WHERE agent_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
+            (agent_id, start, end if end is not None else 2**62),
+        )
+        return [Message.model_validate_json(row[0]) for row in rows]
+
+    def list_agents(self, runtime_id: str | None = None) -> list[AgentRecord]:
+        if runtime_id is None:
+            rows = self._read(f"SELECT {_AGENT_COLUMNS} FROM agents ORDER BY created_at, rowid")
+        else:
+            rows = self._read(
+                f"SELECT {_AGENT_COLUMNS} FROM agents WHERE runtime_id = ? ORDER BY created_at, rowid",
+                (runtime_id,),
+            )
+        return [_agent_record(row) for row in rows]
+
+    def set_status(self, agent_id: str, status: AgentStatus, *, token: str) -> None:
+        with self._write(agent_id, token) as cur:
+            _update_agent(cur, agent_id, status=status)
+
+    # --- runs -----------------------------------------------------------------
+
+    def begin_run(
+        self, agent_id: str, run: RunRecord, messages: list[Message], *, status: AgentStatus,
+        token: str, clear_resumable: bool = False,
+    ) -> None:
+        with self._write(agent_id, token) as cur:
+            count = _message_count(cur, agent_id)
+            if count != run.baseline:
+                raise StoreError(
+                    f"agent {agent_id} has {count} stored messages but the run starts at "
+                    f"{run.baseline}; reload the agent (rt.resume_agent) before sending"
+                )
+            _append(cur, agent_id, count, messages)
+            cur.execute(
+                "INSERT OR REPLACE INTO runs (agent_id, generation, baseline, assistant_committed,"
+                " started_at) VALUES (?, ?, ?, ?, ?)",
+                (agent_id, run.generation, run.baseline, int(run.assistant_committed),
+                 run.started_at or time.time()),
+            )
+            cur.execute("DELETE FROM pending_turns WHERE agent_id = ?", (agent_id,))
+            if clear_resumable:
+                cur.execute("DELETE FROM resumable_turns WHERE agent_id = ?", (agent_id,))
+            _update_agent(cur, agent_id, status=status, run_generation=run.generation,
+                          message_count=count + len(messages))
+
+    def checkpoint_pending(self, agent_id: str, pending: PendingTurn, *, token: str) -> None:
+        with self._write(agent_id, token) as cur:
+            cur.execute(
+                "INSERT OR REPLACE INTO pending_turns (agent_id, turn) VALUES (?, ?)",
+                (agent_id, pending.model_dump_json()),
+            )
+
+    def commit_assistant(
+        self, agent_id: str, message: Message, *, usage: Usage, status: AgentStatus, token: str
+    ) -> None:
+        with self._write(agent_id, token) as cur:
+            count = _message_count(cur, agent_id)
+            _append(cur, agent_id, count, [message])
+            cur.execute("UPDATE runs SET assistant_committed = 1 WHERE agent_id = ?", (agent_id,))
+            cur.execute("DELETE FROM pending_turns WHERE agent_id = ?", (agent_id,))
+            _update_agent(cur, agent_id, status=status, usage=usage, message_count=count + 1)
+
+    def append_messages(self, agent_id: str, messages: list[Message], *, token: str) -> None:
+        with self._write(agent_id, token) as cur:
+            count = _message_count(cur, agent_id)
+            _append(cur, agent_id, count, messages)
+            _update_agent(cur, agent_id, message_count=count + len(messages))
+
+    def finish_run(
+        self, agent_id: str, *, status: AgentStatus, token: str, append: list[Message] | None = None
+    ) -> None:
+        with self._write(agent_id, token) as cur:
+            count = _message_count(cur, agent_id)
+            if append:
+                _append(cur, agent_id, count, append)
+                count += len(append)
+            cur.execute("DELETE FROM runs WHERE agent_id = ?", (agent_id,))
+            cur.execute("DELETE FROM pending_turns WHERE agent_id = ?", (agent_id,))
+            _update_agent(cur, agent_id, status=status, message_count=count)
+
+    def rollback_run(
+        self, agent_id: str, *, status: AgentStatus, resumable: Message | None, token: str
+    ) -> None:
+        with self._write(agent_id, token) as cur:
+            row = cur.execute("SELECT baseline FROM runs WHERE agent_id = ?", (agent_id,)).fetchone()
+            if row is not None:
+                cur.execute("DELETE FROM messages WHERE agent_id = ? AND seq >= ?", (agent_id, row[0]))
+            cur.execute("DELETE FROM runs WHERE agent_id = ?", (agent_id,))
+            cur.execute("DELETE FROM pending_turns WHERE agent_id = ?", (agent_id,))
+            if resumable is not None:
+                cur.execute(
+                    "INSERT OR REPLACE INTO resumable_turns (agent_id, message) VALUES (?, ?)",
+                    (agent_id, resumable.model_dump_json()),
+                )
+            _update_agent(cur, agent_id, status=status, message_count=_message_count(cur, agent_id))
+
+    # --- state ----------------------------------------------------------------
+
+    def load_state(self, agent_id: str, key: str) -> Any | None:
+        rows = self._read("SELECT value FROM state WHERE agent_id = ? AND key = ?", (agent_id, key))
+        return json.loads(rows[0][0]) if rows else None
+
+    def save_state(self, agent_id: str, key: str, value: Any, *, token: str) -> None:
+        encoded = json.dumps(value)
+        with self._write(agent_id, token) as cur:
+            cur.execute(
+                "INSERT OR REPLACE INTO state (agent_id, key, value) VALUES (?, ?, ?)",
+                (agent_id, key, encoded),
+            )
+
+    # --- leases ---------------------------------------------------------------
+
+    def acquire_lease(self, agent_id: str, claim: LeaseClaim, *, ttl: float) -> None:
+        now = time.time()
+        with self._write() as cur:
+            row = cur.execute(f"SELECT {_LEASE_COLUMNS} FROM leases WHERE agent_id = ?",
+                              (agent_id,)).fetchone()
+            if row is not None:
+                holder = _lease_record(row)
+                if holder.owner_id != claim.owner_id and _holder_is_live(holder, claim, now, ttl):
+                    raise LeaseUnavailable(_lease_unavailable_message(holder, now, ttl), holder=holder)
+                if holder.owner_id != claim.owner_id:
+                    log.info("taking over agent %s from %s (gone or expired)", agent_id,
+                             _describe_holder(holder))
+            cur.execute(
+                "INSERT OR REPLACE INTO leases (agent_id, owner_id, token, runtime_id, pid, host,"
+                " process_started_at, label, acquired_at, heartbeat_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (agent_id, claim.owner_id, claim.token, claim.runtime_id, claim.pid, claim.host,
+                 claim.process_started_at, claim.label, now, now),
+            )
+
+    def renew_leases(self, token: str) -> int:
+        with self._write() as cur:
+            return cur.execute(
+                "UPDATE leases SET heartbeat_at = ? WHERE token = ?", (time.time(), token)
+            ).rowcount
+
+    def release_leases(self, token: str, agent_ids: list[str] | None = None) -> None:
+        with self._write() as cur:
+            if agent_ids is None:
+                cur.execute("DELETE FROM leases WHERE token = ?", (token,))
+            else:
+                cur.executemany(
+                    "DELETE FROM leases WHERE token = ? AND agent_id = ?",
+                    [(token, agent_id) for agent_id in agent_ids],
+                )
+
+    def lease_holder(self, agent_id: str) -> LeaseRecord | None:
+        rows = self._read(f"SELECT {_LEASE_COLUMNS} FROM leases WHERE agent_id = ?", (agent_id,))
+        return _lease_record(rows[0]) if rows else None
+
+
+# --- file checks ----------------------------------------------------------------
+
+
+def _check_existing_file(path: str) -> None:
+    """Refuse, without writing a byte, a file that is not a mentra-nb store we can open."""
+    p = Path(path)
+    if not p.exists():
+        parent = p.parent
+        if not parent.is_dir():
+            raise StoreError(f"cannot create {path}: the folder {parent} does not exist")
+        return
+    if p.is_dir():
+        raise StoreError(f"{path} is a folder; give the path of a .mentra.sqlite file")
+    try:
+        with p.open("rb") as f:
+            header = f.read(100)
+    except OSError as err:
+        raise StoreError(f"cannot read {path}: {err}") from err
+    if not header:
+        return  # an empty file is a new store
+    if not header.startswith(_SQLITE_MAGIC) or len(header) < 100:
+        raise StoreError(
+            f"{path} is not a SQLite file, so it is not a mentra-nb store; it was left untouched. "
+            "Point mentra-nb at another path (e.g. %mentra db other.mentra.sqlite)."
+        )
+    # The header tells who wrote the file (application_id at offset 68, user_version
+    # at 60) without opening it. In WAL mode the newest header may still sit in the
+    # -wal file, so when the main file does not say "mentra-nb" we ask SQLite
+    # through a read-only connection, which changes nothing.
+    application_id = int.from_bytes(header[68:72], "big")
+    user_version = int.from_bytes(header[60:64], "big")
+    if application_id != APPLICATION_ID:
+        application_id, user_version, tables = _read_only_identity(path)
+        if application_id == 0 and tables == 0:
+            return  # a blank SQLite database: ours to initialise
+    if application_id != APPLICATION_ID:
+        raise StoreError(
+            f"{path} is a SQLite database of another application (application_id "
+            f"{application_id:#x}), not a mentra-nb store; it was left untouched. "
+            "Use another path for mentra-nb's state."
+        )
+    if user_version > SCHEMA_VERSION:
+        raise StoreError(_newer_schema_message(path, user_version))
+
+
+def _read_only_identity(path: str) -> tuple[int, int, int]:
+    """(application_id, user_version, table count) read without writing."""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return (
+                conn.execute("PRAGMA application_id").fetchone()[0],
+                conn.execute("PRAGMA user_version").fetchone()[0],
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0],
+            )
+        finally:
+            conn.close()
+    except sqlite3.Error as err:
+        raise StoreError(f"{path} cannot be read as SQLite ({err}); it was left untouched") from err
+
+
+def _newer_schema_message(path: str, version: int) -> str:
+    return (
+        f"{path} was written by a newer mentra-nb (schema {version}, this one reads up to "
+        f"{SCHEMA_VERSION}); it was left untouched. Upgrade mentra-nb: pip install -U mentra-nb"
+    )
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+# --- row helpers ----------------------------------------------------------------
+
+_AGENT_COLUMNS = (
+    "id, runtime_id, name, model, config, status, is_teammate, lead_id, role, run_generation,"
+    " usage, message_count, created_at, updated_at"
+)
+_LEASE_COLUMNS = (
+    "agent_id, owner_id, token, runtime_id, pid, host, process_started_at, label, acquired_at,"
+    " heartbeat_at"
+)
+
+
+def _agent_record(row: tuple[Any, ...]) -> AgentRecord:
+    return AgentRecord(
+        id=row[0], runtime_id=row[1], name=row[2], model=row[3], config=json.loads(row[4]),
+        status=AgentStatus.model_validate_json(row[5]), is_teammate=bool(row[6]),
+        lead_id=row[7], role=row[8], run_generation=row[9],
+        usage=Usage.model_validate_json(row[10]), message_count=row[11],
+        created_at=row[12], updated_at=row[13],
+    )
+
+
+def _lease_record(row: tuple[Any, ...]) -> LeaseRecord:
+    return LeaseRecord(
+        agent_id=row[0], owner_id=row[1], token=row[2], runtime_id=row[3], pid=row[4],
+        host=row[5], process_started_at=row[6], label=row[7], acquired_at=row[8],
+        heartbeat_at=row[9],
+    )
+
+
+def _message_count(cur: sqlite3.Cursor, agent_id: str) -> int:
+    row = cur.execute("SELECT message_count FROM agents WHERE id = ?", (agent_id,)).fetchone()
+    if row is None:
+        raise StoreError(f"no agent {agent_id} in the store")
+    return int(row[0])
+
+
+def _append(cur: sqlite3.Cursor, agent_id: str, start: int, messages: list[Message]) -> None:
+    now = time.time()
+    cur.executemany(
+        "INSERT INTO messages (agent_id, seq, message, created_at) VALUES (?, ?, ?, ?)",
+        [(agent_id, start + i, m.model_dump_json(), now) for i, m in enumerate(messages)],
+    )
+
+
+def _update_agent(cur: sqlite3.Cursor, agent_id: str, *, status: AgentStatus | None = None,
+                  usage: Usage | None = None, run_generation: int | None = None,
+                  message_count: int | None = None) -> None:
+    sets, params = ["updated_at = ?"], [time.time()]
+    if status is not None:
+        sets.append("status = ?")
+        params.append(status.model_dump_json())
+    if usage is not None:
+        sets.append("usage = ?")
+        params.append(usage.model_dump_json())
+    if run_generation is not None:
+        sets.append("run_generation = ?")
+        params.append(run_generation)
+    if message_count is not None:
+        sets.append("message_count = ?")
+        params.append(message_count)
+    cur.execute(f"UPDATE agents SET {', '.join(sets)} WHERE id = ?", (*params, agent_id))
+
+
+# --- lease liveness -------------------------------------------------------------
+
+
+def _holder_is_live(holder: LeaseRecord, claim: LeaseClaim, now: float, ttl: float) -> bool:
+    """Live while it heartbeats and, on this host, while its process runs: a dead
+    kernel's agents are taken over at once, a silent remote one after `ttl`."""
+    if now - holder.heartbeat_at >= ttl:
+        return False
+    if holder.host == claim.host:
+        return process_is_alive(holder.pid, holder.process_started_at)
+    return True
+
+
+def process_is_alive(pid: int, started_at: float) -> bool:
+    """True if `pid` runs and is the same process that started at `started_at`
+    (a recycled pid belongs to another process; a zombie is dead)."""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return abs(proc.create_time() - started_at) < 1.0
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+
+
+def _describe_holder(holder: LeaseRecord) -> str:
+    label = f" ({holder.label})" if holder.label else ""
+    return f"runtime '{holder.runtime_id}' in pid {holder.pid} on {holder.host}{label}"
+
+
+def _lease_unavailable_message(holder: LeaseRecord, now: float, ttl: float) -> str:
+    return (
+        f"agent {holder.agent_id} is driven by another live runtime: {_describe_holder(holder)}, "
+        f"last heartbeat {now - holder.heartbeat_at:.0f} s ago. Stop that kernel or process "
+        f"(or close its runtime) and try again; a holder on another host is taken over "
+        f"{ttl:.0f} s after its last heartbeat."
+    )
