@@ -411,8 +411,10 @@ class SqliteStore:
     ) -> None:
         with self._write(agent_id, token) as cur:
             row = cur.execute("SELECT baseline FROM runs WHERE agent_id = ?", (agent_id,)).fetchone()
+            count = _message_count(cur, agent_id)
             if row is not None:
-                cur.execute("DELETE FROM messages WHERE agent_id = ? AND seq >= ?", (agent_id, row[0]))
+                count = row[0]
+                cur.execute("DELETE FROM messages WHERE agent_id = ? AND seq >= ?", (agent_id, count))
             cur.execute("DELETE FROM runs WHERE agent_id = ?", (agent_id,))
             cur.execute("DELETE FROM pending_turns WHERE agent_id = ?", (agent_id,))
             if resumable is not None:
@@ -420,7 +422,7 @@ class SqliteStore:
                     "INSERT OR REPLACE INTO resumable_turns (agent_id, message) VALUES (?, ?)",
                     (agent_id, resumable.model_dump_json()),
                 )
-            _update_agent(cur, agent_id, status=status, message_count=_message_count(cur, agent_id))
+            _update_agent(cur, agent_id, status=status, message_count=count)
 
     # --- state ----------------------------------------------------------------
 

@@ -1,0 +1,256 @@
+"""The conformance suite every `Store` implementation must pass.
+
+Subclass it in a test module and provide two fixtures: `store`, a fresh store,
+and `reopen`, a callable returning a second handle on the same storage (as
+another process would see it):
+
+    class TestMyStore(StoreConformance):
+        @pytest.fixture
+        def store(self, tmp_path): ...
+        @pytest.fixture
+        def reopen(self, store): return lambda: MyStore(store.path)
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import psutil
+import pytest
+
+from mentra_nb.errors import LeaseLost, LeaseUnavailable, StoreError
+from mentra_nb.messages import ContentBlock, Message, Usage
+from mentra_nb.status import AgentStatus, PendingToolUse
+from mentra_nb.store.base import AgentRecord, LeaseClaim, PendingTurn, RunRecord, Store
+
+__all__ = ["StoreConformance"]
+
+
+def _claim(runtime_id: str = "nb", *, pid: int | None = None, started_at: float | None = None,
+           owner_id: str | None = None, host: str | None = None) -> LeaseClaim:
+    pid = os.getpid() if pid is None else pid
+    if started_at is None:
+        started_at = psutil.Process(pid).create_time()
+    return LeaseClaim(
+        owner_id=owner_id or f"owner-{uuid.uuid4().hex}",
+        token=uuid.uuid4().hex,
+        runtime_id=runtime_id,
+        pid=pid,
+        host=host or socket.gethostname(),
+        process_started_at=started_at,
+    )
+
+
+def _spawn(store: Store, name: str = "writer", runtime_id: str = "nb", **fields: Any) -> tuple[str, str]:
+    """Create an agent under a fresh lease; returns (agent_id, token)."""
+    agent_id = uuid.uuid4().hex
+    claim = _claim(runtime_id)
+    store.acquire_lease(agent_id, claim, ttl=30)
+    now = time.time()
+    store.create_agent(
+        AgentRecord(id=agent_id, runtime_id=runtime_id, name=name, model="test:default",
+                    created_at=now, updated_at=now, **fields),
+        token=claim.token,
+    )
+    return agent_id, claim.token
+
+
+def _start(store: Store, agent_id: str, token: str, text: str = "hello", generation: int = 1) -> None:
+    baseline = len(store.load_messages(agent_id))
+    store.begin_run(agent_id, RunRecord(generation=generation, baseline=baseline),
+                    [Message.user(text)], status=AgentStatus.awaiting_model(), token=token)
+
+
+class StoreConformance:
+    """Behaviour every store must have. Needs fixtures `store` and `reopen`."""
+
+    store: Store
+    reopen: Callable[[], Store]
+
+    # --- agents ------------------------------------------------------------------
+
+    def test_a_created_agent_loads_back_with_an_empty_transcript(self, store: Store) -> None:
+        agent_id, _ = _spawn(store, config={"system": "be brief"}, role="researcher")
+        loaded = store.load_agent(agent_id)
+        assert loaded is not None
+        assert loaded.record.name == "writer"
+        assert loaded.record.config == {"system": "be brief"}
+        assert loaded.record.role == "researcher"
+        assert loaded.transcript == []
+        assert loaded.run is None and loaded.pending_turn is None and loaded.resumable_turn is None
+
+    def test_an_unknown_agent_loads_as_none(self, store: Store) -> None:
+        assert store.load_agent("no-such-agent") is None
+
+    def test_agents_are_listed_in_creation_order_and_filtered_by_runtime(self, store: Store) -> None:
+        first, _ = _spawn(store, "a", "nb")
+        _spawn(store, "b", "other")
+        third, _ = _spawn(store, "c", "nb", is_teammate=True, lead_id=first)
+        assert [r.id for r in store.list_agents("nb")] == [first, third]
+        assert store.list_agents("nb")[1].is_teammate
+        assert [r.name for r in store.list_agents()] == ["a", "b", "c"]
+
+    def test_status_changes_are_persisted(self, store: Store, reopen: Callable[[], Store]) -> None:
+        agent_id, token = _spawn(store)
+        store.set_status(agent_id, AgentStatus.failed("boom"), token=token)
+        assert reopen().load_agent(agent_id).record.status == AgentStatus.failed("boom")
+
+    # --- runs ----------------------------------------------------------------------
+
+    def test_a_committed_turn_is_appended_and_ends_the_pending_turn(self, store: Store) -> None:
+        agent_id, token = _spawn(store)
+        _start(store, agent_id, token)
+        store.checkpoint_pending(agent_id, PendingTurn(run_generation=1, current_text="Hel"), token=token)
+        assert store.load_agent(agent_id).pending_turn.current_text == "Hel"
+        store.commit_assistant(agent_id, Message.assistant("Hello"), usage=Usage(output_tokens=3),
+                               status=AgentStatus.streaming(), token=token)
+        loaded = store.load_agent(agent_id)
+        assert loaded.pending_turn is None
+        assert loaded.run is not None and loaded.run.assistant_committed
+        assert loaded.record.usage == Usage(output_tokens=3)
+        store.finish_run(agent_id, status=AgentStatus.finished(), token=token)
+        loaded = store.load_agent(agent_id)
+        assert loaded.run is None
+        assert loaded.transcript == [Message.user("hello"), Message.assistant("Hello")]
+        assert loaded.record.message_count == 2
+        assert loaded.record.run_generation == 1
+
+    def test_pending_tool_uses_are_checkpointed(self, store: Store) -> None:
+        agent_id, token = _spawn(store)
+        _start(store, agent_id, token)
+        pending = PendingTurn(run_generation=1, pending_tool_uses=[
+            PendingToolUse(id="t1", name="grep", input_json='{"pattern": "x')])
+        store.checkpoint_pending(agent_id, pending, token=token)
+        assert store.load_agent(agent_id).pending_turn == pending
+
+    def test_rollback_deletes_the_run_and_keeps_its_message_for_resume(self, store: Store) -> None:
+        agent_id, token = _spawn(store)
+        _start(store, agent_id, token, "first")
+        store.commit_assistant(agent_id, Message.assistant("one"), usage=Usage(),
+                               status=AgentStatus.finished(), token=token)
+        store.finish_run(agent_id, status=AgentStatus.finished(), token=token)
+        _start(store, agent_id, token, "second", generation=2)
+        store.commit_assistant(agent_id, Message.assistant(ContentBlock.tool_use("t", "x")),
+                               usage=Usage(), status=AgentStatus.executing_tool("t", "x"), token=token)
+        store.rollback_run(agent_id, status=AgentStatus.interrupted(),
+                           resumable=Message.user("second"), token=token)
+        loaded = store.load_agent(agent_id)
+        assert loaded.transcript == [Message.user("first"), Message.assistant("one")]
+        assert loaded.record.message_count == 2
+        assert loaded.run is None
+        assert loaded.resumable_turn == Message.user("second")
+        assert loaded.record.status == AgentStatus.interrupted()
+        # The next run starts where the rollback left the transcript and clears the replay.
+        store.begin_run(agent_id, RunRecord(generation=3, baseline=2), [Message.user("second")],
+                        status=AgentStatus.awaiting_model(), token=token, clear_resumable=True)
+        assert store.load_agent(agent_id).resumable_turn is None
+
+    def test_a_run_cannot_start_at_the_wrong_baseline(self, store: Store) -> None:
+        agent_id, token = _spawn(store)
+        with pytest.raises(StoreError, match="starts at 5"):
+            store.begin_run(agent_id, RunRecord(generation=1, baseline=5), [Message.user("x")],
+                            status=AgentStatus.awaiting_model(), token=token)
+        assert store.load_agent(agent_id).run is None
+
+    def test_finish_run_can_append_results_in_the_same_step(self, store: Store) -> None:
+        agent_id, token = _spawn(store)
+        _start(store, agent_id, token)
+        result = Message.user(ContentBlock.tool_result("t", "interrupted", is_error=True))
+        store.finish_run(agent_id, status=AgentStatus.interrupted(), token=token, append=[result])
+        assert store.load_agent(agent_id).transcript[-1] == result
+
+    def test_every_block_kind_round_trips_exactly(self, store: Store, reopen: Callable[[], Store]) -> None:
+        agent_id, token = _spawn(store)
+        _start(store, agent_id, token)
+        message = Message.assistant(
+            ContentBlock.thinking("let me see", signature="sig/+=\u00e9"),
+            ContentBlock.redacted_thinking("opaque==data"),
+            ContentBlock.text("Hi \u2603 \"quoted\"\n"),
+            ContentBlock.tool_use("call-1", "grep", {"pattern": "a|b", "n": [1, 2.5, None]}),
+        )
+        store.commit_assistant(agent_id, message, usage=Usage(), status=AgentStatus.streaming(), token=token)
+        results = Message.user(ContentBlock.tool_result("call-1", "no match", is_error=True),
+                               ContentBlock.image("image/png", "iVBORw0KGgo="))
+        store.append_messages(agent_id, [results], token=token)
+        assert reopen().load_messages(agent_id) == [Message.user("hello"), message, results]
+
+    def test_transcript_pages_are_slices_in_order(self, store: Store) -> None:
+        agent_id, token = _spawn(store)
+        _start(store, agent_id, token, "m0")
+        store.append_messages(agent_id, [Message.assistant(f"m{i}") for i in range(1, 10)], token=token)
+        assert [m.text for m in store.load_messages(agent_id, 3, 6)] == ["m3", "m4", "m5"]
+        assert [m.text for m in store.load_messages(agent_id, 8)] == ["m8", "m9"]
+
+    # --- state -------------------------------------------------------------------------
+
+    def test_state_values_round_trip_per_agent_and_key(self, store: Store, reopen: Callable[[], Store]) -> None:
+        agent_id, token = _spawn(store)
+        value = {"agents": {"/root/a": {"depth": 1}}, "mailbox": []}
+        store.save_state(agent_id, "subagents.v1", value, token=token)
+        assert reopen().load_state(agent_id, "subagents.v1") == value
+        assert store.load_state(agent_id, "other") is None
+
+    # --- leases --------------------------------------------------------------------------
+
+    def test_a_write_without_the_lease_is_refused_and_changes_nothing(self, store: Store) -> None:
+        agent_id, token = _spawn(store)
+        _start(store, agent_id, token)
+        before = store.load_agent(agent_id)
+        with pytest.raises(LeaseLost):
+            store.commit_assistant(agent_id, Message.assistant("stale"), usage=Usage(),
+                                   status=AgentStatus.finished(), token="not-the-holder")
+        with pytest.raises(LeaseLost):
+            store.save_state(agent_id, "k", 1, token="not-the-holder")
+        assert store.load_agent(agent_id) == before
+
+    def test_the_same_owner_reacquires_and_fences_out_its_older_token(self, store: Store) -> None:
+        agent_id, old_token = _spawn(store)
+        holder = store.lease_holder(agent_id)
+        newer = LeaseClaim(**{**holder.model_dump(include=set(LeaseClaim.model_fields)),
+                              "token": uuid.uuid4().hex})
+        store.acquire_lease(agent_id, newer, ttl=30)
+        with pytest.raises(LeaseLost):
+            store.set_status(agent_id, AgentStatus.idle(), token=old_token)
+        store.set_status(agent_id, AgentStatus.finished(), token=newer.token)
+
+    def test_a_live_foreign_holder_is_named_in_lease_unavailable(self, store: Store) -> None:
+        agent_id, _ = _spawn(store)
+        with pytest.raises(LeaseUnavailable, match=f"pid {os.getpid()}") as info:
+            store.acquire_lease(agent_id, _claim("other-runtime"), ttl=30)
+        assert info.value.holder.runtime_id == "nb"
+
+    def test_a_dead_holder_on_this_host_is_taken_over_at_once(self, store: Store) -> None:
+        agent_id = uuid.uuid4().hex
+        # A process that started at another time is not the holder: its pid was recycled.
+        dead = _claim(started_at=psutil.Process().create_time() - 3600)
+        store.acquire_lease(agent_id, dead, ttl=30)
+        taker = _claim("other")
+        store.acquire_lease(agent_id, taker, ttl=30)
+        assert store.lease_holder(agent_id).token == taker.token
+
+    def test_an_expired_heartbeat_is_taken_over(self, store: Store) -> None:
+        agent_id = uuid.uuid4().hex
+        remote = _claim(host="another-host.example")
+        store.acquire_lease(agent_id, remote, ttl=30)
+        with pytest.raises(LeaseUnavailable, match="another-host.example"):
+            store.acquire_lease(agent_id, _claim("other"), ttl=30)
+        time.sleep(0.05)
+        taker = _claim("other")
+        store.acquire_lease(agent_id, taker, ttl=0.01)
+        assert store.lease_holder(agent_id).token == taker.token
+
+    def test_renew_moves_the_heartbeat_and_release_frees_only_that_token(self, store: Store) -> None:
+        a, token_a = _spawn(store, "a")
+        b, token_b = _spawn(store, "b")
+        before = store.lease_holder(a).heartbeat_at
+        time.sleep(0.01)
+        assert store.renew_leases(token_a) == 1
+        assert store.lease_holder(a).heartbeat_at > before
+        store.release_leases(token_a)
+        assert store.lease_holder(a) is None
+        assert store.lease_holder(b).token == token_b

@@ -1,0 +1,49 @@
+"""Shared fixtures: real SQLite files in a temporary folder, and small waits."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mentra_nb import AgentSnapshot, AgentStatus, SqliteStore
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "analysis.mentra.sqlite"
+
+
+@pytest.fixture
+def store(db_path: Path):
+    s = SqliteStore(db_path)
+    yield s
+    s.close()
+
+
+def clear_leases(path: Path) -> None:
+    """What spec/000's tests do to simulate that the old process is gone."""
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM leases")
+    conn.commit()
+    conn.close()
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("timed out waiting for a condition")
+        await asyncio.sleep(0.005)
+
+
+async def wait_for_status(watch, status: AgentStatus) -> AgentSnapshot:
+    """Consume `agent.watch()` until a snapshot has `status`."""
+    async with asyncio.timeout(5):
+        async for snapshot in watch:
+            if snapshot.status == status:
+                return snapshot
+    raise AssertionError(f"watch ended before status {status}")
