@@ -17,9 +17,59 @@ def _test_provider() -> Provider:
     return TestProvider()
 
 
+def _anthropic() -> Provider:
+    from mentra_nb.providers.anthropic import AnthropicProvider
+
+    return AnthropicProvider()
+
+
+def _openai() -> Provider:
+    from mentra_nb.providers.openai import OpenAIProvider
+
+    return OpenAIProvider()
+
+
+def _gemini() -> Provider:
+    from mentra_nb.providers.gemini import GeminiProvider
+
+    return GeminiProvider()
+
+
+def _chat(preset: str) -> Callable[[], Provider]:
+    def make() -> Provider:
+        from mentra_nb.providers.openai_chat import OpenAIChatProvider
+
+        return OpenAIChatProvider(preset)
+
+    return make
+
+
+def _local() -> Provider:
+    from mentra_nb.providers.local import LocalProvider
+
+    return LocalProvider()
+
+
+def _replay() -> Provider:
+    from mentra_nb.providers.replay import ReplayProvider
+
+    return ReplayProvider.from_environment()
+
+
 # Built-in providers are created from the environment the first time a model id
 # names them, so `rt.spawn("w", "test")` works with no provider object passed.
-BUILTIN_PROVIDERS: dict[str, Callable[[], Provider]] = {"test": _test_provider}
+# Their modules are imported only then, which keeps `import mentra_nb` fast; keys
+# are looked up at the first request, so a provider exists before its key does.
+BUILTIN_PROVIDERS: dict[str, Callable[[], Provider]] = {
+    "test": _test_provider,
+    "anthropic": _anthropic,
+    "openai": _openai,
+    "gemini": _gemini,
+    **{preset: _chat(preset) for preset in
+       ("openai-chat", "openrouter", "ollama", "lmstudio", "vllm", "llamacpp")},
+    "local": _local,
+    "replay": _replay,
+}
 
 
 class ProviderRegistry:

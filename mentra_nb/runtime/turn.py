@@ -18,7 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from mentra_nb.errors import LeaseLost, MaxRoundsExceeded, MentraError
-from mentra_nb.messages import Message, Role, ToolResultBlock, ToolUseBlock
+from mentra_nb.messages import Message, Role, ToolResultBlock, ToolUseBlock, Usage
 from mentra_nb.providers.base import ProviderRequest
 from mentra_nb.providers.events import (
     ContentBlockDelta,
@@ -66,6 +66,7 @@ class Run:
         self.token = agent.runtime._leases.token
         self.generation = agent._run_generation + 1
         self._checkpoint: _PendingCheckpoint | None = None
+        self._usage = Usage()
 
     def _event_fields(self) -> dict[str, Any]:
         return {"agent_id": self.agent.id, "run_generation": self.generation}
@@ -116,15 +117,12 @@ class Run:
         for _ in range(agent.config.max_rounds):
             message, invalid_inputs = await self._stream_message()
             uses = message.tool_uses
-            next_status = (
-                AgentStatus.executing_tool(uses[0].id, uses[0].name) if uses else AgentStatus.finished()
-            )
-            self._commit_assistant(message, next_status)
             if not uses:
-                self.store.finish_run(agent.id, status=AgentStatus.finished(), token=self.token)
-                agent._set_status(AgentStatus.finished())
+                # The final message and the end of the run are one transaction.
+                self._commit_assistant(message, AgentStatus.finished(), final=True)
                 agent._emit(RunFinished(**self._event_fields(), message=message))
                 return message
+            self._commit_assistant(message, AgentStatus.executing_tool(uses[0].id, uses[0].name))
             results = await self._run_tools(uses, invalid_inputs)
             result_message = Message(role=Role.USER, content=results)
             self.store.append_messages(agent.id, [result_message], token=self.token)
@@ -181,6 +179,7 @@ class Run:
                             id=event.tool_use_id or "", name=event.tool_name or ""
                         )
                         agent._pending_tool_uses = list(tool_blocks.values())
+                        self._checkpoint.request()
                 elif isinstance(event, ContentBlockDelta):
                     self._apply_delta(event, tool_blocks)
                     self._checkpoint.request()
@@ -191,6 +190,8 @@ class Run:
                                                  name=pending.name, input=_lenient_json(pending.input_json)))
                     self._checkpoint.request(force=True)
                 agent._changed()
+                if assembler.stopped:
+                    break  # the message is complete; don't wait for the transport to close
         finally:
             closer = getattr(stream, "aclose", None)
             if closer is not None:
@@ -228,12 +229,17 @@ class Run:
             updated_at=time.time(),
         )
 
-    def _commit_assistant(self, message: Message, next_status: AgentStatus) -> None:
+    def _commit_assistant(self, message: Message, next_status: AgentStatus, *, final: bool = False) -> None:
         agent = self.agent
         if self._checkpoint is not None:
             self._checkpoint.cancel()
         usage = agent._usage + self._usage
-        self.store.commit_assistant(agent.id, message, usage=usage, status=next_status, token=self.token)
+        if final:
+            self.store.finish_run(agent.id, status=next_status, token=self.token, append=[message],
+                                  usage=usage)
+        else:
+            self.store.commit_assistant(agent.id, message, usage=usage, status=next_status,
+                                        token=self.token)
         agent._history.append(message)
         agent._usage = usage
         agent._current_text = ""
@@ -367,9 +373,14 @@ class _PendingCheckpoint:
     def __init__(self, run: Run) -> None:
         self.run = run
         self.last_write = 0.0
+        self.dirty = False
         self.timer: asyncio.TimerHandle | None = None
 
     def request(self, *, force: bool = False) -> None:
+        """Note a change; write now if due (or `force`d at a block's end), else soon."""
+        if force and not self.dirty:
+            return  # nothing new since the last write
+        self.dirty = True
         elapsed = time.monotonic() - self.last_write
         if force or elapsed >= CHECKPOINT_INTERVAL:
             self.write()
@@ -379,6 +390,7 @@ class _PendingCheckpoint:
 
     def write(self) -> None:
         self.cancel()
+        self.dirty = False
         self.last_write = time.monotonic()
         run = self.run
         try:

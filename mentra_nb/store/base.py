@@ -147,9 +147,11 @@ class Store(Protocol):
     def append_messages(self, agent_id: str, messages: list[Message], *, token: str) -> None: ...
 
     def finish_run(
-        self, agent_id: str, *, status: AgentStatus, token: str, append: list[Message] | None = None
+        self, agent_id: str, *, status: AgentStatus, token: str, append: list[Message] | None = None,
+        usage: Usage | None = None,
     ) -> None:
-        """End the run keeping its transcript (optionally appending messages first)."""
+        """End the run keeping its transcript, appending `append` first (the final
+        assistant message, or synthetic tool results) and recording `usage`."""
         ...
 
     def rollback_run(

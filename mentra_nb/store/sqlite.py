@@ -395,7 +395,8 @@ class SqliteStore:
             _update_agent(cur, agent_id, message_count=count + len(messages))
 
     def finish_run(
-        self, agent_id: str, *, status: AgentStatus, token: str, append: list[Message] | None = None
+        self, agent_id: str, *, status: AgentStatus, token: str, append: list[Message] | None = None,
+        usage: Usage | None = None,
     ) -> None:
         with self._write(agent_id, token) as cur:
             count = _message_count(cur, agent_id)
@@ -404,7 +405,7 @@ class SqliteStore:
                 count += len(append)
             cur.execute("DELETE FROM runs WHERE agent_id = ?", (agent_id,))
             cur.execute("DELETE FROM pending_turns WHERE agent_id = ?", (agent_id,))
-            _update_agent(cur, agent_id, status=status, message_count=count)
+            _update_agent(cur, agent_id, status=status, usage=usage, message_count=count)
 
     def rollback_run(
         self, agent_id: str, *, status: AgentStatus, resumable: Message | None, token: str

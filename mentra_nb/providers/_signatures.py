@@ -1,0 +1,53 @@
+"""Provider-owned data carried in `ThinkingBlock.signature`.
+
+Anthropic's thinking signature is an opaque string and goes in `signature`
+as is. OpenAI's reasoning items (id, encrypted content, summary) and Gemini's
+thought signatures have no field of their own in `messages.py`, so they ride
+in `signature` as a small JSON envelope naming their protocol:
+
+    {"mentra_signature": "openai-responses", "data": {...}}
+
+Each provider replays only the envelopes of its own protocol and leaves the
+others out: a signature is only valid for the API that issued it, so after a
+switch of provider the old reasoning is dropped rather than rejected.
+Anthropic signatures are base64 and never start with `{`, so the two kinds
+cannot be confused.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["is_envelope", "unwrap", "wrap"]
+
+_TAG = "mentra_signature"
+
+
+def wrap(protocol: str, data: dict[str, Any]) -> str:
+    """Stable JSON (sorted keys, compact) so the same data always gives the same bytes."""
+    return json.dumps({_TAG: protocol, "data": data}, sort_keys=True, separators=(",", ":"))
+
+
+def unwrap(signature: str | None, protocol: str) -> dict[str, Any] | None:
+    """The data of an envelope from `protocol`, or None for anything else."""
+    if not signature or not signature.startswith("{"):
+        return None
+    try:
+        value = json.loads(signature)
+    except json.JSONDecodeError:
+        return None
+    if isinstance(value, dict) and value.get(_TAG) == protocol and isinstance(value.get("data"), dict):
+        return value["data"]
+    return None
+
+
+def is_envelope(signature: str | None) -> bool:
+    """True for any provider's envelope (so Anthropic can skip foreign reasoning)."""
+    if not signature or not signature.startswith("{"):
+        return False
+    try:
+        value = json.loads(signature)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(value, dict) and _TAG in value
