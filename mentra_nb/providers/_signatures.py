@@ -25,8 +25,8 @@ _TAG = "mentra_signature"
 
 
 def wrap(protocol: str, data: dict[str, Any]) -> str:
-    """Stable JSON (sorted keys, compact) so the same data always gives the same bytes."""
-    return json.dumps({_TAG: protocol, "data": data}, sort_keys=True, separators=(",", ":"))
+    """Compact JSON that keeps `data` exactly as the provider sent it (key order included)."""
+    return json.dumps({_TAG: protocol, "data": data}, separators=(",", ":"))
 
 
 def unwrap(signature: str | None, protocol: str) -> dict[str, Any] | None:

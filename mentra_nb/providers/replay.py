@@ -19,6 +19,7 @@ Keys never reach a cassette: lines are scrubbed before they are written.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -118,10 +119,8 @@ class RecordingProvider:
         secrets: list[str | Secret | None] = [*self._secrets, *(os.environ.get(v) for v in _KEY_VARS)]
         api_key = getattr(self.inner, "api_key", None)
         if callable(api_key):
-            try:
+            with contextlib.suppress(ProviderError):
                 secrets.append(api_key())
-            except ProviderError:
-                pass
         return redact(line, secrets)
 
     def _write(self, entry: CassetteEntry) -> None:

@@ -9,6 +9,7 @@ TCP RST, a cut is a chunked body that never ends.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import struct
@@ -134,10 +135,8 @@ class WireServer:
         except (OSError, ValueError) as err:  # a client that went away is not a test failure
             self.errors.append(err)
         finally:
-            try:
+            with contextlib.suppress(OSError):
                 conn.close()
-            except OSError:
-                pass
 
     @staticmethod
     def _read_request(conn: socket.socket) -> Recorded | None:
