@@ -13,7 +13,7 @@ when the provider had to retry opening the stream.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -129,14 +129,6 @@ class RetryAttempt(_Event):
 
 
 ProviderEvent = Annotated[
-    Union[
-        MessageStarted,
-        ContentBlockStarted,
-        ContentBlockDelta,
-        ContentBlockStopped,
-        MessageDelta,
-        MessageStopped,
-        RetryAttempt,
-    ],
+    MessageStarted | ContentBlockStarted | ContentBlockDelta | ContentBlockStopped | MessageDelta | MessageStopped | RetryAttempt,
     Field(discriminator="type"),
 ]

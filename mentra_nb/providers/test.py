@@ -80,7 +80,11 @@ class TestProvider:
 
 def _answer(messages: list[Message], results: list[ToolResultBlock]) -> str:
     if results:
-        parts = [f"{r.tool_use_id} {'failed' if r.is_error else 'returned'}: {r.content}" for r in results]
+        names = {u.id: u.name for m in messages for u in m.tool_uses}
+        parts = [
+            f"{names.get(r.tool_use_id, r.tool_use_id)} {'failed' if r.is_error else 'returned'} {r.content}"
+            for r in results
+        ]
         return "Tool results: " + "; ".join(parts)
     for message in reversed(messages):
         if message.role is Role.USER:

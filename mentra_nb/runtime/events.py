@@ -7,7 +7,7 @@ generation it belongs to.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,9 +26,9 @@ __all__ = [
     "ToolExecutionFinished",
     "ToolExecutionProgress",
     "ToolExecutionStarted",
+    "ToolResultsCommitted",
     "ToolUseReady",
     "ToolUseUpdated",
-    "ToolResultsCommitted",
     "UsageReported",
 ]
 
@@ -134,22 +134,6 @@ class RetryAttempted(_AgentEvent):
 
 
 AgentEvent = Annotated[
-    Union[
-        RunStarted,
-        RunFinished,
-        RunFailed,
-        RunCancelled,
-        TextDelta,
-        ReasoningDelta,
-        ToolUseUpdated,
-        ToolUseReady,
-        ToolExecutionStarted,
-        ToolExecutionProgress,
-        ToolExecutionFinished,
-        AssistantMessageCommitted,
-        ToolResultsCommitted,
-        UsageReported,
-        RetryAttempted,
-    ],
+    RunStarted | RunFinished | RunFailed | RunCancelled | TextDelta | ReasoningDelta | ToolUseUpdated | ToolUseReady | ToolExecutionStarted | ToolExecutionProgress | ToolExecutionFinished | AssistantMessageCommitted | ToolResultsCommitted | UsageReported | RetryAttempted,
     Field(discriminator="type"),
 ]

@@ -18,7 +18,7 @@ import asyncio
 import inspect
 import json
 from collections.abc import Callable
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, get_type_hints, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -42,13 +42,13 @@ __all__ = [
 ]
 
 
-class ToolSideEffectLevel(str, Enum):
+class ToolSideEffectLevel(StrEnum):
     NONE = "none"  # reads only
     LOCAL = "local"  # changes files or state on this machine
     EXTERNAL = "external"  # reaches other systems
 
 
-class ToolDurability(str, Enum):
+class ToolDurability(StrEnum):
     REPLAY_SAFE = "replay_safe"  # running it again after a crash is harmless
     NOT_REPLAYABLE = "not_replayable"
 

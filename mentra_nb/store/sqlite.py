@@ -26,7 +26,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal
 
@@ -250,10 +250,8 @@ class SqliteStore:
                 yield cur
                 cur.execute("COMMIT")
             except BaseException as err:
-                try:
+                with suppress(sqlite3.Error):
                     cur.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
                 if isinstance(err, sqlite3.Error):
                     raise StoreError(f"writing to {self.path} failed: {err}") from err
                 raise
