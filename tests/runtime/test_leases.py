@@ -1,0 +1,100 @@
+"""Leases from the runtime's side: heartbeat, release, re-acquire, fencing, scope."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+from mentra_nb import (
+    AgentNotFound,
+    ContentBlockDelta,
+    ContentBlockStarted,
+    LeaseLost,
+    LeaseUnavailable,
+    MessageStarted,
+    Runtime,
+    SqliteStore,
+)
+from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream
+from tests.conftest import clear_leases, wait_until
+
+
+def runtime(db_path, runtime_id="nb", *scripts, **kwargs) -> Runtime:
+    return Runtime.empty(store=SqliteStore(db_path), runtime_id=runtime_id,
+                         providers=[ScriptedProvider("anthropic", list(scripts))], **kwargs)
+
+
+async def test_the_heartbeat_renews_leases_while_the_loop_runs(db_path):
+    rt = runtime(db_path, lease_ttl=0.3)
+    agent = rt.spawn("writer", "anthropic:model")
+    first = rt.store.lease_holder(agent.id).heartbeat_at
+    await wait_until(lambda: rt.store.lease_holder(agent.id).heartbeat_at > first, timeout=2)
+    await rt.aclose()
+
+
+async def test_aclose_releases_every_lease(db_path):
+    rt = runtime(db_path)
+    a = rt.spawn("a", "anthropic:model")
+    b = rt.spawn("b", "anthropic:model")
+    await rt.aclose()
+    assert rt.store.lease_holder(a.id) is None and rt.store.lease_holder(b.id) is None
+
+
+async def test_a_rerun_setup_cell_takes_its_own_agents_back(db_path):
+    first = runtime(db_path, "nb", text_stream("late"))
+    agent = first.spawn("writer", "anthropic:model")
+    # Same process, same runtime id: the new Runtime object re-acquires at once...
+    second = runtime(db_path, "nb", text_stream("fresh"))
+    [again] = second.resume()
+    assert (await again.send("hi")).text == "fresh"
+    # ...and the old object is fenced out instead of overwriting the new one's work.
+    with pytest.raises(LeaseLost, match="no longer holds the lease"):
+        await agent.send("stale")
+    assert len(second.store.load_agent(agent.id).transcript) == 2
+    await first.aclose()
+    assert second.store.lease_holder(agent.id).token == second._leases.token
+    await second.aclose()
+
+
+async def test_another_live_runtime_gets_lease_unavailable_naming_the_holder(db_path):
+    owner = runtime(db_path, "nb", owner_label="kernel 1f2e")
+    agent = owner.spawn("writer", "anthropic:model")
+    intruder = runtime(db_path, "other")
+    with pytest.raises(LeaseUnavailable) as info:
+        intruder.resume_agent(agent.id)
+    message = str(info.value)
+    assert f"runtime 'nb' in pid {os.getpid()}" in message and "(kernel 1f2e)" in message
+    assert intruder.agents == []
+    await owner.aclose()
+    assert intruder.resume_agent(agent.id).id == agent.id
+    await intruder.aclose()
+
+
+async def test_resuming_an_unknown_agent_is_a_clear_error(db_path):
+    rt = runtime(db_path)
+    with pytest.raises(AgentNotFound, match="no agent with id nope"):
+        rt.resume_agent("nope")
+    await rt.aclose()
+
+
+async def test_opening_a_runtime_fixes_up_only_its_own_agents(db_path):
+    script_a, control_a = controlled_stream()
+    crashed = runtime(db_path, "a", script_a)
+    victim = crashed.spawn("writer", "anthropic:model")
+    send = asyncio.create_task(victim.send("hello"))
+    for event in (MessageStarted(), ContentBlockStarted.text(0), ContentBlockDelta.text(0, "Hel")):
+        control_a.send(event)
+    await wait_until(lambda: victim.snapshot.current_text == "Hel")
+    clear_leases(db_path)
+
+    neighbour = runtime(db_path, "b")
+    neighbour.spawn("other", "anthropic:model")
+    assert neighbour.resume("b")[0].name == "other"
+    untouched = neighbour.store.load_agent(victim.id)
+    assert untouched.pending_turn.current_text == "Hel" and untouched.run is not None
+
+    send.cancel()
+    await asyncio.gather(send, return_exceptions=True)
+    await neighbour.aclose()
