@@ -3,6 +3,7 @@
 from mentra_nb.runtime.agent import Agent
 from mentra_nb.runtime.config import AgentConfig
 from mentra_nb.runtime.events import AgentEvent
+from mentra_nb.runtime.extensions import AgentExtension, RuntimeExtension
 from mentra_nb.runtime.recovery import INTERRUPTED_TOOL_RESULT
 from mentra_nb.runtime.runtime import Runtime
 from mentra_nb.runtime.snapshot import AgentSnapshot, AgentStatus, PendingToolUse
@@ -22,11 +23,13 @@ __all__ = [
     "Agent",
     "AgentConfig",
     "AgentEvent",
+    "AgentExtension",
     "AgentSnapshot",
     "AgentStatus",
     "FunctionTool",
     "PendingToolUse",
     "Runtime",
+    "RuntimeExtension",
     "Tool",
     "ToolContext",
     "ToolDurability",

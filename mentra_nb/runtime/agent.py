@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mentra_nb.errors import AgentBusy, NoResumableTurn
 from mentra_nb.messages import ContentBlock, Message, Role, Usage
 from mentra_nb.providers.base import ModelInfo
 from mentra_nb.runtime.config import AgentConfig
 from mentra_nb.runtime.events import AgentEvent, ToolExecutionProgress
+from mentra_nb.runtime.extensions import AgentExtension
 from mentra_nb.runtime.observers import Observers
 from mentra_nb.runtime.snapshot import AgentSnapshot
 from mentra_nb.status import AgentStatus, PendingToolUse
@@ -53,6 +54,7 @@ class Agent:
         self._events: Observers[AgentEvent] = Observers()
         self._run_task: asyncio.Task[Message] | None = None
         self._stop_requested = False
+        self._extensions: list[AgentExtension] = []
 
     def __repr__(self) -> str:
         return f"<Agent {self.name} ({self.model.key}) {self._status}>"
@@ -93,6 +95,9 @@ class Agent:
     def snapshot(self) -> AgentSnapshot:
         # model_construct: built on every change while someone watches, so skip
         # re-validating values that are already typed.
+        extra: dict[str, Any] = {}
+        for extension in self._extensions:
+            extra.update(extension.snapshot_fields())
         return AgentSnapshot.model_construct(
             agent_id=self.id,
             name=self.name,
@@ -103,15 +108,17 @@ class Agent:
             current_text=self._current_text,
             current_thinking=self._current_thinking,
             pending_tool_uses=list(self._pending_tool_uses),
-            pending_team_messages=0,
-            teammates=[],
-            subagents=[],
+            pending_team_messages=extra.get("pending_team_messages", 0),
+            teammates=extra.get("teammates", []),
+            subagents=extra.get("subagents", []),
             usage=self._usage,
         )
 
     def tools(self) -> list[Tool]:
-        """The tools this agent may call (the runtime's, filtered by its config)."""
-        return [t for t in self._runtime.tools if self.config.allows_tool(t.spec.name)]
+        """The tools this agent may call: the runtime's and its extensions',
+        filtered by its config."""
+        offered = [*self._runtime.tools, *(t for e in self._extensions for t in e.tools())]
+        return [t for t in offered if self.config.allows_tool(t.spec.name)]
 
     # --- observing -----------------------------------------------------------
 

@@ -23,6 +23,7 @@ from mentra_nb.providers.base import ModelInfo, Provider
 from mentra_nb.providers.registry import ProviderRegistry
 from mentra_nb.runtime.agent import Agent
 from mentra_nb.runtime.config import AgentConfig
+from mentra_nb.runtime.extensions import RuntimeExtension
 from mentra_nb.runtime.leases import DEFAULT_LEASE_TTL, LeaseKeeper, release_leases_quietly
 from mentra_nb.runtime.recovery import recover
 from mentra_nb.runtime.tools import Tool
@@ -59,6 +60,7 @@ class Runtime:
         runtime_id: str = "default",
         builtin_tools: bool = True,
         *,
+        extensions: Iterable[RuntimeExtension] = (),
         lease_ttl: float = DEFAULT_LEASE_TTL,
         owner_label: str | None = None,
     ) -> None:
@@ -71,6 +73,7 @@ class Runtime:
         for t in [*(_builtin_tools() if builtin_tools else []), *tools]:
             self.register_tool(t)
         self._agents: dict[str, Agent] = {}
+        self._extensions: list[RuntimeExtension] = list(extensions)
         self._leases = LeaseKeeper(self.store, runtime_id, ttl=lease_ttl, label=owner_label)
         self._closed = False
         # Released when the runtime is garbage collected or the interpreter exits,
@@ -148,9 +151,7 @@ class Runtime:
         )
         self._leases.acquire(record.id)
         self.store.create_agent(record, token=self._leases.token)
-        agent = Agent(self, PersistedAgent(record=record, transcript=[]))
-        self._agents[agent.id] = agent
-        return agent
+        return self._adopt(Agent(self, PersistedAgent(record=record, transcript=[])))
 
     def resume_agent(self, agent_id: str) -> Agent:
         """Load one persisted agent, taking its lease and applying crash recovery.
@@ -176,18 +177,27 @@ class Runtime:
             self.store.release_leases(self._leases.token, [agent_id])
             self._leases.held.discard(agent_id)
             raise
-        agent = Agent(self, persisted)
+        return self._adopt(Agent(self, persisted))
+
+    def _adopt(self, agent: Agent) -> Agent:
+        for extension in self._extensions:
+            attached = extension.attach(agent)
+            if attached is not None:
+                agent._extensions.append(attached)
         self._agents[agent.id] = agent
         return agent
 
     def resume(self, runtime_id: str | None = None) -> list[Agent]:
         """Resume the lead agents persisted under `runtime_id` (default: this runtime's)."""
         runtime_id = runtime_id or self.runtime_id
-        return [
+        leads = [
             self.resume_agent(record.id)
             for record in self.store.list_agents(runtime_id)
             if not record.is_teammate
         ]
+        for extension in self._extensions:
+            extension.after_resume(runtime_id, leads)
+        return leads
 
     def resume_all(self) -> list[Agent]:
         """Resume every lead agent of this runtime's id (same as `resume()`)."""
@@ -215,6 +225,11 @@ class Runtime:
         # Each cancelled run rolls itself back; its exception was already reported
         # to whoever awaited send().
         await asyncio.gather(*running, return_exceptions=True)
+        for agent in self._agents.values():
+            for agent_extension in agent._extensions:
+                await agent_extension.aclose()
+        for extension in self._extensions:
+            await extension.aclose()
         for agent in self._agents.values():
             agent._close_observers()
         await self._leases.aclose()

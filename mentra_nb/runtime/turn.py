@@ -87,8 +87,11 @@ class Run:
         agent._run_generation = self.generation
         agent._emit(RunStarted(**self._event_fields()))
         agent._set_status(AgentStatus.awaiting_model())
+        succeeded = False
         try:
-            return await self._rounds()
+            message = await self._rounds()
+            succeeded = True
+            return message
         except asyncio.CancelledError:
             self._roll_back(baseline, AgentStatus.idle())
             agent._emit(RunCancelled(**self._event_fields()))
@@ -111,10 +114,16 @@ class Run:
         finally:
             if self._checkpoint is not None:
                 self._checkpoint.cancel()
+            for extension in agent._extensions:
+                try:
+                    extension.after_run(succeeded)
+                except Exception:
+                    log.exception("an extension failed after the run of agent %s", agent.name)
 
     async def _rounds(self) -> Message:
         agent = self.agent
         for _ in range(agent.config.max_rounds):
+            await self._inject_round_messages()
             message, invalid_inputs = await self._stream_message()
             uses = message.tool_uses
             if not uses:
@@ -144,6 +153,15 @@ class Run:
         agent._set_status(AgentStatus.finished())
         agent._emit(RunFinished(**self._event_fields(), message=last))
         return last
+
+    async def _inject_round_messages(self) -> None:
+        """Messages extensions add before each model call (e.g. a team inbox)."""
+        agent = self.agent
+        injected = [m for e in agent._extensions for m in await e.before_round()]
+        if injected:
+            self.store.append_messages(agent.id, injected, token=self.token)
+            agent._history.extend(injected)
+            agent._changed()
 
     # --- streaming -------------------------------------------------------------
 

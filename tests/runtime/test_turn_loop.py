@@ -408,3 +408,50 @@ async def test_spawn_rejects_bad_names_unknown_providers_and_duplicates(make):
     with pytest.raises(AgentExists, match="already exists"):
         rt.spawn("writer", "anthropic:model")
     assert [a.name for a in rt.agents] == ["writer"]
+
+
+async def test_extensions_add_tools_round_messages_and_snapshot_fields(db_path):
+    from mentra_nb import AgentExtension, RuntimeExtension
+
+    outcomes = []
+
+    @tool(read_only=True)
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    class Inbox(AgentExtension):
+        def __init__(self):
+            self.mail = ["note from alice"]
+
+        def tools(self):
+            return [ping]
+
+        async def before_round(self):
+            delivered, self.mail = self.mail, []
+            return [Message.user(f"<inbox>{m}</inbox>") for m in delivered]
+
+        def after_run(self, succeeded):
+            outcomes.append(succeeded)
+
+        def snapshot_fields(self):
+            return {"pending_team_messages": len(self.mail)}
+
+    class Installer(RuntimeExtension):
+        def attach(self, agent):
+            return Inbox() if agent.name == "lead" else None
+
+    provider = ScriptedProvider("anthropic", [tool_use_stream("t1", "ping", "{}"), text_stream("ok")])
+    rt = Runtime.empty(store=SqliteStore(db_path), providers=[provider], extensions=[Installer()])
+    lead = rt.spawn("lead", "anthropic:model")
+    other = rt.spawn("other", "anthropic:model")
+    assert lead.snapshot.pending_team_messages == 1
+    assert [t.spec.name for t in lead.tools()] == ["ping"] and other.tools() == []
+    await lead.send("go")
+    first = provider.requests[0].messages
+    assert [m.text for m in first] == ["go", "<inbox>note from alice</inbox>"]
+    assert [t.name for t in provider.requests[0].tools] == ["ping"]
+    assert lead.snapshot.pending_team_messages == 0
+    assert outcomes == [True]
+    assert rt.store.load_agent(lead.id).transcript[1].text == "<inbox>note from alice</inbox>"
+    await rt.aclose()
