@@ -41,7 +41,9 @@ class Agent:
         self.name = record.name
         self.model = ModelInfo.parse(record.model)
         self.config = AgentConfig.model_validate(record.config)
-        self.is_teammate = record.is_teammate
+        self.kind = record.kind
+        self.parent_id = record.parent_id
+        self.role = record.role
         self._history: list[Message] = list(persisted.transcript)
         self._resumable = persisted.resumable_turn
         self._status = record.status
@@ -60,6 +62,10 @@ class Agent:
         return f"<Agent {self.name} ({self.model.key}) {self._status}>"
 
     # --- what the agent is ---------------------------------------------------
+
+    @property
+    def is_teammate(self) -> bool:
+        return self.kind == "teammate"
 
     @property
     def runtime(self) -> Runtime:

@@ -27,7 +27,7 @@ from mentra_nb.runtime.extensions import RuntimeExtension
 from mentra_nb.runtime.leases import DEFAULT_LEASE_TTL, LeaseKeeper, release_leases_quietly
 from mentra_nb.runtime.recovery import recover
 from mentra_nb.runtime.tools import Tool
-from mentra_nb.store.base import AgentRecord, PersistedAgent, Store
+from mentra_nb.store.base import AgentKind, AgentRecord, PersistedAgent, Store
 from mentra_nb.store.sqlite import SqliteStore
 
 __all__ = ["Runtime"]
@@ -124,6 +124,20 @@ class Runtime:
 
     def spawn(self, name: str, model: str | ModelInfo, config: AgentConfig | None = None) -> Agent:
         """Create and persist a new agent. `model` is `"provider:model"` or a `ModelInfo`."""
+        for record in self.store.list_agents(self.runtime_id):
+            if record.name == name and record.kind == "agent":
+                raise AgentExists(
+                    f"an agent named '{name}' already exists in runtime '{self.runtime_id}' "
+                    f"(id {record.id}); resume it with rt.resume_agent('{record.id}') or pick "
+                    "another name"
+                )
+        return self._create_agent(name, model, config)
+
+    def _create_agent(
+        self, name: str, model: str | ModelInfo, config: AgentConfig | None = None, *,
+        kind: AgentKind = "agent", parent_id: str | None = None, role: str | None = None,
+    ) -> Agent:
+        """Persist a new agent of any kind (teams and subagents create theirs here)."""
         self._ensure_open()
         if not isinstance(name, str) or not _AGENT_NAME.match(name):
             raise ConfigError(
@@ -131,13 +145,6 @@ class Runtime:
                 "starting with a letter or digit"
             )
         _provider, info = self.providers.resolve(model)
-        for record in self.store.list_agents(self.runtime_id):
-            if record.name == name and not record.is_teammate:
-                raise AgentExists(
-                    f"an agent named '{name}' already exists in runtime '{self.runtime_id}' "
-                    f"(id {record.id}); resume it with rt.resume_agent('{record.id}') or pick "
-                    "another name"
-                )
         config = config or AgentConfig()
         now = time.time()
         record = AgentRecord(
@@ -146,6 +153,9 @@ class Runtime:
             name=name,
             model=info.key,
             config=config.model_dump(mode="json"),
+            kind=kind,
+            parent_id=parent_id,
+            role=role,
             created_at=now,
             updated_at=now,
         )
@@ -193,7 +203,7 @@ class Runtime:
         leads = [
             self.resume_agent(record.id)
             for record in self.store.list_agents(runtime_id)
-            if not record.is_teammate
+            if record.kind == "agent"
         ]
         for extension in self._extensions:
             extension.after_resume(runtime_id, leads)

@@ -1,6 +1,7 @@
 """Persistence: the `Store` protocol and the embedded `SqliteStore`."""
 
 from mentra_nb.store.base import (
+    AgentKind,
     AgentRecord,
     LeaseClaim,
     LeaseRecord,
@@ -12,6 +13,7 @@ from mentra_nb.store.base import (
 from mentra_nb.store.sqlite import SqliteStore
 
 __all__ = [
+    "AgentKind",
     "AgentRecord",
     "LeaseClaim",
     "LeaseRecord",

@@ -8,7 +8,7 @@ Each method is one transaction: it happens whole or not at all.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +16,7 @@ from mentra_nb.messages import Message, Usage
 from mentra_nb.status import AgentStatus, PendingToolUse
 
 __all__ = [
+    "AgentKind",
     "AgentRecord",
     "LeaseClaim",
     "LeaseRecord",
@@ -24,6 +25,11 @@ __all__ = [
     "RunRecord",
     "Store",
 ]
+
+
+# "agent": a lead the user spawned (what `rt.resume()` returns); "teammate" and
+# "subagent" are agents other agents created, revived by their parent.
+AgentKind = Literal["agent", "teammate", "subagent"]
 
 
 class AgentRecord(BaseModel):
@@ -37,14 +43,19 @@ class AgentRecord(BaseModel):
     model: str
     config: dict[str, Any] = Field(default_factory=dict)
     status: AgentStatus = Field(default_factory=AgentStatus.idle)
-    is_teammate: bool = False
-    lead_id: str | None = None
+    kind: AgentKind = "agent"
+    parent_id: str | None = None  # a teammate's lead, a subagent's parent
     role: str | None = None
     run_generation: int = 0
     usage: Usage = Field(default_factory=Usage)
     message_count: int = 0
     created_at: float = 0.0
     updated_at: float = 0.0
+
+
+    @property
+    def is_teammate(self) -> bool:
+        return self.kind == "teammate"
 
 
 class RunRecord(BaseModel):

@@ -66,8 +66,8 @@ _MIGRATIONS: list[str] = [
         model TEXT NOT NULL,
         config TEXT NOT NULL,
         status TEXT NOT NULL,
-        is_teammate INTEGER NOT NULL DEFAULT 0,
-        lead_id TEXT,
+        kind TEXT NOT NULL DEFAULT 'agent',
+        parent_id TEXT,
         role TEXT,
         run_generation INTEGER NOT NULL DEFAULT 0,
         usage TEXT NOT NULL,
@@ -281,13 +281,13 @@ class SqliteStore:
         with self._write(record.id, token) as cur:
             try:
                 cur.execute(
-                    "INSERT INTO agents (id, runtime_id, name, model, config, status, is_teammate,"
-                    " lead_id, role, run_generation, usage, message_count, created_at, updated_at)"
+                    "INSERT INTO agents (id, runtime_id, name, model, config, status, kind,"
+                    " parent_id, role, run_generation, usage, message_count, created_at, updated_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
                     (
                         record.id, record.runtime_id, record.name, record.model,
                         json.dumps(record.config), record.status.model_dump_json(),
-                        int(record.is_teammate), record.lead_id, record.role,
+                        record.kind, record.parent_id, record.role,
                         record.run_generation, record.usage.model_dump_json(),
                         record.created_at or now, now,
                     ),
@@ -555,7 +555,7 @@ def _statements(script: str) -> list[str]:
 # --- row helpers ----------------------------------------------------------------
 
 _AGENT_COLUMNS = (
-    "id, runtime_id, name, model, config, status, is_teammate, lead_id, role, run_generation,"
+    "id, runtime_id, name, model, config, status, kind, parent_id, role, run_generation,"
     " usage, message_count, created_at, updated_at"
 )
 _LEASE_COLUMNS = (
@@ -567,8 +567,8 @@ _LEASE_COLUMNS = (
 def _agent_record(row: tuple[Any, ...]) -> AgentRecord:
     return AgentRecord(
         id=row[0], runtime_id=row[1], name=row[2], model=row[3], config=json.loads(row[4]),
-        status=AgentStatus.model_validate_json(row[5]), is_teammate=bool(row[6]),
-        lead_id=row[7], role=row[8], run_generation=row[9],
+        status=AgentStatus.model_validate_json(row[5]), kind=row[6],
+        parent_id=row[7], role=row[8], run_generation=row[9],
         usage=Usage.model_validate_json(row[10]), message_count=row[11],
         created_at=row[12], updated_at=row[13],
     )

@@ -90,7 +90,7 @@ class StoreConformance:
     def test_agents_are_listed_in_creation_order_and_filtered_by_runtime(self, store: Store) -> None:
         first, _ = _spawn(store, "a", "nb")
         _spawn(store, "b", "other")
-        third, _ = _spawn(store, "c", "nb", is_teammate=True, lead_id=first)
+        third, _ = _spawn(store, "c", "nb", kind="teammate", parent_id=first)
         assert [r.id for r in store.list_agents("nb")] == [first, third]
         assert store.list_agents("nb")[1].is_teammate
         assert [r.name for r in store.list_agents()] == ["a", "b", "c"]
