@@ -33,7 +33,7 @@ from mentra_nb import errors
 from mentra_nb.errors import ConfigError, InvalidRequest, ProviderError
 from mentra_nb.providers._keys import Secret, redact
 from mentra_nb.providers.base import ModelInfo, Provider, ProviderRequest
-from mentra_nb.providers.events import ProviderEvent
+from mentra_nb.providers.events import MessageStopped, ProviderEvent
 
 __all__ = [
     "CASSETTE_ENV",
@@ -100,8 +100,9 @@ def _request_json(request: ProviderRequest) -> dict[str, Any]:
 class RecordingProvider:
     """Wraps a live provider and appends each finished exchange to a cassette.
 
-    A stream that is abandoned (cancelled, or closed early) is not recorded:
-    it has no ending to replay.
+    An exchange is finished at its final event or its error. A stream that is
+    abandoned before either (cancelled, closed early) is not recorded: it has
+    no ending to replay.
     """
 
     def __init__(self, inner: Provider, path: str | Path | None = None, *,
@@ -135,17 +136,24 @@ class RecordingProvider:
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         events: list[ProviderEvent] = []
+        written = False
         try:
             async for event in self.inner.stream(request):
                 events.append(event)
+                if isinstance(event, MessageStopped):
+                    # Written before yielding: a consumer may stop reading at the final
+                    # event, and the exchange is complete by then.
+                    self._write(CassetteEntry(provider=self.name, request=_request_json(request),
+                                              events=events))
+                    written = True
                 yield event
         except ProviderError as err:
-            recorded = RecordedError(type=type(err).__name__, message=str(err),
-                                     status_code=err.status_code)
-            self._write(CassetteEntry(provider=self.name, request=_request_json(request),
-                                      events=events, error=recorded))
+            if not written:
+                recorded = RecordedError(type=type(err).__name__, message=str(err),
+                                         status_code=err.status_code)
+                self._write(CassetteEntry(provider=self.name, request=_request_json(request),
+                                          events=events, error=recorded))
             raise
-        self._write(CassetteEntry(provider=self.name, request=_request_json(request), events=events))
 
     async def list_models(self) -> list[ModelInfo]:
         return await self.inner.list_models()
