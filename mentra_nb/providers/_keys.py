@@ -56,7 +56,9 @@ class Secret:
 
 # Shapes of provider keys, scrubbed even when they are not the key we hold: an
 # error body may quote a key the user pasted somewhere else.
+# The lookbehind keeps ordinary words ("task-management-...") intact.
 _KEY_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9_\-])"
     r"(sk-ant-[A-Za-z0-9_\-]{8,}|sk-(?:proj-|or-v1-)?[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{30,})"
 )
 

@@ -94,7 +94,13 @@ def default_cassette_path() -> Path:
 
 
 def _request_json(request: ProviderRequest) -> dict[str, Any]:
-    return json.loads(request.model_dump_json())
+    """The request as the cassette stores it: JSON, with keys scrubbed.
+
+    Replay scrubs the incoming request the same way, so a prompt that
+    happened to contain a key still matches its scrubbed recording.
+    """
+    secrets = [os.environ.get(v) for v in _KEY_VARS]
+    return json.loads(redact(request.model_dump_json(), secrets))
 
 
 class RecordingProvider:

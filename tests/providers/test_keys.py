@@ -130,3 +130,8 @@ async def test_openai_auth_errors_do_not_repeat_the_partially_masked_key(server,
     assert "6789" not in str(caught.value)
     assert "an explicit argument" in str(caught.value)
     assert "********" not in str(caught.value)
+
+
+def test_redact_leaves_ordinary_words_that_contain_sk_alone() -> None:
+    text = "run the task-management-framework-migration and ask-questions-with-long-names"
+    assert redact(text) == text

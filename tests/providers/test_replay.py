@@ -98,3 +98,19 @@ async def test_the_builtin_replay_provider_reads_the_cassette_named_in_the_envir
 def test_a_missing_cassette_says_how_to_record_one(tmp_path) -> None:
     with pytest.raises(ConfigError, match="no cassette at .*RecordingProvider"):
         ReplayProvider(tmp_path / "none.jsonl")
+
+
+async def test_a_prompt_containing_a_key_is_scrubbed_and_still_replays(
+    server, client, tmp_path, monkeypatch
+) -> None:
+    key = "sk-ant-api03-PASTEDBYMISTAKE-000000000000"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    cassette = tmp_path / "c.jsonl"
+    live = AnthropicProvider(base_url=server.url, client=client, **NO_RETRY)
+    server.queue(Stream(wire("anthropic_text.sse")))
+    async with runtime_with(RecordingProvider(live, cassette), tmp_path / "a.sqlite") as rt:
+        await rt.spawn("w", "anthropic:m").send(f"is {key} my key?")
+    assert key not in cassette.read_text()
+    async with runtime_with(ReplayProvider(cassette, name="anthropic"), tmp_path / "b.sqlite") as rt:
+        reply = await rt.spawn("w", "anthropic:m").send(f"is {key} my key?")
+    assert reply.text == "Hello!"
