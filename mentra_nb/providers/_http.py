@@ -391,16 +391,17 @@ class HTTPProvider:
             return await self._status_error(status, body, headers, model)
 
         response: httpx.Response | None = None
-        async for item in open_stream(
-            self._client, lambda: build(key), policy=self.retry, provider=self.name,
-            on_status_error=status_error, secrets=[key],
-        ):
-            if isinstance(item, RetryAttempt):
-                yield item
-            else:
-                response = item
-        assert response is not None
         try:
+            async for item in open_stream(
+                self._client, lambda: build(key), policy=self.retry, provider=self.name,
+                on_status_error=status_error, secrets=[key],
+            ):
+                if isinstance(item, RetryAttempt):
+                    yield item
+                else:
+                    response = item
+            if response is None:  # pragma: no cover - open_stream yields a response or raises
+                raise StreamError(f"{self.name}: no response was opened")
             async with stream_errors(self.name, [key]):
                 async for event in iter_sse(response):
                     for out in _decode(self.name, decoder, event):
@@ -410,7 +411,10 @@ class HTTPProvider:
             for out in decoder.finish():
                 yield out
         finally:
-            await response.aclose()
+            # Also when the consumer stops early or the run is cancelled: the
+            # connection goes back to the pool (or is dropped) instead of leaking.
+            if response is not None:
+                await response.aclose()
 
     async def _get_json(self, url: str, *, params: dict[str, str] | None = None) -> Any:
         """A plain GET (model listing), with the same error mapping as streams."""

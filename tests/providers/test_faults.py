@@ -6,6 +6,7 @@ chunked body that never ends, a stall is a server that stops writing.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import httpx
@@ -22,7 +23,7 @@ from mentra_nb.providers._http import RetryPolicy, Timeouts, parse_retry_after
 from mentra_nb.providers.anthropic import AnthropicProvider
 from mentra_nb.providers.events import MessageStopped, RetryAttempt
 from mentra_nb.providers.openai_chat import OpenAIChatProvider
-from mentra_nb.runtime.events import RetryAttempted
+from mentra_nb.runtime.events import RetryAttempted, TextDelta
 
 from .conftest import FAST_RETRY, Reply, Reset, Stream, wire
 from .helpers import ask, assemble, collect, runtime_with
@@ -200,3 +201,23 @@ async def test_invalid_json_in_tool_arguments_goes_back_to_the_model_as_an_error
                                          content="12:00 in Europe/Paris")
     tool_messages = [m for m in server.requests[1].json()["messages"] if m["role"] == "tool"]
     assert tool_messages[0]["content"].startswith("Error: ")
+
+
+async def test_cancelling_a_run_mid_stream_closes_the_connection(server, client, db_path) -> None:
+    body = wire("anthropic_text.sse")  # written slowly, 16 bytes at a time
+    server.queue(Stream(body, chunk=16, pause=0.05))
+    async with runtime_with(anthropic(server, client), db_path) as rt:
+        agent = rt.spawn("w", "anthropic:m")
+        first_text = asyncio.Event()
+        agent.on_event(lambda e: first_text.set() if isinstance(e, TextDelta) else None)
+        task = asyncio.ensure_future(agent.send("hi"))
+        await asyncio.wait_for(first_text.wait(), 10)
+        agent.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert all(m.role is Role.USER for m in agent.history)
+    deadline = time.monotonic() + 5
+    while not server.errors and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    # The server's next write hit a closed socket: the client hung up, it did not read on.
+    assert server.errors and isinstance(server.errors[0], (BrokenPipeError, ConnectionResetError))
