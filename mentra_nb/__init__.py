@@ -76,6 +76,19 @@ from mentra_nb.store import PersistedAgent, SqliteStore, Store
 
 __version__ = "0.1.0"
 
+
+def load_ipython_extension(shell: object) -> None:
+    """`%load_ext mentra_nb` (the notebook layer is imported only then)."""
+    from mentra_nb.notebook import load_ipython_extension as load
+
+    load(shell)
+
+
+def unload_ipython_extension(shell: object) -> None:
+    from mentra_nb.notebook import unload_ipython_extension as unload
+
+    unload(shell)
+
 __all__ = [
     "INTERRUPTED_TOOL_RESULT",
     "Agent",

@@ -76,13 +76,17 @@ class ProviderRegistry:
     def __init__(self, providers: Iterable[Provider] = ()) -> None:
         self._instances: dict[str, Provider] = {}
         for provider in providers:
-            name = getattr(provider, "name", None)
-            if not isinstance(name, str) or not name:
-                raise ConfigError(
-                    f"provider {provider!r} has no `name`; set it to the prefix of the "
-                    "model ids it serves, e.g. 'anthropic'"
-                )
-            self._instances[name] = provider
+            self.register(provider)
+
+    def register(self, provider: Provider) -> None:
+        """Serve `provider.name:*` model ids with `provider` (replacing any built-in)."""
+        name = getattr(provider, "name", None)
+        if not isinstance(name, str) or not name:
+            raise ConfigError(
+                f"provider {provider!r} has no `name`; set it to the prefix of the "
+                "model ids it serves, e.g. 'anthropic'"
+            )
+        self._instances[name] = provider
 
     def known(self) -> list[str]:
         return sorted(set(self._instances) | set(BUILTIN_PROVIDERS))

@@ -85,8 +85,8 @@ class Run:
         agent._history.extend(self.opening)
         agent._resumable = None
         agent._run_generation = self.generation
-        agent._emit(RunStarted(**self._event_fields()))
         agent._set_status(AgentStatus.awaiting_model())
+        agent._emit(RunStarted(**self._event_fields()))
         succeeded = False
         try:
             message = await self._rounds()

@@ -1,0 +1,231 @@
+// AgentView: one agent's status, transcript, live stream and controls.
+// Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
+
+/**
+ * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null}} Status
+ * @typedef {{index: number, role: string, kind: string, html?: string, id?: string, name?: string,
+ *   input?: string, content?: string, truncated?: boolean, is_error?: boolean, media_type?: string, data?: string}} Item
+ * @typedef {{id: string, name: string, input_json: string}} PendingTool
+ * @typedef {{kind: "delta"|"reset", seq: number, run: number, text: string, thinking: string,
+ *   tools: Record<string, string>}} StreamMessage
+ * @typedef {{
+ *   get(name: string): any,
+ *   on(event: string, handler: (...args: any[]) => void): void,
+ *   off(event: string, handler: (...args: any[]) => void): void,
+ *   send(content: object): void,
+ * }} Model
+ */
+
+const RUNNING = new Set(["awaiting_model", "streaming", "executing_tool"]);
+
+/**
+ * @param {string} tag
+ * @param {string} [className]
+ * @param {string} [text]
+ * @returns {HTMLElement}
+ */
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** @param {Status} status */
+export function statusLabel(status) {
+  if (!status || !status.name) return "idle";
+  if (status.name === "executing_tool") return `running ${status.tool_name ?? "tool"}`;
+  if (status.name === "failed") return `failed: ${status.error ?? ""}`;
+  return status.name.replace("_", " ");
+}
+
+/**
+ * Render the committed transcript. Tool results are shown inside the
+ * collapsible block of the call they answer.
+ * @param {HTMLElement} container
+ * @param {Item[]} items
+ */
+export function renderTranscript(container, items) {
+  container.replaceChildren();
+  /** @type {Map<string, HTMLElement>} */
+  const calls = new Map();
+  for (const item of items) {
+    if (item.kind === "tool_result") {
+      const result = element("pre", item.is_error ? "mentra-error" : "", item.content ?? "");
+      const host = item.id ? calls.get(item.id) : undefined;
+      if (host) {
+        host.append(result);
+        if (item.is_error) host.classList.add("mentra-error");
+      } else {
+        const orphan = element("div", "mentra-item mentra-tool");
+        orphan.dataset.role = item.role;
+        orphan.append(result);
+        container.append(orphan);
+      }
+      continue;
+    }
+    const node = element("div", "mentra-item");
+    node.dataset.role = item.role;
+    node.dataset.kind = item.kind;
+    if (item.kind === "text") {
+      node.innerHTML = item.html ?? ""; // rendered by markdown-it in the kernel with raw HTML disabled
+    } else if (item.kind === "thinking") {
+      const fold = element("details", "mentra-thinking");
+      fold.append(element("summary", "", "thinking"));
+      const body = element("div");
+      body.innerHTML = item.html ?? "";
+      fold.append(body);
+      node.append(fold);
+    } else if (item.kind === "tool_use") {
+      const fold = element("details", "mentra-tool");
+      fold.append(element("summary", "", `tool call: ${item.name}`));
+      fold.append(element("pre", "", item.input ?? ""));
+      node.append(fold);
+      if (item.id) calls.set(item.id, fold);
+    } else if (item.kind === "image") {
+      const img = /** @type {HTMLImageElement} */ (element("img"));
+      img.src = `data:${item.media_type};base64,${item.data}`;
+      img.style.maxWidth = "100%";
+      node.append(img);
+    }
+    container.append(node);
+  }
+}
+
+/**
+ * The half-streamed state, fed by sequenced custom messages.
+ * Messages at or below the last applied sequence number are duplicates and ignored.
+ */
+export class LiveStream {
+  constructor() {
+    this.seq = -1;
+    this.text = "";
+    this.thinking = "";
+    /** @type {Record<string, string>} */
+    this.tools = {};
+  }
+
+  /**
+   * @param {StreamMessage} message
+   * @returns {boolean} whether the message changed anything
+   */
+  apply(message) {
+    if (!message || typeof message.seq !== "number" || message.seq <= this.seq) return false;
+    if (message.kind !== "delta" && message.kind !== "reset") return false;
+    this.seq = message.seq;
+    if (message.kind === "reset") {
+      this.text = message.text ?? "";
+      this.thinking = message.thinking ?? "";
+      this.tools = { ...(message.tools ?? {}) };
+    } else {
+      this.text += message.text ?? "";
+      this.thinking += message.thinking ?? "";
+      for (const [id, piece] of Object.entries(message.tools ?? {})) {
+        this.tools[id] = (this.tools[id] ?? "") + piece;
+      }
+    }
+    return true;
+  }
+}
+
+/** @param {{model: Model, el: HTMLElement}} context */
+export function render({ model, el }) {
+  const root = element("div", "mentra-agent");
+  const header = element("div", "mentra-header");
+  const name = element("span", "mentra-name");
+  const modelName = element("span", "mentra-model");
+  const badge = element("span", "mentra-badge");
+  const run = element("span", "mentra-run");
+  const usage = element("span", "mentra-usage");
+  header.append(name, modelName, badge, run, usage);
+  const transcript = element("div", "mentra-transcript");
+  const liveThinking = element("div", "mentra-live mentra-thinking");
+  const liveText = element("div", "mentra-live");
+  const liveTools = element("div", "mentra-live-tools");
+  const controls = element("div", "mentra-controls");
+  const input = /** @type {HTMLTextAreaElement} */ (element("textarea"));
+  input.placeholder = "Message the agent (Ctrl+Enter sends)";
+  const sendButton = /** @type {HTMLButtonElement} */ (element("button", "mentra-send", "Send"));
+  const stopButton = /** @type {HTMLButtonElement} */ (element("button", "mentra-stop", "Stop"));
+  stopButton.title = "Finish after the current round, keeping the work";
+  const interruptButton = /** @type {HTMLButtonElement} */ (element("button", "mentra-interrupt", "Interrupt"));
+  interruptButton.title = "Abort now; the turn is rolled back and can be resumed";
+  controls.append(input, sendButton, stopButton, interruptButton);
+  root.append(header, transcript, liveThinking, liveText, liveTools, controls);
+  el.append(root);
+
+  const live = new LiveStream();
+
+  const renderHeader = () => {
+    name.textContent = model.get("agent_name");
+    modelName.textContent = model.get("model_key");
+    /** @type {Status} */
+    const status = model.get("status") ?? { name: "idle" };
+    badge.textContent = statusLabel(status);
+    badge.dataset.status = status.name;
+    run.textContent = `run ${model.get("run_generation") ?? 0}`;
+    const u = model.get("usage") ?? {};
+    usage.textContent = `${u.input_tokens ?? 0} in / ${u.output_tokens ?? 0} out tokens`;
+    const running = RUNNING.has(status.name);
+    stopButton.disabled = !running;
+    interruptButton.disabled = !running;
+    sendButton.disabled = running;
+  };
+  const renderItems = () => renderTranscript(transcript, model.get("items") ?? []);
+  const renderLive = () => {
+    liveText.textContent = live.text;
+    liveThinking.textContent = live.thinking;
+    liveTools.replaceChildren();
+    /** @type {PendingTool[]} */
+    const pending = model.get("pending_tools") ?? [];
+    const ids = new Set([...pending.map((p) => p.id), ...Object.keys(live.tools)]);
+    for (const id of ids) {
+      const known = pending.find((p) => p.id === id);
+      const box = element("div", "mentra-live-tool");
+      box.append(element("span", "", `tool call: ${known?.name ?? id}`));
+      box.append(element("pre", "", live.tools[id] ?? known?.input_json ?? ""));
+      liveTools.append(box);
+    }
+  };
+  /** @param {StreamMessage} message */
+  const onCustom = (message) => {
+    if (live.apply(message)) renderLive();
+  };
+  const send = () => {
+    const text = input.value.trim();
+    if (!text) return;
+    model.send({ kind: "send", text });
+    input.value = "";
+  };
+
+  const controller = new AbortController();
+  const { signal } = controller;
+  sendButton.addEventListener("click", send, { signal });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) send();
+  }, { signal });
+  stopButton.addEventListener("click", () => model.send({ kind: "stop" }), { signal });
+  interruptButton.addEventListener("click", () => model.send({ kind: "interrupt" }), { signal });
+
+  const headerTraits = ["agent_name", "model_key", "status", "run_generation", "usage"];
+  for (const trait of headerTraits) model.on(`change:${trait}`, renderHeader);
+  model.on("change:items", renderItems);
+  model.on("change:pending_tools", renderLive);
+  model.on("msg:custom", onCustom);
+
+  renderHeader();
+  renderItems();
+  renderLive();
+  model.send({ kind: "hello" }); // ask for the half-streamed text we missed
+
+  return () => {
+    controller.abort();
+    for (const trait of headerTraits) model.off(`change:${trait}`, renderHeader);
+    model.off("change:items", renderItems);
+    model.off("change:pending_tools", renderLive);
+    model.off("msg:custom", onCustom);
+    root.remove();
+  };
+}
+
+export default { render };

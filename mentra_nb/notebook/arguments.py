@@ -1,0 +1,236 @@
+"""The `%mentra` command line: `shlex` words parsed into pydantic models.
+
+Each command is a model whose fields are its arguments; positional order,
+usage lines and `%mentra help` are all generated from the same models, so
+help can never drift from what the parser accepts.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+__all__ = ["COMMANDS", "CellArgs", "Command", "ParseError", "help_text", "parse_cell", "parse_line"]
+
+AgentName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+
+
+class ParseError(ValueError):
+    """Bad `%mentra` input; the message ends with the usage line."""
+
+
+class Command(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: ClassVar[str]
+    summary: ClassVar[str]
+    positionals: ClassVar[tuple[str, ...]] = ()
+    rest: ClassVar[str | None] = None  # the field that takes the rest of the line
+    metavars: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def usage(cls, prefix: str = "%mentra") -> str:
+        words = [prefix, cls.command] if cls.command else [prefix]
+        for name in cls.positionals:
+            field = cls.model_fields[name]
+            meta = cls.metavars.get(name, name.upper())
+            words.append(meta if field.is_required() else f"[{meta}]")
+        if cls.rest:
+            words.append(cls.metavars.get(cls.rest, cls.rest.upper()))
+        for name, field in cls.model_fields.items():
+            if name in cls.positionals or name == cls.rest:
+                continue
+            flag = "--" + name.replace("_", "-")
+            if field.annotation is bool:
+                words.append(f"[{flag}]")
+            else:
+                words.append(f"[{flag} {cls.metavars.get(name, name.upper())}]")
+        return " ".join(words)
+
+
+def _split_commas(value: Any) -> Any:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class Spawn(Command):
+    command = "spawn"
+    summary = "create an agent and show its view"
+    positionals = ("agent",)
+    metavars = {"agent": "NAME", "model": "PROVIDER:MODEL", "system": "TEXT", "tools": "A,B"}
+    agent: AgentName
+    model: str | None = None
+    system: str | None = None
+    tools: list[str] | None = None
+
+    _tools = field_validator("tools", mode="before")(_split_commas)
+
+
+class Send(Command):
+    command = "send"
+    summary = "send NAME a message; returns a Turn at once (--wait blocks until it answers)"
+    positionals = ("agent",)
+    rest = "text"
+    metavars = {"agent": "NAME"}
+    agent: AgentName
+    text: str = Field(min_length=1)
+    wait: bool = False
+
+
+class ListAgents(Command):
+    command = "list"
+    summary = "the agents stored for this notebook and whether they are live"
+
+
+class Resume(Command):
+    command = "resume"
+    summary = "bring stored agents back after a kernel restart (all, or NAME)"
+    positionals = ("agent",)
+    metavars = {"agent": "NAME"}
+    agent: AgentName | None = None
+    all: bool = False
+
+
+class Interrupt(Command):
+    command = "interrupt"
+    summary = "abort NAME's turn now (rolled back; agent.resume() replays it)"
+    positionals = ("agent",)
+    metavars = {"agent": "NAME"}
+    agent: AgentName
+
+
+class Stop(Command):
+    command = "stop"
+    summary = "let NAME finish its current round, then stop, keeping the work"
+    positionals = ("agent",)
+    metavars = {"agent": "NAME"}
+    agent: AgentName
+
+
+class Db(Command):
+    command = "db"
+    summary = "show where this notebook's agents are stored, or move to PATH"
+    positionals = ("path",)
+    path: str | None = None
+
+
+class Models(Command):
+    command = "models"
+    summary = "list the models a provider offers"
+    positionals = ("provider",)
+    provider: str | None = None
+
+
+class Help(Command):
+    command = "help"
+    summary = "this help, or one command's"
+    positionals = ("topic",)
+    metavars = {"topic": "COMMAND"}
+    topic: str | None = None
+
+
+class CellArgs(Command):
+    """`%%mentra NAME [--wait] [--no-interpolate]`: the cell body is the prompt."""
+
+    command = ""
+    summary = "send the cell body to NAME ({var} takes a kernel variable)"
+    positionals = ("agent",)
+    metavars = {"agent": "NAME"}
+    agent: AgentName
+    wait: bool = False
+    no_interpolate: bool = False
+
+
+COMMANDS: dict[str, type[Command]] = {
+    c.command: c for c in (Spawn, Send, ListAgents, Resume, Interrupt, Stop, Db, Models, Help)
+}
+
+
+def parse_line(line: str) -> Command:
+    words = _split(line, "%mentra help")
+    if not words:
+        raise ParseError(f"say what to do; for example: {Spawn.usage()}\n(%mentra help lists every command)")
+    name, *args = words
+    command = COMMANDS.get(name)
+    if command is None:
+        known = ", ".join(COMMANDS)
+        raise ParseError(f"unknown command '{name}'; the commands are: {known}\nusage: %mentra help")
+    return _build(command, args)
+
+
+def parse_cell(line: str) -> CellArgs:
+    return _build(CellArgs, _split(line, CellArgs.usage("%%mentra")), prefix="%%mentra")  # type: ignore[return-value]
+
+
+def help_text(topic: str | None = None) -> str:
+    if topic:
+        command = COMMANDS.get(topic)
+        if command is None:
+            raise ParseError(f"no command '{topic}'; the commands are: {', '.join(COMMANDS)}")
+        return f"{command.usage()}\n    {command.summary}"
+    lines = ["mentra-nb magics (state lives in a SQLite file beside the notebook):", ""]
+    for command in COMMANDS.values():
+        lines += [f"  {command.usage()}", f"      {command.summary}"]
+    lines += [f"  {CellArgs.usage('%%mentra')}", f"      {CellArgs.summary}", "",
+              "  %config MentraMagics.default_model = 'anthropic:claude-sonnet-4-5'  sets the default model"]
+    return "\n".join(lines)
+
+
+def _split(line: str, usage: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as err:
+        raise ParseError(f"cannot read the line ({err}); close your quotes\nusage: {usage}") from None
+
+
+def _build(command: type[Command], words: list[str], prefix: str = "%mentra") -> Command:
+    usage = command.usage(prefix)
+    values: dict[str, Any] = {}
+    positional: list[str] = []
+    fields = command.model_fields
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith("--") and len(word) > 2:
+            name = word[2:].replace("-", "_")
+            field = fields.get(name)
+            if field is None or name in command.positionals or name == command.rest:
+                options = [f"--{n.replace('_', '-')}" for n in fields if n not in command.positionals and n != command.rest]
+                raise ParseError(f"unknown option {word}; options: {', '.join(options) or 'none'}\nusage: {usage}")
+            if field.annotation is bool:
+                values[name] = True
+            else:
+                if i + 1 >= len(words):
+                    raise ParseError(f"{word} needs a value\nusage: {usage}")
+                values[name] = words[i + 1]
+                i += 1
+        else:
+            positional.append(word)
+        i += 1
+    names = list(command.positionals)
+    for name, word in zip(names, positional, strict=False):
+        values[name] = word
+    extra = positional[len(names):]
+    if command.rest:
+        if extra:
+            values[command.rest] = " ".join(extra)
+    elif extra:
+        raise ParseError(f"unexpected {' '.join(extra)!r}\nusage: {usage}")
+    try:
+        return command.model_validate(values)
+    except ValidationError as err:
+        problems = []
+        for e in err.errors(include_url=False):
+            field = str(e["loc"][0]) if e["loc"] else "input"
+            meta = command.metavars.get(field, field.upper())
+            if e["type"] == "missing":
+                problems.append(f"{meta} is missing")
+            elif e["type"] == "string_pattern_mismatch":
+                problems.append(f"{meta} {values.get(field)!r} is not a valid agent name "
+                                "(1-64 letters, digits, '_', '.' or '-')")
+            else:
+                problems.append(f"{meta}: {e['msg']}")
+        raise ParseError(f"{'; '.join(problems)}\nusage: {usage}") from None

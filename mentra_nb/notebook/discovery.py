@@ -1,0 +1,70 @@
+"""Where a notebook's agents live: the state file and the runtime id.
+
+Order: an explicit `%mentra db PATH` → the notebook's own path (from
+`JPY_SESSION_NAME`, IPython's `__session__`, or VS Code's
+`__vsc_ipynb_file__`) → `<notebook stem>.mentra.sqlite` beside it → else
+`./mentra.sqlite`. The runtime id is the notebook's file name, so two
+notebooks never see each other's agents even when they share a file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["StoreLocation", "discover_store", "notebook_path"]
+
+STORE_SUFFIX = ".mentra.sqlite"
+
+
+class StoreLocation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: Path
+    runtime_id: str
+    source: str  # how it was found, shown by `%mentra db`
+    notebook: Path | None = None
+
+
+def notebook_path(user_ns: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> tuple[Path, str] | None:
+    """The notebook this kernel runs, and where that was learnt."""
+    candidates = [
+        (environ.get("JPY_SESSION_NAME"), "JPY_SESSION_NAME"),
+        (user_ns.get("__session__"), "__session__"),
+        (user_ns.get("__vsc_ipynb_file__"), "__vsc_ipynb_file__"),
+    ]
+    for value, source in candidates:
+        if isinstance(value, str) and value.endswith(".ipynb"):
+            return Path(value).expanduser(), source
+    return None
+
+
+def discover_store(user_ns: Mapping[str, Any], *, explicit: str | os.PathLike[str] | None = None,
+                   cwd: Path | None = None, environ: Mapping[str, str] = os.environ) -> StoreLocation:
+    cwd = cwd or Path.cwd()
+    found = notebook_path(user_ns, environ)
+    notebook = None
+    if found is not None:
+        notebook = found[0] if found[0].is_absolute() else cwd / found[0]
+    runtime_id = _runtime_id(notebook)
+    if explicit is not None:
+        path = Path(explicit).expanduser()
+        return StoreLocation(path=path if path.is_absolute() else cwd / path, runtime_id=runtime_id,
+                             source="set with %mentra db", notebook=notebook)
+    if notebook is not None and found is not None:
+        return StoreLocation(path=notebook.with_name(notebook.name[: -len(".ipynb")] + STORE_SUFFIX),
+                             runtime_id=runtime_id, source=f"beside the notebook (from {found[1]})",
+                             notebook=notebook)
+    return StoreLocation(path=cwd / "mentra.sqlite", runtime_id=runtime_id,
+                         source="the current folder (the notebook's path is unknown)")
+
+
+def _runtime_id(notebook: Path | None) -> str:
+    if notebook is None:
+        return "notebook"
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", notebook.name[: -len(".ipynb")]) or "notebook"

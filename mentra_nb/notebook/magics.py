@@ -1,0 +1,181 @@
+"""`%mentra` and `%%mentra`: the notebook's way to spawn, talk to and resume agents."""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.display import display
+from traitlets import Unicode
+
+from mentra_nb.errors import MentraError
+from mentra_nb.notebook import arguments as args
+from mentra_nb.notebook.session import NotebookSession
+from mentra_nb.notebook.turn import Turn
+from mentra_nb.runtime.agent import Agent
+from mentra_nb.runtime.config import AgentConfig
+
+__all__ = ["MentraMagics"]
+
+OFFLINE_MODEL = "test"
+
+
+@magics_class
+class MentraMagics(Magics):
+    """Magics for mentra-nb agents. `%mentra help` lists them."""
+
+    default_model = Unicode(
+        "",
+        help="Model for `%mentra spawn` without --model, as 'provider:model'. "
+        "Empty: the offline `test` model.",
+    ).tag(config=True)
+
+    def __init__(self, shell: Any, session: NotebookSession) -> None:
+        super().__init__(shell)
+        self.session = session
+
+    @line_cell_magic
+    def mentra(self, line: str, cell: str | None = None) -> Any:
+        try:
+            if cell is not None:
+                return self._cell(args.parse_cell(line), cell)
+            command = args.parse_line(line)
+        except args.ParseError as err:
+            raise UsageError(str(err)) from None
+        handler = getattr(self, f"_do_{command.command}")
+        return handler(command)
+
+    # --- commands -----------------------------------------------------------------
+
+    def _do_spawn(self, command: args.Spawn) -> Agent:
+        model = command.model or self.default_model
+        if not model:
+            print(f"mentra: no model configured, so '{command.agent}' uses the offline test model "
+                  "(pass --model provider:model or set %config MentraMagics.default_model)")
+            model = OFFLINE_MODEL
+        elif not command.model:
+            # The configured default may need a key this machine lacks: say so and stay offline.
+            runtime = self.session.runtime
+
+            def check_credentials() -> None:
+                provider, _ = runtime.providers.resolve(model)
+                find_key = getattr(provider, "api_key", None)  # HTTP providers look keys up lazily
+                if callable(find_key):
+                    find_key()
+
+            try:
+                self.session.host.call(check_credentials)
+            except MentraError as err:
+                print(f"mentra: {err}\nmentra: so '{command.agent}' uses the offline test model")
+                model = OFFLINE_MODEL
+        config = AgentConfig(system=command.system, tools=command.tools)
+        return self.session.spawn(command.agent, model, config)
+
+    def _do_send(self, command: args.Send) -> Turn:
+        return self._send(self.session.agent(command.agent), command.text, wait=command.wait)
+
+    def _cell(self, command: args.CellArgs, body: str) -> Turn:
+        prompt = body.strip()
+        if not prompt:
+            raise UsageError(f"the cell is empty: write the prompt below the magic line\n"
+                             f"usage: {args.CellArgs.usage('%%mentra')}")
+        if not command.no_interpolate:
+            prompt = self._interpolate(prompt)
+        return self._send(self.session.agent(command.agent), prompt, wait=command.wait)
+
+    def _send(self, agent: Agent, text: str, *, wait: bool) -> Turn:
+        view = self.session.view(agent)
+        if not wait:
+            display(view)  # live: the view streams while the cell returns at once
+        turn = self.session.send(agent, text)
+        if wait:
+            try:
+                turn.result()
+            finally:
+                display(view)  # shown once finished, so saved outputs are stable
+        return turn
+
+    def _do_list(self, _command: args.ListAgents) -> None:
+        records = self.session.records()
+        live = {a.id for a in self.session.runtime.agents}
+        print(f"agents of '{self.session.location.runtime_id}' in {self.session.location.path}:")
+        if not records:
+            print("  none yet: %mentra spawn NAME")
+            return
+        width = max(len(r.name) for r in records)
+        for r in records:
+            kind = "" if r.kind == "agent" else f" ({r.kind})"
+            where = "live" if r.id in live else "stored"
+            print(f"  {r.name:<{width}}  {where:<6}  {r.model:<24}  {r.status!s:<16}  "
+                  f"{r.message_count:>4} messages  {r.usage.input_tokens}/{r.usage.output_tokens} tokens{kind}")
+
+    def _do_resume(self, command: args.Resume) -> None:
+        if command.agent and command.all:
+            raise UsageError(f"give NAME or --all, not both\nusage: {args.Resume.usage()}")
+        agents = self.session.resume(command.agent)
+        if not agents:
+            print(f"mentra: nothing to resume in {self.session.location.path}")
+        for agent in agents:
+            note = ""
+            if agent.status.name == "interrupted":
+                note = (" (its last turn was cut by the restart: "
+                        + ("agent.resume() replays it)" if agent.resumable_turn or agent.history else ")"))
+            print(f"mentra: resumed '{agent.name}', {len(agent.history)} messages, {agent.status}{note}")
+            display(self.session.view(agent))
+
+    def _do_interrupt(self, command: args.Interrupt) -> None:
+        self.session.interrupt(self.session.agent(command.agent))
+
+    def _do_stop(self, command: args.Stop) -> None:
+        self.session.stop(self.session.agent(command.agent))
+
+    def _do_db(self, command: args.Db) -> None:
+        location = self.session.use_store(command.path) if command.path else self.session.location
+        print(f"state file: {location.path}\n  found: {location.source}\n  runtime id: {location.runtime_id}")
+
+    def _do_models(self, command: args.Models) -> None:
+        runtime = self.session.runtime
+        names = [command.provider] if command.provider else runtime.providers.known()
+        for name in names:
+            try:
+                provider = self.session.host.call(lambda n=name: runtime.providers.get(n))
+                models = self.session.host.submit(provider.list_models()).result(60)
+            except MentraError as err:
+                if command.provider:
+                    raise
+                print(f"{name}: not available ({err})")
+                continue
+            print(f"{name}: " + (", ".join(m.key for m in models) or "(the provider lists none)"))
+
+    def _do_help(self, command: args.Help) -> None:
+        try:
+            print(args.help_text(command.topic))
+        except args.ParseError as err:
+            raise UsageError(str(err)) from None
+
+    # --- helpers ------------------------------------------------------------------
+
+    def _interpolate(self, prompt: str) -> str:
+        try:
+            return string.Formatter().vformat(prompt, (), _Namespace(self.shell.user_ns))
+        except KeyError as err:
+            raise UsageError(
+                f"the prompt names {{{err.args[0]}}}, which is not a variable in this kernel; define it, "
+                "write {{ and }} for literal braces, or use %%mentra NAME --no-interpolate"
+            ) from None
+        except (ValueError, AttributeError, IndexError) as err:
+            raise UsageError(f"cannot fill the prompt's {{...}} fields: {err}; use --no-interpolate "
+                             "to send it as written") from None
+
+
+class _Namespace(dict):  # type: ignore[type-arg]
+    """The kernel's variables for str.format, without copying them."""
+
+    def __init__(self, user_ns: dict[str, Any]) -> None:
+        super().__init__()
+        self._ns = user_ns
+
+    def __missing__(self, key: str) -> Any:
+        return self._ns[key]

@@ -1,0 +1,137 @@
+"""`NotebookSession`: one per kernel. It owns the runtime host, finds the state
+file, opens the Runtime on first use and keeps one view per agent.
+
+Everything that touches the Runtime runs on the host's loop thread; the
+methods here are called from cells (the shell thread) and wait only for quick
+store work, never for an agent's turn.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mentra_nb.errors import AgentNotFound
+from mentra_nb.notebook.agent_view import AgentView
+from mentra_nb.notebook.discovery import StoreLocation, discover_store
+from mentra_nb.notebook.host import RuntimeHost
+from mentra_nb.notebook.turn import Turn
+from mentra_nb.providers.test import TestProvider
+from mentra_nb.runtime.agent import Agent
+from mentra_nb.runtime.config import AgentConfig
+from mentra_nb.runtime.runtime import Runtime
+from mentra_nb.store.base import AgentRecord
+from mentra_nb.store.sqlite import SqliteStore
+
+__all__ = ["NotebookSession"]
+
+
+def _kernel_label() -> str | None:
+    try:
+        from ipykernel.connect import get_connection_file
+
+        name = Path(get_connection_file()).stem  # kernel-<id>
+        return f"kernel {name.removeprefix('kernel-')}"
+    except Exception:  # not in a kernel (tests, plain IPython)
+        return None
+
+
+class NotebookSession:
+    def __init__(self, user_ns: Mapping[str, Any], *, environ: Mapping[str, str] = os.environ) -> None:
+        self.user_ns = user_ns
+        self.environ = environ
+        self.host = RuntimeHost()
+        self.location: StoreLocation = discover_store(user_ns, environ=environ)
+        self._runtime: Runtime | None = None
+        self._views: dict[str, AgentView] = {}
+
+    # --- the runtime --------------------------------------------------------------
+
+    @property
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            location = self.location
+
+            def open_runtime() -> Runtime:
+                return Runtime(
+                    store=SqliteStore(location.path),
+                    runtime_id=location.runtime_id,
+                    # Streams a little slower than instant, so the offline model is watchable.
+                    providers=[TestProvider(chunk_delay=0.01)],
+                    owner_label=_kernel_label(),
+                )
+
+            self._runtime = self.host.call(open_runtime)
+        return self._runtime
+
+    @property
+    def is_open(self) -> bool:
+        return self._runtime is not None
+
+    def use_store(self, path: str) -> StoreLocation:
+        """Move to another state file: the current runtime closes (its leases are released)."""
+        location = discover_store(self.user_ns, explicit=path, environ=self.environ)
+        if self._runtime is not None:
+            self.host.submit(self._runtime.aclose()).result(30)
+            self._runtime = None
+            self._views.clear()
+        self.location = location
+        _ = self.runtime  # open now, so a bad path fails here and not on the next spawn
+        return location
+
+    def close(self) -> None:
+        if self._runtime is not None:
+            self.host.submit(self._runtime.aclose()).result(30)
+            self._runtime = None
+        self.host.stop()
+
+    # --- agents -------------------------------------------------------------------
+
+    def spawn(self, name: str, model: str, config: AgentConfig) -> Agent:
+        runtime = self.runtime
+        return self.host.call(lambda: runtime.spawn(name, model, config=config))
+
+    def agent(self, name: str) -> Agent:
+        runtime = self.runtime
+        for agent in runtime.agents:
+            if agent.name == name:
+                return agent
+        stored = [r for r in self.records() if r.name == name and r.kind == "agent"]
+        hint = (f"it is stored; bring it back with %mentra resume {name}" if stored
+                else "spawn it with %mentra spawn " + name)
+        raise AgentNotFound(f"no live agent named '{name}' in this kernel; {hint}")
+
+    def records(self) -> list[AgentRecord]:
+        runtime = self.runtime
+        return self.host.call(lambda: runtime.list_persisted_agents())
+
+    def resume(self, name: str | None = None) -> list[Agent]:
+        runtime = self.runtime
+        if name is None:
+            return self.host.call(runtime.resume)
+        record = next((r for r in self.records() if r.name == name and r.kind == "agent"), None)
+        if record is None:
+            known = ", ".join(r.name for r in self.records() if r.kind == "agent") or "none"
+            raise AgentNotFound(f"no stored agent named '{name}' in {self.location.path.name} "
+                                f"(stored: {known})")
+        return [self.host.call(lambda: runtime.resume_agent(record.id))]
+
+    def send(self, agent: Agent, text: str) -> Turn:
+        generation = agent.snapshot.run_generation + 1
+        return Turn(agent.name, generation, self.host.submit(agent.send(text)))
+
+    def stop(self, agent: Agent) -> None:
+        self.host.call(agent.stop)
+
+    def interrupt(self, agent: Agent) -> None:
+        self.host.call(agent.cancel)
+
+    def view(self, agent: Agent) -> AgentView:
+        """The one long-lived view of `agent` (displaying it again shows the same widget)."""
+        view = self._views.get(agent.id)
+        if view is None:
+            view = AgentView(agent, self.host)
+            self._views[agent.id] = view
+        return view

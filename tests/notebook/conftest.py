@@ -1,0 +1,38 @@
+"""An in-process IPython shell with mentra-nb loaded into a fresh folder per test."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from IPython import get_ipython
+from IPython.testing.globalipapp import start_ipython
+
+import mentra_nb.notebook as notebook
+
+
+@pytest.fixture
+def ip(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    shell = start_ipython() or get_ipython()
+    for name in ("__session__", "__vsc_ipynb_file__"):
+        shell.user_ns.pop(name, None)
+    notebook.load_ipython_extension(shell)
+    yield shell
+    notebook.unload_ipython_extension(shell)
+    shell.config.pop("MentraMagics", None)  # %config in one test must not leak into the next
+    os.chdir(tmp_path)
+
+
+@pytest.fixture
+def session(ip):
+    return notebook.session(ip)
+
+
+def mentra(ip, line):
+    return ip.run_line_magic("mentra", line)
+
+
+def mentra_cell(ip, line, body):
+    return ip.run_cell_magic("mentra", line, body)

@@ -1,0 +1,220 @@
+"""Every %mentra subcommand and every usage error, in a real IPython shell."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+
+import pytest
+from IPython.core.error import UsageError
+
+import mentra_nb.notebook as notebook
+from mentra_nb import (
+    AgentExists,
+    AgentStatus,
+    ContentBlockDelta,
+    ContentBlockStarted,
+    MessageStarted,
+    UnknownProvider,
+)
+from mentra_nb.notebook.arguments import COMMANDS
+from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream
+from tests.conftest import wait_until
+from tests.notebook.conftest import mentra, mentra_cell
+
+
+def test_help_lists_every_command_with_its_generated_usage(ip, capsys):
+    mentra(ip, "help")
+    out = capsys.readouterr().out
+    for command in COMMANDS.values():
+        assert command.usage() in out
+    assert "%%mentra NAME [--wait] [--no-interpolate]" in out
+    mentra(ip, "help spawn")
+    assert capsys.readouterr().out.startswith(
+        "%mentra spawn NAME [--model PROVIDER:MODEL] [--system TEXT] [--tools A,B]")
+
+
+def test_spawn_without_a_model_uses_the_offline_test_model_and_says_so(ip, capsys):
+    agent = mentra(ip, "spawn writer")
+    assert "uses the offline test model" in capsys.readouterr().out
+    assert agent.name == "writer" and agent.model.key == "test:default"
+
+
+def test_spawn_takes_model_system_and_tools(ip):
+    agent = mentra(ip, "spawn analyst --model test:precise --system 'Be brief.' --tools a,b")
+    assert agent.model.key == "test:precise"
+    assert agent.config.system == "Be brief."
+    assert agent.config.tools == ["a", "b"]
+
+
+def test_the_configured_default_model_is_used(ip):
+    ip.run_line_magic("config", "MentraMagics.default_model = 'test:configured'")
+    assert mentra(ip, "spawn writer").model.key == "test:configured"
+
+
+def test_a_default_model_without_its_key_falls_back_offline_and_says_why(ip, capsys, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    ip.run_line_magic("config", "MentraMagics.default_model = 'anthropic:claude-sonnet-4-5'")
+    agent = mentra(ip, "spawn writer")
+    out = capsys.readouterr().out
+    if agent.model.provider == "anthropic":
+        pytest.skip("an Anthropic key is configured on this machine (a .env file)")
+    assert "ANTHROPIC_API_KEY" in out and "uses the offline test model" in out
+    assert agent.model.key == "test:default"
+
+
+def test_spawn_errors_are_typed_and_say_what_to_do(ip):
+    mentra(ip, "spawn writer")
+    with pytest.raises(AgentExists, match="already exists"):
+        mentra(ip, "spawn writer")
+    with pytest.raises(UnknownProvider, match="did you mean 'anthropic'"):
+        mentra(ip, "spawn other --model antropic:x")
+
+
+def test_a_cell_sends_its_body_and_interpolates_kernel_variables(ip, capsys):
+    mentra(ip, "spawn writer")
+    ip.user_ns["rows"] = 120
+    turn = mentra_cell(ip, "writer --wait", "We have {rows} rows.\n")
+    assert repr(turn) == "Turn(writer, run 1)"
+    assert turn.done() and turn.text == "You said: We have 120 rows."
+    assert "AgentView(writer, test:default, finished, 2 messages)" in capsys.readouterr().out
+
+
+def test_no_interpolate_sends_braces_as_written(ip):
+    mentra(ip, "spawn writer")
+    turn = mentra_cell(ip, "writer --wait --no-interpolate", "a dict: {rows}")
+    assert turn.text == "You said: a dict: {rows}"
+
+
+def test_a_cell_returns_at_once_and_the_turn_can_be_awaited(ip, session):
+    script, control = controlled_stream()
+    session.runtime.providers.register(ScriptedProvider("scripted", [script]))
+    mentra(ip, "spawn writer --model scripted:m")
+    turn = mentra_cell(ip, "writer", "hello")
+    assert not turn.done()
+    for event in text_stream("streamed reply").events:
+        session.host.call_soon(control.send, event)
+
+    async def wait():
+        return await turn
+
+    assert asyncio.run(wait()).text == "streamed reply"
+
+
+def test_prompt_errors_are_usage_errors(ip):
+    mentra(ip, "spawn writer")
+    with pytest.raises(UsageError, match=r"names \{missing\}.*--no-interpolate"):
+        mentra_cell(ip, "writer", "use {missing}")
+    with pytest.raises(UsageError, match="the cell is empty"):
+        mentra_cell(ip, "writer", "   \n")
+    with pytest.raises(UsageError, match="usage: %%mentra NAME"):
+        mentra_cell(ip, "", "hello")
+
+
+def test_send_is_the_line_form_of_the_cell(ip):
+    mentra(ip, "spawn writer")
+    turn = mentra(ip, "send writer --wait hello there")
+    assert turn.text == "You said: hello there"
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("", "say what to do"),
+    ("spwn writer", "unknown command 'spwn'; the commands are: spawn, send"),
+    ("spawn", "NAME is missing\nusage: %mentra spawn NAME"),
+    ("spawn 'two words'", "'two words' is not a valid agent name"),
+    ("spawn writer --colour red", "unknown option --colour; options: --model, --system, --tools"),
+    ("spawn writer --model", "--model needs a value"),
+    ("spawn 'writer", "cannot read the line (No closing quotation); close your quotes"),
+    ("list extra", "unexpected 'extra'\nusage: %mentra list"),
+    ("send writer", "TEXT is missing"),
+    ("resume writer --all", "give NAME or --all, not both"),
+    ("help nothing", "no command 'nothing'"),
+])
+def test_bad_input_is_a_usage_error_with_the_usage_line(ip, line, message):
+    with pytest.raises(UsageError) as info:
+        mentra(ip, line)
+    assert message in str(info.value)
+
+
+def test_runtime_errors_print_one_clear_line_without_a_traceback(ip, capsys):
+    ip.run_cell("%mentra send nobody hello")
+    out = capsys.readouterr().out
+    assert out.strip() == ("AgentNotFound: no live agent named 'nobody' in this kernel; "
+                           "spawn it with %mentra spawn nobody")
+
+
+def test_list_shows_stored_and_live_agents(ip, capsys):
+    mentra(ip, "spawn writer")
+    mentra(ip, "send writer --wait hi")
+    capsys.readouterr()
+    mentra(ip, "list")
+    out = capsys.readouterr().out
+    assert "agents of 'notebook'" in out
+    assert "writer  live    test:default" in out and "finished" in out and "2 messages" in out
+
+
+def test_interrupt_rolls_the_turn_back_and_stop_keeps_the_work(ip, session):
+    script, control = controlled_stream()
+    session.runtime.providers.register(ScriptedProvider("scripted", [script, text_stream("again")]))
+    agent = mentra(ip, "spawn writer --model scripted:m")
+    turn = mentra(ip, "send writer hello")
+    for event in (MessageStarted(), ContentBlockStarted.text(0), ContentBlockDelta.text(0, "Hel")):
+        session.host.call_soon(control.send, event)
+    asyncio.run(wait_until(lambda: agent.snapshot.current_text == "Hel"))
+    mentra(ip, "interrupt writer")
+    with pytest.raises(concurrent.futures.CancelledError):
+        turn.result(5)
+    assert agent.history == [] and agent.status == AgentStatus.idle()
+    assert agent.resumable_turn.text == "hello"
+    mentra(ip, "stop writer")  # nothing running: a no-op, not an error
+    assert session.host.submit(agent.resume()).result(5).text == "again"
+
+
+def test_db_shows_the_state_file_and_can_move_it(ip, session, tmp_path, capsys):
+    mentra(ip, "spawn writer")
+    mentra(ip, "db")
+    out = capsys.readouterr().out
+    assert f"state file: {tmp_path / 'mentra.sqlite'}" in out and "runtime id: notebook" in out
+    old_store = session.runtime.store
+    agent_id = session.runtime.agents[0].id
+    mentra(ip, "db elsewhere.mentra.sqlite")
+    assert f"state file: {tmp_path / 'elsewhere.mentra.sqlite'}" in capsys.readouterr().out
+    assert old_store.lease_holder(agent_id) is None  # the old runtime let go
+    assert session.runtime.agents == []
+
+
+def test_models_lists_what_a_provider_offers(ip, capsys):
+    mentra(ip, "models test")
+    assert capsys.readouterr().out.strip() == "test: test:default"
+
+
+def test_resume_brings_stored_agents_back_in_a_new_session(ip, tmp_path, capsys):
+    mentra(ip, "spawn writer")
+    mentra(ip, "send writer --wait first")
+    notebook.unload_ipython_extension(ip)  # what a kernel restart does to this process's state
+    notebook.load_ipython_extension(ip)
+    capsys.readouterr()
+    mentra(ip, "resume")
+    out = capsys.readouterr().out
+    assert "mentra: resumed 'writer', 2 messages, finished" in out
+    assert "AgentView(writer, test:default, finished, 2 messages)" in out
+    with pytest.raises(Exception, match="no stored agent named 'ghost'.*stored: writer"):
+        mentra(ip, "resume ghost")
+
+
+def test_loading_twice_keeps_one_session_runtime_and_leases(ip, session):
+    agent = mentra(ip, "spawn writer")
+    holder = session.runtime.store.lease_holder(agent.id)
+    ip.run_line_magic("load_ext", "mentra_nb")
+    notebook.load_ipython_extension(ip)
+    assert notebook.session(ip) is session
+    assert session.runtime.store.lease_holder(agent.id) == holder
+    assert mentra(ip, "send writer --wait still here").text == "You said: still here"
+
+
+def test_an_agent_displays_as_its_one_long_lived_view(ip, session, capsys):
+    agent = mentra(ip, "spawn writer")
+    assert ip.display_formatter.ipython_display_formatter(agent)
+    assert "AgentView(writer, test:default, idle, 0 messages)" in capsys.readouterr().out
+    assert session.view(agent) is session.view(agent)
