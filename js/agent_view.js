@@ -6,8 +6,8 @@
  * @typedef {{index: number, role: string, kind: string, html?: string, id?: string, name?: string,
  *   input?: string, content?: string, truncated?: boolean, is_error?: boolean, media_type?: string, data?: string}} Item
  * @typedef {{id: string, name: string, input_json: string}} PendingTool
- * @typedef {{kind: "delta"|"reset", seq: number, run: number, text: string, thinking: string,
- *   tools: Record<string, string>}} StreamMessage
+ * @typedef {{kind: "delta"|"reset", seq: number, text?: string, thinking?: string,
+ *   tools?: Record<string, string>}} StreamMessage
  * @typedef {{
  *   get(name: string): any,
  *   on(event: string, handler: (...args: any[]) => void): void,

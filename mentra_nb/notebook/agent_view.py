@@ -138,8 +138,13 @@ class AgentView(anywidget.AnyWidget):
     def _send_stream(self, kind: str, text: str, thinking: str, tools: dict[str, str]) -> None:
         self._seq += 1
         self.messages_sent += 1
-        self.send({"kind": kind, "seq": self._seq, "run": self._agent.snapshot.run_generation,
-                   "text": text, "thinking": thinking, "tools": tools})
+        # Empty fields are left out: on a long stream the envelope is most of the bytes.
+        message: dict[str, Any] = {"kind": kind, "seq": self._seq, "text": text}
+        if thinking:
+            message["thinking"] = thinking
+        if tools:
+            message["tools"] = tools
+        self.send(message)
 
     def _sync_state(self) -> None:
         agent = self._agent

@@ -99,11 +99,18 @@ class ProviderRegistry:
         if factory is None:
             known = self.known()
             close = difflib.get_close_matches(name, known, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
+            hint = f"; did you mean '{close[0]}'?" if close else "."
             raise UnknownProvider(f"unknown provider '{name}'{hint} Known: {', '.join(known)}")
         provider = factory()
         self._instances[name] = provider
         return provider
+
+    async def aclose(self) -> None:
+        """Close the providers that hold connections (the built-in HTTP ones do)."""
+        for provider in self._instances.values():
+            closer = getattr(provider, "aclose", None)
+            if closer is not None:
+                await closer()
 
     def resolve(self, model: str | ModelInfo) -> tuple[Provider, ModelInfo]:
         info = model if isinstance(model, ModelInfo) else ModelInfo.parse(model)

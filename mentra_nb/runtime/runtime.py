@@ -26,6 +26,7 @@ from mentra_nb.runtime.config import AgentConfig
 from mentra_nb.runtime.extensions import RuntimeExtension
 from mentra_nb.runtime.leases import DEFAULT_LEASE_TTL, LeaseKeeper, release_leases_quietly
 from mentra_nb.runtime.recovery import recover
+from mentra_nb.runtime.teams import TeamExtension
 from mentra_nb.runtime.tools import Tool
 from mentra_nb.store.base import AgentKind, AgentRecord, PersistedAgent, Store
 from mentra_nb.store.sqlite import SqliteStore
@@ -74,6 +75,9 @@ class Runtime:
             self.register_tool(t)
         self._agents: dict[str, Agent] = {}
         self._extensions: list[RuntimeExtension] = list(extensions)
+        if not any(isinstance(e, TeamExtension) for e in self._extensions):
+            # Every runtime has teams; first, so a team inbox precedes other injected messages.
+            self._extensions.insert(0, TeamExtension())
         self._leases = LeaseKeeper(self.store, runtime_id, ttl=lease_ttl, label=owner_label)
         self._closed = False
         # Released when the runtime is garbage collected or the interpreter exits,
@@ -243,6 +247,7 @@ class Runtime:
         for agent in self._agents.values():
             agent._close_observers()
         await self._leases.aclose()
+        await self.providers.aclose()
         self._finalizer.detach()
 
     async def __aenter__(self) -> Runtime:

@@ -1,0 +1,119 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { FakeModel } from "./fake_model.js";
+import { LiveStream, render } from "./agent_view.js";
+
+const STATE = {
+  agent_name: "writer",
+  model_key: "test:default",
+  status: { name: "finished" },
+  run_generation: 2,
+  usage: { input_tokens: 120, output_tokens: 30 },
+  items: [
+    { index: 0, role: "user", kind: "text", html: "<p>hello</p>" },
+    { index: 1, role: "assistant", kind: "tool_use", id: "t1", name: "grep", input: '{"pattern": "x"}' },
+    { index: 2, role: "user", kind: "tool_result", id: "t1", content: "no match", is_error: true },
+    { index: 3, role: "assistant", kind: "text", html: "<p><strong>done</strong></p>" },
+  ],
+  pending_tools: [],
+};
+
+describe("AgentView", () => {
+  /** @type {HTMLElement} */
+  let el;
+  beforeEach(() => {
+    el = document.createElement("div");
+    document.body.replaceChildren(el);
+  });
+
+  it("renders header, transcript and tool calls from state", () => {
+    const model = new FakeModel(STATE);
+    render({ model, el });
+    expect(el.querySelector(".mentra-name")?.textContent).toBe("writer");
+    expect(el.querySelector(".mentra-badge")?.textContent).toBe("finished");
+    expect(el.querySelector(".mentra-badge")?.getAttribute("data-status")).toBe("finished");
+    expect(el.querySelector(".mentra-usage")?.textContent).toBe("120 in / 30 out tokens");
+    expect(el.querySelector(".mentra-run")?.textContent).toBe("run 2");
+    const tool = el.querySelector("details.mentra-tool");
+    expect(tool?.querySelector("summary")?.textContent).toBe("tool call: grep");
+    expect(tool?.classList.contains("mentra-error")).toBe(true); // its result was an error
+    expect([...(tool?.querySelectorAll("pre") ?? [])].map((p) => p.textContent)).toEqual(['{"pattern": "x"}', "no match"]);
+    expect(el.querySelector("strong")?.textContent).toBe("done");
+    expect(model.sent).toEqual([{ kind: "hello" }]);
+  });
+
+  it("applies deltas in order, ignores duplicates and stale ones, and resets", () => {
+    const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
+    render({ model, el });
+    const live = () => el.querySelectorAll(".mentra-live")[1].textContent;
+    model.emit("msg:custom", { kind: "delta", seq: 1, text: "Hel", thinking: "", tools: {} });
+    model.emit("msg:custom", { kind: "delta", seq: 2, text: "lo", thinking: "", tools: {} });
+    model.emit("msg:custom", { kind: "delta", seq: 2, text: "lo", thinking: "", tools: {} });
+    model.emit("msg:custom", { kind: "delta", seq: 1, text: "Hel", thinking: "", tools: {} });
+    expect(live()).toBe("Hello");
+    model.emit("msg:custom", { kind: "reset", seq: 3, text: "", thinking: "", tools: {} });
+    expect(live()).toBe("");
+  });
+
+  it("shows partial tool input as it streams", () => {
+    const model = new FakeModel({ ...STATE, pending_tools: [{ id: "t9", name: "search", input_json: "" }] });
+    render({ model, el });
+    model.emit("msg:custom", { kind: "delta", seq: 1, text: "", thinking: "", tools: { t9: '{"q": "ca' } });
+    model.emit("msg:custom", { kind: "delta", seq: 2, text: "", thinking: "", tools: { t9: 'ts"}' } });
+    const box = el.querySelector(".mentra-live-tool");
+    expect(box?.querySelector("span")?.textContent).toBe("tool call: search");
+    expect(box?.querySelector("pre")?.textContent).toBe('{"q": "cats"}');
+  });
+
+  it("re-renders on trait changes", () => {
+    const model = new FakeModel(STATE);
+    render({ model, el });
+    model.set("status", { name: "executing_tool", tool_name: "grep" });
+    expect(el.querySelector(".mentra-badge")?.textContent).toBe("running grep");
+    expect(/** @type {HTMLButtonElement} */ (el.querySelector(".mentra-stop")).disabled).toBe(false);
+    model.set("items", STATE.items.slice(0, 1));
+    expect(el.querySelectorAll(".mentra-item").length).toBe(1);
+  });
+
+  it("sends the right message for each control", () => {
+    const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
+    render({ model, el });
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-stop")).click();
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-interrupt")).click();
+    model.set("status", { name: "finished" });
+    const box = /** @type {HTMLTextAreaElement} */ (el.querySelector("textarea"));
+    box.value = "  next question  ";
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-send")).click();
+    box.value = "via keyboard";
+    box.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", ctrlKey: true }));
+    box.value = "   ";
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-send")).click();
+    expect(model.sent).toEqual([
+      { kind: "hello" },
+      { kind: "stop" },
+      { kind: "interrupt" },
+      { kind: "send", text: "next question" },
+      { kind: "send", text: "via keyboard" },
+    ]);
+  });
+
+  it("cleanup removes every listener and the DOM", () => {
+    const model = new FakeModel(STATE);
+    const cleanup = render({ model, el });
+    expect(model.listenerCount()).toBeGreaterThan(0);
+    const stop = /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-stop"));
+    cleanup();
+    expect(model.listenerCount()).toBe(0);
+    expect(el.children.length).toBe(0);
+    stop.click();
+    expect(model.sent).toEqual([{ kind: "hello" }]);
+  });
+});
+
+describe("LiveStream", () => {
+  it("rejects messages without a sequence number or of an unknown kind", () => {
+    const live = new LiveStream();
+    expect(live.apply(/** @type {any} */ ({ kind: "delta", text: "x" }))).toBe(false);
+    expect(live.apply(/** @type {any} */ ({ kind: "evil", seq: 1, text: "x" }))).toBe(false);
+    expect(live.text).toBe("");
+  });
+});

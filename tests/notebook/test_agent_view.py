@@ -1,0 +1,165 @@
+"""AgentView without a browser: its state, and the messages it sends."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from mentra_nb import (
+    AgentStatus,
+    ContentBlockDelta,
+    ContentBlockStarted,
+    MessageStarted,
+    Runtime,
+    tool,
+)
+from mentra_nb.notebook.agent_view import AgentView
+from mentra_nb.notebook.host import RuntimeHost
+from mentra_nb.providers.test import TestProvider
+from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream, tool_use_stream
+
+
+@pytest.fixture
+def host():
+    h = RuntimeHost()
+    yield h
+    h.stop()
+
+
+def spawn(host, *providers, tools=()):
+    rt = host.call(lambda: Runtime.empty(providers=list(providers), tools=tools))
+    return host.call(lambda: rt.spawn("writer", f"{providers[0].name}:m"))
+
+
+def recorded(view):
+    sent = []
+    original = view.send
+
+    def record(content, buffers=None):
+        sent.append(content)
+        original(content, buffers)
+
+    view.send = record
+    return sent
+
+
+def deltas(sent):
+    return [m for m in sent if m["kind"] == "delta"]
+
+
+def test_a_fast_stream_is_coalesced_into_few_sequenced_messages(host):
+    text = " ".join(f"word{i}" for i in range(2000))
+    agent = spawn(host, ScriptedProvider("s", [text_stream(text, chunks=2000)]))
+    view = AgentView(agent, host)
+    sent = recorded(view)
+    host.submit(agent.send("go")).result(10)
+    assert "".join(m["text"] for m in deltas(sent)) == text
+    assert len(deltas(sent)) <= 5  # 2000 deltas arrive in one burst
+    seqs = [m["seq"] for m in sent]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert sent[-1]["kind"] == "reset" and sent[-1]["text"] == ""  # flushed and cleared at commit
+
+
+def test_a_slow_stream_sends_at_most_twenty_messages_a_second(host):
+    agent = spawn(host, TestProvider(name="slow", chunk_delay=0.004))
+    view = AgentView(agent, host)
+    sent = recorded(view)
+    prompt = " ".join(["word"] * 200)
+    started = time.monotonic()
+    host.submit(agent.send(prompt)).result(30)
+    seconds = time.monotonic() - started
+    streamed = "".join(m["text"] for m in deltas(sent))
+    assert streamed == f"You said: {prompt}"
+    print(f"{len(deltas(sent))} delta messages for 202 deltas over {seconds:.2f} s")
+    assert len(deltas(sent)) <= seconds * 20 + 3
+
+
+def test_the_committed_transcript_reaches_the_items_trait_as_safe_html(host):
+    agent = spawn(host, ScriptedProvider("s", [text_stream("**bold** <script>x</script>")]))
+    view = AgentView(agent, host)
+    host.submit(agent.send("hi")).result(10)
+    host.call(lambda: None)
+    assert [i["role"] for i in view.items] == ["user", "assistant"]
+    html = view.items[1]["html"]
+    assert "<strong>bold</strong>" in html and "<script>" not in html and "&lt;script&gt;" in html
+    assert view.status["name"] == "finished"
+    assert view.run_generation == 1
+
+
+def test_tool_calls_and_results_become_items(host):
+    @tool
+    def explode() -> str:
+        """Fails."""
+        raise ValueError("no")
+
+    agent = spawn(host, ScriptedProvider("s", [tool_use_stream("t1", "explode", "{}"), text_stream("ok")]),
+                  tools=[explode])
+    view = AgentView(agent, host)
+    host.submit(agent.send("go")).result(10)
+    host.call(lambda: None)
+    kinds = [(i["kind"], i.get("name"), i.get("is_error")) for i in view.items]
+    assert kinds == [("text", None, None), ("tool_use", "explode", None), ("tool_result", None, True),
+                     ("text", None, None)]
+
+
+def test_a_late_view_catches_up_on_the_half_streamed_text(host):
+    script, control = controlled_stream()
+    agent = spawn(host, ScriptedProvider("s", [script]))
+    future = host.submit(agent.send("go"))
+    for event in (MessageStarted(), ContentBlockStarted.text(0), ContentBlockDelta.text(0, "Half way")):
+        host.call_soon(control.send, event)
+    deadline = time.monotonic() + 5
+    while agent.snapshot.current_text != "Half way" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    view = AgentView(agent, host)
+    sent = recorded(view)
+    view._on_browser_message(view, {"kind": "hello"}, [])
+    host.call(lambda: None)
+    assert sent[-1]["kind"] == "reset" and sent[-1]["text"] == "Half way"
+    assert view.status["name"] == "streaming"
+    future.cancel()
+
+
+def test_invalid_browser_messages_are_ignored_with_a_warning(host, caplog):
+    agent = spawn(host, ScriptedProvider("s", []))
+    view = AgentView(agent, host)
+    with caplog.at_level(logging.WARNING, logger="mentra_nb.notebook"):
+        for junk in [{"kind": "send", "text": ""}, {"kind": "drop_tables"}, "not even a dict", {}]:
+            view._on_browser_message(view, junk, [])
+    assert len([r for r in caplog.records if "ignored an invalid message" in r.message]) == 4
+    assert agent.history == []
+
+
+def test_browser_buttons_send_stop_and_interrupt(host):
+    script, control = controlled_stream()
+    agent = spawn(host, ScriptedProvider("s", [text_stream("first"), script]))
+    view = AgentView(agent, host)
+    view._on_browser_message(view, {"kind": "send", "text": "hello"}, [])
+    deadline = time.monotonic() + 5
+    while agent.status != AgentStatus.finished() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert agent.history[-1].text == "first"
+    view._on_browser_message(view, {"kind": "send", "text": "again"}, [])
+    while not agent.is_running and time.monotonic() < deadline:
+        time.sleep(0.01)
+    view._on_browser_message(view, {"kind": "interrupt"}, [])
+    while agent.is_running and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert agent.status == AgentStatus.idle() and len(agent.history) == 2
+    host.call(lambda: None)
+    assert len(view.items) == 2
+
+
+def test_static_outputs_are_deterministic_and_read_as_markdown(host):
+    agent = spawn(host, ScriptedProvider("s", [text_stream("The answer is 42.")]))
+    view = AgentView(agent, host)
+    host.submit(agent.send("What is it?")).result(10)
+    host.call(lambda: None)
+    bundle = view._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert data["text/plain"] == "AgentView(writer, s:m, finished, 2 messages)"
+    assert data["text/markdown"] == ("**writer** · `s:m` · finished\n\n"
+                                     "**user**: What is it?\n\n**assistant**: The answer is 42.")
+    assert "application/vnd.jupyter.widget-view+json" in data

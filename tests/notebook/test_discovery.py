@@ -1,0 +1,39 @@
+"""Where a notebook's state file is found, and which runtime id it gets."""
+
+from __future__ import annotations
+
+from mentra_nb.notebook.discovery import discover_store
+
+
+def test_an_explicit_path_wins(tmp_path):
+    found = discover_store({"__session__": str(tmp_path / "a.ipynb")}, explicit="state/x.sqlite",
+                           cwd=tmp_path, environ={})
+    assert found.path == tmp_path / "state" / "x.sqlite"
+    assert found.runtime_id == "a" and found.source == "set with %mentra db"
+
+
+def test_jupyter_server_sessions_put_the_file_beside_the_notebook(tmp_path):
+    notebook = tmp_path / "work" / "sales analysis.ipynb"
+    found = discover_store({}, cwd=tmp_path, environ={"JPY_SESSION_NAME": str(notebook)})
+    assert found.path == tmp_path / "work" / "sales analysis.mentra.sqlite"
+    assert found.runtime_id == "sales_analysis"
+    assert found.source == "beside the notebook (from JPY_SESSION_NAME)"
+
+
+def test_ipython_session_and_vs_code_variables_are_read(tmp_path):
+    assert discover_store({"__session__": "nb/one.ipynb"}, cwd=tmp_path, environ={}).path == \
+        tmp_path / "nb" / "one.mentra.sqlite"
+    found = discover_store({"__vsc_ipynb_file__": str(tmp_path / "two.ipynb")}, cwd=tmp_path, environ={})
+    assert found.path == tmp_path / "two.mentra.sqlite" and "__vsc_ipynb_file__" in found.source
+
+
+def test_two_notebooks_in_one_folder_never_share_agents(tmp_path):
+    a = discover_store({"__session__": str(tmp_path / "a.ipynb")}, cwd=tmp_path, environ={})
+    b = discover_store({"__session__": str(tmp_path / "b.ipynb")}, cwd=tmp_path, environ={})
+    assert a.path != b.path and a.runtime_id != b.runtime_id
+
+
+def test_without_a_notebook_path_the_current_folder_is_used(tmp_path):
+    found = discover_store({"__session__": "not-a-notebook"}, cwd=tmp_path, environ={})
+    assert found.path == tmp_path / "mentra.sqlite"
+    assert found.runtime_id == "notebook"

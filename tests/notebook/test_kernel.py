@@ -1,0 +1,157 @@
+"""A real ipykernel through jupyter_client: stream, kill -9 mid-stream, restart, resume.
+
+Each kernel runs in a temporary folder with `JPY_SESSION_NAME` naming a
+notebook there, exactly as a Jupyter server starts it, so the state file is
+found beside the notebook. Kernels are shut down even when a test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from jupyter_client.manager import KernelManager
+
+pytestmark = pytest.mark.process
+
+SLOW_PROVIDER = (
+    "import mentra_nb.notebook as nb\n"
+    "from mentra_nb.providers.test import TestProvider\n"
+    "nb.session().runtime.providers.register(TestProvider(name='slow', chunk_delay={delay}))\n"
+)
+
+
+class Kernel:
+    def __init__(self, folder: Path) -> None:
+        env = {**os.environ, "JPY_SESSION_NAME": str(folder / "analysis.ipynb")}
+        self.manager = KernelManager(kernel_name="python3")
+        self.manager.start_kernel(cwd=str(folder), env=env)
+        self.client = self.manager.client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=60)
+
+    def run(self, code: str, timeout: float = 60) -> str:
+        """Execute `code`; return its text output, or raise with the kernel's error."""
+        chunks: list[str] = []
+        errors: list[str] = []
+
+        def collect(msg: dict) -> None:
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                chunks.append(content["text"])
+            elif kind in ("execute_result", "display_data"):
+                chunks.append(content["data"].get("text/plain", "") + "\n")
+            elif kind == "error":
+                errors.append(f"{content['ename']}: {content['evalue']}")
+
+        reply = self.client.execute_interactive(code, timeout=timeout, output_hook=collect)
+        if reply["content"]["status"] != "ok" or errors:
+            raise AssertionError(f"kernel error in {code!r}: {errors or reply['content']}")
+        return "".join(chunks)
+
+    def kill_hard(self) -> None:
+        os.kill(self.manager.provisioner.pid, signal.SIGKILL)
+        self.manager.provisioner.process.wait(timeout=10)
+
+    def close(self) -> None:
+        self.client.stop_channels()
+        if self.manager.is_alive():
+            self.manager.shutdown_kernel(now=True)
+        self.manager.cleanup_resources()
+
+
+@pytest.fixture
+def kernels(tmp_path):
+    started: list[Kernel] = []
+
+    def start() -> Kernel:
+        started.append(Kernel(tmp_path))
+        return started[-1]
+
+    yield start
+    for kernel in started:
+        kernel.close()
+
+
+def _pending_text(db: Path) -> str:
+    if not db.exists():
+        return ""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT turn FROM pending_turns").fetchone()
+    except sqlite3.Error:
+        return ""
+    finally:
+        conn.close()
+    return json.loads(row[0])["current_text"] if row else ""
+
+
+def test_kill_minus_nine_mid_stream_then_resume_in_a_new_kernel(kernels, tmp_path):
+    db = tmp_path / "analysis.mentra.sqlite"
+    first = kernels()
+    first.run("%load_ext mentra_nb")
+    first.run(SLOW_PROVIDER.format(delay=0.05))
+    first.run("%mentra spawn writer --model slow:m")
+    assert "You said: warm up" in first.run("%mentra send writer --wait warm up\n"
+                                              "print(nb.session().agent('writer').history[-1].text)")
+    first.run("%%mentra writer\n" + " ".join(f"word{i}" for i in range(400)))  # returns at once
+    deadline = time.monotonic() + 30
+    while len(_pending_text(db)) < 40 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    cut_at = _pending_text(db)
+    assert cut_at.startswith("You said: word0"), cut_at
+    first.kill_hard()
+
+    second = kernels()
+    second.run("%load_ext mentra_nb")
+    out = second.run("%mentra resume")
+    assert "mentra: resumed 'writer', 2 messages, interrupted" in out
+    assert "AgentView(writer, slow:m, interrupted, 2 messages)" in out
+    state = second.run(
+        "import mentra_nb.notebook as nb\n"
+        "agent = nb.session().agent('writer')\n"
+        "print([m.text for m in agent.history]); print(agent.resumable_turn.text[:12])"
+    )
+    assert "['warm up', 'You said: warm up']" in state and "word0 word1 " in state
+    second.run(SLOW_PROVIDER.format(delay=0))
+    assert "You said: after the restart" in second.run(
+        "%mentra send writer --wait after the restart\nprint(agent.history[-1].text)")
+
+
+def test_comm_traffic_for_a_5000_delta_stream_stays_small(kernels, tmp_path):
+    kernel = kernels()
+    kernel.run("%load_ext mentra_nb")
+    kernel.run(SLOW_PROVIDER.format(delay=0.0005))
+    kernel.run("%mentra spawn writer --model slow:m")
+    kernel.run("view = nb.session().view(nb.session().agent('writer'))")
+    comm_messages: list[int] = []
+    text_bytes = 0
+
+    def count(msg: dict) -> None:
+        if msg["msg_type"] == "comm_msg" and msg["content"]["data"].get("method") == "custom":
+            comm_messages.append(len(json.dumps(msg["content"]["data"])))
+
+    prompt = " ".join(f"w{i}" for i in range(4998))  # the reply streams 5,000 word deltas
+    started = time.monotonic()
+    kernel.client.execute_interactive(
+        f"turn = nb.session().send(nb.session().agent('writer'), {prompt!r}); turn.result(120)",
+        timeout=180, output_hook=count)
+    seconds = time.monotonic() - started
+    # Messages still in flight after the cell finished:
+    while True:
+        try:
+            count(kernel.client.get_iopub_msg(timeout=1))
+        except Exception:
+            break
+    text_bytes = len(("You said: " + prompt).encode())
+    sent_bytes = sum(comm_messages)
+    print(f"\n5,000-delta stream: {seconds:.2f} s, {len(comm_messages)} custom comm messages "
+          f"({len(comm_messages) / seconds:.1f}/s), {sent_bytes} bytes for {text_bytes} bytes of text "
+          f"({sent_bytes / text_bytes:.2f}x)")
+    assert len(comm_messages) <= seconds * 20 + 5
+    assert sent_bytes <= 1.5 * text_bytes
