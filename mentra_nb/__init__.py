@@ -64,6 +64,8 @@ from mentra_nb.runtime import (
     PendingToolUse,
     Runtime,
     RuntimeExtension,
+    TeammateInfo,
+    TeamMemberStatus,
     Tool,
     ToolContext,
     ToolDurability,
@@ -72,7 +74,7 @@ from mentra_nb.runtime import (
     ToolSpec,
     tool,
 )
-from mentra_nb.store import PersistedAgent, SqliteStore, Store
+from mentra_nb.store import PersistedAgent, SqliteStore, Store, TeamMessage, TeamRequest
 
 __version__ = "0.1.0"
 
@@ -135,6 +137,10 @@ __all__ = [
     "Store",
     "StoreError",
     "StreamError",
+    "TeamMemberStatus",
+    "TeamMessage",
+    "TeamRequest",
+    "TeammateInfo",
     "TestProvider",
     "TextBlock",
     "ThinkingBlock",

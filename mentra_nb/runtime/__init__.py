@@ -7,6 +7,8 @@ from mentra_nb.runtime.extensions import AgentExtension, RuntimeExtension
 from mentra_nb.runtime.recovery import INTERRUPTED_TOOL_RESULT
 from mentra_nb.runtime.runtime import Runtime
 from mentra_nb.runtime.snapshot import AgentSnapshot, AgentStatus, PendingToolUse
+from mentra_nb.runtime.team_members import TeammateInfo, TeamMemberStatus
+from mentra_nb.runtime.teams import Team, TeamExtension
 from mentra_nb.runtime.tools import (
     FunctionTool,
     Tool,
@@ -30,6 +32,10 @@ __all__ = [
     "PendingToolUse",
     "Runtime",
     "RuntimeExtension",
+    "Team",
+    "TeamExtension",
+    "TeamMemberStatus",
+    "TeammateInfo",
     "Tool",
     "ToolContext",
     "ToolDurability",

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mentra_nb.errors import AgentBusy, NoResumableTurn
+from mentra_nb.errors import AgentBusy, AgentError, AgentNotFound, NoResumableTurn
 from mentra_nb.messages import ContentBlock, Message, Role, Usage
 from mentra_nb.providers.base import ModelInfo
 from mentra_nb.runtime.config import AgentConfig
@@ -15,10 +15,11 @@ from mentra_nb.runtime.extensions import AgentExtension
 from mentra_nb.runtime.observers import Observers
 from mentra_nb.runtime.snapshot import AgentSnapshot
 from mentra_nb.status import AgentStatus, PendingToolUse
-from mentra_nb.store.base import PersistedAgent
+from mentra_nb.store.base import PersistedAgent, TeamRequest
 
 if TYPE_CHECKING:
     from mentra_nb.runtime.runtime import Runtime
+    from mentra_nb.runtime.team_members import TeammateInfo
     from mentra_nb.runtime.tools import Tool
 
 __all__ = ["Agent", "MessageInput"]
@@ -219,6 +220,79 @@ class Agent:
     def _close_observers(self) -> None:
         self._snapshots.close()
         self._events.close()
+
+    # --- teams (runtime/teams.py) -----------------------------------------------
+
+    async def spawn_teammate(
+        self, name: str, role: str, prompt: str | None = None, *,
+        model: str | ModelInfo | None = None, max_rounds: int | None = None,
+    ) -> Agent:
+        """Spawn a persistent teammate of this lead; `prompt` becomes its first mail.
+
+        It gets this agent's config (and model, unless `model` is given) with a
+        teammate system prompt; it works on its own, woken by team mail.
+        """
+        from mentra_nb.runtime.teams import team_of
+
+        if self.kind != "agent":
+            raise AgentError(f"only a lead agent can spawn teammates; '{self.name}' is a {self.kind}")
+        return await team_of(self).spawn(name, role, prompt, model=model, max_rounds=max_rounds)
+
+    def send_team_message(self, to: str, content: str) -> None:
+        """Put `content` in team member `to`'s inbox, from this agent (wakes a teammate)."""
+        from mentra_nb.runtime.teams import team_of
+
+        team_of(self).send(self.name, to, content)
+
+    def broadcast_team_message(self, content: str) -> list[str]:
+        """Send `content` to every other member of this lead's team; returns their names."""
+        from mentra_nb.runtime.teams import team_of
+
+        if self.kind != "agent":
+            raise AgentError(f"only the lead may broadcast; '{self.name}' can send_team_message")
+        return team_of(self).broadcast(self.name, content)
+
+    @property
+    def teammates(self) -> list[TeammateInfo]:
+        """This lead's teammates, with their status and whether they are alive here."""
+        return list(self.snapshot.teammates)
+
+    def teammate(self, name: str) -> Agent:
+        """The live teammate called `name` (to watch it or read its history)."""
+        from mentra_nb.runtime.teams import team_of
+
+        agent = team_of(self).live_agent(name)
+        if agent is None or agent is self:
+            raise AgentNotFound(
+                f"no live teammate '{name}' in {self.name}'s team; lead.teammates lists them "
+                "(rt.resume() revives the stored ones)"
+            )
+        return agent
+
+    def send_team_request(self, to: str, protocol: str, content: str) -> TeamRequest:
+        """Ask member `to` to approve or reject something (e.g. protocol "shutdown");
+        the answer arrives in this agent's inbox."""
+        from mentra_nb.runtime.teams import team_of
+
+        return team_of(self).request(self.name, to, protocol, content)
+
+    def team_requests(self, status: str | None = "pending") -> list[TeamRequest]:
+        """Protocol requests sent to or by this agent (default: the pending ones)."""
+        from mentra_nb.runtime.teams import team_of
+
+        return team_of(self).list_requests(self.name, status=status)  # type: ignore[arg-type]
+
+    def approve_request(self, request_id: str, reason: str | None = None) -> TeamRequest:
+        """Approve a pending request addressed to this agent (e.g. a teammate's plan)."""
+        from mentra_nb.runtime.teams import team_of
+
+        return team_of(self).respond(self.name, request_id, True, reason)
+
+    def reject_request(self, request_id: str, reason: str) -> TeamRequest:
+        """Reject a pending request addressed to this agent; the requester reads `reason`."""
+        from mentra_nb.runtime.teams import team_of
+
+        return team_of(self).respond(self.name, request_id, False, reason)
 
 
 def _user_message(content: MessageInput) -> Message:

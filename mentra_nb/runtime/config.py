@@ -17,6 +17,9 @@ class AgentConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     system: str | None = None
+    # A lead sees the team tools (team_spawn, team_send, …) once it has a
+    # teammate; `team=True` offers them from the start so its model can spawn one.
+    team: bool = False
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_output_tokens: int | None = Field(default=None, gt=0)
     max_rounds: int = Field(default=20, ge=1, le=1000)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from mentra_nb.messages import Usage
+from mentra_nb.runtime.team_members import TeammateInfo, TeamMemberStatus
 from mentra_nb.status import AgentStatus, PendingToolUse
 
-__all__ = ["AgentSnapshot", "AgentStatus", "PendingToolUse"]
+__all__ = ["AgentSnapshot", "AgentStatus", "PendingToolUse", "TeamMemberStatus", "TeammateInfo"]
 
 class AgentSnapshot(BaseModel):
     """An immutable picture of an agent; observers get a new one on every change."""
@@ -24,6 +25,6 @@ class AgentSnapshot(BaseModel):
     current_thinking: str = ""
     pending_tool_uses: list[PendingToolUse] = Field(default_factory=list)
     pending_team_messages: int = 0
-    teammates: list[dict] = Field(default_factory=list)
+    teammates: list[TeammateInfo] = Field(default_factory=list)  # a lead's team
     subagents: list[dict] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)

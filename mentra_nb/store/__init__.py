@@ -9,6 +9,9 @@ from mentra_nb.store.base import (
     PersistedAgent,
     RunRecord,
     Store,
+    TeamMail,
+    TeamMessage,
+    TeamRequest,
 )
 from mentra_nb.store.sqlite import SqliteStore
 
@@ -22,4 +25,7 @@ __all__ = [
     "RunRecord",
     "SqliteStore",
     "Store",
+    "TeamMail",
+    "TeamMessage",
+    "TeamRequest",
 ]

@@ -24,6 +24,12 @@ __all__ = [
     "PersistedAgent",
     "RunRecord",
     "Store",
+    "TeamMail",
+    "TeamMailState",
+    "TeamMessage",
+    "TeamMessageKind",
+    "TeamRequest",
+    "TeamRequestStatus",
 ]
 
 
@@ -117,6 +123,65 @@ class LeaseRecord(LeaseClaim):
     heartbeat_at: float
 
 
+# --- teams ----------------------------------------------------------------------
+# A team is named by its lead's agent id (`team_id`); members are addressed by
+# name inside it, so a teammate re-spawned under the same name keeps its inbox.
+
+TeamMessageKind = Literal["message", "broadcast", "request", "response"]
+TeamMailState = Literal["pending", "inflight", "acked"]
+TeamRequestStatus = Literal["pending", "approved", "rejected"]
+
+
+class TeamMessage(BaseModel):
+    """One piece of team mail, exactly as the recipient's model reads it inside
+    `<team-inbox>`: `{type, from, content, timestamp, request_id?, protocol?, approve?}`."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, serialize_by_alias=True)
+
+    type: TeamMessageKind = "message"
+    sender: str = Field(alias="from")
+    content: str
+    timestamp: int = 0  # unix seconds: what a model needs, and stable to compare
+    request_id: str | None = None
+    protocol: str | None = None
+    approve: bool | None = None
+
+    def for_model(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class TeamMail(BaseModel):
+    """A queued `TeamMessage`: pending → inflight (claimed by a run of `claimed_by`,
+    to be written at transcript position `transcript_seq`) → acked."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    team_id: str
+    recipient: str
+    message: TeamMessage
+    state: TeamMailState = "pending"
+    claimed_by: str | None = None
+    transcript_seq: int | None = None
+
+
+class TeamRequest(BaseModel):
+    """A protocol request (`shutdown`, `plan_approval`, any name) between two members."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    team_id: str
+    protocol: str
+    sender: str
+    recipient: str
+    content: str
+    status: TeamRequestStatus = "pending"
+    created_at: float = 0.0
+    resolved_at: float | None = None
+    reason: str | None = None
+
+
 @runtime_checkable
 class Store(Protocol):
     """Persistence for agents. `SqliteStore` is the embedded default; any other
@@ -186,5 +251,59 @@ class Store(Protocol):
     def release_leases(self, token: str, agent_ids: list[str] | None = None) -> None: ...
 
     def lease_holder(self, agent_id: str) -> LeaseRecord | None: ...
+
+    # --- teams: agent profile, mail queue, protocol requests -------------------
+    def update_agent_profile(
+        self, agent_id: str, *, role: str | None, config: dict[str, Any], token: str
+    ) -> None:
+        """Change an agent's role and config (a shut-down teammate re-spawned by name)."""
+        ...
+
+    def post_team_mail(self, team_id: str, recipient: str, message: TeamMessage) -> int:
+        """Queue `message` (pending) for `recipient`; returns its id. Not fenced: a
+        sender never holds the recipient's lease, and mail may arrive while no
+        runtime drives the recipient."""
+        ...
+
+    def claim_team_mail(
+        self, team_id: str, recipient: str, *, agent_id: str, transcript_seq: int, token: str
+    ) -> list[TeamMail]:
+        """Move every pending message of `recipient` to inflight for `agent_id`'s
+        current run, oldest first. Fenced by `agent_id`'s lease."""
+        ...
+
+    def count_team_mail(self, team_id: str, recipient: str, state: TeamMailState = "pending") -> int: ...
+
+    def list_team_mail(
+        self, team_id: str, recipient: str | None = None, state: TeamMailState | None = None
+    ) -> list[TeamMail]:
+        """Mail of a team, oldest first, optionally narrowed to a recipient and state."""
+        ...
+
+    def inflight_team_mail(self, agent_id: str) -> list[TeamMail]:
+        """Mail claimed by `agent_id` and neither acked nor requeued yet."""
+        ...
+
+    def settle_team_mail(
+        self, agent_id: str, *, ack: list[int], requeue: list[int], token: str
+    ) -> None:
+        """Inflight mail of `agent_id`: `ack` → acked, `requeue` → pending, in one step."""
+        ...
+
+    def create_team_request(self, request: TeamRequest, message: TeamMessage) -> None:
+        """Record a pending request and queue its `message` for the recipient, in one step."""
+        ...
+
+    def resolve_team_request(
+        self, team_id: str, request_id: str, *, approve: bool, reason: str | None,
+        response: TeamMessage,
+    ) -> TeamRequest | None:
+        """Approve or reject a pending request and queue `response` for its sender,
+        in one step. Returns the resolved request, or None if it was not pending."""
+        ...
+
+    def list_team_requests(self, team_id: str) -> list[TeamRequest]:
+        """Requests of a team, oldest first."""
+        ...
 
     def close(self) -> None: ...

@@ -42,6 +42,10 @@ from mentra_nb.store.base import (
     PendingTurn,
     PersistedAgent,
     RunRecord,
+    TeamMail,
+    TeamMailState,
+    TeamMessage,
+    TeamRequest,
 )
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteStore", "is_network_filesystem"]
@@ -49,7 +53,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteStore", "is_network_filesy
 log = logging.getLogger("mentra_nb.store")
 
 APPLICATION_ID = 0x4D4E4231  # "MNB1" in the SQLite header marks a mentra-nb file
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _NETWORK_FILESYSTEMS = {
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "afs", "9p", "ncpfs", "fuse.sshfs", "fuse.s3fs",
@@ -117,6 +121,37 @@ _MIGRATIONS: list[str] = [
         heartbeat_at REAL NOT NULL
     );
     CREATE INDEX leases_by_token ON leases (token);
+    """,
+    # 2: teams. Mail is a queue (pending → inflight → acked); `transcript_seq` is
+    # where the claiming run writes it, so after a crash we can tell whether the
+    # transcript kept it (ack) or lost it with a rolled-back run (requeue).
+    """
+    CREATE TABLE team_mail (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        team_id TEXT NOT NULL,
+        recipient TEXT NOT NULL,
+        message TEXT NOT NULL,
+        state TEXT NOT NULL DEFAULT 'pending',
+        claimed_by TEXT,
+        transcript_seq INTEGER,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX team_mail_by_recipient ON team_mail (team_id, recipient, state, id);
+    CREATE INDEX team_mail_by_claimer ON team_mail (claimed_by, state);
+    CREATE TABLE team_requests (
+        id TEXT PRIMARY KEY,
+        team_id TEXT NOT NULL,
+        protocol TEXT NOT NULL,
+        sender TEXT NOT NULL,
+        recipient TEXT NOT NULL,
+        content TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending',
+        created_at REAL NOT NULL,
+        resolved_at REAL,
+        reason TEXT
+    );
+    CREATE INDEX team_requests_by_team ON team_requests (team_id, created_at);
     """,
 ]
 
@@ -480,6 +515,129 @@ class SqliteStore:
         return _lease_record(rows[0]) if rows else None
 
 
+    # --- teams ----------------------------------------------------------------
+
+    def update_agent_profile(
+        self, agent_id: str, *, role: str | None, config: dict[str, Any], token: str
+    ) -> None:
+        with self._write(agent_id, token) as cur:
+            cur.execute(
+                "UPDATE agents SET role = ?, config = ?, updated_at = ? WHERE id = ?",
+                (role, json.dumps(config), time.time(), agent_id),
+            )
+
+    def post_team_mail(self, team_id: str, recipient: str, message: TeamMessage) -> int:
+        with self._write() as cur:
+            return _post_mail(cur, team_id, recipient, message)
+
+    def claim_team_mail(
+        self, team_id: str, recipient: str, *, agent_id: str, transcript_seq: int, token: str
+    ) -> list[TeamMail]:
+        with self._write(agent_id, token) as cur:
+            rows = cur.execute(
+                f"SELECT {_MAIL_COLUMNS} FROM team_mail WHERE team_id = ? AND recipient = ?"
+                " AND state = 'pending' ORDER BY id",
+                (team_id, recipient),
+            ).fetchall()
+            cur.executemany(
+                "UPDATE team_mail SET state = 'inflight', claimed_by = ?, transcript_seq = ?,"
+                " updated_at = ? WHERE id = ?",
+                [(agent_id, transcript_seq, time.time(), row[0]) for row in rows],
+            )
+        return [
+            _mail(row).model_copy(
+                update={"state": "inflight", "claimed_by": agent_id, "transcript_seq": transcript_seq}
+            )
+            for row in rows
+        ]
+
+    def count_team_mail(self, team_id: str, recipient: str, state: TeamMailState = "pending") -> int:
+        rows = self._read(
+            "SELECT count(*) FROM team_mail WHERE team_id = ? AND recipient = ? AND state = ?",
+            (team_id, recipient, state),
+        )
+        return int(rows[0][0])
+
+    def list_team_mail(
+        self, team_id: str, recipient: str | None = None, state: TeamMailState | None = None
+    ) -> list[TeamMail]:
+        sql = f"SELECT {_MAIL_COLUMNS} FROM team_mail WHERE team_id = ?"
+        params: list[Any] = [team_id]
+        if recipient is not None:
+            sql += " AND recipient = ?"
+            params.append(recipient)
+        if state is not None:
+            sql += " AND state = ?"
+            params.append(state)
+        return [_mail(row) for row in self._read(sql + " ORDER BY id", tuple(params))]
+
+    def inflight_team_mail(self, agent_id: str) -> list[TeamMail]:
+        rows = self._read(
+            f"SELECT {_MAIL_COLUMNS} FROM team_mail WHERE claimed_by = ? AND state = 'inflight'"
+            " ORDER BY id",
+            (agent_id,),
+        )
+        return [_mail(row) for row in rows]
+
+    def settle_team_mail(
+        self, agent_id: str, *, ack: list[int], requeue: list[int], token: str
+    ) -> None:
+        now = time.time()
+        with self._write(agent_id, token) as cur:
+            # Only mail this agent still holds inflight: settling twice changes nothing.
+            cur.executemany(
+                "UPDATE team_mail SET state = 'acked', updated_at = ? WHERE id = ?"
+                " AND claimed_by = ? AND state = 'inflight'",
+                [(now, mail_id, agent_id) for mail_id in ack],
+            )
+            cur.executemany(
+                "UPDATE team_mail SET state = 'pending', claimed_by = NULL, transcript_seq = NULL,"
+                " updated_at = ? WHERE id = ? AND claimed_by = ? AND state = 'inflight'",
+                [(now, mail_id, agent_id) for mail_id in requeue],
+            )
+
+    def create_team_request(self, request: TeamRequest, message: TeamMessage) -> None:
+        with self._write() as cur:
+            try:
+                cur.execute(
+                    f"INSERT INTO team_requests ({_REQUEST_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (request.id, request.team_id, request.protocol, request.sender,
+                     request.recipient, request.content, request.status,
+                     request.created_at or time.time(), request.resolved_at, request.reason),
+                )
+            except sqlite3.IntegrityError as err:
+                raise StoreError(f"team request {request.id} already exists in {self.path}") from err
+            _post_mail(cur, request.team_id, request.recipient, message)
+
+    def resolve_team_request(
+        self, team_id: str, request_id: str, *, approve: bool, reason: str | None,
+        response: TeamMessage,
+    ) -> TeamRequest | None:
+        with self._write() as cur:
+            # Conditional on `pending`, so two answers racing cannot both win.
+            changed = cur.execute(
+                "UPDATE team_requests SET status = ?, resolved_at = ?, reason = ?"
+                " WHERE team_id = ? AND id = ? AND status = 'pending'",
+                ("approved" if approve else "rejected", time.time(), reason, team_id, request_id),
+            ).rowcount
+            if not changed:
+                return None
+            row = cur.execute(
+                f"SELECT {_REQUEST_COLUMNS} FROM team_requests WHERE id = ?", (request_id,)
+            ).fetchone()
+            resolved = _request(row)
+            _post_mail(cur, team_id, resolved.sender, response)
+            return resolved
+
+    def list_team_requests(self, team_id: str) -> list[TeamRequest]:
+        rows = self._read(
+            f"SELECT {_REQUEST_COLUMNS} FROM team_requests WHERE team_id = ?"
+            " ORDER BY created_at, rowid",
+            (team_id,),
+        )
+        return [_request(row) for row in rows]
+
+
 # --- file checks ----------------------------------------------------------------
 
 
@@ -571,6 +729,37 @@ def _agent_record(row: tuple[Any, ...]) -> AgentRecord:
         parent_id=row[7], role=row[8], run_generation=row[9],
         usage=Usage.model_validate_json(row[10]), message_count=row[11],
         created_at=row[12], updated_at=row[13],
+    )
+
+
+_MAIL_COLUMNS = "id, team_id, recipient, message, state, claimed_by, transcript_seq"
+_REQUEST_COLUMNS = (
+    "id, team_id, protocol, sender, recipient, content, status, created_at, resolved_at, reason"
+)
+
+
+def _mail(row: tuple[Any, ...]) -> TeamMail:
+    return TeamMail(
+        id=row[0], team_id=row[1], recipient=row[2],
+        message=TeamMessage.model_validate_json(row[3]), state=row[4], claimed_by=row[5],
+        transcript_seq=row[6],
+    )
+
+
+def _post_mail(cur: sqlite3.Cursor, team_id: str, recipient: str, message: TeamMessage) -> int:
+    now = time.time()
+    cur.execute(
+        "INSERT INTO team_mail (team_id, recipient, message, state, created_at, updated_at)"
+        " VALUES (?, ?, ?, 'pending', ?, ?)",
+        (team_id, recipient, message.model_dump_json(by_alias=True), now, now),
+    )
+    return int(cur.lastrowid or 0)
+
+
+def _request(row: tuple[Any, ...]) -> TeamRequest:
+    return TeamRequest(
+        id=row[0], team_id=row[1], protocol=row[2], sender=row[3], recipient=row[4],
+        content=row[5], status=row[6], created_at=row[7], resolved_at=row[8], reason=row[9],
     )
 
 

@@ -1,0 +1,136 @@
+"""`TeammateActor`: what keeps a teammate working on its own.
+
+An actor is a task on the runtime's event loop that sleeps until it is woken
+(by mail, a protocol request or response, or revival) and then runs wake
+cycles: one run after another while the teammate has unread mail, each run
+starting with nothing but its injected `<team-inbox>`. The teammate's status
+follows: working during the cycle, then idle; failed{error} when a run fails
+(its mail was requeued, so the next wake retries it); shutdown after a cycle
+that ends with an approved shutdown, which also ends the actor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from mentra_nb.errors import MentraError
+from mentra_nb.messages import Role
+from mentra_nb.runtime.team_members import TeamMemberStatus
+
+if TYPE_CHECKING:
+    from mentra_nb.runtime.agent import Agent
+    from mentra_nb.runtime.teams import Team
+
+__all__ = ["TeammateActor"]
+
+log = logging.getLogger("mentra_nb.runtime")
+
+
+class TeammateActor:
+    def __init__(self, team: Team, agent: Agent, *, continue_first: bool = False) -> None:
+        self.team = team
+        self.agent = agent
+        # A teammate killed inside a tool call was revived with its call answered
+        # by an error result: its first cycle continues that run.
+        self._continue = continue_first
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
+    def started(self) -> bool:
+        return self._task is not None
+
+    def start(self) -> bool:
+        """Start on the running loop; False when called outside one (started later)."""
+        if self._task is not None:
+            return True
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        self._task = loop.create_task(self._live(), name=f"mentra-teammate-{self.agent.name}")
+        return True
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def aclose(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _live(self) -> None:
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                if not await self._cycle():
+                    return
+        except Exception:
+            # Never silent: a dead actor leaves its teammate unable to answer mail.
+            log.exception("the actor of teammate %s stopped", self.agent.name)
+            self._set_status(TeamMemberStatus.failed("its actor stopped; see the log"))
+        finally:
+            self.team.actor_stopped(self.agent.name)
+
+    async def _cycle(self) -> bool:
+        """Run while there is work; False when the actor should end."""
+        agent = self.agent
+        team = self.team
+        worked = False
+        while not agent.runtime._closed:
+            if agent.is_running:  # someone drove the teammate by hand: let that run end first
+                try:
+                    await asyncio.shield(agent._run_task)  # type: ignore[arg-type]
+                except asyncio.CancelledError:
+                    if _cancelling():
+                        raise
+                except Exception:
+                    pass  # that run's caller got its error
+                continue
+            if self._continue:
+                self._continue = False
+                if not (agent.history and agent.history[-1].role is Role.USER):
+                    continue
+            elif team.unread(agent.name, refresh=True) == 0:
+                break
+            self._set_status(TeamMemberStatus.working())
+            worked = True
+            try:
+                await agent._start_run([])
+            except asyncio.CancelledError:
+                if agent.runtime._closed or _cancelling():
+                    raise
+                # The user cancelled this run (its mail was requeued); wait for the next wake
+                # instead of starting the same work again at once.
+                self._set_status(TeamMemberStatus.idle())
+                return True
+            except Exception as err:
+                message = str(err) if isinstance(err, MentraError) else f"{type(err).__name__}: {err}"
+                self._set_status(TeamMemberStatus.failed(message))
+                return True
+        if agent.runtime._closed:
+            return False
+        if team.take_shutdown(agent.name):
+            self._set_status(TeamMemberStatus.shutdown())
+            return False
+        if worked or team.status_of(agent.name).name == "working":
+            self._set_status(TeamMemberStatus.idle())
+        return True
+
+    def _set_status(self, status: TeamMemberStatus) -> None:
+        self.team.set_status(self.agent.name, status)
+
+
+def _cancelling() -> bool:
+    """Whether this task itself is being cancelled (not merely the run it awaited)."""
+    current = asyncio.current_task()
+    return current is not None and current.cancelling() > 0

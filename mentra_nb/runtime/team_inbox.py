@@ -1,0 +1,122 @@
+"""A team member's inbox in the turn loop: `<team-inbox>` injection, ack, requeue.
+
+At the start of every round the member's pending mail is claimed (pending →
+inflight) and added as one user message,
+
+    <team-inbox>
+    [{"type": "message", "from": "lead", "content": "…", "timestamp": 1700000000}]
+    </team-inbox>
+
+which the turn loop commits with the run (and rolls back with it). Each claim
+records the transcript position its message is written at. When the run ends,
+and again whenever the agent is loaded after a crash, every inflight message is
+settled by looking at that position: if the transcript holds the inbox there
+the mail was delivered (acked); if a rollback removed it, it goes back to
+pending for the next wake. Mail is thus never lost and never delivered twice
+into one durable transcript; a crash between a commit and its ack can only
+repeat the ack.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from mentra_nb.errors import MentraError
+from mentra_nb.messages import Message, Role, TextBlock, ToolResultBlock
+from mentra_nb.runtime.extensions import AgentExtension
+from mentra_nb.store.base import TeamMail
+
+if TYPE_CHECKING:
+    from mentra_nb.runtime.agent import Agent
+    from mentra_nb.runtime.teams import Team
+    from mentra_nb.runtime.tools import Tool
+
+__all__ = ["INBOX_MARKER", "TeamInbox", "format_inbox", "holds_inbox"]
+
+log = logging.getLogger("mentra_nb.runtime")
+
+INBOX_MARKER = "<team-inbox>"
+
+
+def format_inbox(mail: list[TeamMail]) -> str:
+    body = json.dumps([m.message.for_model() for m in mail], indent=2, ensure_ascii=False)
+    return f"{INBOX_MARKER}\n{body}\n</team-inbox>"
+
+
+def holds_inbox(message: Message) -> bool:
+    """Whether `message` delivered team mail (injected, or a `team_read_inbox` result)."""
+    if message.role is not Role.USER:
+        return False
+    for block in message.content:
+        if isinstance(block, TextBlock) and INBOX_MARKER in block.text:
+            return True
+        if isinstance(block, ToolResultBlock) and INBOX_MARKER in block.content:
+            return True
+    return False
+
+
+class TeamInbox(AgentExtension):
+    """Attached to every lead and teammate: its inbox, its team tools, its
+    snapshot fields."""
+
+    def __init__(self, team: Team, agent: Agent) -> None:
+        self.team = team
+        self.agent = agent
+
+    def tools(self) -> list[Tool]:
+        from mentra_nb.runtime.team_tools import team_tools_for  # the tools import this module
+
+        return team_tools_for(self.team, self.agent)
+
+    async def before_round(self) -> list[Message]:
+        self.team.start_dormant_actors()
+        mail = self.claim()
+        return [Message.user(format_inbox(mail))] if mail else []
+
+    def claim(self) -> list[TeamMail]:
+        """Claim this member's pending mail for the message written next in its transcript."""
+        agent = self.agent
+        store = agent.runtime.store
+        if store.count_team_mail(self.team.id, agent.name) == 0:
+            return []  # a read, so a quiet round takes no write lock
+        mail = store.claim_team_mail(
+            self.team.id, agent.name, agent_id=agent.id, transcript_seq=len(agent._history),
+            token=agent.runtime._leases.token,
+        )
+        self.team.mail_changed(agent.name)
+        return mail
+
+    def after_run(self, succeeded: bool) -> None:
+        # Settled from the transcript rather than from `succeeded`: a run that hit
+        # max_rounds failed but kept its transcript, so its mail was delivered.
+        self.settle()
+
+    def settle(self) -> None:
+        agent = self.agent
+        store = agent.runtime.store
+        try:
+            inflight = store.inflight_team_mail(agent.id)
+            if not inflight:
+                return
+            history = agent._history
+            ack: list[int] = []
+            requeue: list[int] = []
+            for mail in inflight:
+                seq = mail.transcript_seq
+                kept = seq is not None and seq < len(history) and holds_inbox(history[seq])
+                (ack if kept else requeue).append(mail.id)
+            store.settle_team_mail(agent.id, ack=ack, requeue=requeue,
+                                   token=agent.runtime._leases.token)
+        except MentraError as err:
+            # Left inflight, it is settled again when the agent is next loaded.
+            log.warning("could not settle the team mail of %s: %s", agent.name, err)
+            return
+        self.team.mail_changed(agent.name)
+
+    def snapshot_fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {"pending_team_messages": self.team.unread(self.agent.name)}
+        if not self.agent.is_teammate:
+            fields["teammates"] = self.team.teammates()
+        return fields

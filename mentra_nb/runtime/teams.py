@@ -1,0 +1,544 @@
+"""Teams: a lead agent and the persistent teammates it spawned.
+
+    alice = await lead.spawn_teammate("alice", "researcher", "Find three sources on X")
+    lead.send_team_message("alice", "Also check Y")
+    lead.approve_request(request_id)          # e.g. alice's plan_approval
+
+A team is named by its lead's id. Teammates are full persisted agents (kind
+"teammate", parent = the lead) driven by a `TeammateActor` on the runtime's
+loop; members talk through durable mail in the store (`team_inbox.py`) and
+protocol requests (`shutdown`, `plan_approval` or any name) that the
+addressee approves or rejects. A teammate's status (idle / working /
+failed{error} / shutdown) is stored under the state key `team.member.v1`.
+
+`TeamExtension` is installed in every `Runtime`. `rt.resume(runtime_id)` loads
+the leads; the extension then revives each lead's teammates that did not shut
+down and wakes them for the mail that arrived while no process ran.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from mentra_nb.errors import AgentError, AgentExists, AgentNotFound, ConfigError, MentraError
+from mentra_nb.providers.base import ModelInfo
+from mentra_nb.runtime.extensions import AgentExtension, RuntimeExtension
+from mentra_nb.runtime.recovery import INTERRUPTED_TOOL_RESULT
+from mentra_nb.runtime.team_actor import TeammateActor
+from mentra_nb.runtime.team_inbox import TeamInbox
+from mentra_nb.runtime.team_members import TeammateInfo, TeamMemberStatus
+from mentra_nb.store.base import Store, TeamMessage, TeamRequest, TeamRequestStatus
+
+if TYPE_CHECKING:
+    from mentra_nb.runtime.agent import Agent
+    from mentra_nb.runtime.config import AgentConfig
+    from mentra_nb.runtime.runtime import Runtime
+
+__all__ = [
+    "LEAD_ONLY_TOOLS",
+    "MEMBER_STATE_KEY",
+    "Team",
+    "TeamExtension",
+    "team_of",
+    "teammate_system_prompt",
+]
+
+log = logging.getLogger("mentra_nb.runtime")
+
+MEMBER_STATE_KEY = "team.member.v1"
+LEAD_ONLY_TOOLS = ("team_spawn", "team_broadcast")
+TEAMMATE_TOOLS = (
+    "team_send", "team_read_inbox", "team_request", "team_respond", "team_list_requests", "idle",
+)
+
+Direction = Literal["inbound", "outbound", "any"]
+
+
+def teammate_system_prompt(name: str, role: str, lead: str, lead_system: str | None) -> str:
+    prompt = (
+        f"You are {name}, the {role} of a team led by {lead}. You work on your own and reach "
+        "the team only through the team tools.\n"
+        "- Team mail reaches you as a user message <team-inbox>[...]</team-inbox>: a JSON array "
+        "of {type, from, content, timestamp, request_id?, protocol?, approve?}. Mail that "
+        "arrives while you work comes the same way; team_read_inbox fetches it at once.\n"
+        f"- team_send {{to, content}} writes to one member; report your results to {lead} "
+        "this way, because nobody reads your replies otherwise.\n"
+        "- Before risky or irreversible work, submit your plan with team_request "
+        f'{{to: "{lead}", protocol: "plan_approval", content: <the plan>}} and wait for the '
+        "response (approve true or false, with a reason). If it is rejected, revise the plan "
+        "along the reason and keep working.\n"
+        '- When you receive a "shutdown" request, finish or hand over what you are doing, then '
+        "answer it with team_respond {request_id, approve: true}; you stop after that turn. "
+        "Reject it with a reason if you must finish something first.\n"
+        "- team_list_requests shows open requests. When you have nothing left to do, call "
+        "idle: you are woken when new mail arrives."
+    )
+    if lead_system:
+        prompt += f"\n\nThe lead's own instructions, for context:\n{lead_system}"
+    return prompt
+
+
+@dataclass
+class _Member:
+    agent_id: str
+    name: str
+    role: str
+    model: str
+    status: TeamMemberStatus
+    spawned_at: float
+
+
+class Team:
+    """One lead's team in one runtime. Get it with `team_of(agent)`."""
+
+    def __init__(self, runtime: Runtime, team_id: str) -> None:
+        self.runtime = runtime
+        self.id = team_id
+        self.lead: Agent | None = None
+        self._members: dict[str, _Member] | None = None
+        self._actors: dict[str, TeammateActor] = {}
+        self._unread: dict[str, int] = {}
+        self._shutdowns: set[str] = set()
+        self._lead_name: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<Team of {self.lead_name}: {', '.join(self.members) or 'no teammates'}>"
+
+    # --- who is in it ------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        return self.runtime.store
+
+    @property
+    def lead_name(self) -> str:
+        if self.lead is not None:
+            return self.lead.name
+        if self._lead_name is None:
+            persisted = self.store.load_agent(self.id)
+            self._lead_name = persisted.record.name if persisted is not None else "lead"
+        return self._lead_name
+
+    @property
+    def members(self) -> dict[str, _Member]:
+        """Teammates by name (the lead is not one of them), loaded once from the store."""
+        if self._members is None:
+            members: dict[str, _Member] = {}
+            for record in self.store.list_agents():
+                if record.kind != "teammate" or record.parent_id != self.id:
+                    continue
+                state = self.store.load_state(record.id, MEMBER_STATE_KEY) or {}
+                status = TeamMemberStatus.model_validate(state.get("status") or {"name": "idle"})
+                # Creation order, so if a name ever had two rows the newest wins.
+                members[record.name] = _Member(
+                    agent_id=record.id, name=record.name, role=record.role or "",
+                    model=record.model, status=status,
+                    spawned_at=float(state.get("spawned_at") or record.created_at),
+                )
+            self._members = members
+        return self._members
+
+    def has_members(self) -> bool:
+        return bool(self.members)
+
+    def live_agent(self, name: str) -> Agent | None:
+        if name == self.lead_name:
+            return self.lead
+        member = self.members.get(name)
+        return self.runtime._agents.get(member.agent_id) if member is not None else None
+
+    def teammates(self) -> list[TeammateInfo]:
+        return [
+            TeammateInfo(
+                name=m.name, agent_id=m.agent_id, role=m.role, model=m.model, status=m.status,
+                alive=(actor := self._actors.get(m.name)) is not None and actor.alive,
+                unread=self.unread(m.name),
+            )
+            for m in self.members.values()
+        ]
+
+    def status_of(self, name: str) -> TeamMemberStatus:
+        return self.members[name].status
+
+    # --- status ------------------------------------------------------------------
+
+    def set_status(self, name: str, status: TeamMemberStatus) -> None:
+        member = self.members[name]
+        if member.status == status:
+            return
+        member.status = status
+        self._save_member(member)
+        self._notify(self.lead_name)
+
+    def _save_member(self, member: _Member) -> None:
+        try:
+            self.store.save_state(
+                member.agent_id, MEMBER_STATE_KEY,
+                {"status": member.status.model_dump(mode="json"), "spawned_at": member.spawned_at},
+                token=self.runtime._leases.token,
+            )
+        except MentraError as err:
+            log.warning("could not save the team status of %s: %s", member.name, err)
+
+    def take_shutdown(self, name: str) -> bool:
+        if name in self._shutdowns:
+            self._shutdowns.discard(name)
+            return True
+        return False
+
+    def actor_stopped(self, name: str) -> None:
+        self._notify(self.lead_name)
+
+    # --- mail counts and observers -----------------------------------------------
+
+    def unread(self, name: str, *, refresh: bool = False) -> int:
+        if refresh or name not in self._unread:
+            try:
+                self._unread[name] = self.store.count_team_mail(self.id, name)
+            except MentraError:
+                return self._unread.get(name, 0)
+        return self._unread[name]
+
+    def mail_changed(self, name: str) -> None:
+        self.unread(name, refresh=True)
+        self._notify(name)
+        if name != self.lead_name:
+            self._notify(self.lead_name)  # the lead's snapshot shows each teammate's unread
+
+    def _notify(self, name: str) -> None:
+        agent = self.live_agent(name)
+        if agent is not None:
+            agent._changed()
+
+    # --- spawning ------------------------------------------------------------------
+
+    async def spawn(
+        self, name: str, role: str, prompt: str | None = None, *,
+        model: str | ModelInfo | None = None, max_rounds: int | None = None,
+    ) -> Agent:
+        lead = self.lead
+        if lead is None:
+            raise AgentError(
+                "the lead of this team is not live in this runtime; resume it (rt.resume()) first"
+            )
+        name = name.strip() if isinstance(name, str) else ""
+        role = role.strip() if isinstance(role, str) else ""
+        if not name:
+            raise ConfigError("a teammate needs a name, e.g. lead.spawn_teammate('alice', 'researcher')")
+        if not role:
+            raise ConfigError(
+                f"teammate '{name}' needs a role saying what it does, e.g. 'researcher' or 'reviewer'"
+            )
+        if name == lead.name:
+            raise ConfigError(
+                f"'{name}' is the lead's own name; give the teammate another name"
+            )
+        existing = self.members.get(name)
+        if existing is not None and existing.status.name != "shutdown":
+            raise AgentExists(
+                f"teammate '{name}' is already alive in {lead.name}'s team (status "
+                f"{existing.status}); send it work with lead.send_team_message('{name}', ...) "
+                "or pick another name"
+            )
+        config = _teammate_config(lead, name, role, max_rounds)
+        if existing is not None:
+            # A shut-down name comes back as the same agent (history kept), so the
+            # store never holds two teammates with one name for a later resume.
+            agent = self.live_agent(name) or self.runtime.resume_agent(existing.agent_id)
+            self.store.update_agent_profile(
+                agent.id, role=role, config=config.model_dump(mode="json"),
+                token=self.runtime._leases.token,
+            )
+            agent.config = config
+            agent.role = role
+            existing.role = role
+            member = existing
+        else:
+            agent = self.runtime._create_agent(
+                name, model or lead.model, config, kind="teammate", parent_id=lead.id, role=role
+            )
+            member = _Member(
+                agent_id=agent.id, name=name, role=role, model=agent.model.key,
+                status=TeamMemberStatus.idle(), spawned_at=0.0,
+            )
+            self.members[name] = member
+        member.spawned_at = time.time()
+        member.status = TeamMemberStatus.idle()
+        self._save_member(member)
+        self._shutdowns.discard(name)
+        self._start_actor(agent)
+        if prompt is not None and prompt.strip():
+            self.send(lead.name, name, prompt)
+        self._notify(lead.name)
+        return agent
+
+    def _start_actor(self, agent: Agent, *, continue_first: bool = False) -> TeammateActor:
+        actor = self._actors.get(agent.name)
+        if actor is None or (actor.started and not actor.alive):
+            actor = TeammateActor(self, agent, continue_first=continue_first)
+            self._actors[agent.name] = actor
+        actor.start()
+        actor.wake()  # its first cycle picks up whatever mail is already waiting
+        return actor
+
+    def start_dormant_actors(self) -> None:
+        """Start actors created while no event loop ran (a `rt.resume()` from sync code)."""
+        for actor in self._actors.values():
+            if not actor.started:
+                actor.start()
+
+    # --- revival -------------------------------------------------------------------
+
+    def revive(self) -> None:
+        """Load every teammate that did not shut down and wake it for waiting mail."""
+        for member in list(self.members.values()):
+            if member.status.name == "shutdown":
+                continue
+            agent = self.live_agent(member.name)
+            if agent is None:
+                try:
+                    agent = self.runtime.resume_agent(member.agent_id)
+                except MentraError as err:
+                    log.warning("teammate %s of %s was not revived: %s", member.name,
+                                self.lead_name, err)
+                    continue
+            if self._approved_shutdown_since(member):
+                self._shutdowns.add(member.name)  # approved just before the process died
+            actor = self._actors.get(member.name)
+            if actor is not None and actor.alive:
+                actor.wake()
+                continue
+            self._start_actor(agent, continue_first=_interrupted_in_a_tool(agent))
+
+    def _approved_shutdown_since(self, member: _Member) -> bool:
+        return any(
+            r.protocol == "shutdown" and r.status == "approved" and r.recipient == member.name
+            and (r.resolved_at or 0) >= member.spawned_at
+            for r in self.store.list_team_requests(self.id)
+        )
+
+    # --- mail --------------------------------------------------------------------------
+
+    def _recipient(self, sender: str, to: str) -> str:
+        to = to.strip() if isinstance(to, str) else ""
+        everyone = ", ".join([self.lead_name, *self.members]) or self.lead_name
+        if not to:
+            raise ConfigError(f"team mail needs a recipient; the members are: {everyone}")
+        if to == sender:
+            raise ConfigError(f"'{sender}' cannot send team mail to itself; the members are: {everyone}")
+        if to == self.lead_name:
+            return to
+        member = self.members.get(to)
+        if member is None:
+            raise AgentNotFound(
+                f"unknown team member '{to}'; the members of {self.lead_name}'s team are: {everyone}"
+            )
+        if member.status.name == "shutdown":
+            raise AgentError(
+                f"teammate '{to}' has shut down and reads no mail; the lead can spawn it again "
+                f"with spawn_teammate('{to}', role)"
+            )
+        return to
+
+    def _check_sender(self, sender: str) -> None:
+        if sender != self.lead_name and sender not in self.members:
+            raise AgentNotFound(f"'{sender}' is not a member of {self.lead_name}'s team")
+
+    def _delivered(self, name: str) -> None:
+        self.mail_changed(name)
+        actor = self._actors.get(name)
+        if actor is not None:
+            actor.wake()
+
+    def send(self, sender: str, to: str, content: str) -> None:
+        self._check_sender(sender)
+        to = self._recipient(sender, to)
+        _require_content(content)
+        self.store.post_team_mail(self.id, to, _message("message", sender, content))
+        self._delivered(to)
+
+    def broadcast(self, sender: str, content: str) -> list[str]:
+        """Mail every other member that did not shut down; returns their names."""
+        self._check_sender(sender)
+        _require_content(content)
+        recipients = [
+            name for name in [self.lead_name, *self.members]
+            if name != sender and (name == self.lead_name or self.members[name].status.name != "shutdown")
+        ]
+        for name in recipients:
+            self.store.post_team_mail(self.id, name, _message("broadcast", sender, content))
+        for name in recipients:
+            self._delivered(name)
+        return recipients
+
+    # --- protocol requests -------------------------------------------------------------
+
+    def request(self, sender: str, to: str, protocol: str, content: str) -> TeamRequest:
+        self._check_sender(sender)
+        to = self._recipient(sender, to)
+        protocol = protocol.strip() if isinstance(protocol, str) else ""
+        if not protocol:
+            raise ConfigError(
+                "a team request needs a protocol name, e.g. 'plan_approval' or 'shutdown'"
+            )
+        request = TeamRequest(
+            id=f"req-{uuid.uuid4().hex[:12]}", team_id=self.id, protocol=protocol,
+            sender=sender, recipient=to, content=content, created_at=time.time(),
+        )
+        message = TeamMessage(
+            type="request", sender=sender, content=content, timestamp=int(request.created_at),
+            request_id=request.id, protocol=protocol,
+        )
+        self.store.create_team_request(request, message)
+        self._delivered(to)
+        return request
+
+    def respond(self, responder: str, request_id: str, approve: bool, reason: str | None = None) -> TeamRequest:
+        request = self._request(request_id)
+        if request.recipient != responder:
+            raise AgentError(
+                f"only the addressee '{request.recipient}' may answer request {request_id} "
+                f"({request.protocol} from {request.sender}), not '{responder}'"
+            )
+        if request.status != "pending":
+            raise AgentError(
+                f"request {request_id} was already {request.status}; only pending requests can "
+                "be answered (team_list_requests status='pending' lists them)"
+            )
+        reason = reason.strip() if isinstance(reason, str) and reason.strip() else None
+        response = TeamMessage(
+            type="response", sender=responder, content=reason or "", timestamp=int(time.time()),
+            request_id=request.id, protocol=request.protocol, approve=approve,
+        )
+        resolved = self.store.resolve_team_request(
+            self.id, request_id, approve=approve, reason=reason, response=response
+        )
+        if resolved is None:
+            raise AgentError(f"request {request_id} was answered meanwhile; only pending requests can be answered")
+        if approve and resolved.protocol == "shutdown" and responder in self.members:
+            self._shutdowns.add(responder)  # honoured when its current wake cycle ends
+        self._delivered(resolved.sender)
+        self._notify(self.lead_name)
+        return resolved
+
+    def _request(self, request_id: str) -> TeamRequest:
+        for request in self.store.list_team_requests(self.id):
+            if request.id == request_id:
+                return request
+        raise AgentNotFound(
+            f"no team request '{request_id}' in {self.lead_name}'s team; team_list_requests "
+            "(or lead.team_requests()) lists them"
+        )
+
+    def list_requests(
+        self, member: str, *, status: TeamRequestStatus | None = None, protocol: str | None = None,
+        counterparty: str | None = None, direction: Direction = "any",
+    ) -> list[TeamRequest]:
+        """Requests `member` sent or received, narrowed by the filters."""
+        found = []
+        for r in self.store.list_team_requests(self.id):
+            if direction == "inbound" and r.recipient != member:
+                continue
+            if direction == "outbound" and r.sender != member:
+                continue
+            if direction == "any" and member not in (r.sender, r.recipient):
+                continue
+            if status is not None and r.status != status:
+                continue
+            if protocol is not None and r.protocol != protocol:
+                continue
+            if counterparty is not None and counterparty not in (r.sender, r.recipient):
+                continue
+            found.append(r)
+        return found
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        for actor in list(self._actors.values()):
+            await actor.aclose()
+
+
+class TeamExtension(RuntimeExtension):
+    """Installed in every `Runtime`: inboxes and team tools for leads and
+    teammates, and teammate revival on `rt.resume()`."""
+
+    def __init__(self) -> None:
+        self._teams: dict[str, Team] = {}
+
+    def team(self, runtime: Runtime, team_id: str) -> Team:
+        team = self._teams.get(team_id)
+        if team is None:
+            team = self._teams[team_id] = Team(runtime, team_id)
+        return team
+
+    def attach(self, agent: Agent) -> AgentExtension | None:
+        if agent.kind == "agent":
+            team = self.team(agent.runtime, agent.id)
+            team.lead = agent
+        elif agent.kind == "teammate" and agent.parent_id is not None:
+            team = self.team(agent.runtime, agent.parent_id)
+        else:
+            return None
+        inbox = TeamInbox(team, agent)
+        # The agent was just loaded (and crash-recovered): mail its last process
+        # claimed is acked if the transcript kept it, requeued if it was rolled back.
+        inbox.settle()
+        return inbox
+
+    def after_resume(self, runtime_id: str, agents: list[Agent]) -> None:
+        for lead in agents:
+            self.team(lead.runtime, lead.id).revive()
+
+    async def aclose(self) -> None:
+        for team in self._teams.values():
+            await team.aclose()
+
+
+def team_of(agent: Agent) -> Team:
+    """The team `agent` leads or belongs to."""
+    for extension in agent._extensions:
+        if isinstance(extension, TeamInbox):
+            return extension.team
+    raise AgentError(
+        f"agent '{agent.name}' ({agent.kind}) cannot be in a team: only lead agents and their "
+        "teammates have one, in a runtime with the TeamExtension (every Runtime has it)"
+    )
+
+
+def _teammate_config(lead: Agent, name: str, role: str, max_rounds: int | None) -> AgentConfig:
+    config = lead.config
+    hidden = [*config.hidden_tools, *(t for t in LEAD_ONLY_TOOLS if t not in config.hidden_tools)]
+    allowed = None if config.tools is None else [
+        *config.tools, *(t for t in TEAMMATE_TOOLS if t not in config.tools)
+    ]
+    return type(config).model_validate({
+        **config.model_dump(mode="json"),
+        "system": teammate_system_prompt(name, role, lead.name, config.system),
+        "tools": allowed,
+        "hidden_tools": hidden,
+        "max_rounds": max_rounds if max_rounds is not None else config.max_rounds,
+        "team": False,  # a teammate never leads a team of its own
+    })
+
+
+def _message(kind: Literal["message", "broadcast"], sender: str, content: str) -> TeamMessage:
+    return TeamMessage(type=kind, sender=sender, content=content, timestamp=int(time.time()))
+
+
+def _require_content(content: str) -> None:
+    if not isinstance(content, str) or not content.strip():
+        raise ConfigError("team mail needs some content; say what the recipient should know or do")
+
+
+def _interrupted_in_a_tool(agent: Agent) -> bool:
+    """Crash recovery answered a tool call of this agent with the interrupted error."""
+    last = agent.last_message
+    return (
+        agent.status.name == "interrupted" and last is not None
+        and any(r.content == INTERRUPTED_TOOL_RESULT for r in last.tool_results)
+    )
