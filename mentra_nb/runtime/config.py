@@ -2,9 +2,35 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
-__all__ = ["AgentConfig"]
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = ["AgentConfig", "SubagentLimits"]
+
+
+class SubagentLimits(BaseModel):
+    """How far an agent may delegate to subagents. Every count includes the root.
+
+    `max_agents` bounds the whole tree, `max_concurrency` the agents working at
+    once, `max_depth` how deep spawning may nest (a child at the limit can still
+    work, it just cannot spawn).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_agents: int = Field(default=32, ge=2, le=256)
+    max_concurrency: int = Field(default=8, ge=2, le=64)
+    max_depth: int = Field(default=4, ge=1, le=16)
+
+    @model_validator(mode="after")
+    def _concurrency_fits_the_tree(self) -> SubagentLimits:
+        if self.max_agents < self.max_concurrency:
+            raise ValueError(
+                f"subagent max agents must be at least max concurrency "
+                f"(max_agents={self.max_agents}, max_concurrency={self.max_concurrency})"
+            )
+        return self
 
 
 class AgentConfig(BaseModel):
@@ -12,6 +38,8 @@ class AgentConfig(BaseModel):
 
     `tools` is an allow list (None: every registered tool); `hidden_tools` is
     removed from whatever remains. `max_rounds` bounds model calls per run.
+    `subagents` lets the agent delegate (True or `SubagentLimits(...)`; None: no
+    subagent tools).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -25,6 +53,15 @@ class AgentConfig(BaseModel):
     max_rounds: int = Field(default=20, ge=1, le=1000)
     tools: list[str] | None = None
     hidden_tools: list[str] = Field(default_factory=list)
+    subagents: SubagentLimits | None = None
+
+    @field_validator("subagents", mode="before")
+    @classmethod
+    def _subagents_switch(cls, value: Any) -> Any:
+        # `subagents=True` is the common case: delegate with the default limits.
+        if value is True:
+            return SubagentLimits()
+        return None if value is False else value
 
     def allows_tool(self, name: str) -> bool:
         if name in self.hidden_tools:

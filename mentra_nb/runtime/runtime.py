@@ -26,6 +26,7 @@ from mentra_nb.runtime.config import AgentConfig
 from mentra_nb.runtime.extensions import RuntimeExtension
 from mentra_nb.runtime.leases import DEFAULT_LEASE_TTL, LeaseKeeper, release_leases_quietly
 from mentra_nb.runtime.recovery import recover
+from mentra_nb.runtime.subagents import SubagentsExtension
 from mentra_nb.runtime.teams import TeamExtension
 from mentra_nb.runtime.tools import Tool
 from mentra_nb.store.base import AgentKind, AgentRecord, PersistedAgent, Store
@@ -78,6 +79,9 @@ class Runtime:
         if not any(isinstance(e, TeamExtension) for e in self._extensions):
             # Every runtime has teams; first, so a team inbox precedes other injected messages.
             self._extensions.insert(0, TeamExtension())
+        if not any(isinstance(e, SubagentsExtension) for e in self._extensions):
+            # Every runtime has subagents; only agents with AgentConfig(subagents=...) use them.
+            self._extensions.append(SubagentsExtension())
         self._leases = LeaseKeeper(self.store, runtime_id, ttl=lease_ttl, label=owner_label)
         self._closed = False
         # Released when the runtime is garbage collected or the interpreter exits,

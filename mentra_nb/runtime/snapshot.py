@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from mentra_nb.messages import Usage
+from mentra_nb.runtime.subagents.picker import SubagentSummary
 from mentra_nb.runtime.team_members import TeammateInfo, TeamMemberStatus
 from mentra_nb.status import AgentStatus, PendingToolUse
 
@@ -26,5 +27,5 @@ class AgentSnapshot(BaseModel):
     pending_tool_uses: list[PendingToolUse] = Field(default_factory=list)
     pending_team_messages: int = 0
     teammates: list[TeammateInfo] = Field(default_factory=list)  # a lead's team
-    subagents: list[dict] = Field(default_factory=list)
+    subagents: list[SubagentSummary] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)

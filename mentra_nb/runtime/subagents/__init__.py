@@ -1,0 +1,87 @@
+"""Subagents: an agent delegates work to child agents that run in parallel.
+
+Give an agent `AgentConfig(subagents=True)` (or `SubagentLimits(...)`) and it
+gets the tools spawn_agent, send_message, followup_task, list_agents,
+interrupt_agent and wait_agent. Its tree of children is persisted under state
+key `subagents.v1`; see `registry` for how changes are committed, `api` for
+the functions a notebook widget uses.
+"""
+
+from mentra_nb.runtime.config import SubagentLimits
+from mentra_nb.runtime.subagents.api import (
+    interrupt_subagent,
+    list_subagents,
+    preview,
+    subagent,
+    subagent_picker,
+    subagent_registry,
+    watch_subagents,
+)
+from mentra_nb.runtime.subagents.errors import (
+    InvalidPreviewCursor,
+    SubagentCheckpointError,
+    SubagentError,
+    SubagentLimitReached,
+    SubagentMailboxFull,
+    UnknownSubagent,
+)
+from mentra_nb.runtime.subagents.events import (
+    PickerRemoved,
+    PickerUpdated,
+    SubagentEvent,
+    SubagentNotice,
+)
+from mentra_nb.runtime.subagents.extension import SubagentsExtension
+from mentra_nb.runtime.subagents.picker import (
+    PickerOption,
+    SubagentInfo,
+    SubagentPicker,
+    SubagentSummary,
+)
+from mentra_nb.runtime.subagents.preview import PREVIEW_MAX_BYTES, PreviewPage
+from mentra_nb.runtime.subagents.registry import SubagentRegistry
+from mentra_nb.runtime.subagents.tree import (
+    MAX_MAILBOX_ITEMS,
+    MAX_MESSAGE_BYTES,
+    STATE_KEY,
+    Mail,
+    SubagentRecord,
+    SubagentStatus,
+    SubagentTree,
+)
+
+__all__ = [
+    "MAX_MAILBOX_ITEMS",
+    "MAX_MESSAGE_BYTES",
+    "PREVIEW_MAX_BYTES",
+    "STATE_KEY",
+    "InvalidPreviewCursor",
+    "Mail",
+    "PickerOption",
+    "PickerRemoved",
+    "PickerUpdated",
+    "PreviewPage",
+    "SubagentCheckpointError",
+    "SubagentError",
+    "SubagentEvent",
+    "SubagentInfo",
+    "SubagentLimitReached",
+    "SubagentLimits",
+    "SubagentMailboxFull",
+    "SubagentNotice",
+    "SubagentPicker",
+    "SubagentRecord",
+    "SubagentRegistry",
+    "SubagentStatus",
+    "SubagentSummary",
+    "SubagentTree",
+    "SubagentsExtension",
+    "UnknownSubagent",
+    "interrupt_subagent",
+    "list_subagents",
+    "preview",
+    "subagent",
+    "subagent_picker",
+    "subagent_registry",
+    "watch_subagents",
+]

@@ -1,0 +1,47 @@
+"""What a subagent tree tells its subscribers (a notebook widget, a log).
+
+After every commit a subscriber gets `PickerUpdated` (the tree has children) or
+`PickerRemoved` (it became empty). `SubagentNotice` carries an error to show,
+such as a child's state that could not be persisted. Subscribe with
+`mentra_nb.runtime.subagents.watch_subagents(root, callback)`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mentra_nb.runtime.subagents.picker import SubagentPicker, Tone
+
+__all__ = ["PickerRemoved", "PickerUpdated", "SubagentEvent", "SubagentNotice"]
+
+
+class PickerUpdated(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["picker_updated"] = "picker_updated"
+    root_id: str
+    picker: SubagentPicker
+
+
+class PickerRemoved(BaseModel):
+    """The tree is empty: remove the badge."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["picker_removed"] = "picker_removed"
+    root_id: str
+
+
+class SubagentNotice(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["notice"] = "notice"
+    root_id: str
+    path: str | None = None
+    text: str
+    tone: Tone = "error"
+
+
+SubagentEvent = Annotated[PickerUpdated | PickerRemoved | SubagentNotice, Field(discriminator="kind")]

@@ -1,0 +1,305 @@
+"""How subagents plug into a `Runtime`: `SubagentsExtension`.
+
+Installed on every runtime by default. An agent whose config has `subagents`
+set (`AgentConfig(subagents=True)`) becomes the root of a tree: its tree is
+opened (and crash fix-ups applied) when the agent is spawned or resumed, it is
+offered the six subagent tools, and mail is delivered before each of its model
+steps. Its children are real agents of the same runtime (kind "subagent",
+their own transcripts in the store) that inherit its config, and run as
+asyncio tasks on the runtime's loop, so a spawning tool call returns at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from mentra_nb.errors import MentraError
+from mentra_nb.messages import Message
+from mentra_nb.runtime.extensions import AgentExtension, RuntimeExtension
+from mentra_nb.runtime.subagents.errors import SubagentError, SubagentLimitReached, UnknownSubagent
+from mentra_nb.runtime.subagents.fork import ForkTurns, fork_history
+from mentra_nb.runtime.subagents.mailbox import mail_markers, render_mail
+from mentra_nb.runtime.subagents.registry import SubagentRegistry
+from mentra_nb.runtime.subagents.tree import ROOT_PATH, SubagentStatus
+
+if TYPE_CHECKING:
+    from mentra_nb.runtime.agent import Agent
+    from mentra_nb.runtime.tools import Tool
+
+__all__ = ["SubagentAgentExtension", "SubagentsExtension"]
+
+log = logging.getLogger("mentra_nb.runtime.subagents")
+
+
+class SubagentsExtension(RuntimeExtension):
+    """The runtime-wide half: one registry, and the tasks driving children."""
+
+    def __init__(self, registry: SubagentRegistry | None = None) -> None:
+        self.registry = registry or SubagentRegistry()
+        self._runs: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._handles: dict[tuple[str, str], _ChildRun] = {}
+
+    def attach(self, agent: Agent) -> AgentExtension | None:
+        if agent.kind == "subagent":
+            return SubagentAgentExtension(self, agent, location=None)
+        limits = agent.config.subagents
+        if limits is None:
+            return None
+        self.registry.initialize(
+            agent.id, store=agent.runtime.store, token=agent.runtime._leases.token, limits=limits,
+            on_commit=agent._changed,
+        )
+        return SubagentAgentExtension(self, agent, location=(agent.id, ROOT_PATH))
+
+    def start(self, root_id: str, path: str, child: Agent, opening: list[Message], *,
+              restart: bool = False) -> None:
+        """Mark `path` running (persisted) and start its run as a task."""
+        handle = _ChildRun(child)
+        turn = f"run-{child._run_generation + 1}"
+        if restart:
+            self.registry.restart(root_id, path, handle, turn=turn)
+        else:
+            self.registry.attach(root_id, path, handle, turn=turn, agent_id=child.id)
+        key = (root_id, path)
+        task = asyncio.get_running_loop().create_task(
+            self._drive(root_id, path, handle, opening), name=f"mentra-subagent-{path}"
+        )
+        self._runs[key] = task
+        self._handles[key] = handle
+
+        def forget(done: asyncio.Task[None]) -> None:
+            if self._runs.get(key) is done:
+                del self._runs[key]
+                self._handles.pop(key, None)
+
+        task.add_done_callback(forget)
+
+    async def _drive(self, root_id: str, path: str, handle: _ChildRun, opening: list[Message]) -> None:
+        child = handle.child
+        status: SubagentStatus = "completed"
+        text: str | None = None
+        try:
+            if handle.interrupted:  # interrupted before its run began
+                raise asyncio.CancelledError
+            reply = await child._start_run(opening)
+            text = reply.text
+        except asyncio.CancelledError:
+            status = "interrupted"
+        except Exception as err:
+            status = "errored"
+            text = str(err) if isinstance(err, MentraError) else f"{type(err).__name__}: {err}"
+        # A runtime that is closing interrupts its children; that is not news for
+        # the parent (a crash would not tell it either): record it, send nothing.
+        closing = child.runtime._closed
+        try:
+            self.registry.finished(root_id, path, status, text, notify_parent=not closing)
+        except MentraError as err:
+            log.warning("could not record that subagent %s ended (%s): %s", path, status, err)
+
+    async def aclose(self) -> None:
+        for handle in self._handles.values():
+            handle.interrupt()
+        await asyncio.gather(*self._runs.values(), return_exceptions=True)
+        for root_id in self.registry.root_ids():
+            self.registry.remove_root(root_id)
+
+
+class _ChildRun:
+    """The live handle of one child's run; `interrupt` cancels it (the run is
+    rolled back, its task message kept for a follow-up)."""
+
+    def __init__(self, child: Agent) -> None:
+        self.child = child
+        self.interrupted = False
+
+    def interrupt(self) -> None:
+        self.interrupted = True
+        self.child.cancel()
+
+
+class SubagentAgentExtension(AgentExtension):
+    """The per-agent half: tools, mail delivery and the snapshot field of one
+    agent of a tree (the root, or a child)."""
+
+    def __init__(self, owner: SubagentsExtension, agent: Agent, location: tuple[str, str] | None) -> None:
+        self.owner = owner
+        self.agent = agent
+        self._location = location
+        self._tools: list[Tool] | None = None
+        self._delivered: set[str] = set()  # mail ids injected into the current run
+        self._to_ack: set[str] = set()  # durable markers not yet removed from the mailbox
+        self._scanned = False
+        self._run_start: int | None = None
+
+    @property
+    def registry(self) -> SubagentRegistry:
+        return self.owner.registry
+
+    def location(self) -> tuple[str, str] | None:
+        """(root id, path); a child learns it once the tree records its agent id."""
+        if self._location is None:
+            self._location = self.registry.locate(self.agent.id)
+        if self._location is not None and not self.registry.has_root(self._location[0]):
+            return None
+        return self._location
+
+    def require_location(self) -> tuple[str, str]:
+        location = self.location()
+        if location is None:
+            raise UnknownSubagent(
+                f"agent '{self.agent.name}' is not part of an open subagent tree"
+            )
+        return location
+
+    # --- AgentExtension -------------------------------------------------------------
+
+    def tools(self) -> list[Tool]:
+        if self.agent.config.subagents is None:
+            return []
+        if self._tools is None:
+            from mentra_nb.runtime.subagents.tools import subagent_tools
+
+            self._tools = subagent_tools(self)
+        return self._tools
+
+    async def before_round(self) -> list[Message]:
+        location = self.location()
+        if location is None:
+            return []
+        root_id, path = location
+        history = self.agent._history
+        if self._run_start is None:
+            self._run_start = len(history)
+        if not self._scanned:
+            # Mail delivered before a crash or close, kept by the transcript.
+            self._scanned = True
+            self._to_ack |= mail_markers(history)
+        try:
+            pending = self.registry.receive_mail(root_id, path, frozenset(self._to_ack))
+            self._to_ack.clear()
+        except UnknownSubagent:
+            return []
+        except MentraError as err:
+            # Acknowledging failed; deliver anyway and acknowledge next time.
+            log.warning("could not acknowledge the mail of %s: %s", path, err)
+            pending = [m for m in self.registry.pending_mail(root_id, path) if m.id not in self._to_ack]
+        fresh = [m for m in pending if m.id not in self._delivered]
+        self._delivered.update(m.id for m in fresh)
+        return [render_mail(m) for m in fresh]
+
+    def after_run(self, succeeded: bool) -> None:
+        if self._run_start is None:
+            return
+        # The run is over and the history is what the store keeps (rolled back or
+        # not): mail whose marker survived is read; the rest is delivered again.
+        durable = mail_markers(self.agent._history[self._run_start :]) & self._delivered
+        self._to_ack |= durable
+        self._delivered.clear()
+        self._run_start = None
+        location = self.location()
+        if location is None or not self._to_ack:
+            return
+        try:
+            self.registry.receive_mail(location[0], location[1], frozenset(self._to_ack))
+            self._to_ack.clear()
+        except MentraError as err:
+            log.warning("could not acknowledge the mail of %s: %s", location[1], err)
+
+    def snapshot_fields(self) -> dict[str, Any]:
+        location = self.location()
+        if location is None:
+            return {}
+        root_id, path = location
+        prefix = None if path == ROOT_PATH else f"{path}/"
+        return {"subagents": self.registry.summaries(root_id, prefix)}
+
+    # --- what the tools do ------------------------------------------------------------
+
+    def resolve(self, target: str) -> str:
+        """An absolute path (`/root/a/b`) as is; anything else relative to the caller."""
+        _root_id, path = self.require_location()
+        target = target.strip().rstrip("/") or ROOT_PATH
+        if target == ROOT_PATH or target.startswith(ROOT_PATH + "/"):
+            return target
+        return f"{path}/{target.lstrip('/')}"
+
+    def spawn(self, task_name: str, message: str, fork_turns: ForkTurns, model: str | None) -> str:
+        root_id, caller = self.require_location()
+        limits = self.registry.limits(root_id)
+        depth = 0 if caller == ROOT_PATH else self.registry.tree(root_id).record(caller).depth
+        if depth + 1 > limits.max_depth:
+            raise SubagentLimitReached(
+                f"subagent depth limit {limits.max_depth} reached: `{caller}` is at depth {depth} "
+                "and cannot spawn agents; do this task yourself"
+            )
+        runtime = self.agent.runtime
+        _provider, info = runtime.providers.resolve(model or self.agent.model.key)
+        path = f"{caller}/{task_name}"
+        forked = fork_history(self.agent._history, fork_turns)
+        self.registry.reserve(root_id, path, caller, None, depth + 1, info.key)
+        try:
+            child = runtime._create_agent(
+                _agent_name(task_name), info.key, self.agent.config, kind="subagent",
+                parent_id=self.agent.id,
+            )
+            if forked:
+                runtime.store.append_messages(child.id, forked, token=runtime._leases.token)
+                child._history.extend(forked)
+            self.owner.start(root_id, path, child, [Message.user(message)])
+        except BaseException:
+            try:
+                self.registry.remove(root_id, path)
+            except MentraError as err:
+                log.warning("could not forget the failed subagent %s: %s", path, err)
+            raise
+        return path
+
+    def send_message(self, target: str, message: str) -> str:
+        root_id, caller = self.require_location()
+        path = self.resolve(target)
+        if path == caller:
+            raise SubagentError("an agent cannot send a message to itself")
+        self.registry.queue_message(root_id, caller, path, message)
+        return path
+
+    def followup(self, target: str, message: str) -> str:
+        root_id, caller = self.require_location()
+        path = self.resolve(target)
+        if path in (ROOT_PATH, caller):
+            raise SubagentError(f"followup_task takes one of your subagents, not `{path}`")
+        record = self.registry.tree(root_id).record(path)
+        if record.status == "errored":
+            raise SubagentError(
+                f"agent `{path}` errored and cannot be revived ({record.last_message}); "
+                "spawn a new agent for this task"
+            )
+        if record.is_active:
+            raise SubagentError(
+                f"agent `{path}` is still {record.status}; use send_message to add to its task, "
+                "or wait_agent for it to finish"
+            )
+        if record.agent_id is None:
+            raise SubagentError(f"agent `{path}` was never started; spawn a new agent instead")
+        runtime = self.agent.runtime
+        child = runtime._agents.get(record.agent_id) or runtime.resume_agent(record.agent_id)
+        follow = Message.user(message)
+        # An interrupted run was rolled back; its task message goes first again.
+        opening = [child.resumable_turn, follow] if child.resumable_turn is not None else [follow]
+        self.owner.start(root_id, path, child, opening, restart=True)
+        return path
+
+    def interrupt(self, target: str) -> tuple[str, str]:
+        root_id, _caller = self.require_location()
+        path = self.resolve(target)
+        return path, self.registry.interrupt(root_id, path)
+
+    async def wait(self, max_wait: float) -> list[str]:
+        root_id, caller = self.require_location()
+        return await self.registry.wait(root_id, caller, max_wait, exclude=frozenset(self._delivered))
+
+
+def _agent_name(task_name: str) -> str:
+    # Agent names must start with a letter or digit; task names may start with '_'.
+    return task_name if task_name[0].isalnum() else f"sub{task_name}"[:64]

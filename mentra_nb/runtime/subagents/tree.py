@@ -1,0 +1,164 @@
+"""The subagent tree of one root agent, as persisted under state key `subagents.v1`.
+
+    SubagentTree
+      agents:  path → SubagentRecord   ("/root/<task>/<task>…", in path order)
+      mailbox: [Mail, …]               (at most 256 items, oldest first)
+
+Committed trees are never mutated: a change copies the tree into a `TreeDraft`,
+edits the draft, persists it, and only then replaces the committed tree. So a
+reader on any thread (a widget, a preview) always sees a tree that is on disk.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mentra_nb.runtime.subagents.errors import (
+    SubagentCheckpointError,
+    SubagentLimitReached,
+    UnknownSubagent,
+)
+
+__all__ = [
+    "MAX_MAILBOX_ITEMS",
+    "MAX_MESSAGE_BYTES",
+    "ROOT_PATH",
+    "STATE_KEY",
+    "Mail",
+    "SubagentRecord",
+    "SubagentStatus",
+    "SubagentTree",
+    "TreeDraft",
+    "bounded_text",
+    "is_active",
+]
+
+STATE_KEY = "subagents.v1"
+ROOT_PATH = "/root"
+MAX_MAILBOX_ITEMS = 256
+MAX_MESSAGE_BYTES = 24_000
+ELLIPSIS = "…"
+
+SubagentStatus = Literal["pending_init", "running", "interrupted", "completed", "errored"]
+
+_ACTIVE: frozenset[str] = frozenset({"pending_init", "running"})
+_TASK_NAME = re.compile(r"^[a-z0-9_]{1,64}$")
+
+
+def is_active(status: SubagentStatus) -> bool:
+    """Pending and running children count against `max_concurrency`."""
+    return status in _ACTIVE
+
+
+def bounded_text(text: str, limit: int = MAX_MESSAGE_BYTES) -> str:
+    """`text` cut to at most `limit` UTF-8 bytes, ending with `…` when cut.
+
+    Cuts on a character boundary, never inside a multi-byte sequence.
+    """
+    encoded = text.encode("utf-8")
+    if len(encoded) <= limit:
+        return text
+    room = limit - len(ELLIPSIS.encode("utf-8"))
+    # errors="ignore" drops the partial character the byte cut may have split.
+    return encoded[:room].decode("utf-8", errors="ignore") + ELLIPSIS
+
+
+def valid_task_name(name: object) -> bool:
+    return isinstance(name, str) and _TASK_NAME.match(name) is not None
+
+
+class SubagentRecord(BaseModel):
+    """One child: where it sits, which agent it is, and how its work ended."""
+
+    model_config = ConfigDict(frozen=True)
+
+    parent: str
+    agent_id: str | None = None  # None only between reserving the path and creating the agent
+    depth: int
+    model: str
+    status: SubagentStatus = "pending_init"
+    active_turn: str | None = None
+    last_message: str | None = None
+
+    @property
+    def is_active(self) -> bool:
+        return is_active(self.status)
+
+
+class Mail(BaseModel):
+    """An item in the root's mailbox: a message between agents, or a finish notice
+    (`kind="update"`) a child leaves for its parent."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    sender: str
+    recipient: str
+    kind: Literal["message", "update"] = "message"
+    status: SubagentStatus | None = None
+    text: str = ""
+
+
+class SubagentTree(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    agents: dict[str, SubagentRecord] = Field(default_factory=dict)
+    mailbox: list[Mail] = Field(default_factory=list)
+
+    def draft(self) -> TreeDraft:
+        # Shallow copies: records and mail are frozen, so sharing them is safe.
+        return TreeDraft(dict(self.agents), list(self.mailbox))
+
+    @property
+    def active_count(self) -> int:
+        return sum(1 for record in self.agents.values() if record.is_active)
+
+    def record(self, path: str) -> SubagentRecord:
+        record = self.agents.get(path)
+        if record is None:
+            known = ", ".join(self.agents) or "none yet"
+            raise UnknownSubagent(f"unknown agent `{path}` (known agents: {known})")
+        return record
+
+    def validate_limits(self, *, max_agents: int, root_id: str) -> None:
+        """A stored tree must fit the limits it is opened with (the root counts)."""
+        if len(self.agents) >= max_agents or len(self.mailbox) > MAX_MAILBOX_ITEMS:
+            raise SubagentCheckpointError(
+                f"subagent checkpoint exceeds safety limits: agent {root_id} has "
+                f"{len(self.agents)} stored subagents and {len(self.mailbox)} mailbox items, but "
+                f"max_agents is {max_agents} (including root) and the mailbox holds "
+                f"{MAX_MAILBOX_ITEMS}; open it with AgentConfig(subagents=SubagentLimits("
+                f"max_agents={len(self.agents) + 1})) or higher"
+            )
+
+
+class TreeDraft:
+    """A tree being changed; `freeze()` turns it back into a `SubagentTree`."""
+
+    def __init__(self, agents: dict[str, SubagentRecord], mailbox: list[Mail]) -> None:
+        self.agents = agents
+        self.mailbox = mailbox
+
+    @property
+    def active_count(self) -> int:
+        return sum(1 for record in self.agents.values() if record.is_active)
+
+    def ensure_concurrency_available(self, max_concurrency: int) -> None:
+        if self.active_count >= max_concurrency - 1:
+            raise SubagentLimitReached(
+                f"subagent concurrency limit {max_concurrency} (including root) reached"
+            )
+
+    def update(self, path: str, **changes: object) -> SubagentRecord:
+        record = self.agents[path].model_copy(update=changes)
+        self.agents[path] = record
+        return record
+
+    def freeze(self) -> SubagentTree:
+        # Path order, as the picker and list_agents show it.
+        return SubagentTree.model_construct(
+            agents=dict(sorted(self.agents.items())), mailbox=list(self.mailbox)
+        )

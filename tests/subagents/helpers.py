@@ -1,0 +1,93 @@
+"""What the subagent tests share: a store that fails chosen state writes, a
+provider that scripts each model separately, and a root agent to hang a
+registry on."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from mentra_nb import AgentConfig, Message, ProviderRequest, Runtime, SqliteStore, StoreError
+from mentra_nb.runtime.subagents import SubagentLimits, SubagentRegistry
+from mentra_nb.testing import ScriptedProvider, StreamScript, tool_use_stream
+
+
+class FaultyStore:
+    """A real store whose `save_state` calls can be made to fail.
+
+    `fail_state_saves(1)` fails the next state write; `before_state_save`
+    runs a hook (with the call's number) before each state write goes through.
+    Everything else goes straight to the wrapped store.
+    """
+
+    def __init__(self, inner: SqliteStore) -> None:
+        self.inner = inner
+        self.state_saves = 0
+        self._failures: set[int] = set()
+        self.before_state_save: Callable[[int], None] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def fail_state_saves(self, *offsets: int) -> None:
+        """Fail the state writes that come `offsets` calls from now (1 = the next)."""
+        self._failures |= {self.state_saves + offset for offset in offsets}
+
+    def save_state(self, agent_id: str, key: str, value: Any, *, token: str) -> None:
+        self.state_saves += 1
+        number = self.state_saves
+        if self.before_state_save is not None:
+            self.before_state_save(number)
+        if number in self._failures:
+            raise StoreError("forced state save failure")
+        self.inner.save_state(agent_id, key, value, token=token)
+
+
+class RoutedProvider:
+    """One scripted conversation per model id, so agents running in parallel
+    each get their own scripts in order (`anthropic:child_a` plays `routes["child_a"]`)."""
+
+    def __init__(self, name: str = "anthropic", **routes: list[StreamScript]) -> None:
+        self.name = name
+        self.routes = {model: ScriptedProvider(name, scripts) for model, scripts in routes.items()}
+
+    def add(self, model: str, *scripts: StreamScript) -> None:
+        self.routes.setdefault(model, ScriptedProvider(self.name)).add(*scripts)
+
+    def requests(self, model: str) -> list[ProviderRequest]:
+        return self.routes[model].requests if model in self.routes else []
+
+    async def list_models(self) -> list:
+        return []
+
+    def stream(self, request: ProviderRequest):
+        return self.routes[request.model].stream(request)
+
+
+def call(tool_id: str, name: str, **input: Any) -> StreamScript:
+    """A model step that calls one tool."""
+    return tool_use_stream(tool_id, name, json.dumps(input))
+
+
+def texts(messages: list[Message]) -> list[str]:
+    return [m.text for m in messages]
+
+
+def tool_results(request: ProviderRequest) -> dict[str, Any]:
+    """tool_use_id → content of every tool result the request carries."""
+    return {r.tool_use_id: r.content for m in request.messages for r in m.tool_results}
+
+
+def standalone_registry(db_path, limits: SubagentLimits | None = None):
+    """A registry of its own over a real SQLite file, with a root agent whose
+    lease is held (so state writes pass the store's fencing)."""
+    store = FaultyStore(SqliteStore(db_path))
+    runtime = Runtime.empty(store=store, providers=[ScriptedProvider("anthropic")])
+    root = runtime.spawn("root", "anthropic:model", config=AgentConfig())
+    registry = SubagentRegistry()
+    events: list = []
+    registry.initialize(root.id, store=store, token=runtime._leases.token,
+                        limits=limits or SubagentLimits(max_concurrency=2, max_agents=2))
+    registry.subscribe(root.id, events.append)
+    return registry, root.id, store, events, runtime
