@@ -26,7 +26,15 @@ import pytest
 from mentra_nb.errors import LeaseLost, LeaseUnavailable, StoreError
 from mentra_nb.messages import ContentBlock, Message, Usage
 from mentra_nb.status import AgentStatus, PendingToolUse
-from mentra_nb.store.base import AgentRecord, LeaseClaim, PendingTurn, RunRecord, Store
+from mentra_nb.store.base import (
+    AgentRecord,
+    LeaseClaim,
+    PendingTurn,
+    RunRecord,
+    Store,
+    TeamMessage,
+    TeamRequest,
+)
 
 __all__ = ["StoreConformance"]
 
@@ -254,3 +262,83 @@ class StoreConformance:
         store.release_leases(token_a)
         assert store.lease_holder(a) is None
         assert store.lease_holder(b).token == token_b
+
+    # --- teams ---------------------------------------------------------------------------
+
+    def test_team_mail_is_claimed_in_order_then_acked(self, store: Store, reopen: Callable[[], Store]) -> None:
+        lead, _ = _spawn(store, "lead")
+        alice, token = _spawn(store, "alice", kind="teammate", parent_id=lead)
+        first = store.post_team_mail(lead, "alice", TeamMessage(sender="lead", content="one"))
+        second = store.post_team_mail(lead, "alice", TeamMessage(sender="bob", content="two"))
+        store.post_team_mail(lead, "bob", TeamMessage(sender="lead", content="not alice's"))
+        assert store.count_team_mail(lead, "alice") == 2
+        claimed = store.claim_team_mail(lead, "alice", agent_id=alice, transcript_seq=4, token=token)
+        assert [(m.id, m.message.content) for m in claimed] == [(first, "one"), (second, "two")]
+        assert {(m.state, m.claimed_by, m.transcript_seq) for m in claimed} == {("inflight", alice, 4)}
+        assert store.count_team_mail(lead, "alice") == 0
+        assert [m.id for m in reopen().inflight_team_mail(alice)] == [first, second]
+        store.settle_team_mail(alice, ack=[first, second], requeue=[], token=token)
+        assert store.inflight_team_mail(alice) == []
+        assert [m.state for m in store.list_team_mail(lead, "alice")] == ["acked", "acked"]
+        assert store.count_team_mail(lead, "bob") == 1
+
+    def test_requeued_team_mail_is_pending_again_and_settling_twice_changes_nothing(self, store: Store) -> None:
+        lead, _ = _spawn(store, "lead")
+        alice, token = _spawn(store, "alice", kind="teammate", parent_id=lead)
+        mail_id = store.post_team_mail(lead, "alice", TeamMessage(sender="lead", content="x"))
+        store.claim_team_mail(lead, "alice", agent_id=alice, transcript_seq=0, token=token)
+        store.settle_team_mail(alice, ack=[], requeue=[mail_id], token=token)
+        [mail] = store.list_team_mail(lead, "alice")
+        assert (mail.state, mail.claimed_by, mail.transcript_seq) == ("pending", None, None)
+        store.settle_team_mail(alice, ack=[mail_id], requeue=[], token=token)  # no longer inflight
+        assert store.list_team_mail(lead, "alice", "pending") == [mail]
+
+    def test_claiming_team_mail_needs_the_claimers_lease(self, store: Store) -> None:
+        lead, _ = _spawn(store, "lead")
+        alice, _ = _spawn(store, "alice", kind="teammate", parent_id=lead)
+        store.post_team_mail(lead, "alice", TeamMessage(sender="lead", content="x"))
+        with pytest.raises(LeaseLost):
+            store.claim_team_mail(lead, "alice", agent_id=alice, transcript_seq=0, token="not-the-holder")
+        assert store.count_team_mail(lead, "alice") == 1
+
+    def test_team_messages_round_trip_with_their_optional_fields(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        message = TeamMessage(type="response", sender="lead", content="no \u2603", timestamp=1700000000,
+                              request_id="req-1", protocol="plan_approval", approve=False)
+        store.post_team_mail("team", "alice", message)
+        [mail] = reopen().list_team_mail("team")
+        assert mail.message == message
+        assert mail.message.for_model() == {
+            "type": "response", "from": "lead", "content": "no \u2603", "timestamp": 1700000000,
+            "request_id": "req-1", "protocol": "plan_approval", "approve": False,
+        }
+
+    def test_a_team_request_is_recorded_with_its_mail_and_resolved_once(self, store: Store) -> None:
+        request = TeamRequest(id="req-1", team_id="team", protocol="plan_approval", sender="alice",
+                              recipient="lead", content="the plan", created_at=time.time())
+        store.create_team_request(request, TeamMessage(type="request", sender="alice",
+                                                       content="the plan", request_id="req-1"))
+        assert store.list_team_requests("team") == [request]
+        assert store.list_team_mail("team", "lead")[0].message.request_id == "req-1"
+        response = TeamMessage(type="response", sender="lead", content="too risky",
+                               request_id="req-1", approve=False)
+        resolved = store.resolve_team_request("team", "req-1", approve=False, reason="too risky",
+                                              response=response)
+        assert resolved is not None
+        assert (resolved.status, resolved.reason) == ("rejected", "too risky")
+        assert resolved.resolved_at is not None
+        assert [m.message for m in store.list_team_mail("team", "alice")] == [response]
+        # A second answer loses and queues nothing.
+        assert store.resolve_team_request("team", "req-1", approve=True, reason=None,
+                                          response=response) is None
+        assert len(store.list_team_mail("team", "alice")) == 1
+        assert store.list_team_requests("team")[0].status == "rejected"
+
+    def test_an_agent_profile_change_is_fenced_and_persisted(self, store: Store) -> None:
+        agent_id, token = _spawn(store, "alice", kind="teammate", role="researcher")
+        with pytest.raises(LeaseLost):
+            store.update_agent_profile(agent_id, role="x", config={}, token="not-the-holder")
+        store.update_agent_profile(agent_id, role="reviewer", config={"max_rounds": 3}, token=token)
+        record = store.load_agent(agent_id).record
+        assert (record.role, record.config) == ("reviewer", {"max_rounds": 3})

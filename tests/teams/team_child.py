@@ -1,0 +1,54 @@
+"""A process for the team crash tests: a lead mails its teammate alice, alice's
+run gets to a phase with that mail inflight, the process prints
+`READY <lead id> <alice id>` and waits to be SIGKILLed.
+
+    python -m tests.teams.team_child DB PHASE     (PHASE: streaming | tool)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from mentra_nb import (
+    ContentBlockDelta,
+    ContentBlockStarted,
+    MessageStarted,
+    Runtime,
+    SqliteStore,
+    tool,
+)
+from mentra_nb.testing import ScriptedProvider, controlled_stream, tool_use_stream
+
+
+@tool
+async def blocking_tool(value: str) -> str:
+    """Blocks until the process dies."""
+    await asyncio.Event().wait()
+    return "unreachable"
+
+
+async def main(db: str, phase: str) -> None:
+    script, control = controlled_stream()
+    first = script if phase == "streaming" else tool_use_stream(
+        "tool-1", "blocking_tool", '{"value": "hi"}')
+    runtime = Runtime(store=SqliteStore(db), runtime_id="team-crash", tools=[blocking_tool],
+                      providers=[ScriptedProvider("anthropic", [first])])
+    lead = runtime.spawn("lead", "anthropic:model")
+    alice = await lead.spawn_teammate("alice", "researcher")
+    lead.send_team_message("alice", "Summarise the findings")
+    if phase == "streaming":
+        control.send(MessageStarted(id="msg-1", model="model"))
+        control.send(ContentBlockStarted.text(0))
+        control.send(ContentBlockDelta.text(0, "Hal"))
+        while alice.snapshot.current_text != "Hal":
+            await asyncio.sleep(0.001)
+    else:
+        while alice.snapshot.status.name != "executing_tool":
+            await asyncio.sleep(0.001)
+    print(f"READY {lead.id} {alice.id}", flush=True)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2]))

@@ -1,0 +1,129 @@
+"""Team mail across a real process death: a child process is SIGKILLed while
+its teammate's run holds mail inflight, and this process resumes the team.
+Mail is delivered at least once, and the durable transcript never holds the
+same delivery twice."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mentra_nb import (
+    INTERRUPTED_TOOL_RESULT,
+    AgentStatus,
+    Message,
+    TeamMemberStatus,
+    ToolResultBlock,
+)
+from mentra_nb.runtime.team_inbox import holds_inbox
+from mentra_nb.testing import ScriptedProvider, text_stream
+from tests.teams.helpers import (
+    inbox_items,
+    latest_team_inbox_text,
+    runtime,
+    wait_for_requests,
+    wait_for_teammate_status,
+)
+
+pytestmark = pytest.mark.process
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def child(db_path):
+    """start(phase) -> (process, lead id, alice id); every child is killed and reaped."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(phase: str) -> tuple[subprocess.Popen[str], str, str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.teams.team_child", str(db_path), phase],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        started.append(proc)
+        lead_id, alice_id = _read_ready(proc)
+        return proc, lead_id, alice_id
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def _read_ready(proc: subprocess.Popen[str], timeout: float = 30.0) -> list[str]:
+    # A reader thread: a buffered readline can swallow lines a select() then waits for.
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        if line.startswith("READY "):
+            return line.split()[1:]
+    proc.kill()
+    raise AssertionError(f"child never became ready; stderr:\n{proc.stderr.read()}")
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+
+async def test_mail_inflight_in_a_killed_stream_is_delivered_again_after_resume(child, db_path):
+    proc, lead_id, alice_id = child("streaming")
+    _kill(proc)
+
+    provider = ScriptedProvider("anthropic", [text_stream("summary done")])
+    rt = runtime(db_path, provider, runtime_id="team-crash")
+    [inflight] = rt.store.inflight_team_mail(alice_id)
+    assert inflight.message.content == "Summarise the findings"
+
+    [lead] = rt.resume()
+    assert lead.id == lead_id
+    await wait_for_requests(provider, 1)
+    await wait_for_teammate_status(lead, "alice", TeamMemberStatus.idle())
+
+    alice = lead.teammate("alice")
+    [delivered] = inbox_items(latest_team_inbox_text(provider.requests[0]))
+    assert delivered["content"] == "Summarise the findings"
+    transcript = rt.store.load_messages(alice_id)
+    assert len(transcript) == 2 and transcript == alice.history
+    assert holds_inbox(transcript[0]) and transcript[1] == Message.assistant("summary done")
+    assert [m.state for m in rt.store.list_team_mail(lead_id, "alice")] == ["acked"]
+    await rt.aclose()
+
+
+async def test_mail_a_killed_tool_call_already_answered_is_not_delivered_twice(child, db_path):
+    proc, lead_id, alice_id = child("tool")
+    _kill(proc)
+
+    provider = ScriptedProvider("anthropic", [text_stream("continued after the crash")])
+    rt = runtime(db_path, provider, runtime_id="team-crash")
+    [lead] = rt.resume()
+    # Recovery kept the committed tool call, so the mail is in the transcript: acked.
+    assert [m.state for m in rt.store.list_team_mail(lead_id, "alice")] == ["acked"]
+
+    # The revived teammate continues the run the crash interrupted.
+    await wait_for_requests(provider, 1)
+    await wait_for_teammate_status(lead, "alice", TeamMemberStatus.idle())
+    inbox, call, result, answer = lead.teammate("alice").history
+    assert inbox_items(inbox.text)[0]["content"] == "Summarise the findings"
+    assert call.tool_uses[0].name == "blocking_tool"
+    assert result == Message.user(
+        ToolResultBlock(tool_use_id="tool-1", content=INTERRUPTED_TOOL_RESULT, is_error=True))
+    assert answer == Message.assistant("continued after the crash")
+    assert sum(holds_inbox(m) for m in rt.store.load_messages(alice_id)) == 1
+    assert lead.teammate("alice").status == AgentStatus.finished()
+    await rt.aclose()
