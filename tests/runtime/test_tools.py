@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from mentra_nb import ToolContext, ToolError, ToolOutput, ToolSideEffectLevel, tool
+from mentra_nb import Runtime, ToolContext, ToolError, ToolOutput, ToolSideEffectLevel, tool
 from mentra_nb.runtime.tools import ToolInputError
 
 
@@ -74,11 +74,8 @@ async def test_the_context_parameter_is_injected_and_not_in_the_schema():
         return ctx.tool_use_id
 
     assert whoami.spec.input_schema["properties"] == {}
-
-    class FakeAgent:  # a ToolContext only reads the agent's identity here
-        id, name = "a1", "writer"
-
-    assert await whoami.run(ToolContext(FakeAgent(), "call-7", "whoami"), {}) == "call-7"
+    agent = Runtime.empty().spawn("writer", "test")
+    assert await whoami.run(ToolContext(agent, "call-7", "whoami"), {}) == "call-7"
 
 
 async def test_results_are_rendered_as_text_or_kept_as_tool_output():
