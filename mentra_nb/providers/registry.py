@@ -75,6 +75,7 @@ BUILTIN_PROVIDERS: dict[str, Callable[[], Provider]] = {
 class ProviderRegistry:
     def __init__(self, providers: Iterable[Provider] = ()) -> None:
         self._instances: dict[str, Provider] = {}
+        self._created: list[str] = []
         for provider in providers:
             self.register(provider)
 
@@ -103,14 +104,17 @@ class ProviderRegistry:
             raise UnknownProvider(f"unknown provider '{name}'{hint} Known: {', '.join(known)}")
         provider = factory()
         self._instances[name] = provider
+        self._created.append(name)
         return provider
 
     async def aclose(self) -> None:
-        """Close the providers that hold connections (the built-in HTTP ones do)."""
-        for provider in self._instances.values():
-            closer = getattr(provider, "aclose", None)
+        """Close the built-in providers this registry created (they hold HTTP
+        connections); providers passed in belong to the caller and stay open."""
+        for name in self._created:
+            closer = getattr(self._instances.get(name), "aclose", None)
             if closer is not None:
                 await closer()
+        self._created.clear()
 
     def resolve(self, model: str | ModelInfo) -> tuple[Provider, ModelInfo]:
         info = model if isinstance(model, ModelInfo) else ModelInfo.parse(model)

@@ -84,3 +84,17 @@ def test_explicit_providers_win_over_built_ins():
 
 def test_tool_definitions_default_to_an_empty_object_schema():
     assert ToolDefinition(name="x").input_schema == {"type": "object", "properties": {}}
+
+
+async def test_closing_a_runtime_leaves_providers_passed_in_open():
+    closed = []
+
+    class Closable(TestProvider):
+        async def aclose(self):
+            closed.append(self.name)
+
+    mine = Closable(name="mine")
+    rt = Runtime.empty(providers=[mine])
+    rt.providers.get("test")
+    await rt.aclose()
+    assert closed == []
