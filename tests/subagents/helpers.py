@@ -8,7 +8,22 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from mentra_nb import AgentConfig, Message, ProviderRequest, Runtime, SqliteStore, StoreError
+from mentra_nb import (
+    AgentConfig,
+    ContentBlockDelta,
+    ContentBlockStarted,
+    ContentBlockStopped,
+    Message,
+    MessageDelta,
+    MessageStarted,
+    MessageStopped,
+    ProviderRequest,
+    Runtime,
+    SqliteStore,
+    StoreError,
+    ToolContext,
+    Usage,
+)
 from mentra_nb.runtime.subagents import SubagentLimits, SubagentRegistry
 from mentra_nb.testing import ScriptedProvider, StreamScript, tool_use_stream
 
@@ -91,3 +106,33 @@ def standalone_registry(db_path, limits: SubagentLimits | None = None):
                         limits=limits or SubagentLimits(max_concurrency=2, max_agents=2))
     registry.subscribe(root.id, events.append)
     return registry, root.id, store, events, runtime
+
+
+def start_text(control, text: str) -> None:
+    """Stream the beginning of a text reply through a controlled stream."""
+    control.send(MessageStarted(id="msg", model="model"))
+    control.send(ContentBlockStarted.text(0))
+    control.send(ContentBlockDelta.text(0, text))
+
+
+def finish_text(control, text: str = "", *, started: bool = False) -> None:
+    """Complete a text reply through a controlled stream (starting it unless `started`)."""
+    if not started:
+        start_text(control, text)
+    elif text:
+        control.send(ContentBlockDelta.text(0, text))
+    control.send(ContentBlockStopped(index=0))
+    control.send(MessageDelta(stop_reason="end_turn", usage=Usage(input_tokens=5, output_tokens=1)))
+    control.send(MessageStopped())
+
+
+def mail_texts(request: ProviderRequest) -> list[str]:
+    """The delivered-mail messages a request carries, in order."""
+    return [m.text for m in request.messages
+            if m.text.startswith(("<subagent_update", "<subagent_message"))]
+
+
+async def run_tool(caller, name: str, /, **input: Any):
+    """Call one of `caller`'s tools directly, as the turn loop would."""
+    tool = next(t for t in caller.tools() if t.spec.name == name)
+    return await tool.run(ToolContext(caller, "call-1", name), input)

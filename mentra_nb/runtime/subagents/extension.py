@@ -32,6 +32,8 @@ __all__ = ["SubagentAgentExtension", "SubagentsExtension"]
 
 log = logging.getLogger("mentra_nb.runtime.subagents")
 
+INTERRUPT_GRACE_S = 10.0  # how long interrupt_agent waits for the child's run to stop
+
 
 class SubagentsExtension(RuntimeExtension):
     """The runtime-wide half: one registry, and the tasks driving children."""
@@ -290,10 +292,16 @@ class SubagentAgentExtension(AgentExtension):
         self.owner.start(root_id, path, child, opening, restart=True)
         return path
 
-    def interrupt(self, target: str) -> tuple[str, str]:
+    async def interrupt(self, target: str) -> tuple[str, str]:
+        """Interrupt `target` and wait (briefly) until its run has stopped, so the
+        caller's next step sees it interrupted and may follow up at once."""
         root_id, _caller = self.require_location()
         path = self.resolve(target)
-        return path, self.registry.interrupt(root_id, path)
+        previous = self.registry.interrupt(root_id, path)
+        running = self.owner._runs.get((root_id, path))
+        if running is not None:
+            await asyncio.wait({running}, timeout=INTERRUPT_GRACE_S)
+        return path, previous
 
     async def wait(self, max_wait: float) -> list[str]:
         root_id, caller = self.require_location()

@@ -257,7 +257,7 @@ def subagent_tools(ext: SubagentAgentExtension) -> list[Tool]:
         return ext.registry.list(root_id, prefix)
 
     async def interrupt_agent(input: dict[str, Any]) -> Any:
-        path, previous = ext.interrupt(_text(input, "target"))
+        path, previous = await ext.interrupt(_text(input, "target"))
         return {"task_name": path, "previous_status": previous}
 
     async def wait_agent(input: dict[str, Any]) -> Any:
