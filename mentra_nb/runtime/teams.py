@@ -352,6 +352,7 @@ class Team:
         self.mail_changed(name)
         actor = self._actors.get(name)
         if actor is not None:
+            actor.start()  # no-op once started; starts one revived outside an event loop
             actor.wake()
 
     def send(self, sender: str, to: str, content: str) -> None:

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from mentra_nb import (
+    AgentConfig,
     AgentError,
     AgentExists,
     AgentNotFound,
@@ -77,7 +78,7 @@ async def test_an_agent_without_a_team_sees_no_team_tools_until_it_has_teammates
     solo = rt.spawn("solo", "anthropic:model")
     await solo.send("hi")
     assert provider.requests[0].tools == []
-    lead = rt.spawn("lead", "anthropic:model", config=solo.config.model_copy(update={"team": True}))
+    lead = rt.spawn("lead", "anthropic:model", config=AgentConfig(team=True))
     await lead.send("hi")
     assert "team_spawn" in {t.name for t in provider.requests[1].tools}
     await solo.spawn_teammate("alice", "researcher")
@@ -285,3 +286,83 @@ async def test_mail_arriving_mid_run_is_injected_at_the_next_round(db_path):
     assert results.tool_results == [ToolResultBlock(tool_use_id="r1", content="no new team mail")]
     assert lead.snapshot.status == AgentStatus.finished()
     await rt.aclose()
+
+
+async def test_the_idle_tool_ends_the_wake_cycle_without_another_model_call(db_path):
+    provider = ScriptedProvider("anthropic", [tool_use_stream("i1", "idle", "{}")])
+    rt = runtime(db_path, provider)
+    lead = rt.spawn("lead", "anthropic:model")
+    alice = await lead.spawn_teammate("alice", "researcher", "nothing to do yet")
+    await wait_for_requests(provider, 1)
+    await wait_for_teammate_status(lead, "alice", TeamMemberStatus.idle())
+    assert len(provider.requests) == 1
+    assert alice.history[-1].tool_results[0].content.startswith("going idle")
+    assert alice.status == AgentStatus.finished()
+    assert [m.state for m in rt.store.list_team_mail(lead.id, "alice")] == ["acked"]
+    await rt.aclose()
+
+
+async def test_a_lead_model_spawns_a_teammate_that_starts_on_its_prompt(db_path):
+    provider = ScriptedProvider("anthropic", [
+        tool_use_stream("s1", "team_spawn",
+                        '{"name": "alice", "role": "researcher", "prompt": "find sources"}'),
+        text_stream("ok"), text_stream("ok"),
+    ])
+    rt = runtime(db_path, provider)
+    lead = rt.spawn("lead", "anthropic:model", config=AgentConfig(team=True))
+    await lead.send("get help")
+    assert lead.history[2].tool_results[0].content == (
+        "spawned teammate 'alice' (researcher) and sent it its first task")
+    await wait_for_requests(provider, 3)
+    await wait_for_teammate_status(lead, "alice", TeamMemberStatus.idle())
+    [request] = requests_of(provider, "alice")
+    assert inbox_items(latest_team_inbox_text(request))[0]["content"] == "find sources"
+    assert [r.name for r in rt.list_persisted_agents()] == ["lead", "alice"]
+    await rt.aclose()
+
+
+async def test_cancelling_a_teammate_run_requeues_its_mail_and_keeps_the_actor(db_path):
+    from mentra_nb.testing import controlled_stream
+
+    script, control = controlled_stream()
+    provider = ScriptedProvider("anthropic", [script, text_stream("done")])
+    rt = runtime(db_path, provider)
+    lead = rt.spawn("lead", "anthropic:model")
+    alice = await lead.spawn_teammate("alice", "researcher", "long task")
+    await wait_for_requests(provider, 1)
+    alice.cancel()
+    await wait_for_teammate_status(lead, "alice", TeamMemberStatus.idle())
+    assert alice.history == []
+    assert [m.state for m in rt.store.list_team_mail(lead.id, "alice")] == ["pending"]
+    assert teammate(lead, "alice").alive  # the actor outlives a cancelled run
+
+    lead.send_team_message("alice", "go on")
+    await wait_for_requests(provider, 2)
+    await wait_for_teammate_status(lead, "alice", TeamMemberStatus.idle())
+    assert alice.last_message.text == "done"
+    await rt.aclose()
+
+
+def test_teammates_revived_outside_an_event_loop_start_with_it(db_path):
+    import asyncio
+
+    async def setup() -> None:
+        rt = runtime(db_path, ScriptedProvider("anthropic"))
+        lead = rt.spawn("lead", "anthropic:model")
+        await lead.spawn_teammate("alice", "researcher")
+        await rt.aclose()
+
+    asyncio.run(setup())
+    provider = ScriptedProvider("anthropic", [text_stream("on it")])
+    rt = runtime(db_path, provider)
+    [lead] = rt.resume()  # no event loop runs here: alice's actor waits for one
+    assert not teammate(lead, "alice").alive
+
+    async def work() -> None:
+        lead.send_team_message("alice", "start")
+        await wait_for_requests(provider, 1)
+        await wait_for_teammate_status(lead, "alice", TeamMemberStatus.idle())
+        assert lead.teammate("alice").last_message.text == "on it"
+        await rt.aclose()
+
+    asyncio.run(work())
