@@ -1,12 +1,13 @@
 """The agent runtime: pure asyncio, no Jupyter imports."""
 
 from mentra_nb.runtime.agent import Agent
-from mentra_nb.runtime.config import AgentConfig
+from mentra_nb.runtime.config import AgentConfig, SubagentLimits
 from mentra_nb.runtime.events import AgentEvent
 from mentra_nb.runtime.extensions import AgentExtension, RuntimeExtension
 from mentra_nb.runtime.recovery import INTERRUPTED_TOOL_RESULT
 from mentra_nb.runtime.runtime import Runtime
 from mentra_nb.runtime.snapshot import AgentSnapshot, AgentStatus, PendingToolUse
+from mentra_nb.runtime.subagents import SubagentError, SubagentsExtension, SubagentSummary
 from mentra_nb.runtime.team_members import TeammateInfo, TeamMemberStatus
 from mentra_nb.runtime.teams import Team, TeamExtension
 from mentra_nb.runtime.tools import (
@@ -32,6 +33,10 @@ __all__ = [
     "PendingToolUse",
     "Runtime",
     "RuntimeExtension",
+    "SubagentError",
+    "SubagentLimits",
+    "SubagentSummary",
+    "SubagentsExtension",
     "Team",
     "TeamExtension",
     "TeamMemberStatus",
