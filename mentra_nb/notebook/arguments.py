@@ -58,13 +58,15 @@ def _split_commas(value: Any) -> Any:
 
 class Spawn(Command):
     command = "spawn"
-    summary = "create an agent and show its view"
+    summary = "create an agent and show its view (--subagents: it may delegate; --team: it may lead a team)"
     positionals = ("agent",)
     metavars = {"agent": "NAME", "model": "PROVIDER:MODEL", "system": "TEXT", "tools": "A,B"}
     agent: AgentName
     model: str | None = None
     system: str | None = None
     tools: list[str] | None = None
+    subagents: bool = False
+    team: bool = False
 
     _tools = field_validator("tools", mode="before")(_split_commas)
 
@@ -110,6 +112,14 @@ class Stop(Command):
     agent: AgentName
 
 
+class Subagents(Command):
+    command = "subagents"
+    summary = "show NAME's subagents: count, status, click one to read its transcript"
+    positionals = ("agent",)
+    metavars = {"agent": "NAME"}
+    agent: AgentName
+
+
 class Db(Command):
     command = "db"
     summary = "show where this notebook's agents are stored, or move to PATH"
@@ -145,7 +155,7 @@ class CellArgs(Command):
 
 
 COMMANDS: dict[str, type[Command]] = {
-    c.command: c for c in (Spawn, Send, ListAgents, Resume, Interrupt, Stop, Db, Models, Help)
+    c.command: c for c in (Spawn, Send, ListAgents, Resume, Interrupt, Stop, Subagents, Db, Models, Help)
 }
 
 

@@ -70,7 +70,8 @@ class MentraMagics(Magics):
             except MentraError as err:
                 print(f"mentra: {err}\nmentra: so '{command.agent}' uses the offline test model")
                 model = OFFLINE_MODEL
-        config = AgentConfig(system=command.system, tools=command.tools)
+        config = AgentConfig(system=command.system, tools=command.tools,
+                             subagents=command.subagents, team=command.team)
         return self.session.spawn(command.agent, model, config)
 
     def _do_send(self, command: args.Send) -> Turn:
@@ -130,6 +131,9 @@ class MentraMagics(Magics):
 
     def _do_stop(self, command: args.Stop) -> None:
         self.session.stop(self.session.agent(command.agent))
+
+    def _do_subagents(self, command: args.Subagents) -> None:
+        display(self.session.picker(self.session.agent(command.agent)))
 
     def _do_db(self, command: args.Db) -> None:
         location = self.session.use_store(command.path) if command.path else self.session.location

@@ -17,6 +17,7 @@ from mentra_nb.errors import AgentNotFound
 from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.notebook.discovery import StoreLocation, discover_store
 from mentra_nb.notebook.host import RuntimeHost
+from mentra_nb.notebook.subagent_picker import SubagentPickerView
 from mentra_nb.notebook.turn import Turn
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime.agent import Agent
@@ -46,6 +47,7 @@ class NotebookSession:
         self.location: StoreLocation = discover_store(user_ns, environ=environ)
         self._runtime: Runtime | None = None
         self._views: dict[str, AgentView] = {}
+        self._pickers: dict[str, SubagentPickerView] = {}
 
     # --- the runtime --------------------------------------------------------------
 
@@ -77,6 +79,7 @@ class NotebookSession:
             self.host.submit(self._runtime.aclose()).result(30)
             self._runtime = None
             self._views.clear()
+            self._pickers.clear()
         self.location = location
         _ = self.runtime  # open now, so a bad path fails here and not on the next spawn
         return location
@@ -127,6 +130,14 @@ class NotebookSession:
 
     def interrupt(self, agent: Agent) -> None:
         self.host.call(agent.cancel)
+
+    def picker(self, agent: Agent) -> SubagentPickerView:
+        """The one long-lived subagent picker of `agent`."""
+        picker = self._pickers.get(agent.id)
+        if picker is None:
+            picker = SubagentPickerView(agent, self.host)
+            self._pickers[agent.id] = picker
+        return picker
 
     def view(self, agent: Agent) -> AgentView:
         """The one long-lived view of `agent` (displaying it again shows the same widget)."""

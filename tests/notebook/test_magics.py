@@ -218,3 +218,13 @@ def test_an_agent_displays_as_its_one_long_lived_view(ip, session, capsys):
     assert ip.display_formatter.ipython_display_formatter(agent)
     assert "AgentView(writer, test:default, idle, 0 messages)" in capsys.readouterr().out
     assert session.view(agent) is session.view(agent)
+
+
+def test_subagents_shows_the_picker_of_an_agent_that_may_delegate(ip, capsys):
+    agent = mentra(ip, "spawn lead --subagents")
+    assert agent.config.subagents is not None
+    mentra(ip, "subagents lead")
+    assert "SubagentPickerView(lead, 0 subagents)" in capsys.readouterr().out
+    mentra(ip, "spawn solo")
+    ip.run_cell("%mentra subagents solo")
+    assert "subagents=True" in capsys.readouterr().out

@@ -1,0 +1,122 @@
+// SubagentPickerView: a root agent's subagents — badge, list, transcript preview.
+// Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
+
+import { renderTranscript } from "./agent_view.js";
+
+/**
+ * @typedef {{label: string, status: string, model: string, path: string, agent_id: string|null}} Option
+ * @typedef {{count?: number, text?: string, tone?: string}} Badge
+ * @typedef {{path?: string, status?: string, model?: string, items?: any[], has_older?: boolean,
+ *   truncated?: boolean, error?: string|null}} Preview
+ * @typedef {import("./agent_view.js").Model} Model
+ */
+
+const ACTIVE = new Set(["pending_init", "running"]);
+const TONES = { success: "active", error: "error", neutral: "" };
+
+/**
+ * @param {string} tag
+ * @param {string} [className]
+ * @param {string} [text]
+ */
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** @param {{model: Model, el: HTMLElement}} context */
+export function render({ model, el }) {
+  const root = element("div", "mentra-picker");
+  const header = element("div", "mentra-header");
+  const title = element("span", "mentra-name");
+  const badge = element("span", "mentra-badge mentra-count");
+  header.append(title, badge);
+  const list = element("ul", "mentra-list");
+  const notice = element("div", "mentra-notice");
+  const preview = element("div", "mentra-preview");
+  root.append(header, list, notice, preview);
+  el.append(root);
+  const controller = new AbortController();
+  const { signal } = controller;
+
+  const renderHeader = () => {
+    title.textContent = `${model.get("root_name")} · subagents`;
+    /** @type {Badge} */
+    const b = model.get("badge") ?? {};
+    badge.textContent = b.text ?? "0";
+    badge.dataset.tone = TONES[/** @type {keyof typeof TONES} */ (b.tone ?? "neutral")] ?? "";
+  };
+
+  const renderList = () => {
+    list.replaceChildren();
+    /** @type {Option[]} */
+    const options = model.get("options") ?? [];
+    if (!options.length) list.append(element("li", "mentra-empty", "no subagents yet"));
+    for (const option of options) {
+      const row = element("li", "mentra-clickable");
+      row.dataset.path = option.path;
+      const status = element("span", "mentra-badge", option.status);
+      status.dataset.status = ACTIVE.has(option.status) ? "streaming" : option.status === "completed"
+        ? "finished" : option.status === "errored" ? "failed" : option.status;
+      row.append(element("span", "mentra-name", option.label), status, element("span", "mentra-model", option.model));
+      row.title = option.path;
+      row.addEventListener("click", () => model.send({ kind: "open", path: option.path }), { signal });
+      if (ACTIVE.has(option.status)) {
+        const stop = element("button", "mentra-interrupt", "Interrupt");
+        stop.addEventListener("click", (event) => {
+          event.stopPropagation(); // interrupting is not opening
+          model.send({ kind: "interrupt", path: option.path });
+        }, { signal });
+        row.append(stop);
+      }
+      list.append(row);
+    }
+  };
+
+  const renderPreview = () => {
+    /** @type {Preview} */
+    const p = model.get("preview") ?? {};
+    preview.replaceChildren();
+    if (!p.path) return;
+    const head = element("div", "mentra-header");
+    head.append(element("span", "mentra-name", p.path), element("span", "mentra-model", p.model ?? ""));
+    const close = element("button", "mentra-close", "Close");
+    close.addEventListener("click", () => model.send({ kind: "close" }), { signal });
+    head.append(close);
+    preview.append(head);
+    if (p.has_older) {
+      const older = element("button", "mentra-older", "Load older");
+      older.addEventListener("click", () => model.send({ kind: "older" }), { signal });
+      preview.append(older);
+    }
+    const transcript = element("div", "mentra-transcript");
+    renderTranscript(transcript, p.items ?? []);
+    preview.append(transcript);
+    if (p.error) preview.append(element("div", "mentra-error", p.error));
+  };
+
+  const renderNotice = () => {
+    notice.textContent = model.get("notice") ?? "";
+  };
+
+  /** @type {[string, () => void][]} */
+  const subscriptions = [
+    ["change:root_name", renderHeader], ["change:badge", renderHeader], ["change:options", renderList],
+    ["change:preview", renderPreview], ["change:notice", renderNotice],
+  ];
+  for (const [event, handler] of subscriptions) model.on(event, handler);
+  renderHeader();
+  renderList();
+  renderPreview();
+  renderNotice();
+
+  return () => {
+    controller.abort();
+    for (const [event, handler] of subscriptions) model.off(event, handler);
+    root.remove();
+  };
+}
+
+export default { render };

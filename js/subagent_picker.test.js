@@ -1,0 +1,78 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { FakeModel } from "./fake_model.js";
+import { render } from "./subagent_picker.js";
+
+const STATE = {
+  root_name: "lead",
+  badge: { count: 2, text: "2", tone: "success" },
+  options: [
+    { label: "alpha", status: "running", model: "anthropic:x", path: "/root/alpha", agent_id: "a1" },
+    { label: "beta", status: "completed", model: "test:default", path: "/root/beta", agent_id: "b1" },
+  ],
+  preview: {},
+  notice: "",
+};
+
+describe("SubagentPickerView", () => {
+  /** @type {HTMLElement} */
+  let el;
+  beforeEach(() => {
+    el = document.createElement("div");
+    document.body.replaceChildren(el);
+  });
+
+  it("renders the badge with its tone and one row per child", () => {
+    const model = new FakeModel(STATE);
+    render({ model, el });
+    const badge = el.querySelector(".mentra-count");
+    expect(badge?.textContent).toBe("2");
+    expect(badge?.getAttribute("data-tone")).toBe("active");
+    const rows = [...el.querySelectorAll("li")];
+    expect(rows.map((r) => r.querySelector(".mentra-name")?.textContent)).toEqual(["alpha", "beta"]);
+    expect(rows[0].querySelector(".mentra-interrupt")).not.toBeNull(); // running: can be interrupted
+    expect(rows[1].querySelector(".mentra-interrupt")).toBeNull();
+  });
+
+  it("opens a preview on click, interrupts without opening, loads older and closes", () => {
+    const model = new FakeModel(STATE);
+    render({ model, el });
+    /** @type {HTMLElement} */ (el.querySelectorAll("li")[1]).click();
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-interrupt")).click();
+    model.set("preview", {
+      path: "/root/beta", status: "completed", model: "test:default", has_older: true,
+      items: [{ index: 0, role: "assistant", kind: "text", html: "<p>B is fine</p>" }],
+    });
+    expect(el.querySelector(".mentra-preview .mentra-name")?.textContent).toBe("/root/beta");
+    expect(el.querySelector(".mentra-preview p")?.textContent).toBe("B is fine");
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-older")).click();
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-close")).click();
+    expect(model.sent).toEqual([
+      { kind: "open", path: "/root/beta" },
+      { kind: "interrupt", path: "/root/alpha" },
+      { kind: "older" },
+      { kind: "close" },
+    ]);
+  });
+
+  it("updates in place as the tree changes", () => {
+    const model = new FakeModel(STATE);
+    render({ model, el });
+    model.set("options", [...STATE.options, { label: "gamma", status: "errored", model: "m", path: "/root/gamma", agent_id: null }]);
+    model.set("badge", { count: 3, text: "3", tone: "error" });
+    expect(el.querySelectorAll("li").length).toBe(3);
+    expect(el.querySelector(".mentra-count")?.getAttribute("data-tone")).toBe("error");
+    model.set("options", []);
+    expect(el.querySelector("li")?.textContent).toBe("no subagents yet");
+  });
+
+  it("cleanup removes every listener and the DOM", () => {
+    const model = new FakeModel(STATE);
+    const cleanup = render({ model, el });
+    const row = /** @type {HTMLElement} */ (el.querySelector("li"));
+    cleanup();
+    expect(model.listenerCount()).toBe(0);
+    expect(el.children.length).toBe(0);
+    row.click();
+    expect(model.sent).toEqual([]);
+  });
+});

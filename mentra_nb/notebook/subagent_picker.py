@@ -1,0 +1,169 @@
+"""`SubagentPickerView`: a root agent's subagents as a badge, a list and a preview.
+
+The badge (count and tone) and the list follow every change of the tree as it
+is committed; a click on a child opens a read-only preview of its transcript,
+one turn at a time, with "load older" prepending the turn before. Previews
+read the store, so they work while the root is running.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import anywidget
+import traitlets
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+from mentra_nb.errors import MentraError
+from mentra_nb.notebook.assets import asset
+from mentra_nb.notebook.rendering import message_items
+from mentra_nb.runtime import subagents
+from mentra_nb.runtime.agent import Agent
+from mentra_nb.runtime.subagents.events import (
+    PickerRemoved,
+    PickerUpdated,
+    SubagentEvent,
+    SubagentNotice,
+)
+
+if TYPE_CHECKING:
+    from mentra_nb.notebook.host import RuntimeHost
+    from mentra_nb.runtime.subagents.preview import PreviewPage
+
+__all__ = ["SubagentPickerView"]
+
+log = logging.getLogger("mentra_nb.notebook")
+
+_PATH = Field(pattern=r"^/root(/[a-z0-9_]{1,64})+$", max_length=4096)
+
+
+class _Open(BaseModel):
+    kind: Literal["open"]
+    path: Annotated[str, _PATH]
+
+
+class _Older(BaseModel):
+    kind: Literal["older"]
+
+
+class _Close(BaseModel):
+    kind: Literal["close"]
+
+
+class _Interrupt(BaseModel):
+    kind: Literal["interrupt"]
+    path: Annotated[str, _PATH]
+
+
+_browser_message: TypeAdapter[Any] = TypeAdapter(
+    Annotated[_Open | _Older | _Close | _Interrupt, Field(discriminator="kind")]
+)
+
+
+class SubagentPickerView(anywidget.AnyWidget):
+    _esm = asset("subagent_picker.js")
+    _css = asset("mentra.css")
+
+    root_name = traitlets.Unicode("").tag(sync=True)
+    badge = traitlets.Dict().tag(sync=True)  # {count, text, tone}
+    options = traitlets.List().tag(sync=True)  # [{label, status, model, path, agent_id}]
+    preview = traitlets.Dict().tag(sync=True)  # {path, status, model, items, has_older, ...}
+    notice = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, root: Agent, host: RuntimeHost) -> None:
+        super().__init__()
+        self._root = root
+        self._host = host
+        self._older: str | None = None  # cursor of the turn before the oldest one shown
+        self.on_msg(self._on_browser_message)
+        host.call(self._attach)
+
+    def _attach(self) -> None:
+        self.root_name = self._root.name
+        self._unsubscribe = subagents.watch_subagents(self._root, self._on_tree_event)
+
+    # --- runtime side ----------------------------------------------------------
+
+    def _on_tree_event(self, event: SubagentEvent) -> None:
+        if isinstance(event, PickerUpdated):
+            with self.hold_sync():
+                self.badge = {"count": event.picker.count, "text": event.picker.text,
+                              "tone": event.picker.tone}
+                self.options = [o.model_dump() for o in event.picker.options]
+                open_path = self.preview.get("path")
+                # Follow the open child's latest turn, unless the reader went back in time.
+                if open_path and not self.preview.get("loaded_older"):
+                    self._show(open_path)
+        elif isinstance(event, PickerRemoved):
+            with self.hold_sync():
+                self.badge = {}
+                self.options = []
+                self.preview = {}
+        elif isinstance(event, SubagentNotice):
+            self.notice = event.text
+
+    def _show(self, path: str, *, older: bool = False) -> None:
+        try:
+            page = subagents.preview(self._root, path, before=self._older if older else None)
+        except MentraError as err:
+            self.notice = str(err)
+            return
+        items = self.preview.get("items", []) if older else []
+        self.preview = self._page(page, prepend_to=items, loaded_older=older)
+        self._older = page.older
+
+    @staticmethod
+    def _page(page: PreviewPage, *, prepend_to: list[dict[str, Any]], loaded_older: bool) -> dict[str, Any]:
+        items = [item for i, m in enumerate(page.messages) for item in message_items(m, i)]
+        return {
+            "path": page.path, "status": page.status, "model": page.model,
+            "items": [*items, *prepend_to], "has_older": page.has_older,
+            "truncated": page.truncated, "error": page.error, "loaded_older": loaded_older,
+        }
+
+    def _interrupt(self, path: str) -> None:
+        try:
+            previous = subagents.interrupt_subagent(self._root, path)
+            self.notice = f"interrupted {path} (was {previous})"
+        except MentraError as err:
+            self.notice = str(err)
+
+    # --- browser side ----------------------------------------------------------
+
+    def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        try:
+            message = _browser_message.validate_python(content)
+        except ValidationError as err:
+            log.warning("ignored an invalid message from the subagent picker of %s: %s",
+                        self._root.name, err.errors(include_url=False))
+            return
+        if isinstance(message, _Open):
+            self._host.call_soon(self._show, message.path)
+        elif isinstance(message, _Older):
+            if self.preview.get("path") and self._older is not None:
+                self._host.call_soon(lambda: self._show(self.preview["path"], older=True))
+        elif isinstance(message, _Close):
+            self._host.call_soon(setattr, self, "preview", {})
+        elif isinstance(message, _Interrupt):
+            self._host.call_soon(self._interrupt, message.path)
+
+    def close(self) -> None:
+        unsubscribe = getattr(self, "_unsubscribe", None)
+        if unsubscribe is not None:
+            self._host.call_soon(unsubscribe)
+        super().close()
+
+    # --- static outputs --------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"SubagentPickerView({self._root.name}, {len(self.options)} subagents)"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        data["text/plain"] = repr(self)
+        rows = [f"| `{o['path']}` | {o['status']} | `{o['model']}` |" for o in self.options]
+        table = "\n".join(["| subagent | status | model |", "|---|---|---|", *rows]) if rows else ""
+        data["text/markdown"] = f"**{self._root.name}** · {len(self.options)} subagents\n\n{table}".rstrip()
+        return bundle

@@ -1,0 +1,101 @@
+"""SubagentPickerView with real child agents: badge, list, preview, load older."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from mentra_nb import AgentConfig, Runtime, SqliteStore
+from mentra_nb.notebook.host import RuntimeHost
+from mentra_nb.notebook.subagent_picker import SubagentPickerView
+from mentra_nb.testing import text_stream, tool_use_stream
+from tests.subagents.helpers import RoutedProvider, call
+
+
+@pytest.fixture
+def host():
+    h = RuntimeHost()
+    yield h
+    h.stop()
+
+
+def spawn_call(tool_id, task, message):
+    return (tool_id, "spawn_agent", json.dumps({"task_name": task, "message": message, "model": "anthropic:child"}))
+
+
+@pytest.fixture
+def delegated(host, db_path):
+    """A root that delegated to two children, then followed up with the first."""
+    provider = RoutedProvider(
+        root=[
+            tool_use_stream(*spawn_call("s1", "alpha", "Summarise part A"),
+                            calls=[spawn_call("s2", "beta", "Summarise part B")]),
+            call("w1", "wait_agent"),
+            call("w2", "wait_agent"),
+            call("f1", "followup_task", target="/root/alpha", message="Now shorter"),
+            call("w3", "wait_agent"),
+            text_stream("All summarised"),
+        ],
+        child=[text_stream("A is long"), text_stream("B is fine"), text_stream("A, short")],
+    )
+    rt = host.call(lambda: Runtime.empty(store=SqliteStore(db_path), providers=[provider]))
+    root = host.call(lambda: rt.spawn("lead", "anthropic:root", config=AgentConfig(subagents=True)))
+    return root
+
+
+def settle(host):
+    host.call(lambda: None)
+
+
+def test_the_badge_and_list_follow_the_tree(host, delegated):
+    view = SubagentPickerView(delegated, host)
+    assert view.options == [] and view.badge == {}
+    host.submit(delegated.send("Summarise A and B")).result(10)
+    settle(host)
+    assert [(o["label"], o["status"]) for o in view.options] == [("alpha", "completed"), ("beta", "completed")]
+    assert view.badge == {"count": 2, "text": "2", "tone": "neutral"}
+    assert repr(view) == "SubagentPickerView(lead, 2 subagents)"
+
+
+def test_a_click_opens_the_latest_turn_and_load_older_prepends_the_one_before(host, delegated):
+    host.submit(delegated.send("Summarise A and B")).result(10)
+    view = SubagentPickerView(delegated, host)
+    view._on_browser_message(view, {"kind": "open", "path": "/root/alpha"}, [])
+    settle(host)
+    preview = view.preview
+    assert preview["path"] == "/root/alpha" and preview["status"] == "completed"
+    assert [i.get("html", "").strip() for i in preview["items"]] == ["<p>Now shorter</p>", "<p>A, short</p>"]
+    assert preview["has_older"]
+    view._on_browser_message(view, {"kind": "older"}, [])
+    settle(host)
+    assert [i["html"].strip() for i in view.preview["items"]] == [
+        "<p>Summarise part A</p>", "<p>A is long</p>", "<p>Now shorter</p>", "<p>A, short</p>"]
+    assert not view.preview["has_older"]
+    view._on_browser_message(view, {"kind": "close"}, [])
+    settle(host)
+    assert view.preview == {}
+
+
+def test_interrupting_an_idle_child_reports_the_refusal(host, delegated):
+    host.submit(delegated.send("Summarise A and B")).result(10)
+    view = SubagentPickerView(delegated, host)
+    view._on_browser_message(view, {"kind": "interrupt", "path": "/root/beta"}, [])
+    settle(host)
+    assert view.notice  # a completed child has no active turn: a clear message, no exception
+
+
+def test_invalid_picker_messages_are_ignored(host, delegated, caplog):
+    view = SubagentPickerView(delegated, host)
+    with caplog.at_level(logging.WARNING, logger="mentra_nb.notebook"):
+        for junk in [{"kind": "open", "path": "../etc/passwd"}, {"kind": "open"}, {"kind": "zap"}, None]:
+            view._on_browser_message(view, junk, [])
+    assert len([r for r in caplog.records if "ignored an invalid message" in r.message]) == 4
+
+
+def test_an_agent_without_subagents_gets_a_clear_error(host, db_path):
+    rt = host.call(lambda: Runtime.empty(store=SqliteStore(db_path)))
+    plain = host.call(lambda: rt.spawn("plain", "test"))
+    with pytest.raises(Exception, match="subagents=True"):
+        SubagentPickerView(plain, host)
