@@ -209,7 +209,8 @@ class SubagentRegistry:
         """(root id, path) of the child agent `agent_id`, or of a root itself."""
         if agent_id in self._roots:
             return agent_id, ROOT_PATH
-        for root_id, root in self._roots.items():
+        # list(): a snapshot taken under the GIL, as widgets call this from their thread.
+        for root_id, root in list(self._roots.items()):
             for path, record in root.tree.agents.items():
                 if record.agent_id == agent_id:
                     return root_id, path
