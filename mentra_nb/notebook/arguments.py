@@ -112,6 +112,25 @@ class Stop(Command):
     agent: AgentName
 
 
+class Team(Command):
+    command = "team"
+    summary = "show LEAD's team: teammates, their status and mail, requests waiting for LEAD"
+    positionals = ("lead",)
+    lead: AgentName
+
+
+class Teammate(Command):
+    command = "teammate"
+    summary = "give LEAD a persistent teammate NAME with a ROLE (--prompt: its first mail)"
+    positionals = ("lead", "agent")
+    metavars = {"agent": "NAME", "model": "PROVIDER:MODEL", "prompt": "TEXT"}
+    lead: AgentName
+    agent: AgentName
+    role: str = Field(min_length=1)
+    prompt: str | None = None
+    model: str | None = None
+
+
 class Subagents(Command):
     command = "subagents"
     summary = "show NAME's subagents: count, status, click one to read its transcript"
@@ -155,7 +174,8 @@ class CellArgs(Command):
 
 
 COMMANDS: dict[str, type[Command]] = {
-    c.command: c for c in (Spawn, Send, ListAgents, Resume, Interrupt, Stop, Subagents, Db, Models, Help)
+    c.command: c for c in (Spawn, Send, ListAgents, Resume, Team, Teammate, Subagents, Interrupt, Stop, Db,
+                              Models, Help)
 }
 
 

@@ -132,6 +132,16 @@ class MentraMagics(Magics):
     def _do_stop(self, command: args.Stop) -> None:
         self.session.stop(self.session.agent(command.agent))
 
+    def _do_team(self, command: args.Team) -> None:
+        display(self.session.team_view(self.session.agent(command.lead)))
+
+    def _do_teammate(self, command: args.Teammate) -> None:
+        lead = self.session.agent(command.lead)
+        spawn = lead.spawn_teammate(command.agent, command.role, command.prompt, model=command.model)
+        teammate = self.session.host.submit(spawn).result(60)
+        print(f"mentra: '{teammate.name}' joined {lead.name}'s team as {command.role}")
+        display(self.session.team_view(lead))
+
     def _do_subagents(self, command: args.Subagents) -> None:
         display(self.session.picker(self.session.agent(command.agent)))
 

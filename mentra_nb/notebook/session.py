@@ -18,6 +18,7 @@ from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.notebook.discovery import StoreLocation, discover_store
 from mentra_nb.notebook.host import RuntimeHost
 from mentra_nb.notebook.subagent_picker import SubagentPickerView
+from mentra_nb.notebook.team_view import TeamView
 from mentra_nb.notebook.turn import Turn
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime.agent import Agent
@@ -48,6 +49,7 @@ class NotebookSession:
         self._runtime: Runtime | None = None
         self._views: dict[str, AgentView] = {}
         self._pickers: dict[str, SubagentPickerView] = {}
+        self._teams: dict[str, TeamView] = {}
 
     # --- the runtime --------------------------------------------------------------
 
@@ -80,6 +82,7 @@ class NotebookSession:
             self._runtime = None
             self._views.clear()
             self._pickers.clear()
+            self._teams.clear()
         self.location = location
         _ = self.runtime  # open now, so a bad path fails here and not on the next spawn
         return location
@@ -138,6 +141,14 @@ class NotebookSession:
             picker = SubagentPickerView(agent, self.host)
             self._pickers[agent.id] = picker
         return picker
+
+    def team_view(self, lead: Agent) -> TeamView:
+        """The one long-lived team view of `lead`."""
+        view = self._teams.get(lead.id)
+        if view is None:
+            view = TeamView(lead, self.host)
+            self._teams[lead.id] = view
+        return view
 
     def view(self, agent: Agent) -> AgentView:
         """The one long-lived view of `agent` (displaying it again shows the same widget)."""

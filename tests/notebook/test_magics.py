@@ -228,3 +228,15 @@ def test_subagents_shows_the_picker_of_an_agent_that_may_delegate(ip, capsys):
     mentra(ip, "spawn solo")
     ip.run_cell("%mentra subagents solo")
     assert "subagents=True" in capsys.readouterr().out
+
+
+def test_teammate_joins_a_team_and_team_shows_it(ip, capsys):
+    mentra(ip, "spawn lead --team")
+    mentra(ip, "teammate lead alice --role researcher --prompt 'Find sources'")
+    out = capsys.readouterr().out
+    assert "mentra: 'alice' joined lead's team as researcher" in out
+    assert "TeamView(lead, 1 teammates, 0 pending requests)" in out
+    mentra(ip, "team lead")
+    assert "TeamView(lead, 1 teammates" in capsys.readouterr().out
+    with pytest.raises(UsageError, match="ROLE|role"):
+        mentra(ip, "teammate lead bob")

@@ -1,0 +1,128 @@
+// TeamView: a lead, its teammates and the requests waiting for the lead.
+// Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
+
+/**
+ * @typedef {{name: string, role: string, model: string, status: string, error?: string|null,
+ *   alive: boolean, unread: number, last_active?: number|null}} Member
+ * @typedef {{id: string, protocol: string, sender: string, content: string, created_at: number}} Request
+ * @typedef {import("./agent_view.js").Model} Model
+ */
+
+const STATUS_TO_BADGE = { working: "streaming", idle: "finished", failed: "failed", shutdown: "idle" };
+
+/**
+ * @param {string} tag
+ * @param {string} [className]
+ * @param {string} [text]
+ */
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** @param {number|null|undefined} seconds @param {number} now */
+export function ago(seconds, now = Date.now() / 1000) {
+  if (!seconds) return "";
+  const delta = Math.max(0, Math.round(now - seconds));
+  if (delta < 60) return `${delta} s ago`;
+  if (delta < 3600) return `${Math.round(delta / 60)} min ago`;
+  return `${Math.round(delta / 3600)} h ago`;
+}
+
+/** @param {{model: Model, el: HTMLElement}} context */
+export function render({ model, el }) {
+  const root = element("div", "mentra-team");
+  const header = element("div", "mentra-header");
+  const members = element("ul", "mentra-list mentra-members");
+  const requests = element("div", "mentra-requests");
+  const notice = element("div", "mentra-notice mentra-error");
+  root.append(header, members, requests, notice);
+  el.append(root);
+  const controller = new AbortController();
+  const { signal } = controller;
+
+  const renderHeader = () => {
+    const lead = model.get("lead") ?? {};
+    header.replaceChildren(
+      element("span", "mentra-name", `team of ${lead.name ?? ""}`),
+      element("span", "mentra-model", `lead: ${lead.status ?? ""}`),
+      element("span", "mentra-usage", `${lead.unread ?? 0} unread`),
+    );
+  };
+
+  const renderMembers = () => {
+    members.replaceChildren();
+    /** @type {Member[]} */
+    const list = model.get("members") ?? [];
+    if (!list.length) members.append(element("li", "mentra-empty", "no teammates yet"));
+    for (const m of list) {
+      const row = element("li");
+      row.dataset.name = m.name;
+      const badge = element("span", "mentra-badge", m.status === "failed" ? `failed: ${m.error ?? ""}` : m.status);
+      badge.dataset.status = STATUS_TO_BADGE[/** @type {keyof typeof STATUS_TO_BADGE} */ (m.status)] ?? m.status;
+      row.append(
+        element("span", "mentra-name", m.name),
+        element("span", "mentra-model", m.role),
+        badge,
+        element("span", "mentra-alive", m.alive ? "alive" : "not running"),
+        element("span", "mentra-usage", `${m.unread} unread`),
+        element("span", "mentra-run", ago(m.last_active)),
+      );
+      members.append(row);
+    }
+  };
+
+  const renderRequests = () => {
+    requests.replaceChildren();
+    /** @type {Request[]} */
+    const list = model.get("requests") ?? [];
+    for (const r of list) {
+      const box = element("div", "mentra-request");
+      box.dataset.id = r.id;
+      box.append(element("div", "mentra-name", `${r.protocol} from ${r.sender}`), element("pre", "", r.content));
+      const approve = element("button", "mentra-approve", "Approve");
+      const reason = /** @type {HTMLInputElement} */ (element("input", "mentra-reason"));
+      reason.placeholder = "reason (needed to reject)";
+      const reject = element("button", "mentra-reject", "Reject");
+      approve.addEventListener("click", () => model.send({ kind: "approve", request_id: r.id }), { signal });
+      reject.addEventListener("click", () => {
+        const text = reason.value.trim();
+        if (!text) {
+          reason.focus();
+          reason.classList.add("mentra-error");
+          return;
+        }
+        model.send({ kind: "reject", request_id: r.id, reason: text });
+      }, { signal });
+      const controls = element("div", "mentra-controls");
+      controls.append(approve, reason, reject);
+      box.append(controls);
+      requests.append(box);
+    }
+  };
+
+  const renderNotice = () => {
+    notice.textContent = model.get("notice") ?? "";
+  };
+
+  /** @type {[string, () => void][]} */
+  const subscriptions = [
+    ["change:lead", renderHeader], ["change:members", renderMembers],
+    ["change:requests", renderRequests], ["change:notice", renderNotice],
+  ];
+  for (const [event, handler] of subscriptions) model.on(event, handler);
+  renderHeader();
+  renderMembers();
+  renderRequests();
+  renderNotice();
+
+  return () => {
+    controller.abort();
+    for (const [event, handler] of subscriptions) model.off(event, handler);
+    root.remove();
+  };
+}
+
+export default { render };

@@ -1,0 +1,65 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { FakeModel } from "./fake_model.js";
+import { ago, render } from "./team_view.js";
+
+const STATE = {
+  lead: { name: "lead", status: "idle", unread: 1 },
+  members: [
+    { name: "alice", role: "researcher", model: "test:default", status: "working", alive: true, unread: 2, last_active: null },
+    { name: "bob", role: "writer", model: "test:default", status: "failed", error: "boom", alive: false, unread: 0, last_active: null },
+  ],
+  requests: [{ id: "r1", protocol: "plan_approval", sender: "alice", content: "Plan: read, then write", created_at: 0 }],
+  notice: "",
+};
+
+describe("TeamView", () => {
+  /** @type {HTMLElement} */
+  let el;
+  beforeEach(() => {
+    el = document.createElement("div");
+    document.body.replaceChildren(el);
+  });
+
+  it("renders members with role, status, liveness and unread mail", () => {
+    const model = new FakeModel(STATE);
+    render({ model, el });
+    const rows = [...el.querySelectorAll(".mentra-members li")];
+    expect(rows.map((r) => r.getAttribute("data-name"))).toEqual(["alice", "bob"]);
+    expect(rows[0].querySelector(".mentra-alive")?.textContent).toBe("alive");
+    expect(rows[0].querySelector(".mentra-usage")?.textContent).toBe("2 unread");
+    expect(rows[1].querySelector(".mentra-badge")?.textContent).toBe("failed: boom");
+    expect(rows[1].querySelector(".mentra-badge")?.getAttribute("data-status")).toBe("failed");
+    expect(el.querySelector(".mentra-header")?.textContent).toContain("1 unread");
+  });
+
+  it("approves, and rejects only with a reason", () => {
+    const model = new FakeModel(STATE);
+    render({ model, el });
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-approve")).click();
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-reject")).click(); // no reason: nothing sent
+    /** @type {HTMLInputElement} */ (el.querySelector(".mentra-reason")).value = "too risky";
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-reject")).click();
+    expect(model.sent).toEqual([
+      { kind: "approve", request_id: "r1" },
+      { kind: "reject", request_id: "r1", reason: "too risky" },
+    ]);
+  });
+
+  it("updates in place and cleans up", () => {
+    const model = new FakeModel(STATE);
+    const cleanup = render({ model, el });
+    model.set("requests", []);
+    expect(el.querySelector(".mentra-request")).toBeNull();
+    model.set("notice", "only pending requests can be answered");
+    expect(el.querySelector(".mentra-notice")?.textContent).toBe("only pending requests can be answered");
+    cleanup();
+    expect(model.listenerCount()).toBe(0);
+    expect(el.children.length).toBe(0);
+  });
+
+  it("says how long ago a member was active", () => {
+    expect(ago(100, 130)).toBe("30 s ago");
+    expect(ago(100, 100 + 180)).toBe("3 min ago");
+    expect(ago(null, 100)).toBe("");
+  });
+});

@@ -1,0 +1,144 @@
+"""`TeamView`: a lead and its teammates, with the requests waiting for the lead.
+
+Members show role, status, whether their actor is alive in this kernel, unread
+mail and when they last did something; protocol requests addressed to the lead
+(a teammate's plan, a shutdown) get Approve / Reject buttons. The view follows
+the lead's snapshot but refreshes only when the team part of it changes, so a
+streaming lead costs it nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import anywidget
+import traitlets
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+from mentra_nb.errors import MentraError
+from mentra_nb.notebook.assets import asset
+from mentra_nb.runtime.agent import Agent
+from mentra_nb.runtime.snapshot import AgentSnapshot
+
+if TYPE_CHECKING:
+    from mentra_nb.notebook.host import RuntimeHost
+
+__all__ = ["TeamView"]
+
+log = logging.getLogger("mentra_nb.notebook")
+
+
+class _Approve(BaseModel):
+    kind: Literal["approve"]
+    request_id: str = Field(min_length=1, max_length=200)
+
+
+class _Reject(BaseModel):
+    kind: Literal["reject"]
+    request_id: str = Field(min_length=1, max_length=200)
+    reason: str = Field(min_length=1, max_length=4000)
+
+
+_browser_message: TypeAdapter[Any] = TypeAdapter(
+    Annotated[_Approve | _Reject, Field(discriminator="kind")]
+)
+
+
+class TeamView(anywidget.AnyWidget):
+    _esm = asset("team_view.js")
+    _css = asset("mentra.css")
+
+    lead = traitlets.Dict().tag(sync=True)  # {name, status, unread}
+    members = traitlets.List().tag(sync=True)
+    requests = traitlets.List().tag(sync=True)  # pending, addressed to the lead
+    notice = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, lead: Agent, host: RuntimeHost) -> None:
+        super().__init__()
+        self._lead = lead
+        self._host = host
+        self._team_key: object = None
+        self.on_msg(self._on_browser_message)
+        host.call(self._attach)
+
+    # --- runtime side ----------------------------------------------------------
+
+    def _attach(self) -> None:
+        self._refresh()
+        self._unsubscribe = self._lead.on_snapshot(self._on_snapshot)
+
+    def _on_snapshot(self, snapshot: AgentSnapshot) -> None:
+        key = (snapshot.status, snapshot.pending_team_messages, tuple(snapshot.teammates))
+        if key != self._team_key:
+            self._refresh(snapshot)
+
+    def _refresh(self, snapshot: AgentSnapshot | None = None) -> None:
+        lead = self._lead
+        snapshot = snapshot or lead.snapshot
+        self._team_key = (snapshot.status, snapshot.pending_team_messages, tuple(snapshot.teammates))
+        records = {r.id: r for r in lead.runtime.store.list_agents(lead.runtime.runtime_id)}
+        try:
+            pending = [r for r in lead.team_requests("pending") if r.recipient == lead.name]
+        except MentraError as err:  # no team yet
+            log.debug("no team requests for %s: %s", lead.name, err)
+            pending = []
+        with self.hold_sync():
+            self.lead = {"name": lead.name, "status": str(snapshot.status),
+                         "unread": snapshot.pending_team_messages}
+            self.members = [
+                {"name": t.name, "role": t.role, "model": t.model, "status": t.status.name,
+                 "error": t.status.error, "alive": t.alive, "unread": t.unread,
+                 "last_active": records[t.agent_id].updated_at if t.agent_id in records else None}
+                for t in snapshot.teammates
+            ]
+            self.requests = [
+                {"id": r.id, "protocol": r.protocol, "sender": r.sender, "content": r.content,
+                 "created_at": r.created_at}
+                for r in pending
+            ]
+
+    def _answer(self, request_id: str, approve: bool, reason: str | None) -> None:
+        try:
+            if approve:
+                self._lead.approve_request(request_id, reason)
+            else:
+                self._lead.reject_request(request_id, reason or "rejected")
+            self.notice = ""
+        except MentraError as err:
+            self.notice = str(err)
+        self._refresh()
+
+    # --- browser side ----------------------------------------------------------
+
+    def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        try:
+            message = _browser_message.validate_python(content)
+        except ValidationError as err:
+            log.warning("ignored an invalid message from the team view of %s: %s",
+                        self._lead.name, err.errors(include_url=False))
+            return
+        reason = message.reason if isinstance(message, _Reject) else None
+        self._host.call_soon(self._answer, message.request_id, isinstance(message, _Approve), reason)
+
+    def close(self) -> None:
+        unsubscribe = getattr(self, "_unsubscribe", None)
+        if unsubscribe is not None:
+            self._host.call_soon(unsubscribe)
+        super().close()
+
+    # --- static outputs --------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"TeamView({self._lead.name}, {len(self.members)} teammates, {len(self.requests)} pending requests)"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        data["text/plain"] = repr(self)
+        rows = [f"| {m['name']} | {m['role']} | {m['status']} | {m['unread']} |" for m in self.members]
+        table = "\n".join(["| teammate | role | status | unread |", "|---|---|---|---|", *rows])
+        requests = "\n".join(f"- {r['protocol']} from {r['sender']}: {r['content']}" for r in self.requests)
+        data["text/markdown"] = "\n\n".join(
+            part for part in (f"**team of {self._lead.name}**", table if rows else "", requests) if part)
+        return bundle
