@@ -1,35 +1,17 @@
 // AgentView: one agent's status, transcript, live stream and controls.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
+import { element, renderTranscript, subscribe } from "./dom.js";
+
 /**
  * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null}} Status
- * @typedef {{index: number, role: string, kind: string, html?: string, id?: string, name?: string,
- *   input?: string, content?: string, truncated?: boolean, is_error?: boolean, media_type?: string, data?: string}} Item
  * @typedef {{id: string, name: string, input_json: string}} PendingTool
  * @typedef {{kind: "delta"|"reset", seq: number, text?: string, thinking?: string,
  *   tools?: Record<string, string>}} StreamMessage
- * @typedef {{
- *   get(name: string): any,
- *   on(event: string, handler: (...args: any[]) => void): void,
- *   off(event: string, handler: (...args: any[]) => void): void,
- *   send(content: object): void,
- * }} Model
+ * @typedef {import("./dom.js").Model} Model
  */
 
 const RUNNING = new Set(["awaiting_model", "streaming", "executing_tool"]);
-
-/**
- * @param {string} tag
- * @param {string} [className]
- * @param {string} [text]
- * @returns {HTMLElement}
- */
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 /** @param {Status} status */
 export function statusLabel(status) {
@@ -37,59 +19,6 @@ export function statusLabel(status) {
   if (status.name === "executing_tool") return `running ${status.tool_name ?? "tool"}`;
   if (status.name === "failed") return `failed: ${status.error ?? ""}`;
   return status.name.replace("_", " ");
-}
-
-/**
- * Render the committed transcript. Tool results are shown inside the
- * collapsible block of the call they answer.
- * @param {HTMLElement} container
- * @param {Item[]} items
- */
-export function renderTranscript(container, items) {
-  container.replaceChildren();
-  /** @type {Map<string, HTMLElement>} */
-  const calls = new Map();
-  for (const item of items) {
-    if (item.kind === "tool_result") {
-      const result = element("pre", item.is_error ? "mentra-error" : "", item.content ?? "");
-      const host = item.id ? calls.get(item.id) : undefined;
-      if (host) {
-        host.append(result);
-        if (item.is_error) host.classList.add("mentra-error");
-      } else {
-        const orphan = element("div", "mentra-item mentra-tool");
-        orphan.dataset.role = item.role;
-        orphan.append(result);
-        container.append(orphan);
-      }
-      continue;
-    }
-    const node = element("div", "mentra-item");
-    node.dataset.role = item.role;
-    node.dataset.kind = item.kind;
-    if (item.kind === "text") {
-      node.innerHTML = item.html ?? ""; // rendered by markdown-it in the kernel with raw HTML disabled
-    } else if (item.kind === "thinking") {
-      const fold = element("details", "mentra-thinking");
-      fold.append(element("summary", "", "thinking"));
-      const body = element("div");
-      body.innerHTML = item.html ?? "";
-      fold.append(body);
-      node.append(fold);
-    } else if (item.kind === "tool_use") {
-      const fold = element("details", "mentra-tool");
-      fold.append(element("summary", "", `tool call: ${item.name}`));
-      fold.append(element("pre", "", item.input ?? ""));
-      node.append(fold);
-      if (item.id) calls.set(item.id, fold);
-    } else if (item.kind === "image") {
-      const img = /** @type {HTMLImageElement} */ (element("img"));
-      img.src = `data:${item.media_type};base64,${item.data}`;
-      img.style.maxWidth = "100%";
-      node.append(img);
-    }
-    container.append(node);
-  }
 }
 
 /**
@@ -207,11 +136,13 @@ export function render({ model, el }) {
   stopButton.addEventListener("click", () => model.send({ kind: "stop" }), { signal });
   interruptButton.addEventListener("click", () => model.send({ kind: "interrupt" }), { signal });
 
-  const headerTraits = ["agent_name", "model_key", "status", "run_generation", "usage"];
-  for (const trait of headerTraits) model.on(`change:${trait}`, renderHeader);
-  model.on("change:items", renderItems);
-  model.on("change:pending_tools", renderLive);
-  model.on("msg:custom", onCustom);
+  const unsubscribe = subscribe(model, [
+    ...["agent_name", "model_key", "status", "run_generation", "usage"].map(
+      (trait) => /** @type {[string, () => void]} */ ([`change:${trait}`, renderHeader])),
+    ["change:items", renderItems],
+    ["change:pending_tools", renderLive],
+    ["msg:custom", onCustom],
+  ]);
 
   renderHeader();
   renderItems();
@@ -220,10 +151,7 @@ export function render({ model, el }) {
 
   return () => {
     controller.abort();
-    for (const trait of headerTraits) model.off(`change:${trait}`, renderHeader);
-    model.off("change:items", renderItems);
-    model.off("change:pending_tools", renderLive);
-    model.off("msg:custom", onCustom);
+    unsubscribe();
     root.remove();
   };
 }

@@ -1,30 +1,18 @@
 // SubagentPickerView: a root agent's subagents — badge, list, transcript preview.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { renderTranscript } from "./agent_view.js";
+import { element, renderTranscript, subscribe } from "./dom.js";
 
 /**
  * @typedef {{label: string, status: string, model: string, path: string, agent_id: string|null}} Option
  * @typedef {{count?: number, text?: string, tone?: string}} Badge
  * @typedef {{path?: string, status?: string, model?: string, items?: any[], has_older?: boolean,
  *   truncated?: boolean, error?: string|null}} Preview
- * @typedef {import("./agent_view.js").Model} Model
+ * @typedef {import("./dom.js").Model} Model
  */
 
 const ACTIVE = new Set(["pending_init", "running"]);
 const TONES = { success: "active", error: "error", neutral: "" };
-
-/**
- * @param {string} tag
- * @param {string} [className]
- * @param {string} [text]
- */
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 /** @param {{model: Model, el: HTMLElement}} context */
 export function render({ model, el }) {
@@ -106,7 +94,7 @@ export function render({ model, el }) {
     ["change:root_name", renderHeader], ["change:badge", renderHeader], ["change:options", renderList],
     ["change:preview", renderPreview], ["change:notice", renderNotice],
   ];
-  for (const [event, handler] of subscriptions) model.on(event, handler);
+  const unsubscribe = subscribe(model, subscriptions);
   renderHeader();
   renderList();
   renderPreview();
@@ -114,7 +102,7 @@ export function render({ model, el }) {
 
   return () => {
     controller.abort();
-    for (const [event, handler] of subscriptions) model.off(event, handler);
+    unsubscribe();
     root.remove();
   };
 }

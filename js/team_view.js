@@ -1,26 +1,16 @@
 // TeamView: a lead, its teammates and the requests waiting for the lead.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
+import { element, subscribe } from "./dom.js";
+
 /**
  * @typedef {{name: string, role: string, model: string, status: string, error?: string|null,
  *   alive: boolean, unread: number, last_active?: number|null}} Member
  * @typedef {{id: string, protocol: string, sender: string, content: string, created_at: number}} Request
- * @typedef {import("./agent_view.js").Model} Model
+ * @typedef {import("./dom.js").Model} Model
  */
 
 const STATUS_TO_BADGE = { working: "streaming", idle: "finished", failed: "failed", shutdown: "idle" };
-
-/**
- * @param {string} tag
- * @param {string} [className]
- * @param {string} [text]
- */
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 /** @param {number|null|undefined} seconds @param {number} now */
 export function ago(seconds, now = Date.now() / 1000) {
@@ -112,7 +102,7 @@ export function render({ model, el }) {
     ["change:lead", renderHeader], ["change:members", renderMembers],
     ["change:requests", renderRequests], ["change:notice", renderNotice],
   ];
-  for (const [event, handler] of subscriptions) model.on(event, handler);
+  const unsubscribe = subscribe(model, subscriptions);
   renderHeader();
   renderMembers();
   renderRequests();
@@ -120,7 +110,7 @@ export function render({ model, el }) {
 
   return () => {
     controller.abort();
-    for (const [event, handler] of subscriptions) model.off(event, handler);
+    unsubscribe();
     root.remove();
   };
 }

@@ -18,11 +18,11 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import anywidget
 import traitlets
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter
 
-from mentra_nb.notebook.assets import asset
+from mentra_nb.notebook._widget import MentraWidget
+from mentra_nb.notebook.assets import asset, widget_module
 from mentra_nb.notebook.rendering import message_items, transcript_markdown
 from mentra_nb.runtime.agent import Agent
 from mentra_nb.runtime.events import AgentEvent
@@ -60,10 +60,10 @@ _browser_message: TypeAdapter[Any] = TypeAdapter(
 )
 
 
-class AgentView(anywidget.AnyWidget):
+class AgentView(MentraWidget):
     """Status, usage, the committed transcript, the live stream and controls."""
 
-    _esm = asset("agent_view.js")
+    _esm = widget_module("agent_view.js")
     _css = asset("mentra.css")
 
     agent_name = traitlets.Unicode("").tag(sync=True)
@@ -172,12 +172,7 @@ class AgentView(anywidget.AnyWidget):
     # --- browser side (runs on the kernel's shell thread) -------------------------
 
     def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        try:
-            message = _browser_message.validate_python(content)
-        except ValidationError as err:
-            log.warning("ignored an invalid message from the AgentView of %s: %s",
-                        self._agent.name, err.errors(include_url=False))
-            return
+        message = self._accept(_browser_message, content)
         agent = self._agent
         if isinstance(message, _Hello):
             self._host.call_soon(self._catch_up)
@@ -189,27 +184,17 @@ class AgentView(anywidget.AnyWidget):
             future = self._host.submit(agent.send(message.text))
             future.add_done_callback(_log_failure(agent.name))
 
-    def close(self) -> None:
-        unsubscribe = getattr(self, "_unsubscribe", None)
-        if unsubscribe is not None:
-            self._host.call_soon(unsubscribe)
-        super().close()
-
     # --- static outputs -----------------------------------------------------------
 
     def __repr__(self) -> str:
         agent = self._agent
         return f"AgentView({agent.name}, {agent.model.key}, {agent.status}, {len(agent.history)} messages)"
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
+    def _markdown(self) -> str:
         agent = self._agent
-        data["text/plain"] = repr(self)
         header = f"**{agent.name}** · `{agent.model.key}` · {agent.status}"
         body = transcript_markdown(agent.history)
-        data["text/markdown"] = f"{header}\n\n{body}" if body else header
-        return bundle
+        return f"{header}\n\n{body}" if body else header
 
 
 def _log_failure(name: str) -> Any:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import anywidget
 import traitlets
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter
 
 from mentra_nb.errors import MentraError
-from mentra_nb.notebook.assets import asset
+from mentra_nb.notebook._widget import MentraWidget
+from mentra_nb.notebook.assets import asset, widget_module
 from mentra_nb.notebook.rendering import message_items
 from mentra_nb.runtime import subagents
 from mentra_nb.runtime.agent import Agent
@@ -61,8 +61,8 @@ _browser_message: TypeAdapter[Any] = TypeAdapter(
 )
 
 
-class SubagentPickerView(anywidget.AnyWidget):
-    _esm = asset("subagent_picker.js")
+class SubagentPickerView(MentraWidget):
+    _esm = widget_module("subagent_picker.js")
     _css = asset("mentra.css")
 
     root_name = traitlets.Unicode("").tag(sync=True)
@@ -132,12 +132,7 @@ class SubagentPickerView(anywidget.AnyWidget):
     # --- browser side ----------------------------------------------------------
 
     def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        try:
-            message = _browser_message.validate_python(content)
-        except ValidationError as err:
-            log.warning("ignored an invalid message from the subagent picker of %s: %s",
-                        self._root.name, err.errors(include_url=False))
-            return
+        message = self._accept(_browser_message, content)
         if isinstance(message, _Open):
             self._host.call_soon(self._show, message.path)
         elif isinstance(message, _Older):
@@ -148,22 +143,12 @@ class SubagentPickerView(anywidget.AnyWidget):
         elif isinstance(message, _Interrupt):
             self._host.call_soon(self._interrupt, message.path)
 
-    def close(self) -> None:
-        unsubscribe = getattr(self, "_unsubscribe", None)
-        if unsubscribe is not None:
-            self._host.call_soon(unsubscribe)
-        super().close()
-
     # --- static outputs --------------------------------------------------------
 
     def __repr__(self) -> str:
         return f"SubagentPickerView({self._root.name}, {len(self.options)} subagents)"
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
-        data["text/plain"] = repr(self)
+    def _markdown(self) -> str:
         rows = [f"| `{o['path']}` | {o['status']} | `{o['model']}` |" for o in self.options]
         table = "\n".join(["| subagent | status | model |", "|---|---|---|", *rows]) if rows else ""
-        data["text/markdown"] = f"**{self._root.name}** · {len(self.options)} subagents\n\n{table}".rstrip()
-        return bundle
+        return f"**{self._root.name}** · {len(self.options)} subagents\n\n{table}".rstrip()

@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import anywidget
 import traitlets
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter
 
 from mentra_nb.errors import MentraError
-from mentra_nb.notebook.assets import asset
+from mentra_nb.notebook._widget import MentraWidget
+from mentra_nb.notebook.assets import asset, widget_module
 from mentra_nb.runtime.agent import Agent
 from mentra_nb.runtime.snapshot import AgentSnapshot
 
@@ -45,8 +45,8 @@ _browser_message: TypeAdapter[Any] = TypeAdapter(
 )
 
 
-class TeamView(anywidget.AnyWidget):
-    _esm = asset("team_view.js")
+class TeamView(MentraWidget):
+    _esm = widget_module("team_view.js")
     _css = asset("mentra.css")
 
     lead = traitlets.Dict().tag(sync=True)  # {name, status, unread}
@@ -112,33 +112,20 @@ class TeamView(anywidget.AnyWidget):
     # --- browser side ----------------------------------------------------------
 
     def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        try:
-            message = _browser_message.validate_python(content)
-        except ValidationError as err:
-            log.warning("ignored an invalid message from the team view of %s: %s",
-                        self._lead.name, err.errors(include_url=False))
+        message = self._accept(_browser_message, content)
+        if message is None:
             return
         reason = message.reason if isinstance(message, _Reject) else None
         self._host.call_soon(self._answer, message.request_id, isinstance(message, _Approve), reason)
-
-    def close(self) -> None:
-        unsubscribe = getattr(self, "_unsubscribe", None)
-        if unsubscribe is not None:
-            self._host.call_soon(unsubscribe)
-        super().close()
 
     # --- static outputs --------------------------------------------------------
 
     def __repr__(self) -> str:
         return f"TeamView({self._lead.name}, {len(self.members)} teammates, {len(self.requests)} pending requests)"
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
-        data["text/plain"] = repr(self)
+    def _markdown(self) -> str:
         rows = [f"| {m['name']} | {m['role']} | {m['status']} | {m['unread']} |" for m in self.members]
         table = "\n".join(["| teammate | role | status | unread |", "|---|---|---|---|", *rows])
         requests = "\n".join(f"- {r['protocol']} from {r['sender']}: {r['content']}" for r in self.requests)
-        data["text/markdown"] = "\n\n".join(
+        return "\n\n".join(
             part for part in (f"**team of {self._lead.name}**", table if rows else "", requests) if part)
-        return bundle

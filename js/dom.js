@@ -1,0 +1,92 @@
+// Shared DOM helpers of the mentra-nb widgets. Each widget imports them; the
+// kernel inlines this file into a widget's module (anywidget loads a single
+// module, where relative imports cannot resolve), so keep it import-free.
+
+/**
+ * @typedef {{index: number, role: string, kind: string, html?: string, id?: string, name?: string,
+ *   input?: string, content?: string, truncated?: boolean, is_error?: boolean, media_type?: string, data?: string}} Item
+ * @typedef {{
+ *   get(name: string): any,
+ *   on(event: string, handler: (...args: any[]) => void): void,
+ *   off(event: string, handler: (...args: any[]) => void): void,
+ *   send(content: object): void,
+ * }} Model
+ */
+
+/**
+ * @param {string} tag
+ * @param {string} [className]
+ * @param {string} [text]
+ * @returns {HTMLElement}
+ */
+export function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/**
+ * Render the committed transcript. Tool results are shown inside the
+ * collapsible block of the call they answer.
+ * @param {HTMLElement} container
+ * @param {Item[]} items
+ */
+export function renderTranscript(container, items) {
+  container.replaceChildren();
+  /** @type {Map<string, HTMLElement>} */
+  const calls = new Map();
+  for (const item of items) {
+    if (item.kind === "tool_result") {
+      const result = element("pre", item.is_error ? "mentra-error" : "", item.content ?? "");
+      const host = item.id ? calls.get(item.id) : undefined;
+      if (host) {
+        host.append(result);
+        if (item.is_error) host.classList.add("mentra-error");
+      } else {
+        const orphan = element("div", "mentra-item mentra-tool");
+        orphan.dataset.role = item.role;
+        orphan.append(result);
+        container.append(orphan);
+      }
+      continue;
+    }
+    const node = element("div", "mentra-item");
+    node.dataset.role = item.role;
+    node.dataset.kind = item.kind;
+    if (item.kind === "text") {
+      node.innerHTML = item.html ?? ""; // rendered by markdown-it in the kernel with raw HTML disabled
+    } else if (item.kind === "thinking") {
+      const fold = element("details", "mentra-thinking");
+      fold.append(element("summary", "", "thinking"));
+      const body = element("div");
+      body.innerHTML = item.html ?? "";
+      fold.append(body);
+      node.append(fold);
+    } else if (item.kind === "tool_use") {
+      const fold = element("details", "mentra-tool");
+      fold.append(element("summary", "", `tool call: ${item.name}`));
+      fold.append(element("pre", "", item.input ?? ""));
+      node.append(fold);
+      if (item.id) calls.set(item.id, fold);
+    } else if (item.kind === "image") {
+      const img = /** @type {HTMLImageElement} */ (element("img"));
+      img.src = `data:${item.media_type};base64,${item.data}`;
+      img.style.maxWidth = "100%";
+      node.append(img);
+    }
+    container.append(node);
+  }
+}
+
+/**
+ * Subscribe `handler`s to model events; returns a function that unsubscribes them all.
+ * @param {Model} model
+ * @param {[string, (...args: any[]) => void][]} subscriptions
+ */
+export function subscribe(model, subscriptions) {
+  for (const [event, handler] of subscriptions) model.on(event, handler);
+  return () => {
+    for (const [event, handler] of subscriptions) model.off(event, handler);
+  };
+}
