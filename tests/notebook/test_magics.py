@@ -130,6 +130,14 @@ def test_send_is_the_line_form_of_the_cell(ip):
     ("send writer", "TEXT is missing"),
     ("resume writer --all", "give NAME or --all, not both"),
     ("help nothing", "no command 'nothing'"),
+    ("team", "LEAD is missing\nusage: %mentra team LEAD"),
+    ("teammate lead", "NAME is missing"),
+    ("subagents", "NAME is missing\nusage: %mentra subagents NAME"),
+    ("interrupt", "NAME is missing\nusage: %mentra interrupt NAME"),
+    ("stop a b", "unexpected 'b'\nusage: %mentra stop NAME"),
+    ("db a b", "unexpected 'b'"),
+    ("models x y", "unexpected 'y'"),
+    ("resume --al", "unknown option --al; options: --all"),
 ])
 def test_bad_input_is_a_usage_error_with_the_usage_line(ip, line, message):
     with pytest.raises(UsageError) as info:
