@@ -1,0 +1,136 @@
+"""Browser tests: one JupyterLab server and one headless Chromium per test session.
+
+The server serves a temporary copy of `notebooks/` with fresh settings and
+workspace folders; each test writes its own notebook there, opens it in a new
+browser context, and gets a screenshot in `artifacts/browser/` whether it
+passed or failed. Kernels, the browser and the server are stopped even when a
+test fails or the run is interrupted.
+
+Needs Debian's chromium (`apt-get install chromium`) and the `browser` extra
+(Python playwright, which drives that Chromium; never `playwright install`).
+Without chromium the tests are skipped, except under CI where that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.browser.lab_server import REPO, LabServer, copy_notebooks
+
+ARTIFACTS = REPO / "artifacts" / "browser"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    report = yield
+    setattr(item, f"report_{report.when}", report)  # read by the screenshot fixture
+    return report
+
+
+def _chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path:
+        return path
+    message = "Debian's chromium is not installed: apt-get install -y chromium"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    _chromium()  # skip before spending seconds on a server nobody will look at
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)  # only this run's screenshots
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "notebooks"
+    copy_notebooks(REPO / "notebooks", root)
+    server = LabServer(root, base / "state", ARTIFACTS / "jupyterlab.log")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser(lab_server: LabServer):
+    from playwright.sync_api import sync_playwright
+
+    executable = _chromium()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(browser, request: pytest.FixtureRequest):
+    """A page in a fresh browser context; a screenshot of it lands in artifacts/browser/."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    console: list[str] = []
+    page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
+    page.on("pageerror", lambda err: console.append(f"pageerror: {err}"))
+    taken: list[bool] = []
+
+    def screenshot() -> None:
+        """Once per test, before its kernel is shut down (the notebook fixture calls it first)."""
+        if taken:
+            return
+        taken.append(True)
+        failed = any(getattr(getattr(request.node, f"report_{when}", None), "failed", False)
+                     for when in ("setup", "call"))
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", request.node.name)
+        try:
+            page.screenshot(path=ARTIFACTS / f"{name}-{'failed' if failed else 'passed'}.png",
+                            full_page=True)
+        except Exception as err:  # a crashed page must not hide the test's own failure
+            console.append(f"screenshot failed: {err}")
+        (ARTIFACTS / f"{name}-console.log").write_text("\n".join(console))
+
+    request.node.mentra_screenshot = screenshot
+    try:
+        yield page
+    finally:
+        try:
+            screenshot()
+        finally:
+            context.close()
+
+
+@pytest.fixture
+def notebook(page, lab_server: LabServer, request: pytest.FixtureRequest):
+    """A `NotebookPage` named after the test; its kernel is shut down afterwards."""
+    from tests.browser.notebook_page import NotebookPage
+
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", request.node.name.removeprefix("test_"))[:60] + ".ipynb"
+    nb = NotebookPage(page, lab_server, name)
+    try:
+        yield nb
+    finally:
+        try:
+            request.node.mentra_screenshot()
+        finally:
+            nb.close()
+            for session in lab_server.api("GET", "sessions"):
+                if session["path"] == name:
+                    lab_server.api("DELETE", f"sessions/{session['id']}")

@@ -1,0 +1,164 @@
+"""The AgentView in a real JupyterLab: streaming, tool calls, the message box, a kernel restart.
+
+Each test types nothing into code cells: it writes a notebook, opens it and
+runs its cells with Shift+Enter, then checks both what the page shows and what
+the kernel holds (through a second client on the same kernel).
+"""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from tests.browser.notebook_page import poll
+
+# Records every length the live-streaming text takes, from the moment it is installed.
+WATCH_LIVE_TEXT = """() => {
+  window.__liveLengths = [];
+  const record = () => {
+    const live = document.querySelector('.mentra-agent .mentra-live:not(.mentra-thinking)');
+    if (live) window.__liveLengths.push(live.textContent.length);
+  };
+  window.__liveObserver = new MutationObserver(record);
+  window.__liveObserver.observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+
+SETUP = "%load_ext mentra_nb\nimport mentra_nb.notebook as nb"
+
+
+def test_a_reply_streams_into_the_view_then_renders_as_markdown_and_finishes(notebook):
+    words = " ".join(f"word{i}" for i in range(150))
+    prompt = f"**Bold** claim, `code` and {words}"
+    nb = notebook.open([SETUP, "%mentra spawn writer", f"%%mentra writer\n{prompt}"])
+    nb.run_cell(0)
+    nb.run_cell(1)
+    view = nb.agent_view(1)
+    expect(view.locator(".mentra-name")).to_have_text("writer")
+    expect(view.locator(".mentra-badge")).to_have_text("idle")
+
+    nb.page.evaluate(WATCH_LIVE_TEXT)
+    nb.run_cell(2)  # returns at once with a Turn; the agent streams on
+    expect(nb.output(2)).to_contain_text("Turn(writer, run 1)")
+    view = nb.agent_view(2)
+    badge = view.locator(".mentra-badge")
+    expect(badge).to_have_attribute("data-status", "finished", timeout=30_000)
+    expect(badge).to_have_text("finished")
+
+    reply = f"You said: {prompt}"
+    lengths = nb.page.evaluate("window.__liveLengths")
+    partial = sorted({n for n in lengths if 0 < n < len(reply)})
+    assert len(partial) >= 3, f"saw only these live lengths: {sorted(set(lengths))}"
+    assert max(lengths) <= len(reply)
+
+    answer = view.locator('.mentra-transcript .mentra-item[data-role="assistant"]')
+    expect(answer).to_have_count(1)
+    expect(answer.locator("strong")).to_have_text("Bold")
+    expect(answer.locator("code")).to_have_text("code")
+    expect(answer).to_contain_text("word149")
+    expect(view.locator(".mentra-live:not(.mentra-thinking)")).to_be_empty()
+    expect(view.locator(".mentra-run")).to_have_text("run 1")
+    # The view that spawn displayed is the same widget, updated in place.
+    expect(nb.agent_view(1).locator(".mentra-badge")).to_have_text("finished")
+
+    agent = "nb.session().agent('writer')"
+    assert nb.kernel.value(f"{agent}.status.name") == "finished"
+    assert nb.kernel.value(f"[m.text for m in {agent}.history]") == [prompt, reply]
+
+
+def test_tool_calls_are_collapsible_and_show_their_input_and_result(notebook):
+    define_tool = '''from mentra_nb import tool
+
+@tool(read_only=True)
+def word_count(text: str) -> int:
+    """Count the words in a text."""
+    return len(text.split())
+
+nb.session().runtime.register_tool(word_count)'''
+    nb = notebook.open([SETUP, define_tool, "%mentra spawn counter --tools word_count",
+                        "%%mentra counter --wait\nHow many words?"])
+    nb.run_all(4)
+    view = nb.agent_view(3)
+    expect(view.locator(".mentra-badge")).to_have_attribute("data-status", "finished")
+
+    call = view.locator("details.mentra-tool")
+    expect(call).to_have_count(1)
+    summary = call.locator("summary")
+    expect(summary).to_have_text("tool call: word_count")
+    tool_input, tool_result = call.locator("pre").nth(0), call.locator("pre").nth(1)
+    # Folded: only the summary shows until it is clicked.
+    expect(tool_input).to_be_hidden()
+    summary.click()
+    expect(call).to_have_attribute("open", "")
+    expect(tool_input).to_be_visible()
+    expect(tool_input).to_contain_text('"text": "a"')  # the test model's argument from the schema
+    expect(tool_result).to_be_visible()
+    expect(tool_result).to_have_text("1")
+    summary.click()
+    expect(tool_input).to_be_hidden()
+
+    answer = view.locator('.mentra-item[data-role="assistant"][data-kind="text"]')
+    expect(answer).to_have_text("Tool results: word_count returned 1")
+    history = nb.kernel.value(
+        "[[b.model_dump(include={'type', 'name', 'content'}) for b in m.content]"
+        " for m in nb.session().agent('counter').history]")
+    assert history[1] == [{"type": "tool_use", "name": "word_count"}]
+    assert history[2] == [{"type": "tool_result", "content": "1"}]
+
+
+def test_the_message_box_sends_a_new_turn(notebook):
+    nb = notebook.open([SETUP, "%mentra spawn writer"])
+    nb.run_all(2)
+    view = nb.agent_view(1)
+    box = view.locator(".mentra-controls textarea")
+    box.fill("sent from the widget")
+    view.locator("button.mentra-send").click()
+
+    expect(view.locator(".mentra-badge")).to_have_attribute("data-status", "finished")
+    items = view.locator(".mentra-transcript .mentra-item")
+    expect(items).to_have_count(2)
+    expect(items.nth(0)).to_have_text("sent from the widget")
+    expect(items.nth(1)).to_have_text("You said: sent from the widget")
+    expect(box).to_have_value("")
+    assert nb.kernel.value("[m.text for m in nb.session().agent('writer').history]") == [
+        "sent from the widget", "You said: sent from the widget"]
+
+
+def test_after_a_kernel_restart_resume_shows_the_old_history_and_the_cut_turn(notebook):
+    long_prompt = " ".join(f"word{i}" for i in range(2000))
+    nb = notebook.open([
+        SETUP,
+        "%mentra spawn writer",
+        "%mentra send writer --wait warm up",
+        f"%%mentra writer\n{long_prompt}",
+        # Run after the restart:
+        "%load_ext mentra_nb\nimport mentra_nb.notebook as nb",
+        "%mentra resume",
+    ])
+    nb.run_all(4)
+    view = nb.agent_view(3)
+    live = view.locator(".mentra-live:not(.mentra-thinking)")
+    poll(lambda: len(live.text_content() or "") > 100, message="the reply to start streaming")
+    expect(view.locator(".mentra-badge")).to_have_attribute("data-status", "streaming")
+
+    # Kernel → Restart Kernel…, and confirm, as a person would.
+    nb.page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").click()
+    nb.page.locator(".lm-Menu-itemLabel", has_text="Restart Kernel…").click()
+    nb.page.locator(".jp-Dialog-button", has_text="Restart").click()
+    nb.forget_kernel()
+    nb.wait_kernel_idle()
+
+    nb.run_cell(4)
+    out = nb.run_cell(5)
+    expect(out).to_contain_text("mentra: resumed 'writer', 2 messages, interrupted")
+    view = nb.agent_view(5)
+    badge = view.locator(".mentra-badge")
+    expect(badge).to_have_attribute("data-status", "interrupted")
+    expect(badge).to_have_text("interrupted")
+    items = view.locator(".mentra-transcript .mentra-item")
+    expect(items).to_have_count(2)
+    expect(items.nth(0)).to_have_text("warm up")
+    expect(items.nth(1)).to_have_text("You said: warm up")
+    expect(view.locator(".mentra-live:not(.mentra-thinking)")).to_be_empty()
+
+    agent = "nb.session().agent('writer')"
+    assert nb.kernel.value(f"{agent}.status.name") == "interrupted"
+    assert nb.kernel.value(f"{agent}.resumable_turn.text[:12]") == "word0 word1 "
