@@ -1,0 +1,81 @@
+"""5. Import and load: `import mentra_nb` and `%load_ext mentra_nb` vs importing
+mentra-nb's own dependencies alone, each in a fresh interpreter.
+
+Each case runs in its own `python -c` process that times only the statement
+(the interpreter's start is not counted); cases are interleaved and repeated,
+and the best run of each is kept.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.benchmarks.report import Table, ratio
+
+__all__ = ["run"]
+
+REPEAT = 5
+REPO = Path(__file__).resolve().parents[2]
+
+_TIMED = (
+    "import time\n{setup}\n_t = time.perf_counter()\n{statement}\n"
+    "print(time.perf_counter() - _t)\n"
+)
+_SHELL = ("from IPython.core.interactiveshell import InteractiveShell\n"
+          "shell = InteractiveShell.instance()")
+
+RUNTIME_DEPS = "import pydantic, httpx, psutil"
+NOTEBOOK_DEPS = RUNTIME_DEPS + ", anywidget, ipywidgets, traitlets, markdown_it"
+
+# (label, setup, statement, the label it is compared with)
+CASES = [
+    ("dependencies of the runtime: pydantic, httpx, psutil", "", RUNTIME_DEPS, None),
+    ("import mentra_nb", "", "import mentra_nb", 0),
+    ("… and its notebook layer's: + anywidget, ipywidgets, traitlets, markdown_it "
+     "(in an IPython shell)", _SHELL, NOTEBOOK_DEPS, None),
+    ("%load_ext mentra_nb (in an IPython shell)", _SHELL,
+     "shell.run_line_magic('load_ext', 'mentra_nb')", 2),
+    ("peer: import langgraph.graph + langgraph.checkpoint.sqlite", "",
+     "import langgraph.graph, langgraph.checkpoint.sqlite", 1),
+    ("peer: import agents (OpenAI Agents SDK)", "", "import agents", 1),
+]
+
+
+def _time(setup: str, statement: str) -> float | None:
+    code = _TIMED.format(setup=setup, statement=statement)
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+    if done.returncode != 0:
+        return None
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def run() -> list[Table]:
+    runs: list[list[float]] = [[] for _ in CASES]
+    for _ in range(REPEAT):
+        for index, (_label, setup, statement, _base) in enumerate(CASES):
+            seconds = _time(setup, statement)
+            if seconds is not None:
+                runs[index].append(seconds)
+    best = [min(r) if r else None for r in runs]
+    table = Table("Import and load (fresh interpreter each time)",
+                  ["what", "ms", "compared with", "ratio"])
+    for (label, _setup, _statement, base), seconds in zip(CASES, best, strict=True):
+        if seconds is None:
+            table.add(label, "not installed", "", "")
+            continue
+        if base is None or best[base] is None:
+            table.add(label, seconds * 1000, "", "")
+        else:
+            table.add(label, seconds * 1000, CASES[base][0].split(":")[0].split(" (")[0],
+                      ratio(best[base], seconds))  # type: ignore[arg-type]
+    table.notes.append(f"best of {REPEAT} interleaved runs; the interpreter's own start is not "
+                       "counted; ratio = this row's time ÷ the compared row's")
+    return [table]
+
+
+if __name__ == "__main__":
+    for table in run():
+        print(table.text(), end="\n\n")

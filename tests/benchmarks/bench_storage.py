@@ -1,0 +1,317 @@
+"""1. Checkpoint storage: the same 200-turn conversation with tool calls, stored by
+our SqliteStore, LangGraph's SqliteSaver (a messages graph with a tool node)
+and the OpenAI Agents SDK's SQLiteSession (a Runner with a function tool).
+
+Each framework runs for real, driven by an offline model that replays the
+conversation. A wrapper around each one's storage calls counts the bytes the
+process hands to write() during those calls (database, WAL and journal pages)
+and the time spent in them, so framework overhead is not charged to storage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.benchmarks.conversation import Turn, conversation
+from tests.benchmarks.report import Table, io_written, ratio
+
+__all__ = ["run"]
+
+TURNS = 200
+CHECKPOINTS = (10, 100, 200)  # report the mean of the 10 turns ending here
+
+
+@dataclass
+class Meter:
+    """Bytes written and seconds spent inside storage calls, per turn."""
+
+    bytes: list[int] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+    _bytes: int = 0
+    _seconds: float = 0.0
+
+    def measure(self, fn: Callable[[], Any]) -> Any:
+        before, started = io_written(), time.perf_counter()
+        try:
+            return fn()
+        finally:
+            self._seconds += time.perf_counter() - started
+            self._bytes += io_written() - before
+
+    async def measure_async(self, coro: Any) -> Any:
+        before, started = io_written(), time.perf_counter()
+        try:
+            return await coro
+        finally:
+            self._seconds += time.perf_counter() - started
+            self._bytes += io_written() - before
+
+    def end_turn(self) -> None:
+        self.bytes.append(self._bytes)
+        self.seconds.append(self._seconds)
+        self._bytes, self._seconds = 0, 0.0
+
+    def window(self, values: list[Any], turn: int) -> float:
+        return statistics.fmean(values[max(0, turn - 10) : turn])
+
+
+@dataclass
+class Result:
+    name: str
+    meter: Meter
+    files: list[Path]
+    wall: float
+
+    @property
+    def disk(self) -> int:
+        return sum(p.stat().st_size for p in self.files if p.exists())
+
+
+def _files(db: Path) -> list[Path]:
+    return [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-journal")]
+
+
+# --- ours ------------------------------------------------------------------------
+
+_WRITES = {
+    "create_agent", "begin_run", "checkpoint_pending", "commit_assistant", "append_messages",
+    "finish_run", "rollback_run", "save_state", "set_status", "acquire_lease", "renew_leases",
+    "release_leases", "claim_team_mail", "settle_team_mail", "post_team_mail",
+    "update_agent_profile", "create_team_request", "resolve_team_request",
+}
+
+
+class MeteredStore:
+    """Our store with every write call measured; everything else passes through."""
+
+    def __init__(self, store: Any, meter: Meter) -> None:
+        self._store, self._meter = store, meter
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._store, name)
+        if name not in _WRITES:
+            return attr
+        return lambda *a, **k: self._meter.measure(lambda: attr(*a, **k))
+
+
+async def _ours(turns: list[Turn], db: Path, *, synchronous: str = "NORMAL") -> Result:
+    from mentra_nb import Runtime, SqliteStore, tool
+    from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
+
+    results = {t.tool_input["query"]: t.tool_result for t in turns}
+
+    @tool
+    def lookup(query: str) -> str:
+        """Look something up in the data."""
+        return results[query]
+
+    scripts = []
+    for t in turns:
+        scripts += [tool_use_stream(t.call_id, "lookup", t.tool_input_json), text_stream(t.answer)]
+    meter = Meter()
+    store = SqliteStore(db)
+    store._conn.execute(f"PRAGMA synchronous = {synchronous}")
+    rt = Runtime.empty(store=MeteredStore(store, meter), tools=[lookup],
+                       providers=[ScriptedProvider("anthropic", scripts)])
+    agent = rt.spawn("analyst", "anthropic:model")
+    meter.end_turn()  # creating the agent is not a turn
+    meter.bytes.clear(), meter.seconds.clear()
+    started = time.perf_counter()
+    for t in turns:
+        await agent.send(t.user)
+        meter.end_turn()
+    wall = time.perf_counter() - started
+    assert len(store.load_messages(agent.id)) == 4 * len(turns)
+    await rt.aclose()
+    store.close()
+    return Result(f"mentra-nb SqliteStore (synchronous={synchronous})", meter, _files(db), wall)
+
+
+# --- LangGraph --------------------------------------------------------------------
+
+
+def _langgraph(turns: list[Turn], db: Path) -> Result:
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.tools import tool as lc_tool
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    results = {t.tool_input["query"]: t.tool_result for t in turns}
+
+    @lc_tool
+    def lookup(query: str) -> str:
+        """Look something up in the data."""
+        return results[query]
+
+    current: list[Turn] = []
+
+    def model(state: MessagesState) -> dict[str, Any]:
+        turn = current[-1]
+        if isinstance(state["messages"][-1], HumanMessage):
+            call = {"name": "lookup", "args": turn.tool_input, "id": turn.call_id}
+            return {"messages": [AIMessage(content="", tool_calls=[call])]}
+        return {"messages": [AIMessage(content=turn.answer)]}
+
+    meter = Meter()
+
+    class MeteredSaver(SqliteSaver):
+        def put(self, *args: Any, **kwargs: Any) -> Any:
+            return meter.measure(lambda: super(MeteredSaver, self).put(*args, **kwargs))
+
+        def put_writes(self, *args: Any, **kwargs: Any) -> Any:
+            return meter.measure(lambda: super(MeteredSaver, self).put_writes(*args, **kwargs))
+
+    conn = sqlite3.connect(db, check_same_thread=False)
+    saver = MeteredSaver(conn)
+    saver.setup()
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", model)
+    graph.add_node("tools", ToolNode([lookup]))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", tools_condition, ["tools", END])
+    graph.add_edge("tools", "model")
+    app = graph.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "analyst"}}
+    meter.bytes.clear()
+    started = time.perf_counter()
+    for t in turns:
+        current.append(t)
+        app.invoke({"messages": [HumanMessage(t.user)]}, config)
+        meter.end_turn()
+    wall = time.perf_counter() - started
+    assert len(app.get_state(config).values["messages"]) == 4 * len(turns)
+    conn.close()
+    return Result("LangGraph SqliteSaver (MessagesState)", meter, _files(db), wall)
+
+
+# --- OpenAI Agents SDK ----------------------------------------------------------
+
+
+async def _openai_agents(turns: list[Turn], db: Path) -> Result:
+    from agents import Agent, Runner, SQLiteSession, function_tool, set_tracing_disabled
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
+
+    set_tracing_disabled(True)
+    results = {t.tool_input["query"]: t.tool_result for t in turns}
+    current: list[Turn] = []
+
+    @function_tool
+    def lookup(query: str) -> str:
+        """Look something up in the data."""
+        return results[query]
+
+    class ReplayModel(Model):
+        async def get_response(self, system_instructions: Any, input: Any, *args: Any,
+                               **kwargs: Any) -> ModelResponse:
+            turn = current[-1]
+            last = input[-1] if isinstance(input, list) else {"role": "user"}
+            if last.get("type") == "function_call_output":
+                output: list[Any] = [ResponseOutputMessage(
+                    id=f"msg_{turn.index}", type="message", role="assistant", status="completed",
+                    content=[ResponseOutputText(type="output_text", text=turn.answer, annotations=[])],
+                )]
+            else:
+                output = [ResponseFunctionToolCall(
+                    type="function_call", call_id=turn.call_id, name="lookup",
+                    arguments=turn.tool_input_json, id=f"fc_{turn.index}", status="completed",
+                )]
+            return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError
+
+    meter = Meter()
+
+    class MeteredSession(SQLiteSession):
+        async def add_items(self, items: Any) -> None:
+            await meter.measure_async(super().add_items(items))
+
+    session = MeteredSession("analyst", db)
+    agent = Agent(name="analyst", instructions="", model=ReplayModel(), tools=[lookup])
+    started = time.perf_counter()
+    for t in turns:
+        current.append(t)
+        await Runner.run(agent, t.user, session=session)
+        meter.end_turn()
+    wall = time.perf_counter() - started
+    assert len(await session.get_items()) == 4 * len(turns)
+    session.close()
+    return Result("OpenAI Agents SQLiteSession", meter, _files(db), wall)
+
+
+# --- the table -------------------------------------------------------------------------
+
+
+def run(turns: int = TURNS) -> list[Table]:
+    convo = conversation(turns)
+    results: list[Result] = []
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="mentra-bench-") as tmp:
+        folder = Path(tmp)
+        results.append(asyncio.run(_ours(convo, folder / "ours.sqlite")))
+        results.append(asyncio.run(_ours(convo, folder / "ours-full.sqlite", synchronous="FULL")))
+        for name, runner in (("LangGraph", lambda: _langgraph(convo, folder / "langgraph.sqlite")),
+                             ("OpenAI Agents", lambda: asyncio.run(
+                                 _openai_agents(convo, folder / "openai.sqlite")))):
+            try:
+                results.append(runner())
+            except ImportError as err:
+                notes.append(f"{name} is not installed ({err}); pip install -e '.[bench]'")
+        return _tables(results, turns, notes)
+
+
+def _tables(results: list[Result], turns: int, notes: list[str]) -> list[Table]:
+    ours = results[0]
+    points = [c for c in CHECKPOINTS if c <= turns]
+    size = Table(
+        f"Checkpoint storage: {turns}-turn conversation with a tool call per turn",
+        ["store", "db + WAL on disk", "vs ours", *(f"bytes written, turn {c}" for c in points),
+         f"turn {points[-1]} vs ours", "last ÷ first window"],
+    )
+    for r in results:
+        windows = [r.meter.window(r.meter.bytes, c) for c in points]
+        size.add(r.name, f"{r.disk / 1024:,.0f} KiB", ratio(ours.disk, r.disk),
+                 *(f"{w / 1024:,.1f} KiB" for w in windows),
+                 ratio(ours.meter.window(ours.meter.bytes, points[-1]), windows[-1]),
+                 f"{windows[-1] / windows[0]:.2f}")
+    size.notes += [
+        "bytes written: what the process handed to write() inside the store's own calls "
+        "(database, WAL and journal pages; SQLite writes whole pages), mean of the 10 turns "
+        "ending at that turn",
+        "every store runs with WAL; the peers keep SQLite's default synchronous=FULL (an fsync "
+        "per commit), ours uses NORMAL, so ours is also shown with FULL",
+        *notes,
+    ]
+    timing = Table(
+        "Checkpoint storage: time per turn",
+        ["store", *(f"write ms, turn {c}" for c in points), f"turn {points[-1]} vs ours",
+         f"whole turn ms (framework + store), mean of {turns}"],
+    )
+    for r in results:
+        windows = [r.meter.window(r.meter.seconds, c) * 1000 for c in points]
+        timing.add(r.name, *windows,
+                   ratio(ours.meter.window(ours.meter.seconds, points[-1]) * 1000, windows[-1]),
+                   r.wall / turns * 1000)
+    timing.notes.append("write ms: time inside the store's calls during one turn (mean of 10 turns)")
+    return [size, timing]
+
+
+if __name__ == "__main__":
+    for table in run():
+        print(table.text(), end="\n\n")
