@@ -29,7 +29,10 @@ def word_count(text: str) -> int:
 
 
 def _runtime(db: Path, *, tools: bool) -> Runtime:
+    # No built-in file tools: the offline test model calls every tool it is
+    # offered, and the demo shows exactly one call.
     return Runtime(
+        builtin_tools=False,
         store=SqliteStore(db),
         providers=[TestProvider(chunk_delay=0.04)],
         tools=[word_count] if tools else [],

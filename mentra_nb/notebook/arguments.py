@@ -58,17 +58,24 @@ def _split_commas(value: Any) -> Any:
 
 class Spawn(Command):
     command = "spawn"
-    summary = "create an agent and show its view (--subagents: it may delegate; --team: it may lead a team)"
+    summary = ("create an agent and show its view (--subagents: it may delegate; --team: it may lead a team; "
+               "--python/--shell: enable those tools, each call approved by you; --read-only: no tool that "
+               "changes anything; --auto-approve: tools that run without asking)")
     positionals = ("agent",)
-    metavars = {"agent": "NAME", "model": "PROVIDER:MODEL", "system": "TEXT", "tools": "A,B"}
+    metavars = {"agent": "NAME", "model": "PROVIDER:MODEL", "system": "TEXT", "tools": "A,B",
+                "auto_approve": "A,B"}
     agent: AgentName
     model: str | None = None
     system: str | None = None
     tools: list[str] | None = None
     subagents: bool = False
     team: bool = False
+    python: bool = False
+    shell: bool = False
+    read_only: bool = False
+    auto_approve: list[str] | None = None
 
-    _tools = field_validator("tools", mode="before")(_split_commas)
+    _tools = field_validator("tools", "auto_approve", mode="before")(_split_commas)
 
 
 class Send(Command):
@@ -110,6 +117,26 @@ class Stop(Command):
     positionals = ("agent",)
     metavars = {"agent": "NAME"}
     agent: AgentName
+
+
+class Approve(Command):
+    command = "approve"
+    summary = "let NAME's paused tool call CALL_ID run (--always: never ask about that tool again)"
+    positionals = ("agent", "call_id")
+    metavars = {"agent": "NAME", "call_id": "CALL_ID"}
+    agent: AgentName
+    call_id: str = Field(min_length=1)
+    always: bool = False
+
+
+class Deny(Command):
+    command = "deny"
+    summary = "refuse NAME's paused tool call CALL_ID; the model reads the reason"
+    positionals = ("agent", "call_id")
+    metavars = {"agent": "NAME", "call_id": "CALL_ID", "reason": "TEXT"}
+    agent: AgentName
+    call_id: str = Field(min_length=1)
+    reason: str = ""
 
 
 class Team(Command):
@@ -174,8 +201,8 @@ class CellArgs(Command):
 
 
 COMMANDS: dict[str, type[Command]] = {
-    c.command: c for c in (Spawn, Send, ListAgents, Resume, Team, Teammate, Subagents, Interrupt, Stop, Db,
-                              Models, Help)
+    c.command: c for c in (Spawn, Send, ListAgents, Resume, Approve, Deny, Team, Teammate, Subagents,
+                              Interrupt, Stop, Db, Models, Help)
 }
 
 

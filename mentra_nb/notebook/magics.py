@@ -14,6 +14,7 @@ from mentra_nb.errors import MentraError
 from mentra_nb.notebook import arguments as args
 from mentra_nb.notebook.session import NotebookSession
 from mentra_nb.notebook.turn import Turn
+from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime.agent import Agent
 from mentra_nb.runtime.config import AgentConfig
 
@@ -70,9 +71,34 @@ class MentraMagics(Magics):
             except MentraError as err:
                 print(f"mentra: {err}\nmentra: so '{command.agent}' uses the offline test model")
                 model = OFFLINE_MODEL
-        config = AgentConfig(system=command.system, tools=command.tools,
-                             subagents=command.subagents, team=command.team)
+        enabled = [name for name, on in (("python", command.python), ("shell", command.shell)) if on]
+        for name in enabled:
+            self.session.enable_tool(name)
+        hidden: list[str] = []
+        if command.tools is None and self._is_offline_test_model(model):
+            # The offline test model calls every tool it is offered, once, on
+            # each message: offered write_file it would stop every turn for an
+            # approval of a made-up file. It gets the built-in tools only when
+            # asked for by name (--tools, --python, --shell).
+            hidden = [n for n in self.session.builtin_tool_names() if n not in enabled]
+        config = AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
+                             subagents=command.subagents, team=command.team, read_only=command.read_only,
+                             auto_approve=command.auto_approve or [])
         return self.session.spawn(command.agent, model, config)
+
+    def _is_offline_test_model(self, model: str) -> bool:
+        runtime = self.session.runtime
+        try:
+            provider, _ = self.session.host.call(lambda: runtime.providers.resolve(model))
+        except MentraError:
+            return False  # spawn reports the bad model itself
+        return isinstance(provider, TestProvider)
+
+    def _do_approve(self, command: args.Approve) -> None:
+        self.session.approve(self.session.agent(command.agent), command.call_id, always=command.always)
+
+    def _do_deny(self, command: args.Deny) -> None:
+        self.session.deny(self.session.agent(command.agent), command.call_id, command.reason)
 
     def _do_send(self, command: args.Send) -> Turn:
         return self._send(self.session.agent(command.agent), command.text, wait=command.wait)

@@ -13,17 +13,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mentra_nb.errors import AgentNotFound
+from mentra_nb.errors import AgentNotFound, ConfigError
 from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.notebook.discovery import StoreLocation, discover_store
 from mentra_nb.notebook.host import RuntimeHost
+from mentra_nb.notebook.kernel_tools import KERNEL_TOOL_NAMES, kernel_tools, python_tool
 from mentra_nb.notebook.subagent_picker import SubagentPickerView
 from mentra_nb.notebook.team_view import TeamView
 from mentra_nb.notebook.turn import Turn
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime.agent import Agent
 from mentra_nb.runtime.config import AgentConfig
+from mentra_nb.runtime.file_tools import FILE_TOOL_NAMES
 from mentra_nb.runtime.runtime import Runtime
+from mentra_nb.runtime.shell_tool import shell_tool
+from mentra_nb.runtime.tools import Tool
 from mentra_nb.store.base import AgentRecord
 from mentra_nb.store.sqlite import SqliteStore
 
@@ -40,12 +44,20 @@ def _kernel_label() -> str | None:
         return None
 
 
+OPT_IN_TOOLS = ("python", "shell")
+
+
 class NotebookSession:
-    def __init__(self, user_ns: Mapping[str, Any], *, environ: Mapping[str, str] = os.environ) -> None:
+    """`python_tool` / `shell_tool` register those opt-in tools for this kernel's
+    agents from the start (`%mentra spawn NAME --python --shell` does it later)."""
+
+    def __init__(self, user_ns: Mapping[str, Any], *, environ: Mapping[str, str] = os.environ,
+                 python_tool: bool = False, shell_tool: bool = False) -> None:
         self.user_ns = user_ns
         self.environ = environ
         self.host = RuntimeHost()
         self.location: StoreLocation = discover_store(user_ns, environ=environ)
+        self._opt_in = {name for name, on in (("python", python_tool), ("shell", shell_tool)) if on}
         self._runtime: Runtime | None = None
         self._views: dict[str, AgentView] = {}
         self._pickers: dict[str, SubagentPickerView] = {}
@@ -57,6 +69,7 @@ class NotebookSession:
     def runtime(self) -> Runtime:
         if self._runtime is None:
             location = self.location
+            workspace = self.workspace
 
             def open_runtime() -> Runtime:
                 return Runtime(
@@ -64,11 +77,53 @@ class NotebookSession:
                     runtime_id=location.runtime_id,
                     # Streams a little slower than instant, so the offline model is watchable.
                     providers=[TestProvider(chunk_delay=0.01)],
+                    tools=[*kernel_tools(self.user_ns), *(self._opt_in_tool(n) for n in sorted(self._opt_in))],
                     owner_label=_kernel_label(),
+                    workspace=workspace,
                 )
 
             self._runtime = self.host.call(open_runtime)
         return self._runtime
+
+    @property
+    def workspace(self) -> Path:
+        """The folder the file tools (and shell) work in: the notebook's own folder
+        when the kernel knows its notebook, else the current folder."""
+        notebook = self.location.notebook
+        return notebook.parent if notebook is not None else Path.cwd()
+
+    # --- tools --------------------------------------------------------------------
+
+    def builtin_tool_names(self) -> list[str]:
+        """Tools this session registered itself (file, kernel and opt-in tools),
+        as opposed to ones a user registered on the runtime."""
+        ours = {*FILE_TOOL_NAMES, *KERNEL_TOOL_NAMES, *OPT_IN_TOOLS}
+        return [t.spec.name for t in self.runtime.tools if t.spec.name in ours]
+
+    def enable_tool(self, name: str) -> bool:
+        """Register the opt-in tool `name` ("python" or "shell") for this kernel's
+        agents; every call needs approval. Returns False if it already was."""
+        if name not in OPT_IN_TOOLS:
+            raise ConfigError(f"unknown opt-in tool {name!r}; the opt-in tools are: {', '.join(OPT_IN_TOOLS)}")
+        runtime = self.runtime
+        if any(t.spec.name == name for t in runtime.tools):
+            self._opt_in.add(name)
+            return False
+        tool = self._opt_in_tool(name)
+        self.host.call(lambda: runtime.register_tool(tool))
+        self._opt_in.add(name)
+        return True
+
+    def _opt_in_tool(self, name: str) -> Tool:
+        if name == "python":
+            return python_tool(self.user_ns)  # type: ignore[arg-type]
+        return shell_tool(self.workspace)
+
+    def approve(self, agent: Agent, call_id: str, *, always: bool = False) -> None:
+        self.host.call(lambda: agent.approve(call_id, always=always))
+
+    def deny(self, agent: Agent, call_id: str, reason: str = "") -> None:
+        self.host.call(lambda: agent.deny(call_id, reason))
 
     @property
     def is_open(self) -> bool:
@@ -157,3 +212,4 @@ class NotebookSession:
             view = AgentView(agent, self.host)
             self._views[agent.id] = view
         return view
+

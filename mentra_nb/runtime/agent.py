@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from mentra_nb.errors import AgentBusy, AgentError, AgentNotFound, NoResumableTurn
 from mentra_nb.messages import ContentBlock, Message, Role, Usage
 from mentra_nb.providers.base import ModelInfo
+from mentra_nb.runtime.approvals import ApprovalDecision, Approvals, load_approval_state
 from mentra_nb.runtime.config import AgentConfig
 from mentra_nb.runtime.events import AgentEvent, ToolExecutionProgress
 from mentra_nb.runtime.extensions import AgentExtension
@@ -58,6 +59,7 @@ class Agent:
         self._run_task: asyncio.Task[Message] | None = None
         self._stop_requested = False
         self._extensions: list[AgentExtension] = []
+        self._approvals = Approvals(self, load_approval_state(runtime.store, self.id))
 
     def __repr__(self) -> str:
         return f"<Agent {self.name} ({self.model.key}) {self._status}>"
@@ -115,6 +117,7 @@ class Agent:
             current_text=self._current_text,
             current_thinking=self._current_thinking,
             pending_tool_uses=list(self._pending_tool_uses),
+            pending_approvals=self._approvals.pending,
             pending_team_messages=extra.get("pending_team_messages", 0),
             teammates=extra.get("teammates", []),
             subagents=extra.get("subagents", []),
@@ -123,9 +126,17 @@ class Agent:
 
     def tools(self) -> list[Tool]:
         """The tools this agent may call: the runtime's and its extensions',
-        filtered by its config."""
+        filtered by its config (`tools`, `hidden_tools`, `read_only`)."""
         offered = [*self._runtime.tools, *(t for e in self._extensions for t in e.tools())]
-        return [t for t in offered if self.config.allows_tool(t.spec.name)]
+        return [
+            t for t in offered
+            if self.config.allows_tool(t.spec.name) and (t.spec.read_only or not self.config.read_only)
+        ]
+
+    @property
+    def always_allowed_tools(self) -> list[str]:
+        """Tools the user chose to "always allow" for this agent (kept in the store)."""
+        return sorted(self._approvals.always_allow)
 
     # --- observing -----------------------------------------------------------
 
@@ -168,9 +179,27 @@ class Agent:
         )
 
     def stop(self) -> None:
-        """Finish the current run at the next round boundary, keeping the transcript."""
+        """Finish the current run at the next round boundary, keeping the transcript.
+
+        Calls waiting for approval are denied, so the round can end."""
         if self.is_running:
             self._stop_requested = True
+            self._approvals.deny_all("the user stopped the run before answering")
+
+    # --- approvals (runtime/approvals.py) ---------------------------------------
+
+    def approve(self, call_id: str, always: bool = False) -> None:
+        """Let the paused tool call `call_id` run. `always=True` also lets this
+        agent call that tool without asking from now on (remembered in the store).
+
+        Raises `AgentError` if no such call is waiting. Safe from any thread.
+        """
+        self._approvals.answer(call_id, ApprovalDecision(approved=True, always=always))
+
+    def deny(self, call_id: str, reason: str = "") -> None:
+        """Refuse the paused tool call `call_id`; the model gets an error result
+        saying it was not run, with `reason`."""
+        self._approvals.answer(call_id, ApprovalDecision(approved=False, reason=reason))
 
     def cancel(self) -> None:
         """Abort the current run now; it is rolled back (its message stays resumable)."""

@@ -39,7 +39,9 @@ class AgentConfig(BaseModel):
     `tools` is an allow list (None: every registered tool); `hidden_tools` is
     removed from whatever remains. `max_rounds` bounds model calls per run.
     `subagents` lets the agent delegate (True or `SubagentLimits(...)`; None: no
-    subagent tools).
+    subagent tools). `auto_approve` names tools whose calls run without asking
+    the user even though their spec requires approval; `read_only=True` hides
+    every tool whose spec is not read-only (file writes, python, shell, …).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -54,6 +56,8 @@ class AgentConfig(BaseModel):
     tools: list[str] | None = None
     hidden_tools: list[str] = Field(default_factory=list)
     subagents: SubagentLimits | None = None
+    auto_approve: list[str] = Field(default_factory=list)
+    read_only: bool = False
 
     @field_validator("subagents", mode="before")
     @classmethod

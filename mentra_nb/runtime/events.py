@@ -23,6 +23,8 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "TextDelta",
+    "ToolApprovalRequested",
+    "ToolApprovalResolved",
     "ToolExecutionFinished",
     "ToolExecutionProgress",
     "ToolExecutionStarted",
@@ -87,6 +89,26 @@ class ToolUseReady(_AgentEvent):
     input: dict[str, Any]
 
 
+class ToolApprovalRequested(_AgentEvent):
+    """The run paused: this call waits for `agent.approve(id)` or `agent.deny(id, reason)`."""
+
+    type: Literal["tool_approval_requested"] = "tool_approval_requested"
+    tool_use_id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ToolApprovalResolved(_AgentEvent):
+    """The user answered; `always` means this agent will not be asked about `name` again."""
+
+    type: Literal["tool_approval_resolved"] = "tool_approval_resolved"
+    tool_use_id: str
+    name: str
+    approved: bool
+    always: bool = False
+    reason: str = ""
+
+
 class ToolExecutionStarted(_AgentEvent):
     type: Literal["tool_execution_started"] = "tool_execution_started"
     tool_use_id: str
@@ -134,6 +156,6 @@ class RetryAttempted(_AgentEvent):
 
 
 AgentEvent = Annotated[
-    RunStarted | RunFinished | RunFailed | RunCancelled | TextDelta | ReasoningDelta | ToolUseUpdated | ToolUseReady | ToolExecutionStarted | ToolExecutionProgress | ToolExecutionFinished | AssistantMessageCommitted | ToolResultsCommitted | UsageReported | RetryAttempted,
+    RunStarted | RunFinished | RunFailed | RunCancelled | TextDelta | ReasoningDelta | ToolUseUpdated | ToolUseReady | ToolApprovalRequested | ToolApprovalResolved | ToolExecutionStarted | ToolExecutionProgress | ToolExecutionFinished | AssistantMessageCommitted | ToolResultsCommitted | UsageReported | RetryAttempted,
     Field(discriminator="type"),
 ]

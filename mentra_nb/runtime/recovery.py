@@ -6,7 +6,8 @@
 |                                      | message kept for `agent.resume()`              |             |
 | before the first assistant message   | rolled back to the run's start (same)          | interrupted |
 | running a tool (assistant committed) | kept; every tool call without a result gets a  | interrupted |
-|                                      | synthetic error result                         |             |
+|                                      | synthetic error result (a call that was        |             |
+|                                      | waiting for approval says so)                  |             |
 | idle / finished                      | unchanged                                      | as stored   |
 
 Providers reject a tool call without a result, so unlike mentra we pair every
@@ -17,6 +18,11 @@ from __future__ import annotations
 
 from mentra_nb.errors import StoreError
 from mentra_nb.messages import Message, Role, ToolResultBlock
+from mentra_nb.runtime.approvals import (
+    APPROVAL_INTERRUPTED_RESULT,
+    APPROVALS_STATE_KEY,
+    load_approval_state,
+)
 from mentra_nb.status import AgentStatus
 from mentra_nb.store.base import PersistedAgent, Store
 
@@ -46,14 +52,20 @@ def recover(store: Store, persisted: PersistedAgent, *, token: str) -> Persisted
     if run is None:
         return persisted
     interrupted = AgentStatus.interrupted()
+    approvals = load_approval_state(store, agent_id)
     if persisted.pending_turn is not None or not run.assistant_committed:
         opening = persisted.transcript[run.baseline] if run.baseline < len(persisted.transcript) else None
         resumable = opening if opening is not None and opening.role is Role.USER else None
         store.rollback_run(agent_id, status=interrupted, resumable=resumable, token=token)
     else:
         missing = unanswered_tool_uses(persisted.transcript)
+        waited = {p.tool_use_id for p in approvals.pending if p.run_generation == run.generation}
         results = [
-            ToolResultBlock(tool_use_id=tool_id, content=INTERRUPTED_TOOL_RESULT, is_error=True)
+            ToolResultBlock(
+                tool_use_id=tool_id,
+                content=APPROVAL_INTERRUPTED_RESULT if tool_id in waited else INTERRUPTED_TOOL_RESULT,
+                is_error=True,
+            )
             for tool_id in missing
         ]
         store.finish_run(
@@ -62,6 +74,11 @@ def recover(store: Store, persisted: PersistedAgent, *, token: str) -> Persisted
             token=token,
             append=[Message(role=Role.USER, content=results)] if results else None,
         )
+    if approvals.pending:
+        # After the results above: a crash in between leaves the record, and
+        # the next load reads it again (it only matters while a run exists).
+        store.save_state(agent_id, APPROVALS_STATE_KEY,
+                         approvals.model_copy(update={"pending": []}).model_dump(mode="json"), token=token)
     reloaded = store.load_agent(agent_id)
     if reloaded is None:
         raise StoreError(f"agent {agent_id} disappeared from the store while it was recovered")

@@ -12,11 +12,13 @@ collection, or interpreter exit) releases them for the next runtime.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import time
 import uuid
 import weakref
 from collections.abc import Iterable
+from pathlib import Path
 
 from mentra_nb.errors import AgentExists, AgentNotFound, ConfigError, MentraError
 from mentra_nb.providers.base import ModelInfo, Provider
@@ -24,6 +26,7 @@ from mentra_nb.providers.registry import ProviderRegistry
 from mentra_nb.runtime.agent import Agent
 from mentra_nb.runtime.config import AgentConfig
 from mentra_nb.runtime.extensions import RuntimeExtension
+from mentra_nb.runtime.file_tools import Workspace, file_tools
 from mentra_nb.runtime.leases import DEFAULT_LEASE_TTL, LeaseKeeper, release_leases_quietly
 from mentra_nb.runtime.recovery import recover
 from mentra_nb.runtime.subagents import SubagentsExtension
@@ -37,13 +40,11 @@ __all__ = ["Runtime"]
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
-def _builtin_tools() -> list[Tool]:
-    """Tools every runtime registers unless built with `builtin_tools=False`.
-
-    The core runtime ships none of its own yet; the notebook's file and kernel
-    tools will register here.
-    """
-    return []
+def _builtin_tools(workspace: Workspace) -> list[Tool]:
+    """Tools every runtime registers unless built with `builtin_tools=False`:
+    the file tools, confined to `workspace` (`write_file` and `edit_file` need
+    the user's approval). `python` and `shell` are opt-in, never built in."""
+    return file_tools(workspace)
 
 
 class Runtime:
@@ -52,6 +53,8 @@ class Runtime:
     `providers` are explicit provider instances (they win over built-ins of the
     same name); `tools` are registered for every agent, each agent's
     `AgentConfig` narrowing them. Without a store, state lives in memory only.
+    `workspace` is the folder the built-in file tools may not leave (default:
+    the current folder).
     """
 
     def __init__(
@@ -65,14 +68,16 @@ class Runtime:
         extensions: Iterable[RuntimeExtension] = (),
         lease_ttl: float = DEFAULT_LEASE_TTL,
         owner_label: str | None = None,
+        workspace: str | os.PathLike[str] | None = None,
     ) -> None:
         if not isinstance(runtime_id, str) or not runtime_id.strip():
             raise ConfigError("runtime_id must be a non-empty string, e.g. the notebook's name")
         self.store: Store = store if store is not None else SqliteStore(":memory:")
         self.runtime_id = runtime_id
         self.providers = ProviderRegistry(providers)
+        self.workspace = Workspace(workspace if workspace is not None else Path.cwd())
         self._tools: dict[str, Tool] = {}
-        for t in [*(_builtin_tools() if builtin_tools else []), *tools]:
+        for t in [*(_builtin_tools(self.workspace) if builtin_tools else []), *tools]:
             self.register_tool(t)
         self._agents: dict[str, Agent] = {}
         self._extensions: list[RuntimeExtension] = list(extensions)

@@ -57,7 +57,10 @@ class ToolSpec(ToolDefinition):
     """A tool as the runtime sees it: the model-facing definition plus how to run it.
 
     `read_only` tools of one round run concurrently; the others run one at a
-    time, in call order. `timeout` (seconds) bounds one call.
+    time, in call order. `timeout` (seconds) bounds one call. A call of a tool
+    with `requires_approval` waits for the user's answer (`agent.approve` /
+    `agent.deny`, or the AgentView's buttons) unless the agent's config
+    auto-approves it or the user chose "always allow" for that agent.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -65,6 +68,7 @@ class ToolSpec(ToolDefinition):
     side_effect_level: ToolSideEffectLevel = ToolSideEffectLevel.NONE
     durability: ToolDurability = ToolDurability.REPLAY_SAFE
     read_only: bool = False
+    requires_approval: bool = False
     timeout: float | None = 120.0
 
     def definition(self) -> ToolDefinition:
@@ -185,10 +189,12 @@ def tool(
     side_effect_level: ToolSideEffectLevel | str | None = None,
     durability: ToolDurability | str = ToolDurability.REPLAY_SAFE,
     timeout: float | None = 120.0,
+    requires_approval: bool = False,
 ) -> Any:
     """Turn a typed function (sync or async) into a `FunctionTool`.
 
-    Used bare (`@tool`) or with options (`@tool(read_only=True, timeout=10)`).
+    Used bare (`@tool`) or with options (`@tool(read_only=True, timeout=10)`);
+    `requires_approval=True` makes every call wait for the user's yes.
     """
 
     def build(f: Callable[..., Any]) -> FunctionTool:
@@ -200,6 +206,7 @@ def tool(
             side_effect_level=side_effect_level,
             durability=durability,
             timeout=timeout,
+            requires_approval=requires_approval,
         )
 
     return build(func) if func is not None else build
@@ -217,6 +224,7 @@ def _function_tool(
     side_effect_level: ToolSideEffectLevel | str | None,
     durability: ToolDurability | str,
     timeout: float | None,
+    requires_approval: bool = False,
 ) -> FunctionTool:
     tool_name = name or getattr(f, "__name__", "")
     if not tool_name or len(tool_name) > 64 or not set(tool_name) <= _TOOL_NAME_CHARS:
@@ -265,6 +273,7 @@ def _function_tool(
         side_effect_level=level,
         durability=ToolDurability(durability),
         timeout=timeout,
+        requires_approval=requires_approval,
     )
     return FunctionTool(f, spec, input_model, context_param, model_param)
 

@@ -27,6 +27,7 @@ from mentra_nb.providers.events import (
     MessageStarted,
     RetryAttempt,
 )
+from mentra_nb.runtime.approvals import denial_result
 from mentra_nb.runtime.assembly import MessageAssembler
 from mentra_nb.runtime.events import (
     AssistantMessageCommitted,
@@ -308,9 +309,18 @@ class Run:
         else:
             running.append(use)
             agent._set_status(AgentStatus.executing_tool(use.id, use.name))
-            agent._emit(ToolExecutionStarted(**self._event_fields(), tool_use_id=use.id, name=use.name))
             try:
-                result = await self._call(tool, use)
+                decision = None
+                if agent._approvals.required(tool.spec):
+                    # The run pauses here (status stays executing_tool, the
+                    # snapshot lists the call) until the user answers.
+                    decision = await agent._approvals.wait(use, self.generation)
+                if decision is not None and not decision.approved:
+                    result = _error(use, denial_result(use.name, decision.reason))
+                else:
+                    agent._emit(ToolExecutionStarted(**self._event_fields(), tool_use_id=use.id,
+                                                     name=use.name))
+                    result = await self._call(tool, use)
             finally:
                 running.remove(use)
                 if running:

@@ -10,6 +10,8 @@ from tests.conftest import wait_until
 
 
 def runtime(db_path, provider: ScriptedProvider, runtime_id: str = "team", **kwargs) -> Runtime:
+    # Without the built-in file tools, so the tests can check exactly which team tools are offered.
+    kwargs.setdefault("builtin_tools", False)
     return Runtime(store=SqliteStore(db_path), providers=[provider], runtime_id=runtime_id, **kwargs)
 
 

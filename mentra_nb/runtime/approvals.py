@@ -1,0 +1,187 @@
+"""Approvals: tool calls that wait for the user's yes before they run.
+
+A tool whose `ToolSpec.requires_approval` is set pauses the run on each call,
+unless its name is in the agent's `AgentConfig.auto_approve` or the user chose
+"always allow" for this agent. The user answers with `agent.approve(call_id,
+always=False)` or `agent.deny(call_id, reason)` (the AgentView's buttons call
+the same). A denied call goes back to the model as an error result with the
+reason; an approved one runs.
+
+What the store keeps, under the agent's state key `approvals.v1`:
+- `always_allow`: tool names this agent may call without asking (survives
+  restarts and new runtimes);
+- `pending`: the calls waiting right now. A pending call is written before it
+  is announced, so a kernel that dies while waiting leaves a record, and
+  recovery answers that call with `APPROVAL_INTERRUPTED_RESULT` instead of the
+  generic "interrupted" text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mentra_nb.errors import AgentError, MentraError
+from mentra_nb.runtime.events import ToolApprovalRequested, ToolApprovalResolved
+
+if TYPE_CHECKING:
+    from mentra_nb.messages import ToolUseBlock
+    from mentra_nb.runtime.agent import Agent
+    from mentra_nb.runtime.tools import ToolSpec
+    from mentra_nb.store.base import Store
+
+__all__ = [
+    "APPROVALS_STATE_KEY",
+    "APPROVAL_INTERRUPTED_RESULT",
+    "ApprovalDecision",
+    "ApprovalState",
+    "Approvals",
+    "PendingApproval",
+    "denial_result",
+    "load_approval_state",
+]
+
+APPROVALS_STATE_KEY = "approvals.v1"
+APPROVAL_INTERRUPTED_RESULT = "not run: it was waiting for approval when the kernel stopped"
+
+
+class PendingApproval(BaseModel):
+    """A tool call waiting for the user: shown in `snapshot.pending_approvals`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool_use_id: str
+    tool_name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    run_generation: int = 0
+    requested_at: float = 0.0
+
+
+class ApprovalState(BaseModel):
+    """The stored form (state key `approvals.v1`)."""
+
+    always_allow: list[str] = Field(default_factory=list)
+    pending: list[PendingApproval] = Field(default_factory=list)
+
+
+class ApprovalDecision(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    approved: bool
+    always: bool = False
+    reason: str = ""
+
+
+def load_approval_state(store: Store, agent_id: str) -> ApprovalState:
+    raw = store.load_state(agent_id, APPROVALS_STATE_KEY)
+    if raw is None:
+        return ApprovalState()
+    try:
+        return ApprovalState.model_validate(raw)
+    except ValidationError:
+        # A damaged record must not make the agent unloadable; forgetting
+        # "always allow" only means the user is asked again.
+        return ApprovalState()
+
+
+def denial_result(tool_name: str, reason: str) -> str:
+    why = reason.strip() or "no reason given"
+    return (f"the user denied this call of '{tool_name}', so it was not run ({why}). Do not repeat "
+            "it unchanged: change your approach, or ask the user what they want.")
+
+
+class Approvals:
+    """One agent's approval policy and the calls it is waiting on."""
+
+    def __init__(self, agent: Agent, state: ApprovalState) -> None:
+        self._agent = agent
+        self.always_allow: set[str] = set(state.always_allow)
+        # call id -> (what is shown, the future the run awaits, the loop it belongs to)
+        self._waiting: dict[str, tuple[PendingApproval, asyncio.Future[ApprovalDecision],
+                                       asyncio.AbstractEventLoop]] = {}
+
+    @property
+    def pending(self) -> list[PendingApproval]:
+        return [entry[0] for entry in self._waiting.values()]
+
+    def required(self, spec: ToolSpec) -> bool:
+        if not spec.requires_approval:
+            return False
+        return spec.name not in self._agent.config.auto_approve and spec.name not in self.always_allow
+
+    async def wait(self, use: ToolUseBlock, run_generation: int) -> ApprovalDecision:
+        """Persist the pending call, announce it, and wait for the user's answer."""
+        agent = self._agent
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[ApprovalDecision] = loop.create_future()
+        pending = PendingApproval(tool_use_id=use.id, tool_name=use.name, input=dict(use.input),
+                                  run_generation=run_generation, requested_at=time.time())
+        self._waiting[use.id] = (pending, future, loop)
+        fields = {"agent_id": agent.id, "run_generation": run_generation}
+        try:
+            self._persist()  # before anyone can see it: a crash from here on is recoverable
+            agent._emit(ToolApprovalRequested(**fields, tool_use_id=use.id, name=use.name,
+                                              input=dict(use.input)))
+            agent._changed()
+            decision = await future
+        except BaseException:
+            # Cancelled (the run rolls back) or the write failed: the store must
+            # not keep announcing a call nobody waits for.
+            self._waiting.pop(use.id, None)
+            with contextlib.suppress(MentraError):
+                self._persist()
+            agent._changed()
+            raise
+        self._waiting.pop(use.id, None)
+        if decision.approved and decision.always:
+            self.always_allow.add(use.name)
+        self._persist()
+        agent._emit(ToolApprovalResolved(**fields, tool_use_id=use.id, name=use.name,
+                                         approved=decision.approved, always=decision.always,
+                                         reason=decision.reason))
+        agent._changed()
+        return decision
+
+    def answer(self, call_id: str, decision: ApprovalDecision) -> None:
+        """Resolve a waiting call. Safe from any thread: the run wakes on its own loop."""
+        entry = self._waiting.get(call_id)
+        if entry is None:
+            waiting = ", ".join(f"{p.tool_use_id} ({p.tool_name})" for p in self.pending) or "none"
+            raise AgentError(
+                f"agent '{self._agent.name}' has no call {call_id!r} waiting for approval "
+                f"(waiting: {waiting}); snapshot.pending_approvals lists them"
+            )
+        _pending, future, loop = entry
+        if future.done():
+            raise AgentError(f"call {call_id!r} of agent '{self._agent.name}' was already answered")
+
+        def settle() -> None:
+            if not future.done():
+                future.set_result(decision)
+
+        if _loop_thread_is_current(loop):
+            settle()
+        else:
+            loop.call_soon_threadsafe(settle)
+
+    def deny_all(self, reason: str) -> None:
+        for call_id, (_pending, future, _loop) in list(self._waiting.items()):
+            if not future.done():
+                self.answer(call_id, ApprovalDecision(approved=False, reason=reason))
+
+    def _persist(self) -> None:
+        agent = self._agent
+        state = ApprovalState(always_allow=sorted(self.always_allow), pending=self.pending)
+        agent.runtime.store.save_state(agent.id, APPROVALS_STATE_KEY, state.model_dump(mode="json"),
+                                       token=agent.runtime._leases.token)
+
+
+def _loop_thread_is_current(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:  # another thread (a cell, a widget callback): hand it to the loop
+        return False

@@ -1,0 +1,414 @@
+"""File tools confined to a workspace folder: `read_file`, `list_dir`, `glob`,
+`grep`, `write_file` and `edit_file`.
+
+    rt = Runtime(workspace="~/analysis")          # registers file_tools(workspace)
+    tools = file_tools("/data/project")           # or build them yourself
+
+Every path the model gives is resolved (`..` and every symlink on the way
+followed) and refused unless the result lies inside the workspace root, so
+neither `../../etc/passwd` nor a symlink pointing out of the folder reaches
+another file. Walking tools do not descend into symlinked folders and skip
+symlinked files that point outside. Outputs are bounded; a cut output ends
+with a note saying how to get the rest. Refusals are error results that tell
+the model what to do instead.
+
+This guards against a model's mistakes, not against an attacker racing the
+tool on the same machine (a path swapped for a symlink between the check and
+the write would be followed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from mentra_nb.errors import ConfigError
+from mentra_nb.runtime.tools import Tool, ToolDurability, ToolOutput, tool
+
+__all__ = ["FILE_TOOL_NAMES", "Workspace", "WorkspaceRefusal", "file_tools"]
+
+FILE_TOOL_NAMES = ("read_file", "list_dir", "glob", "grep", "write_file", "edit_file")
+
+MAX_OUTPUT_CHARS = 40_000  # one tool result; roughly 10k tokens
+MAX_LINE_CHARS = 2_000
+DEFAULT_READ_LINES = 2_000
+MAX_ENTRIES = 500  # list_dir and glob
+MAX_MATCHES = 200  # grep
+MAX_GREP_FILE_BYTES = 5_000_000
+MAX_WRITE_BYTES = 5_000_000
+BINARY_SNIFF_BYTES = 8_192
+# Folders that are never what the user means and can hold huge trees.
+SKIPPED_DIRS = frozenset({".git", "__pycache__", "node_modules", ".ipynb_checkpoints", ".venv",
+                          ".mypy_cache", ".ruff_cache", ".pytest_cache"})
+
+
+class WorkspaceRefusal(Exception):
+    """A request the file tools refuse; its message goes back to the model."""
+
+
+class Workspace:
+    """A folder the file tools may not leave."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        path = Path(root).expanduser().resolve()
+        if not path.is_dir():
+            raise ConfigError(f"the workspace {path} is not a folder; pass an existing folder as workspace=")
+        self.root = path
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    def resolve(self, path: str) -> Path:
+        """`path` (relative to the root, or absolute inside it) resolved, or a refusal."""
+        if not path or "\x00" in path:
+            raise WorkspaceRefusal("the path is empty; give a path relative to the workspace root, e.g. 'data/sales.csv'")
+        candidate = Path(path).expanduser()
+        if not candidate.is_absolute():
+            candidate = self.root / candidate
+        resolved = candidate.resolve()  # follows '..' and every symlink on the way
+        if not resolved.is_relative_to(self.root):
+            raise WorkspaceRefusal(
+                f"'{path}' is outside the workspace {self.root} (through '..', an absolute path or a "
+                "symlink), so it was refused; use a path inside the workspace, relative to its root"
+            )
+        return resolved
+
+    def relative(self, path: Path) -> str:
+        rel = path.relative_to(self.root).as_posix()
+        return rel or "."
+
+    def inside(self, path: Path) -> bool:
+        try:
+            return path.resolve().is_relative_to(self.root)
+        except OSError:
+            return False
+
+    def walk_files(self, top: Path) -> Iterator[Path]:
+        """Files under `top` in a stable order, never through a symlinked folder
+        and never a symlinked file that points outside the workspace."""
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+            for name in sorted(filenames):
+                path = Path(dirpath) / name
+                if path.is_symlink() and not self.inside(path):
+                    continue
+                yield path
+
+
+def _refusals_as_errors(func: Callable[..., str]) -> Callable[..., str | ToolOutput]:
+    """A refusal becomes an error result the model can act on, not a traceback."""
+
+    @wraps(func)
+    def run(*args: Any, **kwargs: Any) -> str | ToolOutput:
+        try:
+            return func(*args, **kwargs)
+        except WorkspaceRefusal as refusal:
+            return ToolOutput(content=str(refusal), is_error=True)
+
+    return run
+
+
+def _is_binary(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return b"\x00" in handle.read(BINARY_SNIFF_BYTES)
+
+
+def _existing_file(workspace: Workspace, path: str, tool_name: str) -> Path:
+    target = workspace.resolve(path)
+    if not target.exists():
+        raise WorkspaceRefusal(f"there is no file '{path}' in the workspace; list_dir or glob shows what exists")
+    if target.is_dir():
+        raise WorkspaceRefusal(f"'{path}' is a folder, not a file; use list_dir to see what is in it")
+    if _is_binary(target):
+        raise WorkspaceRefusal(
+            f"'{path}' looks binary ({target.stat().st_size} bytes); {tool_name} works on text files only"
+        )
+    return target
+
+
+def _clip_line(line: str) -> str:
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return f"{line[:MAX_LINE_CHARS]}… [line cut: {len(line)} characters]"
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob (`*`, `?`, `[...]`, `**` for any depth) as a regex over '/'-separated paths."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[":
+            end = pattern.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape("["))
+                i += 1
+            else:
+                body = pattern[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def _check_pattern(pattern: str) -> None:
+    if not pattern.strip():
+        raise WorkspaceRefusal("the pattern is empty; for example '**/*.csv' or 'data/*.json'")
+    if pattern.startswith(("/", "~")) or ".." in Path(pattern).parts:
+        raise WorkspaceRefusal(
+            f"the pattern '{pattern}' leaves the workspace; patterns are relative to the workspace "
+            "root, e.g. '**/*.py'"
+        )
+
+
+def file_tools(workspace: str | os.PathLike[str] | Workspace) -> list[Tool]:
+    """The six file tools, bound to `workspace`. `write_file` and `edit_file`
+    require approval; the other four are read-only."""
+    ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+
+    @tool(read_only=True)
+    @_refusals_as_errors
+    def read_file(
+        path: Annotated[str, Field(description="File path relative to the workspace root")],
+        offset: Annotated[int, Field(ge=1, description="First line to show (1-based)")] = 1,
+        limit: Annotated[int, Field(ge=1, le=5_000, description="How many lines to show")] = DEFAULT_READ_LINES,
+    ) -> str:
+        """Read a text file of the workspace, with line numbers (`offset`/`limit` page through long files)."""
+        target = _existing_file(ws, path, "read_file")
+        shown: list[str] = []
+        used = 0
+        total = 0
+        last = offset - 1
+        with target.open(encoding="utf-8", errors="replace", newline=None) as handle:
+            for number, line in enumerate(handle, start=1):
+                total = number
+                if number < offset or number >= offset + limit:
+                    continue
+                text = f"{number:>6}\t{_clip_line(line.rstrip(chr(10)))}"
+                if shown and used + len(text) + 1 > MAX_OUTPUT_CHARS:
+                    limit = number - offset  # the budget ends here; count on to report the total
+                    continue
+                shown.append(text)
+                used += len(text) + 1
+                last = number
+        if total == 0:
+            return f"'{path}' is empty"
+        if offset > total:
+            raise WorkspaceRefusal(f"offset {offset} is past the end: '{path}' has {total} lines")
+        if last < total:
+            shown.append(f"[showing lines {offset}-{last} of {total}; call read_file with "
+                         f"offset={last + 1} to read on]")
+        return "\n".join(shown)
+
+    @tool(read_only=True)
+    @_refusals_as_errors
+    def list_dir(
+        path: Annotated[str, Field(description="Folder relative to the workspace root")] = ".",
+        depth: Annotated[int, Field(ge=1, le=5, description="How many levels to show")] = 1,
+    ) -> str:
+        """List a workspace folder: subfolders end with '/', files show their size."""
+        top = ws.resolve(path)
+        if not top.exists():
+            raise WorkspaceRefusal(f"there is no folder '{path}' in the workspace; try list_dir with path='.'")
+        if not top.is_dir():
+            raise WorkspaceRefusal(f"'{path}' is a file; use read_file to read it")
+        lines: list[str] = []
+        cut = False
+
+        def visit(folder: Path, level: int) -> None:
+            nonlocal cut
+            try:
+                entries = sorted(folder.iterdir(), key=lambda p: (not p.is_dir(), p.name))
+            except OSError as err:
+                lines.append(f"{'  ' * level}[cannot list: {err.strerror}]")
+                return
+            for entry in entries:
+                if len(lines) >= MAX_ENTRIES:
+                    cut = True
+                    return
+                indent = "  " * level
+                if entry.is_symlink():
+                    where = "inside" if ws.inside(entry) else "outside the workspace, not followed"
+                    lines.append(f"{indent}{entry.name} -> symlink ({where})")
+                elif entry.is_dir():
+                    skipped = " (skipped)" if entry.name in SKIPPED_DIRS else ""
+                    lines.append(f"{indent}{entry.name}/{skipped}")
+                    if level + 1 < depth and not skipped:
+                        visit(entry, level + 1)
+                else:
+                    lines.append(f"{indent}{entry.name}  ({entry.stat().st_size} bytes)")
+
+        visit(top, 0)
+        if not lines:
+            return f"'{path}' is empty"
+        if cut:
+            lines.append(f"[stopped after {MAX_ENTRIES} entries; list a subfolder or use a smaller depth]")
+        return "\n".join(lines)
+
+    @tool(read_only=True)
+    @_refusals_as_errors
+    def glob(
+        pattern: Annotated[str, Field(description="Glob relative to the workspace root, e.g. '**/*.csv'")],
+    ) -> str:
+        """Find workspace files whose path matches a glob ('*' within a folder, '**' across folders)."""
+        _check_pattern(pattern)
+        regex = _glob_regex(pattern)
+        found: list[str] = []
+        for path in ws.walk_files(ws.root):
+            rel = ws.relative(path)
+            if regex.fullmatch(rel):
+                found.append(rel)
+                if len(found) > MAX_ENTRIES:
+                    break
+        if not found:
+            return f"no files match '{pattern}'"
+        if len(found) > MAX_ENTRIES:
+            return "\n".join(found[:MAX_ENTRIES]) + (
+                f"\n[stopped after {MAX_ENTRIES} files; use a narrower pattern]")
+        return "\n".join(found)
+
+    @tool(read_only=True)
+    @_refusals_as_errors
+    def grep(
+        pattern: Annotated[str, Field(description="Python regular expression to search for")],
+        path: Annotated[str, Field(description="File or folder to search, relative to the root")] = ".",
+        glob: Annotated[str | None, Field(description="Only files matching this glob, e.g. '*.py'")] = None,
+    ) -> str:
+        """Search workspace text files for a regular expression; prints path:line: text for each match."""
+        try:
+            regex = re.compile(pattern)
+        except re.error as err:
+            raise WorkspaceRefusal(f"the pattern is not a valid regular expression ({err}); "
+                                   "escape special characters such as ( [ . * with a backslash") from None
+        top = ws.resolve(path)
+        if not top.exists():
+            raise WorkspaceRefusal(f"there is no '{path}' in the workspace; list_dir shows what exists")
+        name_filter = None
+        if glob is not None:
+            _check_pattern(glob)
+            name_filter = _glob_regex(glob)
+        files = [top] if top.is_file() else ws.walk_files(top)
+        matches: list[str] = []
+        used = 0
+        cut = False
+        for file in files:
+            rel = ws.relative(file)
+            if name_filter is not None and not name_filter.fullmatch(rel if "/" in glob else file.name):  # type: ignore[operator]
+                continue
+            try:
+                if file.stat().st_size > MAX_GREP_FILE_BYTES or _is_binary(file):
+                    continue
+                with file.open(encoding="utf-8", errors="replace") as handle:
+                    for number, line in enumerate(handle, start=1):
+                        if regex.search(line):
+                            text = line.rstrip("\n")
+                            if len(text) > 300:
+                                text = text[:300] + "…"
+                            entry = f"{rel}:{number}: {text}"
+                            if len(matches) >= MAX_MATCHES or used + len(entry) > MAX_OUTPUT_CHARS:
+                                cut = True
+                                break
+                            matches.append(entry)
+                            used += len(entry) + 1
+            except OSError:
+                continue
+            if cut:
+                break
+        if not matches:
+            return f"no matches for /{pattern}/ in '{path}'"
+        if cut:
+            matches.append(f"[stopped after {len(matches)} matches; narrow the search with path=, glob= "
+                           "or a more specific pattern]")
+        return "\n".join(matches)
+
+    @tool(requires_approval=True)
+    @_refusals_as_errors
+    def write_file(
+        path: Annotated[str, Field(description="File path relative to the workspace root")],
+        content: Annotated[str, Field(description="The whole new content of the file")],
+    ) -> str:
+        """Create a file, or replace its whole content, inside the workspace (folders are created)."""
+        target = ws.resolve(path)
+        if target.is_dir():
+            raise WorkspaceRefusal(f"'{path}' is a folder; give a file path")
+        data = content.encode("utf-8")
+        if len(data) > MAX_WRITE_BYTES:
+            raise WorkspaceRefusal(f"the content is {len(data)} bytes; write_file takes at most "
+                                   f"{MAX_WRITE_BYTES} bytes, so split it into several files")
+        existed = target.exists()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+        verb = "replaced" if existed else "created"
+        return f"{verb} '{ws.relative(target)}' ({lines} lines, {len(data)} bytes)"
+
+    @tool(requires_approval=True, durability=ToolDurability.NOT_REPLAYABLE)
+    @_refusals_as_errors
+    def edit_file(
+        path: Annotated[str, Field(description="File path relative to the workspace root")],
+        old: Annotated[str, Field(description="Exact text to replace (whitespace matters)")],
+        new: Annotated[str, Field(description="Text to put in its place")],
+        replace_all: Annotated[bool, Field(description="Replace every occurrence, not just one")] = False,
+    ) -> str:
+        """Replace exact text in a workspace file; `old` must match once unless replace_all is true."""
+        target = _existing_file(ws, path, "edit_file")
+        if not old:
+            raise WorkspaceRefusal("old is empty; to create or overwrite a whole file use write_file")
+        if old == new:
+            raise WorkspaceRefusal("old and new are the same text, so there is nothing to change")
+        try:
+            text = target.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            raise WorkspaceRefusal(f"'{path}' is not UTF-8 text; edit_file edits UTF-8 files only") from None
+        count = text.count(old)
+        if count == 0:
+            hint = ""
+            if old.strip() and old.strip() in text:
+                hint = " (it matches once leading/trailing whitespace is removed: copy the exact whitespace)"
+            raise WorkspaceRefusal(
+                f"old was not found in '{path}'{hint}; read_file shows the current text, copy it exactly"
+            )
+        if count > 1 and not replace_all:
+            lines = _match_lines(text, old)
+            shown = ", ".join(str(n) for n in lines[:10]) + (", …" if len(lines) > 10 else "")
+            raise WorkspaceRefusal(
+                f"old matches {count} times in '{path}' (lines {shown}), so the edit is ambiguous; add "
+                "surrounding lines to old so it matches once, or set replace_all=true to change all"
+            )
+        first_line = text[: text.index(old)].count("\n") + 1
+        updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+        target.write_bytes(updated.encode("utf-8"))
+        times = f"{count} occurrences" if replace_all and count > 1 else "1 occurrence"
+        return f"replaced {times} in '{ws.relative(target)}' (first at line {first_line})"
+
+    return [read_file, list_dir, glob, grep, write_file, edit_file]
+
+
+def _match_lines(text: str, old: str) -> list[int]:
+    lines = []
+    start = text.find(old)
+    while start != -1:
+        lines.append(text.count("\n", 0, start) + 1)
+        start = text.find(old, start + 1)
+    return lines
