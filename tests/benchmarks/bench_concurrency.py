@@ -39,7 +39,7 @@ START = f"""
 words = ' '.join(f'w{{i}}' for i in range({WORDS}))
 started = time.monotonic()
 for i in range({AGENTS}):
-    get_ipython().run_line_magic('mentra', f'spawn a{{i}} --model slow:m')
+    get_ipython().run_line_magic('mentra', f"spawn a{{i}} --model slow:m --tools ''")
     get_ipython().run_line_magic('mentra', f'send a{{i}} ' + words)
 lead = S.spawn('lead', 'slow:m', AgentConfig(tools=[]))
 display(S.view(lead))
@@ -75,7 +75,8 @@ while time.monotonic() < deadline and not (len(members()) == {streams} and all(d
     time.sleep(0.02)
 elapsed = time.monotonic() - started
 deltas = sum(len(m.text.split(' ')) for a in members() for m in a.history if m.role.value == 'assistant')
-print(json.dumps({'elapsed': elapsed, 'deltas': deltas, 'agents': len(members())}))
+complete = all(done(a) for a in members())
+print(json.dumps({'elapsed': elapsed, 'deltas': deltas, 'agents': len(members()), 'complete': complete}))
 """.replace("{streams}", str(AGENTS + 1 + TEAMMATES))
 
 
@@ -137,7 +138,11 @@ def run() -> list[Table]:
                    AGENTS + 1, raw["deltas"], raw["elapsed"], raw_rate, "")
     throughput.add("ours: full agents with views, teammates and store", result["agents"],
                    result["deltas"], result["elapsed"], ours_rate, f"{ours_rate / raw_rate:.0%}")
+    if not result.get("complete"):
+        throughput.notes.append("INCOMPLETE: some agents had not finished after 300 s")
     throughput.notes += [
+        "agents are spawned without tools (--tools ''): the offline model calls every tool it "
+        "is offered, and tools that need approval would wait for a click",
         f"each agent streams one word per {DELAY * 1000:.0f} ms ({1 / DELAY:.0f} deltas/s); "
         "teammates start when their mail arrives",
         "every agent has a live AgentView in the kernel (coalesced comm messages over iopub)",

@@ -1,0 +1,82 @@
+"""Two kernels on one notebook file: one driver per agent, and a dead driver's
+agents are taken over at once.
+
+Both kernels run in the same folder with `JPY_SESSION_NAME` naming the same
+notebook, exactly as two browser tabs on one notebook would (or a notebook
+server that lost track of a kernel), so both find the same state file.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.notebook.test_kernel import Kernel
+from tests.reliability.conftest import integrity
+from tests.reliability.oracle import read_agents
+
+pytestmark = [pytest.mark.reliability, pytest.mark.process]
+
+
+def run_cell(kernel: Kernel, code: str, timeout: float = 60) -> tuple[str, str]:
+    """(everything the cell printed or displayed as text, the reply's status)."""
+    chunks: list[str] = []
+
+    def collect(msg: dict) -> None:
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "stream":
+            chunks.append(content["text"])
+        elif kind in ("execute_result", "display_data"):
+            chunks.append(content["data"].get("text/plain", "") + "\n")
+        elif kind == "error":
+            chunks.append("\n".join(content["traceback"]))
+
+    reply = kernel.client.execute_interactive(code, timeout=timeout, output_hook=collect)
+    return "".join(chunks), reply["content"]["status"]
+
+
+@pytest.fixture
+def kernels(tmp_path):
+    started: list[Kernel] = []
+
+    def start() -> Kernel:
+        started.append(Kernel(tmp_path))
+        return started[-1]
+
+    yield start
+    for kernel in started:
+        kernel.close()
+
+
+def test_a_second_kernel_is_refused_by_name_and_takes_over_when_the_first_dies(kernels, tmp_path):
+    db = tmp_path / "analysis.mentra.sqlite"
+    first = kernels()
+    first.run("%load_ext mentra_nb")
+    first.run("%mentra spawn writer")
+    first.run("%mentra send writer --wait hello")
+    first_pid = int(first.run("import os; print(os.getpid())").strip())
+
+    second = kernels()
+    second.run("%load_ext mentra_nb")
+    before = read_agents(db)["writer"]
+    out, status = run_cell(second, "%mentra resume")
+    assert "LeaseUnavailable" in out and f"pid {first_pid}" in out, out
+    assert "Traceback" not in out, out  # one clear line, not a stack
+    assert status == "error"
+    after = read_agents(db)["writer"]
+    assert (after.raw, after.run, after.status) == (before.raw, before.run, before.status)
+    # Sending from the second kernel is refused too: it has no live agent.
+    out, _ = run_cell(second, "%mentra send writer hi")
+    assert "AgentNotFound" in out and "%mentra resume writer" in out, out
+
+    first.kill_hard()
+    started = time.monotonic()
+    out, status = run_cell(second, "%mentra resume")
+    took = time.monotonic() - started
+    assert status == "ok" and "mentra: resumed 'writer', 2 messages" in out, out
+    assert took < 10, f"taking over a dead kernel's agent took {took:.1f} s"  # no lease TTL wait
+    assert "You said: again" in second.run(
+        "%mentra send writer --wait again\n"
+        "import mentra_nb.notebook as nb; print(nb.session().agent('writer').history[-1].text)")
+    assert integrity(db) == "ok"
