@@ -6,6 +6,7 @@ import { element, renderTranscript, subscribe } from "./dom.js";
 /**
  * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null}} Status
  * @typedef {{id: string, name: string, input_json: string}} PendingTool
+ * @typedef {{id: string, name: string, input: string}} Approval
  * @typedef {{kind: "delta"|"reset", seq: number, text?: string, thinking?: string,
  *   tools?: Record<string, string>}} StreamMessage
  * @typedef {import("./dom.js").Model} Model
@@ -19,6 +20,19 @@ export function statusLabel(status) {
   if (status.name === "executing_tool") return `running ${status.tool_name ?? "tool"}`;
   if (status.name === "failed") return `failed: ${status.error ?? ""}`;
   return status.name.replace("_", " ");
+}
+
+/**
+ * The header badge: a paused run says what it waits for.
+ * @param {Status} status
+ * @param {Approval[]} approvals
+ */
+export function badgeLabel(status, approvals) {
+  if (approvals && approvals.length) {
+    const names = [...new Set(approvals.map((a) => a.name))].join(", ");
+    return `waiting for approval: ${names}`;
+  }
+  return statusLabel(status);
 }
 
 /**
@@ -71,6 +85,7 @@ export function render({ model, el }) {
   const liveThinking = element("div", "mentra-live mentra-thinking");
   const liveText = element("div", "mentra-live");
   const liveTools = element("div", "mentra-live-tools");
+  const approvalsBox = element("div", "mentra-approvals");
   const controls = element("div", "mentra-controls");
   const input = /** @type {HTMLTextAreaElement} */ (element("textarea"));
   input.placeholder = "Message the agent (Ctrl+Enter sends)";
@@ -80,7 +95,7 @@ export function render({ model, el }) {
   const interruptButton = /** @type {HTMLButtonElement} */ (element("button", "mentra-interrupt", "Interrupt"));
   interruptButton.title = "Abort now; the turn is rolled back and can be resumed";
   controls.append(input, sendButton, stopButton, interruptButton);
-  root.append(header, transcript, liveThinking, liveText, liveTools, controls);
+  root.append(header, transcript, liveThinking, liveText, liveTools, approvalsBox, controls);
   el.append(root);
 
   const live = new LiveStream();
@@ -90,8 +105,10 @@ export function render({ model, el }) {
     modelName.textContent = model.get("model_key");
     /** @type {Status} */
     const status = model.get("status") ?? { name: "idle" };
-    badge.textContent = statusLabel(status);
-    badge.dataset.status = status.name;
+    /** @type {Approval[]} */
+    const approvals = model.get("approvals") ?? [];
+    badge.textContent = badgeLabel(status, approvals);
+    badge.dataset.status = approvals.length ? "waiting" : status.name;
     run.textContent = `run ${model.get("run_generation") ?? 0}`;
     const u = model.get("usage") ?? {};
     usage.textContent = `${u.input_tokens ?? 0} in / ${u.output_tokens ?? 0} out tokens`;
@@ -114,6 +131,42 @@ export function render({ model, el }) {
       box.append(element("span", "", `tool call: ${known?.name ?? id}`));
       box.append(element("pre", "", live.tools[id] ?? known?.input_json ?? ""));
       liveTools.append(box);
+    }
+  };
+  // One box per paused call: what it would run, and the three answers. The
+  // kernel validates every message; a box disables itself once answered so a
+  // double click sends one answer.
+  const renderApprovals = () => {
+    approvalsBox.replaceChildren();
+    /** @type {Approval[]} */
+    const approvals = model.get("approvals") ?? [];
+    for (const a of approvals) {
+      const box = element("div", "mentra-approval");
+      box.dataset.id = a.id;
+      box.append(element("div", "mentra-name", `${a.name} wants to run`), element("pre", "", a.input));
+      const approve = /** @type {HTMLButtonElement} */ (element("button", "mentra-approve", "Approve"));
+      const always = /** @type {HTMLButtonElement} */ (element("button", "mentra-always", "Always allow"));
+      always.title = `Run this call, and let this agent call ${a.name} without asking from now on`;
+      const reason = /** @type {HTMLInputElement} */ (element("input", "mentra-reason"));
+      reason.placeholder = "reason for the model (optional)";
+      const deny = /** @type {HTMLButtonElement} */ (element("button", "mentra-deny", "Deny"));
+      const buttons = [approve, always, deny];
+      /** @param {object} message */
+      const answer = (message) => {
+        for (const b of buttons) b.disabled = true;
+        reason.disabled = true;
+        model.send(message);
+      };
+      approve.addEventListener("click", () => answer({ kind: "approve", call_id: a.id, always: false }), { signal });
+      always.addEventListener("click", () => answer({ kind: "approve", call_id: a.id, always: true }), { signal });
+      deny.addEventListener("click", () => answer({ kind: "deny", call_id: a.id, reason: reason.value.trim() }), { signal });
+      reason.addEventListener("keydown", (event) => {
+        if (event.key === "Enter") deny.click();
+      }, { signal });
+      const controls = element("div", "mentra-controls");
+      controls.append(approve, always, reason, deny);
+      box.append(controls);
+      approvalsBox.append(box);
     }
   };
   /** @param {StreamMessage} message */
@@ -141,12 +194,14 @@ export function render({ model, el }) {
       (trait) => /** @type {[string, () => void]} */ ([`change:${trait}`, renderHeader])),
     ["change:items", renderItems],
     ["change:pending_tools", renderLive],
+    ["change:approvals", () => { renderApprovals(); renderHeader(); }],
     ["msg:custom", onCustom],
   ]);
 
   renderHeader();
   renderItems();
   renderLive();
+  renderApprovals();
   model.send({ kind: "hello" }); // ask for the half-streamed text we missed
 
   return () => {

@@ -117,3 +117,89 @@ describe("LiveStream", () => {
     expect(live.text).toBe("");
   });
 });
+
+describe("AgentView approvals", () => {
+  /** @type {HTMLElement} */
+  let el;
+  beforeEach(() => {
+    el = document.createElement("div");
+    document.body.replaceChildren(el);
+  });
+
+  const WAITING = {
+    ...STATE,
+    status: { name: "executing_tool", tool_id: "c1", tool_name: "write_file" },
+    approvals: [
+      { id: "c1", name: "write_file", input: '{\n  "path": "notes.md"\n}' },
+      { id: "c2", name: "shell", input: '{\n  "command": "ls"\n}' },
+    ],
+  };
+  /** @param {string} id @param {string} selector */
+  const button = (id, selector) =>
+    /** @type {HTMLButtonElement} */ (el.querySelector(`.mentra-approval[data-id="${id}"] ${selector}`));
+
+  it("shows each paused call with its input and says what the run waits for", () => {
+    render({ model: new FakeModel(WAITING), el });
+    const boxes = el.querySelectorAll(".mentra-approval");
+    expect(boxes.length).toBe(2);
+    expect(boxes[0].querySelector(".mentra-name")?.textContent).toBe("write_file wants to run");
+    expect(boxes[0].querySelector("pre")?.textContent).toContain('"path": "notes.md"');
+    expect(el.querySelector(".mentra-badge")?.textContent).toBe("waiting for approval: write_file, shell");
+    expect(el.querySelector(".mentra-badge")?.getAttribute("data-status")).toBe("waiting");
+  });
+
+  it("sends approve, always allow and deny with the typed reason", () => {
+    const model = new FakeModel(WAITING);
+    render({ model, el });
+    button("c1", ".mentra-always").click();
+    const reason = /** @type {HTMLInputElement} */ (el.querySelector('.mentra-approval[data-id="c2"] .mentra-reason'));
+    reason.value = "  not on my machine  ";
+    button("c2", ".mentra-deny").click();
+    expect(model.sent.slice(1)).toEqual([
+      { kind: "approve", call_id: "c1", always: true },
+      { kind: "deny", call_id: "c2", reason: "not on my machine" },
+    ]);
+  });
+
+  it("a plain approve, and Enter in the reason box denies", () => {
+    const model = new FakeModel(WAITING);
+    render({ model, el });
+    button("c1", ".mentra-approve").click();
+    const reason = /** @type {HTMLInputElement} */ (el.querySelector('.mentra-approval[data-id="c2"] .mentra-reason'));
+    reason.value = "no";
+    reason.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter" }));
+    expect(model.sent.slice(1)).toEqual([
+      { kind: "approve", call_id: "c1", always: false },
+      { kind: "deny", call_id: "c2", reason: "no" },
+    ]);
+  });
+
+  it("an answered box sends once, however often it is clicked", () => {
+    const model = new FakeModel(WAITING);
+    render({ model, el });
+    const approve = button("c1", ".mentra-approve");
+    approve.click();
+    approve.click();
+    button("c1", ".mentra-deny").click();
+    expect(model.sent.slice(1)).toEqual([{ kind: "approve", call_id: "c1", always: false }]);
+    expect(button("c1", ".mentra-always").disabled).toBe(true);
+  });
+
+  it("boxes follow the approvals trait and the badge returns to the status", () => {
+    const model = new FakeModel(WAITING);
+    render({ model, el });
+    model.set("approvals", []);
+    expect(el.querySelectorAll(".mentra-approval").length).toBe(0);
+    expect(el.querySelector(".mentra-badge")?.textContent).toBe("running write_file");
+  });
+
+  it("cleanup removes the approval listeners too", () => {
+    const model = new FakeModel(WAITING);
+    const cleanup = render({ model, el });
+    const approve = button("c1", ".mentra-approve");
+    cleanup();
+    approve.click();
+    expect(model.sent).toEqual([{ kind: "hello" }]);
+    expect(model.listenerCount()).toBe(0);
+  });
+});

@@ -15,16 +15,19 @@ Traffic rules (why the widget stays cheap on long streams):
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import traitlets
 from pydantic import BaseModel, Field, TypeAdapter
 
+from mentra_nb.errors import AgentError
 from mentra_nb.notebook._widget import MentraWidget
 from mentra_nb.notebook.assets import asset, widget_module
 from mentra_nb.notebook.rendering import message_items, transcript_markdown
 from mentra_nb.runtime.agent import Agent
+from mentra_nb.runtime.approvals import PendingApproval
 from mentra_nb.runtime.events import AgentEvent
 
 if TYPE_CHECKING:
@@ -55,9 +58,23 @@ class _Send(BaseModel):
     text: str = Field(min_length=1, max_length=100_000)
 
 
+class _Approve(BaseModel):
+    kind: Literal["approve"]
+    call_id: str = Field(min_length=1, max_length=200)
+    always: bool = False
+
+
+class _Deny(BaseModel):
+    kind: Literal["deny"]
+    call_id: str = Field(min_length=1, max_length=200)
+    reason: str = Field(default="", max_length=2_000)
+
+
 _browser_message: TypeAdapter[Any] = TypeAdapter(
-    Annotated[_Hello | _Stop | _Interrupt | _Send, Field(discriminator="kind")]
+    Annotated[_Hello | _Stop | _Interrupt | _Send | _Approve | _Deny, Field(discriminator="kind")]
 )
+
+APPROVAL_INPUT_CHARS = 4_000  # what the widget shows of a call's input (a write_file's content may be huge)
 
 
 class AgentView(MentraWidget):
@@ -73,6 +90,7 @@ class AgentView(MentraWidget):
     usage = traitlets.Dict().tag(sync=True)
     items = traitlets.List().tag(sync=True)
     pending_tools = traitlets.List().tag(sync=True)
+    approvals = traitlets.List().tag(sync=True)  # calls waiting for Approve / Deny / Always allow
 
     def __init__(self, agent: Agent, host: RuntimeHost) -> None:
         super().__init__()
@@ -153,7 +171,11 @@ class AgentView(MentraWidget):
             self.status = agent.status.model_dump()
             self.run_generation = agent.snapshot.run_generation
             self.usage = agent.usage.model_dump()
-            self.pending_tools = [p.model_dump() for p in agent.snapshot.pending_tool_uses]
+            snapshot = agent.snapshot
+            self.pending_tools = [p.model_dump() for p in snapshot.pending_tool_uses]
+            approvals = [_approval_item(p) for p in snapshot.pending_approvals]
+            if approvals != self.approvals:
+                self.approvals = approvals
             if len(history) != self._rendered_messages:
                 # Appends render only the new messages; a rollback re-renders.
                 keep = self.items if len(history) > self._rendered_messages else []
@@ -183,6 +205,10 @@ class AgentView(MentraWidget):
         elif isinstance(message, _Send):
             future = self._host.submit(agent.send(message.text))
             future.add_done_callback(_log_failure(agent.name))
+        elif isinstance(message, _Approve):
+            self._host.call_soon(_answer, agent.name, agent.approve, message.call_id, message.always)
+        elif isinstance(message, _Deny):
+            self._host.call_soon(_answer, agent.name, agent.deny, message.call_id, message.reason)
 
     # --- static outputs -----------------------------------------------------------
 
@@ -194,7 +220,24 @@ class AgentView(MentraWidget):
         agent = self._agent
         header = f"**{agent.name}** · `{agent.model.key}` · {agent.status}"
         body = transcript_markdown(agent.history)
-        return f"{header}\n\n{body}" if body else header
+        waiting = [f"*waiting for approval:* `{p.tool_name}` (call `{p.tool_use_id}`)"
+                   for p in agent.snapshot.pending_approvals]
+        return "\n\n".join([header, *([body] if body else []), *waiting])
+
+
+def _approval_item(pending: PendingApproval) -> dict[str, Any]:
+    text = json.dumps(pending.input, indent=2, ensure_ascii=False)
+    if len(text) > APPROVAL_INPUT_CHARS:
+        text = f"{text[:APPROVAL_INPUT_CHARS]}\n… [{len(text) - APPROVAL_INPUT_CHARS} more characters]"
+    return {"id": pending.tool_use_id, "name": pending.tool_name, "input": text}
+
+
+def _answer(name: str, answer: Any, *args: Any) -> None:
+    # A second click, or a click on a call that stopped waiting, is not an error worth a traceback.
+    try:
+        answer(*args)
+    except AgentError as err:
+        log.warning("an approval answer from %s's widget was ignored: %s", name, err)
 
 
 def _log_failure(name: str) -> Any:
