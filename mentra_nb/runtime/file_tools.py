@@ -283,6 +283,7 @@ def file_tools(workspace: str | os.PathLike[str] | Workspace) -> list[Tool]:
                     break
         if not found:
             return f"no files match '{pattern}'"
+        found.sort()
         if len(found) > MAX_ENTRIES:
             return "\n".join(found[:MAX_ENTRIES]) + (
                 f"\n[stopped after {MAX_ENTRIES} files; use a narrower pattern]")
