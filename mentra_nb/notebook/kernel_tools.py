@@ -66,7 +66,12 @@ def _library_type(value: Any, module: str, *names: str) -> bool:
 
 def _type_name(value: Any) -> str:
     kind = type(value)
-    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    module = kind.__module__
+    if module == "builtins":
+        return kind.__name__
+    # pandas.core.frame.DataFrame reads better (and stays stable across versions) as pandas.DataFrame.
+    top = module.split(".", 1)[0]
+    return f"{top}.{kind.__qualname__}" if top in ("pandas", "numpy") else f"{module}.{kind.__qualname__}"
 
 
 def _size(value: Any) -> str:

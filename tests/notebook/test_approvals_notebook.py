@@ -1,0 +1,155 @@
+"""Approvals in the notebook: the AgentView's approvals trait and its browser
+messages, the %mentra spawn tool flags, %mentra approve / deny, and the
+workspace of the session's file tools."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+from IPython.core.error import UsageError
+
+from mentra_nb import AgentError, Runtime, tool
+from mentra_nb.notebook.agent_view import AgentView
+from mentra_nb.notebook.host import RuntimeHost
+from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
+from tests.notebook.conftest import mentra
+
+RAN: list[str] = []
+
+
+@tool(requires_approval=True)
+def publish(title: str) -> str:
+    """Publish a report."""
+    RAN.append(title)
+    return f"published {title}"
+
+
+@pytest.fixture
+def host():
+    RAN.clear()
+    h = RuntimeHost()
+    yield h
+    h.stop()
+
+
+def until(predicate, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.01)
+
+
+def waiting_agent(host, *scripts, db=None):
+    provider = ScriptedProvider("s", [tool_use_stream("c1", "publish", '{"title": "Q1"}'), *scripts])
+    rt = host.call(lambda: Runtime.empty(providers=[provider], tools=[publish]))
+    agent = host.call(lambda: rt.spawn("writer", "s:m"))
+    view = AgentView(agent, host)
+    future = host.submit(agent.send("publish it"))
+    until(lambda: view.approvals)
+    return agent, view, future, provider
+
+
+def test_the_view_lists_a_paused_call_and_approve_from_the_browser_runs_it(host):
+    agent, view, future, _ = waiting_agent(host, text_stream("done"))
+    assert view.approvals == [{"id": "c1", "name": "publish", "input": '{\n  "title": "Q1"\n}'}]
+    assert view.status["name"] == "executing_tool"
+    assert "*waiting for approval:* `publish` (call `c1`)" in view._markdown()
+    view._on_browser_message(view, {"kind": "approve", "call_id": "c1"}, [])
+    assert future.result(5).text == "done" and RAN == ["Q1"]
+    host.call(lambda: None)
+    assert view.approvals == []
+    assert "waiting for approval" not in view._markdown()
+
+
+def test_deny_from_the_browser_sends_the_reason_to_the_model(host):
+    agent, view, future, provider = waiting_agent(host, text_stream("ok, not publishing"))
+    view._on_browser_message(view, {"kind": "deny", "call_id": "c1", "reason": "numbers not final"}, [])
+    assert future.result(5).text == "ok, not publishing" and RAN == []
+    result = provider.requests[1].messages[-1].tool_results[0]
+    assert result.is_error and "(numbers not final)" in result.content
+
+
+def test_always_allow_from_the_browser_is_remembered_for_the_agent(host):
+    agent, view, future, _ = waiting_agent(
+        host, tool_use_stream("c2", "publish", '{"title": "Q2"}'), text_stream("both out"))
+    view._on_browser_message(view, {"kind": "approve", "call_id": "c1", "always": True}, [])
+    assert future.result(5).text == "both out" and RAN == ["Q1", "Q2"]
+    assert agent.always_allowed_tools == ["publish"]
+
+
+def test_invalid_or_stale_approval_messages_are_logged_and_ignored(host, caplog):
+    agent, view, future, _ = waiting_agent(host, text_stream("done"))
+    with caplog.at_level(logging.WARNING, logger="mentra_nb.notebook"):
+        for junk in [{"kind": "approve"}, {"kind": "approve", "call_id": ""},
+                     {"kind": "deny", "call_id": "c1", "reason": "x" * 5000},
+                     {"kind": "approve", "call_id": "c1", "always": "yes please"}]:
+            view._on_browser_message(view, junk, [])
+        view._on_browser_message(view, {"kind": "approve", "call_id": "zzz"}, [])
+        host.call(lambda: None)
+    assert len([r for r in caplog.records if "ignored an invalid message" in r.message]) == 4
+    assert any("has no call 'zzz' waiting" in r.getMessage() for r in caplog.records)
+    assert not future.done() and RAN == []
+    host.call(lambda: agent.approve("c1"))
+    assert future.result(5).text == "done"
+
+
+# --- magics and the session ---------------------------------------------------------
+
+def test_the_session_registers_file_and_kernel_tools_but_not_python_or_shell(ip, session):
+    names = [t.spec.name for t in session.runtime.tools]
+    assert names == ["read_file", "list_dir", "glob", "grep", "write_file", "edit_file",
+                     "list_variables", "describe_variable"]
+
+
+def test_the_offline_test_model_is_offered_builtin_tools_only_by_name(ip, session):
+    plain = mentra(ip, "spawn plain")
+    assert set(plain.config.hidden_tools) == {t.spec.name for t in session.runtime.tools}
+    assert mentra(ip, "send plain --wait hi").text == "You said: hi"
+    chosen = mentra(ip, "spawn chosen --tools list_variables")
+    assert chosen.config.hidden_tools == [] and chosen.config.tools == ["list_variables"]
+    ip.user_ns["sales"] = [1, 2, 3]
+    assert mentra(ip, "send chosen --wait look").text == "Tool results: list_variables returned sales: list (len 3)"
+
+
+def test_spawn_flags_enable_python_and_set_the_policy(ip, session):
+    agent = mentra(ip, "spawn analyst --model test --python --read-only --auto-approve write_file,python")
+    assert "python" in [t.spec.name for t in session.runtime.tools]
+    assert "shell" not in [t.spec.name for t in session.runtime.tools]
+    assert agent.config.read_only and agent.config.auto_approve == ["write_file", "python"]
+    assert "python" not in agent.config.hidden_tools  # asked for by name
+    assert "python" not in [t.spec.name for t in agent.tools()]  # but read_only hides it
+    mentra(ip, "spawn ops --shell")
+    assert "shell" in [t.spec.name for t in session.runtime.tools]
+    assert session.enable_tool("shell") is False  # already there
+
+
+def test_approve_and_deny_magics_answer_a_paused_python_call(ip, session):
+    agent = mentra(ip, "spawn coder --python --tools python")
+    turn = mentra(ip, "send coder write some code")
+    until(lambda: agent.snapshot.pending_approvals)
+    [pending] = agent.snapshot.pending_approvals
+    assert pending.tool_name == "python"
+    with pytest.raises(AgentError, match="has no call 'nope' waiting"):
+        mentra(ip, "approve coder nope")
+    mentra(ip, f"deny coder {pending.tool_use_id} --reason 'not now'")
+    assert "denied this call of 'python'" in turn.result(5).text
+    with pytest.raises(UsageError, match="CALL_ID is missing"):
+        mentra(ip, "approve coder")
+
+
+def test_the_workspace_is_the_notebooks_folder(ip, tmp_path, monkeypatch):
+    import mentra_nb.notebook as notebook
+
+    folder = tmp_path / "analysis"
+    folder.mkdir()
+    (folder / "notes.md").write_text("inside\n")
+    monkeypatch.setenv("JPY_SESSION_NAME", str(folder / "report.ipynb"))
+    session = notebook.NotebookSession(ip.user_ns)
+    try:
+        assert session.workspace == folder
+        assert session.runtime.workspace.root == folder.resolve()
+    finally:
+        session.close()
