@@ -204,11 +204,21 @@ class SqliteStore:
             )
         except sqlite3.Error as err:
             raise StoreError(f"cannot open the state file {self.path}: {err}") from err
-        self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        self._conn.execute("PRAGMA foreign_keys = ON")
-        self.journal_mode = self._set_journal_mode(journal_mode)
-        self._conn.execute("PRAGMA synchronous = NORMAL")
-        self._migrate()
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            self.journal_mode = self._set_journal_mode(journal_mode)
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except sqlite3.Error as err:
+            # A read-only folder or file, a full disk: SQLite can read the header
+            # but not write its journal. Say which file and what to check.
+            self._conn.close()
+            raise StoreError(
+                f"cannot use the state file {self.path}: {err}. Check that the file and its "
+                "folder are writable and the disk has room, or point mentra-nb at another "
+                "path (%mentra db PATH)"
+            ) from err
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r})"
