@@ -54,6 +54,7 @@ from mentra_nb.providers import (
     TestProvider,
 )
 from mentra_nb.runtime import (
+    APPROVAL_INTERRUPTED_RESULT,
     INTERRUPTED_TOOL_RESULT,
     Agent,
     AgentConfig,
@@ -61,6 +62,7 @@ from mentra_nb.runtime import (
     AgentExtension,
     AgentSnapshot,
     AgentStatus,
+    PendingApproval,
     PendingToolUse,
     Runtime,
     RuntimeExtension,
@@ -76,6 +78,9 @@ from mentra_nb.runtime import (
     ToolOutput,
     ToolSideEffectLevel,
     ToolSpec,
+    Workspace,
+    file_tools,
+    shell_tool,
     tool,
 )
 from mentra_nb.store import PersistedAgent, SqliteStore, Store, TeamMessage, TeamRequest
@@ -96,6 +101,7 @@ def unload_ipython_extension(shell: object) -> None:
     unload(shell)
 
 __all__ = [
+    "APPROVAL_INTERRUPTED_RESULT",
     "INTERRUPTED_TOOL_RESULT",
     "Agent",
     "AgentBusy",
@@ -125,6 +131,7 @@ __all__ = [
     "ModelInfo",
     "ModelNotFound",
     "NoResumableTurn",
+    "PendingApproval",
     "PendingToolUse",
     "PersistedAgent",
     "Provider",
@@ -164,5 +171,8 @@ __all__ = [
     "TransientProviderError",
     "UnknownProvider",
     "Usage",
+    "Workspace",
+    "file_tools",
+    "shell_tool",
     "tool",
 ]

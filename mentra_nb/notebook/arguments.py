@@ -96,11 +96,14 @@ class ListAgents(Command):
 
 class Resume(Command):
     command = "resume"
-    summary = "bring stored agents back after a kernel restart (all, or NAME)"
+    summary = ("bring stored agents back after a kernel restart (all, or NAME; --python/--shell: enable "
+               "those tools again first)")
     positionals = ("agent",)
     metavars = {"agent": "NAME"}
     agent: AgentName | None = None
     all: bool = False
+    python: bool = False
+    shell: bool = False
 
 
 class Interrupt(Command):

@@ -16,6 +16,7 @@ from mentra_nb.notebook.session import NotebookSession
 from mentra_nb.notebook.turn import Turn
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime.agent import Agent
+from mentra_nb.runtime.approvals import APPROVAL_INTERRUPTED_RESULT
 from mentra_nb.runtime.config import AgentConfig
 
 __all__ = ["MentraMagics"]
@@ -141,6 +142,10 @@ class MentraMagics(Magics):
     def _do_resume(self, command: args.Resume) -> None:
         if command.agent and command.all:
             raise UsageError(f"give NAME or --all, not both\nusage: {args.Resume.usage()}")
+        # Opt-in tools are not remembered across kernels: the user enables them again.
+        for name, on in (("python", command.python), ("shell", command.shell)):
+            if on:
+                self.session.enable_tool(name)
         agents = self.session.resume(command.agent)
         if not agents:
             print(f"mentra: nothing to resume in {self.session.location.path}")
@@ -150,6 +155,10 @@ class MentraMagics(Magics):
                 note = (" (its last turn was cut by the restart: "
                         + ("agent.resume() replays it)" if agent.resumable_turn or agent.history else ")"))
             print(f"mentra: resumed '{agent.name}', {len(agent.history)} messages, {agent.status}{note}")
+            if agent.history and any(r.content == APPROVAL_INTERRUPTED_RESULT
+                                     for r in agent.history[-1].tool_results):
+                print(f"mentra: '{agent.name}' was waiting for your approval when the kernel stopped; that "
+                      "call was not run (agent.resume() lets it ask again)")
             display(self.session.view(agent))
 
     def _do_interrupt(self, command: args.Interrupt) -> None:

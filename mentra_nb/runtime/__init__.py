@@ -1,11 +1,14 @@
 """The agent runtime: pure asyncio, no Jupyter imports."""
 
 from mentra_nb.runtime.agent import Agent
+from mentra_nb.runtime.approvals import APPROVAL_INTERRUPTED_RESULT, PendingApproval
 from mentra_nb.runtime.config import AgentConfig, SubagentLimits
 from mentra_nb.runtime.events import AgentEvent
 from mentra_nb.runtime.extensions import AgentExtension, RuntimeExtension
+from mentra_nb.runtime.file_tools import Workspace, file_tools
 from mentra_nb.runtime.recovery import INTERRUPTED_TOOL_RESULT
 from mentra_nb.runtime.runtime import Runtime
+from mentra_nb.runtime.shell_tool import shell_tool
 from mentra_nb.runtime.snapshot import AgentSnapshot, AgentStatus, PendingToolUse
 from mentra_nb.runtime.subagents import SubagentError, SubagentsExtension, SubagentSummary
 from mentra_nb.runtime.team_members import TeammateInfo, TeamMemberStatus
@@ -22,6 +25,7 @@ from mentra_nb.runtime.tools import (
 )
 
 __all__ = [
+    "APPROVAL_INTERRUPTED_RESULT",
     "INTERRUPTED_TOOL_RESULT",
     "Agent",
     "AgentConfig",
@@ -30,6 +34,7 @@ __all__ = [
     "AgentSnapshot",
     "AgentStatus",
     "FunctionTool",
+    "PendingApproval",
     "PendingToolUse",
     "Runtime",
     "RuntimeExtension",
@@ -47,5 +52,8 @@ __all__ = [
     "ToolOutput",
     "ToolSideEffectLevel",
     "ToolSpec",
+    "Workspace",
+    "file_tools",
+    "shell_tool",
     "tool",
 ]

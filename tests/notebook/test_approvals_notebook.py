@@ -153,3 +153,27 @@ def test_the_workspace_is_the_notebooks_folder(ip, tmp_path, monkeypatch):
         assert session.runtime.workspace.root == folder.resolve()
     finally:
         session.close()
+
+
+def test_resume_after_a_frozen_kernel_says_the_call_waiting_for_approval_was_not_run(ip, session, capsys):
+    import mentra_nb.notebook as notebook
+    from mentra_nb import APPROVAL_INTERRUPTED_RESULT
+
+    agent = mentra(ip, "spawn coder --python --tools python")
+    mentra(ip, "send coder write some code")
+    until(lambda: agent.snapshot.pending_approvals)
+    # A dead kernel runs no cleanup: stop its loop where it stands and forget the session.
+    session.host.stop()
+    ip._mentra_session = None
+    notebook.load_ipython_extension(ip)
+    capsys.readouterr()
+
+    mentra(ip, "resume --python")
+    out = capsys.readouterr().out
+    assert "'coder' was waiting for your approval when the kernel stopped; that call was not run" in out
+    revived = notebook.session(ip).agent("coder")
+    assert revived.status.name == "interrupted"
+    assert revived.history[-1].tool_results[0].content == APPROVAL_INTERRUPTED_RESULT
+    new = notebook.session(ip)
+    reply = new.host.submit(revived.resume()).result(10)  # continues the turn
+    assert reply.text == f"Tool results: python failed {APPROVAL_INTERRUPTED_RESULT}"
