@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3
 import subprocess
 import warnings
 from collections.abc import Iterator
@@ -135,10 +134,6 @@ def _remount(folder: Path, options: str) -> None:
     subprocess.run(["mount", "-o", f"remount,{options}", str(folder)], check=True, capture_output=True)
 
 
-@pytest.mark.xfail(strict=True, raises=sqlite3.OperationalError, reason=(
-    "BUG: SqliteStore() on a read-only filesystem raises a raw sqlite3.OperationalError "
-    "('unable to open database file') from _set_journal_mode instead of a StoreError naming "
-    "the file; see the report for the fix"))
 async def test_a_read_only_file_is_a_clear_error_and_stays_untouched(tmp_path):
     with _tmpfs(tmp_path / "fs", "4m") as fs:
         db = fs / "analysis.mentra.sqlite"
