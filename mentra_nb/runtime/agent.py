@@ -14,6 +14,7 @@ from mentra_nb.runtime.config import AgentConfig
 from mentra_nb.runtime.events import AgentEvent, ToolExecutionProgress
 from mentra_nb.runtime.extensions import AgentExtension
 from mentra_nb.runtime.observers import Observers
+from mentra_nb.runtime.recovery import recover
 from mentra_nb.runtime.snapshot import AgentSnapshot
 from mentra_nb.status import AgentStatus, PendingToolUse
 from mentra_nb.store.base import PersistedAgent, TeamRequest
@@ -60,6 +61,9 @@ class Agent:
         self._stop_requested = False
         self._extensions: list[AgentExtension] = []
         self._approvals = Approvals(self, load_approval_state(runtime.store, self.id))
+        # True when a run ended without its last write (a full disk, a failing
+        # store): memory was reset but the store still holds the run.
+        self._stale = False
 
     def __repr__(self) -> str:
         return f"<Agent {self.name} ({self.model.key}) {self._status}>"
@@ -206,9 +210,27 @@ class Agent:
         if self._run_task is not None and not self._run_task.done():
             self._run_task.cancel()
 
+    def _reload(self) -> None:
+        """Bring memory back in line with the store after a run whose ending could
+        not be written: apply the recovery matrix now that the store may accept it."""
+        store = self._runtime.store
+        persisted = store.load_agent(self.id)
+        if persisted is None:
+            raise AgentNotFound(f"agent {self.id} is no longer in {store!r}")
+        persisted = recover(store, persisted, token=self._runtime._leases.token)
+        self._history = list(persisted.transcript)
+        self._resumable = persisted.resumable_turn
+        self._status = persisted.record.status
+        self._run_generation = persisted.record.run_generation
+        self._usage = persisted.record.usage
+        self._stale = False
+        self._changed()
+
     async def _start_run(self, opening: list[Message]) -> Message:
         from mentra_nb.runtime.turn import Run  # turn imports agent types
 
+        if self._stale and not self.is_running:
+            self._reload()
         if self.is_running:
             raise AgentBusy(
                 f"agent '{self.name}' is still running (generation {self._run_generation}); "

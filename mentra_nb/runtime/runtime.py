@@ -184,6 +184,8 @@ class Runtime:
         self._ensure_open()
         live = self._agents.get(agent_id)
         if live is not None:
+            if live._stale and not live.is_running:
+                live._reload()
             return live
         if self.store.load_agent(agent_id) is None:
             raise AgentNotFound(

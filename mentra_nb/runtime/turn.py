@@ -363,8 +363,9 @@ class Run:
         try:
             self.store.rollback_run(agent.id, status=status, resumable=opening, token=self.token)
         except MentraError as err:
-            # The store keeps the run; recovery applies the same rollback on the next load.
+            # The store keeps the run; the agent re-applies recovery before its next run.
             log.warning("could not roll back the run of agent %s: %s", agent.name, err)
+            agent._stale = True
         del agent._history[baseline:]
         if opening is not None:
             agent._resumable = opening
@@ -378,6 +379,7 @@ class Run:
             self.store.finish_run(agent.id, status=status, token=self.token)
         except MentraError as err:
             log.warning("could not end the run of agent %s: %s", agent.name, err)
+            agent._stale = True
         self._reset_live_state()
         agent._set_status(status)
 
