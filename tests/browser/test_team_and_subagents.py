@@ -1,0 +1,164 @@
+"""TeamView and SubagentPicker in a real JupyterLab.
+
+The agents run on scripted models (mentra_nb.testing) registered from a cell,
+one provider per member, so each member's replies come in a fixed order
+whatever the timing between members; everything else is the real runtime.
+"""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from tests.browser.notebook_page import poll
+
+SETUP = "%load_ext mentra_nb\nimport mentra_nb.notebook as nb\non_loop = nb.session().host.call"
+
+# Records every distinct text an element takes (by CSS selector), in order.
+RECORD_TEXTS = """(selector) => {
+  window.__seen = window.__seen || {};
+  const seen = window.__seen[selector] = [];
+  const record = () => {
+    const node = document.querySelector(selector);
+    const value = node ? `${node.textContent}|${node.dataset.tone ?? node.dataset.status ?? ""}` : null;
+    if (value !== null && seen[seen.length - 1] !== value) seen.push(value);
+  };
+  new MutationObserver(record).observe(document.body,
+    {subtree: true, childList: true, characterData: true, attributes: true});
+  record();
+}"""
+
+TEAM_MODELS = '''
+from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
+
+def slow(script, delay=0.15):
+    script.delay = delay  # each event waits: the member stays "working" long enough to see
+    return script
+
+alice_model = ScriptedProvider("alice_model", [
+    slow(tool_use_stream("a1", "team_request",
+         '{"to": "lead", "protocol": "plan_approval", "content": "Read the tide pool guide."}')),
+    text_stream("Waiting for approval."),
+    slow(tool_use_stream("a2", "team_send", '{"to": "lead", "content": "Three facts found."}')),
+    text_stream("Reported."),
+])
+nb.session().runtime.providers.register(alice_model)
+nb.session().runtime.providers.register(ScriptedProvider("lead_model", []))
+'''
+
+
+def test_teammate_status_changes_live_and_approve_reaches_the_kernel(notebook):
+    nb = notebook.open([
+        SETUP,
+        TEAM_MODELS,
+        "lead = %mentra spawn lead --model lead_model:scripted --team\n%mentra team lead",
+        "%mentra teammate lead alice --role researcher --model alice_model:scripted"
+        " --prompt 'Find three facts.'",
+    ])
+    nb.run_all(3)
+    team = nb.output(2).locator(".mentra-team")
+    expect(team.locator(".mentra-empty")).to_have_text("no teammates yet")
+    alice_badge = '.jp-Cell:nth-child(3) .mentra-team li[data-name="alice"] .mentra-badge'
+    nb.page.evaluate(RECORD_TEXTS, alice_badge)
+
+    nb.run_cell(3)
+    alice = team.locator('li[data-name="alice"]')
+    expect(alice.locator(".mentra-model")).to_have_text("researcher")
+    request = team.locator(".mentra-request")
+    expect(request.locator(".mentra-name")).to_have_text("plan_approval from alice", timeout=20_000)
+    expect(request.locator("pre")).to_have_text("Read the tide pool guide.")
+    expect(alice.locator(".mentra-badge")).to_have_text("idle")
+    expect(team.locator(".mentra-header .mentra-usage")).to_have_text("1 unread")
+
+    request.locator("button.mentra-approve").click()
+    expect(request).to_have_count(0)
+    expect(team.locator(".mentra-header .mentra-usage")).to_have_text("2 unread", timeout=20_000)
+    expect(alice.locator(".mentra-badge")).to_have_text("idle")
+
+    statuses = [value.split("|")[0] for value in nb.page.evaluate(f"window.__seen[{alice_badge!r}]")]
+    assert statuses.count("working") >= 2, f"alice's badge went {statuses}"
+    assert statuses[-1] == "idle"
+    answered = nb.kernel.value(
+        "[(r.protocol, r.status, r.sender) for r in on_loop(lambda: lead.team_requests(None))]")
+    assert answered == [["plan_approval", "approved", "alice"]]
+    assert nb.kernel.value("len(alice_model.requests)") == 4  # woken by the approval, then reported
+    assert nb.kernel.value("[t.status.name for t in on_loop(lambda: lead.teammates)]") == ["idle"]
+
+
+SUBAGENT_MODELS = '''
+from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
+
+def spawn(task):
+    return (f"call_{task}", "spawn_agent",
+            f'{{"task_name": "{task}", "message": "Do {task}.", "model": "{task}_model:s"}}')
+
+waits = [tool_use_stream(f"wait_{n}", "wait_agent", '{"timeout_ms": 30000}') for n in range(5)]
+lead_model = ScriptedProvider("lead_model", [
+    tool_use_stream(*spawn("research"), calls=[spawn("title"), spawn("images")]),
+    *waits,
+    text_stream("First draft done."),
+    # The second message: one more turn for research.
+    tool_use_stream("again", "followup_task", '{"target": "research", "message": "One more fact."}'),
+    *[tool_use_stream(f"wait_again_{n}", "wait_agent", '{"timeout_ms": 30000}') for n in range(3)],
+    text_stream("Second draft done."),
+])
+providers = [
+    lead_model,
+    ScriptedProvider("research_model", [text_stream("Sea stars regrow arms.", chunks=5, delay=0.2),
+                                        text_stream("Hermit crabs swap shells.", chunks=5, delay=0.1)]),
+    ScriptedProvider("title_model", [text_stream("Tiny Oceans", chunks=5, delay=0.2)]),
+    ScriptedProvider("images_model", [text_stream("photo " * 400, chunks=400, delay=0.2)]),
+]
+for provider in providers:
+    nb.session().runtime.providers.register(provider)
+from mentra_nb.runtime import subagents
+def tree():
+    return {c.name: c.status for c in on_loop(lambda: subagents.list_subagents(lead))}
+'''
+
+
+def test_subagent_picker_counts_children_previews_pages_back_and_interrupts(notebook):
+    nb = notebook.open([
+        SETUP,
+        SUBAGENT_MODELS,
+        "lead = %mentra spawn lead --model lead_model:scripted --subagents\n%mentra subagents lead",
+        "first = %mentra send lead Write the post.",
+        "second = %mentra send lead Add a fact.",
+    ])
+    nb.run_all(3)
+    picker = nb.output(2).locator(".mentra-picker")
+    expect(picker.locator(".mentra-empty")).to_have_text("no subagents yet")
+    badge = ".jp-Cell:nth-child(3) .mentra-picker .mentra-count"
+    nb.page.evaluate(RECORD_TEXTS, badge)
+
+    nb.run_cell(3)
+    rows = picker.locator("li.mentra-clickable")
+    expect(rows).to_have_count(3, timeout=20_000)
+    images = picker.locator('li[data-path="/root/images"]')
+    expect(picker.locator('li[data-path="/root/research"] .mentra-badge')).to_have_text(
+        "completed", timeout=20_000)
+    expect(images.locator(".mentra-badge")).to_have_text("running")
+    images.locator("button.mentra-interrupt").click()
+    expect(images.locator(".mentra-badge")).to_have_text("interrupted")
+    expect(images.locator("button.mentra-interrupt")).to_have_count(0)
+    poll(lambda: nb.kernel.value("first.done()"), message="the lead's first run")
+    assert nb.kernel.value("tree()") == {
+        "images": "interrupted", "research": "completed", "title": "completed"}
+    seen = nb.page.evaluate(f"window.__seen[{badge!r}]")
+    assert "3|active" in seen, f"the badge went {seen}"  # counted while children ran
+    assert not seen[-1].endswith("|active"), f"the badge went {seen}"
+
+    nb.run_cell(4)  # the lead asks research for one more turn
+    poll(lambda: nb.kernel.value("second.done()"), message="the lead's second run")
+    picker.locator('li[data-path="/root/research"] .mentra-name').click()
+    preview = picker.locator(".mentra-preview")
+    expect(preview.locator(".mentra-header .mentra-name")).to_have_text("/root/research")
+    items = preview.locator(".mentra-transcript .mentra-item")
+    expect(items).to_have_count(2)  # the latest turn only
+    expect(items.nth(0)).to_have_text("One more fact.")
+    expect(items.nth(1)).to_have_text("Hermit crabs swap shells.")
+    preview.locator("button.mentra-older").click()
+    expect(items).to_have_count(4)  # the older turn, prepended
+    expect(items.nth(0)).to_have_text("Do research.")
+    expect(items.nth(1)).to_have_text("Sea stars regrow arms.")
+    expect(items.nth(2)).to_have_text("One more fact.")
+    expect(preview.locator("button.mentra-older")).to_have_count(0)
