@@ -141,8 +141,7 @@ def _full(host: RuntimeHost, folder: Path, deltas: int, pace: bool, *, store: bo
     host.submit(rt.aclose()).result(60)
     if widget is not None:
         widget.close()
-        # AgentView.close() is not idempotent (see the reliability suite): ipywidgets calls it
-        # again from __del__ after the host stopped, which would print a RuntimeError.
+        # ipywidgets calls close() again from __del__, after the host has stopped.
         widget.__dict__.pop("_unsubscribe", None)
     return seconds, sizes
 

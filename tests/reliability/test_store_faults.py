@@ -193,10 +193,7 @@ async def test_a_full_disk_is_a_clear_error_and_the_file_comes_back_as_the_agent
         await _consistent_after_reopen(db)
 
 
-@pytest.mark.xfail(strict=True, raises=StoreError, reason=(
-    "BUG: when a run's rollback cannot be written (disk full), the live agent is wedged: every "
-    "send says 'reload the agent (rt.resume_agent)', but resume_agent returns the same live "
-    "agent; only a new Runtime recovers it. See the report for the fix"))
+# Fixed in afce819 (the live agent re-applies recovery before its next run).
 async def test_after_a_refused_rollback_the_live_agent_goes_on_once_there_is_room(tmp_path):
     with _tmpfs(tmp_path / "fs", "512k") as fs:
         _db, store, rt, agent, _error = await _fill(fs)
