@@ -132,5 +132,5 @@ def notebook(page, lab_server: LabServer, request: pytest.FixtureRequest):
         finally:
             nb.close()
             for session in lab_server.api("GET", "sessions"):
-                if session["path"] == name:
+                if session["path"] == nb.name:  # a test may open an existing notebook instead
                     lab_server.api("DELETE", f"sessions/{session['id']}")

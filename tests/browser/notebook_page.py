@@ -125,8 +125,22 @@ class NotebookPage:
         expect(prompt).to_have_text(re.compile(r"\[\d+\]:"), timeout=timeout)
 
     def run_all(self, count: int) -> None:
+        """Run the first `count` cells one by one, each to its end."""
         for index in range(count):
             self.run_cell(index)
+
+    def run_all_from_menu(self, timeout: float = 120_000) -> None:
+        """Run → Run All Cells, then wait until every code cell has run."""
+        self.menu("Run", "Run All Cells")
+        prompts = self.page.locator(".jp-NotebookPanel .jp-CodeCell .jp-InputArea-prompt")
+        for index in range(prompts.count()):
+            expect(prompts.nth(index)).to_have_text(re.compile(r"\[\d+\]:"), timeout=timeout)
+
+    def menu(self, *path: str) -> None:
+        """Click through the menu bar: `menu("Kernel", "Restart Kernel…")`."""
+        self.page.locator(".lm-MenuBar-itemLabel").get_by_text(path[0], exact=True).click()
+        for label in path[1:]:
+            self.page.locator(".lm-Menu-itemLabel").get_by_text(label, exact=True).click()
 
     def agent_view(self, index: int) -> Locator:
         """The AgentView widget in cell `index`'s output (the last one, if several)."""

@@ -140,9 +140,8 @@ def test_after_a_kernel_restart_resume_shows_the_old_history_and_the_cut_turn(no
     expect(view.locator(".mentra-badge")).to_have_attribute("data-status", "streaming")
 
     # Kernel → Restart Kernel…, and confirm, as a person would.
-    nb.page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").click()
-    nb.page.locator(".lm-Menu-itemLabel", has_text="Restart Kernel…").click()
-    nb.page.locator(".jp-Dialog-button", has_text="Restart").click()
+    nb.menu("Kernel", "Restart Kernel…")
+    nb.page.locator(".jp-Dialog-button").get_by_text("Restart", exact=True).click()
     nb.forget_kernel()
     nb.wait_kernel_idle()
 
