@@ -187,16 +187,15 @@ class Runtime:
             if live._stale and not live.is_running:
                 live._reload()
             return live
-        if self.store.load_agent(agent_id) is None:
-            raise AgentNotFound(
-                f"no agent with id {agent_id} in {self.store!r}; rt.list_persisted_agents() "
-                "shows the stored ones"
-            )
+        # Take the lease first, then load once: transcripts can be long.
         self._leases.acquire(agent_id)
         try:
             persisted = self.store.load_agent(agent_id)
             if persisted is None:
-                raise AgentNotFound(f"agent {agent_id} was deleted while it was being resumed")
+                raise AgentNotFound(
+                    f"no agent with id {agent_id} in {self.store!r}; rt.list_persisted_agents() "
+                    "shows the stored ones"
+                )
             persisted = recover(self.store, persisted, token=self._leases.token)
         except MentraError:
             self.store.release_leases(self._leases.token, [agent_id])

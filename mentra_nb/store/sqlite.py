@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import psutil
+from pydantic import ValidationError
 
 from mentra_nb.errors import LeaseLost, LeaseUnavailable, StoreError
 from mentra_nb.messages import Message, Usage
@@ -207,10 +208,12 @@ class SqliteStore:
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             self._conn.execute("PRAGMA foreign_keys = ON")
+            # Migrate before switching to WAL: a migration that fails rolls back and
+            # leaves a file we refuse exactly as it was.
+            self._migrate()
             self.journal_mode = self._set_journal_mode(journal_mode)
             self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._migrate()
-        except sqlite3.Error as err:
+        except (sqlite3.Error, UnicodeDecodeError) as err:
             # A read-only folder or file, a full disk: SQLite can read the header
             # but not write its journal. Say which file and what to check.
             self._conn.close()
@@ -306,8 +309,8 @@ class SqliteStore:
             self._ensure_open()
             try:
                 return self._conn.execute(sql, params).fetchall()
-            except sqlite3.Error as err:
-                raise StoreError(f"reading {self.path} failed: {err}") from err
+            except (sqlite3.Error, UnicodeDecodeError) as err:
+                raise StoreError(f"reading {self.path} failed ({err}); the file may be damaged") from err
 
     def _ensure_open(self) -> None:
         if self._closed:
@@ -340,8 +343,19 @@ class SqliteStore:
             except sqlite3.IntegrityError as err:
                 raise StoreError(f"agent {record.id} already exists in {self.path}") from err
 
+    @contextmanager
+    def _decoding(self, what: str) -> Iterator[None]:
+        """Turn a row that no longer parses into a StoreError that names the file."""
+        try:
+            yield
+        except (ValidationError, ValueError) as err:  # json.JSONDecodeError is a ValueError
+            raise StoreError(
+                f"{self.path} holds a damaged {what} ({type(err).__name__}); restore the file "
+                "from a copy, or move it aside to start afresh"
+            ) from err
+
     def load_agent(self, agent_id: str) -> PersistedAgent | None:
-        with self._lock:
+        with self._lock, self._decoding(f"record of agent {agent_id}"):
             rows = self._read(f"SELECT {_AGENT_COLUMNS} FROM agents WHERE id = ?", (agent_id,))
             if not rows:
                 return None
@@ -356,23 +370,24 @@ class SqliteStore:
             resumable_row = self._read(
                 "SELECT message FROM resumable_turns WHERE agent_id = ?", (agent_id,)
             )
-        return PersistedAgent(
-            record=record,
-            transcript=transcript,
-            run=RunRecord(
-                generation=run_row[0][0], baseline=run_row[0][1],
-                assistant_committed=bool(run_row[0][2]), started_at=run_row[0][3],
-            ) if run_row else None,
-            pending_turn=PendingTurn.model_validate_json(pending_row[0][0]) if pending_row else None,
-            resumable_turn=Message.model_validate_json(resumable_row[0][0]) if resumable_row else None,
-        )
+            return PersistedAgent(
+                record=record,
+                transcript=transcript,
+                run=RunRecord(
+                    generation=run_row[0][0], baseline=run_row[0][1],
+                    assistant_committed=bool(run_row[0][2]), started_at=run_row[0][3],
+                ) if run_row else None,
+                pending_turn=PendingTurn.model_validate_json(pending_row[0][0]) if pending_row else None,
+                resumable_turn=Message.model_validate_json(resumable_row[0][0]) if resumable_row else None,
+            )
 
     def load_messages(self, agent_id: str, start: int = 0, end: int | None = None) -> list[Message]:
         rows = self._read(
             "SELECT message FROM messages WHERE agent_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
             (agent_id, start, end if end is not None else 2**62),
         )
-        return [Message.model_validate_json(row[0]) for row in rows]
+        with self._decoding(f"message of agent {agent_id}"):
+            return [Message.model_validate_json(row[0]) for row in rows]
 
     def list_agents(self, runtime_id: str | None = None) -> list[AgentRecord]:
         if runtime_id is None:
@@ -382,7 +397,8 @@ class SqliteStore:
                 f"SELECT {_AGENT_COLUMNS} FROM agents WHERE runtime_id = ? ORDER BY created_at, rowid",
                 (runtime_id,),
             )
-        return [_agent_record(row) for row in rows]
+        with self._decoding("agent record"):
+            return [_agent_record(row) for row in rows]
 
     def set_status(self, agent_id: str, status: AgentStatus, *, token: str) -> None:
         with self._write(agent_id, token) as cur:
@@ -673,17 +689,17 @@ def _check_existing_file(path: str) -> None:
             f"{path} is not a SQLite file, so it is not a mentra-nb store; it was left untouched. "
             "Point mentra-nb at another path (e.g. %mentra db other.mentra.sqlite)."
         )
-    # The header tells who wrote the file (application_id at offset 68, user_version
-    # at 60) without opening it. In WAL mode the newest header may still sit in the
-    # -wal file, so when the main file does not say "mentra-nb" we ask SQLite
-    # through a read-only connection, which changes nothing.
-    application_id = int.from_bytes(header[68:72], "big")
-    user_version = int.from_bytes(header[60:64], "big")
-    if application_id != APPLICATION_ID:
-        application_id, user_version, tables = _read_only_identity(path)
-        if application_id == 0 and tables == 0:
-            return  # a blank SQLite database: ours to initialise
-    if application_id != APPLICATION_ID:
+    # Who wrote the file is in its header (application_id, user_version), but in WAL
+    # mode the newest header may still sit in the -wal file: ask SQLite through a
+    # read-only connection, which changes nothing.
+    # The read-only look also parses the schema, so a damaged file is refused here,
+    # before opening it for writing could change a byte of it.
+    application_id, user_version, tables = _read_only_identity(path)
+    if application_id in (0, APPLICATION_ID) and user_version == 0 and tables == 0:
+        return  # a blank SQLite database: ours to initialise
+    if application_id != APPLICATION_ID or user_version == 0:
+        # We stamp the id and a version in the transaction that creates our tables,
+        # so tables without a version are someone else's.
         raise StoreError(
             f"{path} is a SQLite database of another application (application_id "
             f"{application_id:#x}), not a mentra-nb store; it was left untouched. "
@@ -695,18 +711,26 @@ def _check_existing_file(path: str) -> None:
 
 def _read_only_identity(path: str) -> tuple[int, int, int]:
     """(application_id, user_version, table count) read without writing."""
+    wal = Path(f"{path}-wal")
+    # Without a WAL to read, `immutable` keeps SQLite from creating -shm/-wal files
+    # beside a file we may be about to refuse; with one, its pages must be read.
+    immutable = "" if wal.exists() and wal.stat().st_size > 0 else "&immutable=1"
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = sqlite3.connect(f"file:{path}?mode=ro{immutable}", uri=True)
         try:
+            schema = conn.execute("SELECT name, sql FROM sqlite_master").fetchall()
             return (
                 conn.execute("PRAGMA application_id").fetchone()[0],
                 conn.execute("PRAGMA user_version").fetchone()[0],
-                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0],
+                len(schema),
             )
         finally:
             conn.close()
-    except sqlite3.Error as err:
-        raise StoreError(f"{path} cannot be read as SQLite ({err}); it was left untouched") from err
+    except (sqlite3.Error, UnicodeDecodeError) as err:
+        raise StoreError(
+            f"{path} cannot be read as SQLite ({err}): it is damaged or not a database; it was "
+            "left untouched. Restore it from a copy or point mentra-nb at another path."
+        ) from err
 
 
 def _newer_schema_message(path: str, version: int) -> str:

@@ -237,13 +237,7 @@ def _opens_or_refuses_untouched(path: Path) -> None:
         store.close()
 
 
-BUG_RAW_SQLITE_ERROR = (
-    "BUG: opening a damaged store file can raise a raw UnicodeDecodeError (or sqlite3 error) "
-    "from SqliteStore.__init__ (_set_journal_mode's PRAGMA) instead of a StoreError naming the "
-    "file; see the report for the fix")
 
-
-@pytest.mark.xfail(strict=True, raises=UnicodeDecodeError, reason=BUG_RAW_SQLITE_ERROR)
 def test_a_store_with_a_damaged_schema_text_is_refused_with_a_store_error(
     tmp_path, valid_store_bytes
 ) -> None:
@@ -255,8 +249,6 @@ def test_a_store_with_a_damaged_schema_text_is_refused_with_a_store_error(
 
 
 # Damage can also surface as a UnicodeDecodeError out of sqlite3 (a flipped text-encoding byte).
-@pytest.mark.xfail(strict=False, raises=(sqlite3.DatabaseError, UnicodeDecodeError),
-                   reason=BUG_RAW_SQLITE_ERROR)
 @settings(FUZZ, max_examples=60)
 @given(cut=st.floats(0, 1), flips=st.lists(st.tuples(st.floats(0, 1), st.integers(0, 255)), max_size=4))
 def test_a_damaged_store_file_opens_or_is_refused_untouched(tmp_path_factory, valid_store_bytes,
@@ -302,10 +294,6 @@ def test_another_apps_sqlite_or_a_newer_schema_is_refused_untouched(
     assert digests(path) == before
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a SQLite file with no tables but a user_version set by another application is taken "
-    "as a blank store: user_version=1 runs migration 2 alone (team tables, no agents table) and "
-    "stamps it schema 2; user_version=3 is refused but the file was already switched to WAL"))
 @pytest.mark.parametrize("user_version", [1, SCHEMA_VERSION + 1])
 def test_a_blank_database_with_another_apps_user_version_is_refused_untouched(
     tmp_path, user_version
