@@ -54,8 +54,10 @@ export function renderTranscript(container, items) {
     const node = element("div", "mentra-item");
     node.dataset.role = item.role;
     node.dataset.kind = item.kind;
-    if (item.kind === "text") {
-      node.innerHTML = item.html ?? ""; // rendered by markdown-it in the kernel with raw HTML disabled
+    if (item.kind === "text" || item.kind === "notice") {
+      // Rendered by markdown-it in the kernel with raw HTML disabled.
+      node.innerHTML = item.html ?? "";
+      if (item.kind === "notice") node.classList.add("mentra-notice-item");
     } else if (item.kind === "thinking") {
       const fold = element("details", "mentra-thinking");
       fold.append(element("summary", "", "thinking"));

@@ -152,8 +152,10 @@ class MentraMagics(Magics):
         for agent in agents:
             note = ""
             if agent.status.name == "interrupted":
-                note = (" (its last turn was cut by the restart: "
-                        + ("agent.resume() replays it)" if agent.resumable_turn or agent.history else ")"))
+                if agent.resumable_turn is not None:
+                    note = " (its last turn was cut by the restart: agent.resume() replays it)"
+                else:
+                    note = " (a tool call was cut by the restart: agent.resume() continues the turn)"
             print(f"mentra: resumed '{agent.name}', {len(agent.history)} messages, {agent.status}{note}")
             if agent.history and any(r.content == APPROVAL_INTERRUPTED_RESULT
                                      for r in agent.history[-1].tool_results):

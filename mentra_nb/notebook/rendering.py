@@ -4,6 +4,7 @@ HTML blocks (for the live widgets, which render no markdown themselves)."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -19,7 +20,7 @@ from mentra_nb.messages import (
     ToolUseBlock,
 )
 
-__all__ = ["message_items", "transcript_markdown"]
+__all__ = ["mail_notices", "message_items", "transcript_markdown"]
 
 # html=False: raw HTML in a model's answer is shown as text, never injected.
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
@@ -33,6 +34,41 @@ def _fence(text: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{text}\n{ticks}"
 
 
+_TEAM_INBOX = re.compile(r"^<team-inbox>\s*(.*?)\s*</team-inbox>\s*$", re.S)
+_SUBAGENT_MAIL = re.compile(
+    r'<subagent_update id="[^"]*" agent="([^"]*)" status="([^"]*)">(.*?)</subagent_update>'
+    r'|<subagent_message id="[^"]*" from="([^"]*)">(.*?)</subagent_message>',
+    re.S,
+)
+
+
+def mail_notices(text: str) -> list[str] | None:
+    """Team and subagent mail injected into a transcript, as short lines for
+    people (no ids, no timestamps: saved outputs stay stable); None for other text."""
+    inbox = _TEAM_INBOX.match(text)
+    if inbox is not None:
+        try:
+            items = json.loads(inbox.group(1))
+        except ValueError:
+            return None
+        lines = []
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict):
+                continue
+            kind = str(item.get("type", "message")).replace("_", " ")
+            protocol = f" ({item['protocol']})" if item.get("protocol") else ""
+            lines.append(f"*team {kind}{protocol} from {item.get('from', '?')}*: {item.get('content', '')}")
+        return lines
+    found = list(_SUBAGENT_MAIL.finditer(text))
+    if not found or _SUBAGENT_MAIL.sub("", text).strip():
+        return None
+    return [
+        f"*update from {m.group(1)} ({m.group(2)})*: {m.group(3)}" if m.group(1) is not None
+        else f"*message from {m.group(4)}*: {m.group(5)}"
+        for m in found
+    ]
+
+
 def transcript_markdown(messages: list[Message]) -> str:
     """The transcript as markdown: what a reader of the saved notebook sees."""
     parts: list[str] = []
@@ -40,7 +76,8 @@ def transcript_markdown(messages: list[Message]) -> str:
         who = "**user**" if message.role is Role.USER else "**assistant**"
         for block in message.content:
             if isinstance(block, TextBlock):
-                parts.append(f"{who}: {block.text}")
+                notices = mail_notices(block.text)
+                parts.extend(notices if notices is not None else [f"{who}: {block.text}"])
             elif isinstance(block, ThinkingBlock):
                 parts.append(f"{who} *(thinking)*: {block.thinking}")
             elif isinstance(block, RedactedThinkingBlock):
@@ -61,7 +98,11 @@ def message_items(message: Message, index: int) -> list[dict[str, Any]]:
     for block in message.content:
         base = {"index": index, "role": message.role.value}
         if isinstance(block, TextBlock):
-            items.append({**base, "kind": "text", "html": _markdown.render(block.text)})
+            notices = mail_notices(block.text)
+            if notices is not None:
+                items.append({**base, "kind": "notice", "html": _markdown.render("\n\n".join(notices))})
+            else:
+                items.append({**base, "kind": "text", "html": _markdown.render(block.text)})
         elif isinstance(block, ThinkingBlock):
             items.append({**base, "kind": "thinking", "html": _markdown.render(block.thinking)})
         elif isinstance(block, RedactedThinkingBlock):

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mentra_nb.errors import AgentNotFound, ConfigError
+from mentra_nb.errors import AgentBusy, AgentNotFound, ConfigError
 from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.notebook.discovery import StoreLocation, discover_store
 from mentra_nb.notebook.host import RuntimeHost
@@ -180,6 +180,13 @@ class NotebookSession:
         return [self.host.call(lambda: runtime.resume_agent(record.id))]
 
     def send(self, agent: Agent, text: str) -> Turn:
+        if agent.is_running:
+            # Say so now, in the cell, rather than through a Turn that fails later.
+            raise AgentBusy(
+                f"agent '{agent.name}' is still working on run {agent.snapshot.run_generation}; "
+                f"wait for it (turn.result()), or %mentra stop {agent.name} / %mentra interrupt "
+                f"{agent.name} first"
+            )
         generation = agent.snapshot.run_generation + 1
         return Turn(agent.name, generation, self.host.submit(agent.send(text)))
 

@@ -154,7 +154,7 @@ class MessageAssembler:
             value = json.loads(raw)
         except json.JSONDecodeError as err:
             self.invalid_tool_inputs[tool_id] = (
-                f"the arguments were not valid JSON ({err.msg} at position {err.pos}): {raw[:500]}"
+                f"the arguments were not valid JSON ({err.msg}, position {err.pos}): {raw[:500]}"
             )
             return {}
         if not isinstance(value, dict):
