@@ -1,4 +1,4 @@
-"""Browser tests: one JupyterLab server and one headless Chromium per test session.
+"""Browser tests: one JupyterLab server per test session, one headless Chromium per module.
 
 The server serves a temporary copy of `notebooks/` with fresh settings and
 workspace folders; each test writes its own notebook there, opens it in a new
@@ -68,8 +68,11 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(lab_server: LabServer):
+    # Per module, not per session: playwright's sync API keeps an event loop
+    # running in this thread while it is open, and the asyncio tests that follow
+    # the browser modules cannot start their own loops until it has stopped.
     from playwright.sync_api import sync_playwright
 
     executable = _chromium()
