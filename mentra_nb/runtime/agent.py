@@ -52,8 +52,10 @@ class Agent:
         self._status = record.status
         self._run_generation = record.run_generation
         self._usage = record.usage
-        self._current_text = ""
-        self._current_thinking = ""
+        # The uncommitted stream, kept as parts: appending to one growing string
+        # would copy it on every delta (quadratic in the reply's length).
+        self._text_parts: list[str] = []
+        self._thinking_parts: list[str] = []
         self._pending_tool_uses: list[PendingToolUse] = []
         self._snapshots: Observers[AgentSnapshot] = Observers()
         self._events: Observers[AgentEvent] = Observers()
@@ -69,6 +71,26 @@ class Agent:
         return f"<Agent {self.name} ({self.model.key}) {self._status}>"
 
     # --- what the agent is ---------------------------------------------------
+
+    @property
+    def _current_text(self) -> str:
+        if len(self._text_parts) > 1:
+            self._text_parts[:] = ["".join(self._text_parts)]
+        return self._text_parts[0] if self._text_parts else ""
+
+    @_current_text.setter
+    def _current_text(self, value: str) -> None:
+        self._text_parts = [value] if value else []
+
+    @property
+    def _current_thinking(self) -> str:
+        if len(self._thinking_parts) > 1:
+            self._thinking_parts[:] = ["".join(self._thinking_parts)]
+        return self._thinking_parts[0] if self._thinking_parts else ""
+
+    @_current_thinking.setter
+    def _current_thinking(self, value: str) -> None:
+        self._thinking_parts = [value] if value else []
 
     @property
     def is_teammate(self) -> bool:

@@ -223,12 +223,16 @@ class Run:
     def _apply_delta(self, event: ContentBlockDelta, tool_blocks: dict[int, PendingToolUse]) -> None:
         agent = self.agent
         fields = self._event_fields()
+        # Per-delta events are built only when someone listens: this is the
+        # hottest path there is.
         if event.kind == "text":
-            agent._current_text += event.value
-            agent._emit(TextDelta(**fields, index=event.index, text=event.value))
+            agent._text_parts.append(event.value)
+            if agent._events:
+                agent._emit(TextDelta(**fields, index=event.index, text=event.value))
         elif event.kind == "thinking":
-            agent._current_thinking += event.value
-            agent._emit(ReasoningDelta(**fields, index=event.index, text=event.value))
+            agent._thinking_parts.append(event.value)
+            if agent._events:
+                agent._emit(ReasoningDelta(**fields, index=event.index, text=event.value))
         elif event.kind == "tool_input_json":
             pending = tool_blocks[event.index]
             pending = PendingToolUse(id=pending.id, name=pending.name,
