@@ -86,6 +86,7 @@ export function render({ model, el }) {
   const liveText = element("div", "mentra-live");
   const liveTools = element("div", "mentra-live-tools");
   const approvalsBox = element("div", "mentra-approvals");
+  const resumeBox = element("div", "mentra-resumable");
   const controls = element("div", "mentra-controls");
   const input = /** @type {HTMLTextAreaElement} */ (element("textarea"));
   input.placeholder = "Message the agent (Ctrl+Enter sends)";
@@ -95,7 +96,7 @@ export function render({ model, el }) {
   const interruptButton = /** @type {HTMLButtonElement} */ (element("button", "mentra-interrupt", "Interrupt"));
   interruptButton.title = "Abort now; the turn is rolled back and can be resumed";
   controls.append(input, sendButton, stopButton, interruptButton);
-  root.append(header, transcript, liveThinking, liveText, liveTools, approvalsBox, controls);
+  root.append(header, transcript, liveThinking, liveText, liveTools, approvalsBox, resumeBox, controls);
   el.append(root);
 
   const live = new LiveStream();
@@ -189,12 +190,28 @@ export function render({ model, el }) {
   stopButton.addEventListener("click", () => model.send({ kind: "stop" }), { signal });
   interruptButton.addEventListener("click", () => model.send({ kind: "interrupt" }), { signal });
 
+  // A turn cut by a restart, an interrupt or an error: say what was lost and offer
+  // to replay it (or to continue after cut tool calls), as `agent.resume()` would.
+  const renderResumable = () => {
+    resumeBox.replaceChildren();
+    /** @type {{kind?: string, text?: string}} */
+    const resumable = model.get("resumable") ?? {};
+    if (!resumable.kind) return;
+    const label = resumable.kind === "replay"
+      ? `This turn was cut and rolled back: “${resumable.text ?? ""}”`
+      : "Tool calls were cut before they finished.";
+    const button = element("button", "mentra-resume", resumable.kind === "replay" ? "Replay it" : "Continue");
+    button.addEventListener("click", () => model.send({ kind: "resume" }), { signal });
+    resumeBox.append(element("span", "mentra-notice-item", label), button);
+  };
+
   const unsubscribe = subscribe(model, [
     ...["agent_name", "model_key", "status", "run_generation", "usage"].map(
       (trait) => /** @type {[string, () => void]} */ ([`change:${trait}`, renderHeader])),
     ["change:items", renderItems],
     ["change:pending_tools", renderLive],
     ["change:approvals", () => { renderApprovals(); renderHeader(); }],
+    ["change:resumable", renderResumable],
     ["msg:custom", onCustom],
   ]);
 
@@ -202,6 +219,7 @@ export function render({ model, el }) {
   renderItems();
   renderLive();
   renderApprovals();
+  renderResumable();
   model.send({ kind: "hello" }); // ask for the half-streamed text we missed
 
   return () => {

@@ -203,3 +203,18 @@ describe("AgentView approvals", () => {
     expect(model.listenerCount()).toBe(0);
   });
 });
+
+describe("AgentView cut turns", () => {
+  it("shows a rolled-back turn with a Replay button, and nothing once it is gone", () => {
+    const el = document.createElement("div");
+    const model = new FakeModel({ ...STATE, status: { name: "interrupted" }, resumable: { kind: "replay", text: "word0 word1" } });
+    render({ model, el });
+    expect(el.querySelector(".mentra-resumable")?.textContent).toContain("“word0 word1”");
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-resume")).click();
+    expect(model.sent.at(-1)).toEqual({ kind: "resume" });
+    model.set("resumable", { kind: "continue" });
+    expect(el.querySelector(".mentra-resume")?.textContent).toBe("Continue");
+    model.set("resumable", {});
+    expect(el.querySelector(".mentra-resume")).toBeNull();
+  });
+});

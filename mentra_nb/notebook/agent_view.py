@@ -23,6 +23,7 @@ import traitlets
 from pydantic import BaseModel, Field, TypeAdapter
 
 from mentra_nb.errors import AgentError
+from mentra_nb.messages import Role
 from mentra_nb.notebook._widget import MentraWidget
 from mentra_nb.notebook.assets import asset, widget_module
 from mentra_nb.notebook.rendering import message_items, transcript_markdown
@@ -58,6 +59,10 @@ class _Send(BaseModel):
     text: str = Field(min_length=1, max_length=100_000)
 
 
+class _Resume(BaseModel):
+    kind: Literal["resume"]
+
+
 class _Approve(BaseModel):
     kind: Literal["approve"]
     call_id: str = Field(min_length=1, max_length=200)
@@ -71,7 +76,8 @@ class _Deny(BaseModel):
 
 
 _browser_message: TypeAdapter[Any] = TypeAdapter(
-    Annotated[_Hello | _Stop | _Interrupt | _Send | _Approve | _Deny, Field(discriminator="kind")]
+    Annotated[_Hello | _Stop | _Interrupt | _Send | _Resume | _Approve | _Deny,
+              Field(discriminator="kind")]
 )
 
 APPROVAL_INPUT_CHARS = 4_000  # what the widget shows of a call's input (a write_file's content may be huge)
@@ -91,6 +97,9 @@ class AgentView(MentraWidget):
     items = traitlets.List().tag(sync=True)
     pending_tools = traitlets.List().tag(sync=True)
     approvals = traitlets.List().tag(sync=True)  # calls waiting for Approve / Deny / Always allow
+    # What `agent.resume()` would do: {"kind": "replay", "text": ...} for a rolled-back
+    # user turn, {"kind": "continue"} after cut tool calls, {} when there is nothing.
+    resumable = traitlets.Dict().tag(sync=True)
 
     def __init__(self, agent: Agent, host: RuntimeHost) -> None:
         super().__init__()
@@ -176,6 +185,9 @@ class AgentView(MentraWidget):
             approvals = [_approval_item(p) for p in snapshot.pending_approvals]
             if approvals != self.approvals:
                 self.approvals = approvals
+            resumable = _resumable(agent)
+            if resumable != self.resumable:
+                self.resumable = resumable
             if len(history) != self._rendered_messages:
                 # Appends render only the new messages; a rollback re-renders.
                 keep = self.items if len(history) > self._rendered_messages else []
@@ -204,6 +216,9 @@ class AgentView(MentraWidget):
             self._host.call_soon(agent.cancel)
         elif isinstance(message, _Send):
             future = self._host.submit(agent.send(message.text))
+            future.add_done_callback(_log_failure(agent.name))
+        elif isinstance(message, _Resume):
+            future = self._host.submit(agent.resume())
             future.add_done_callback(_log_failure(agent.name))
         elif isinstance(message, _Approve):
             self._host.call_soon(_answer, agent.name, agent.approve, message.call_id, message.always)
@@ -238,6 +253,24 @@ def _answer(name: str, answer: Any, *args: Any) -> None:
         answer(*args)
     except AgentError as err:
         log.warning("an approval answer from %s's widget was ignored: %s", name, err)
+
+
+RESUMABLE_PREVIEW_CHARS = 300
+
+
+def _resumable(agent: Agent) -> dict[str, Any]:
+    # The status, not the run task: a run's last event arrives before its task ends.
+    if agent.status.is_running:
+        return {}
+    turn = agent.resumable_turn
+    if turn is not None:
+        text = turn.text
+        cut = text[:RESUMABLE_PREVIEW_CHARS] + ("…" if len(text) > RESUMABLE_PREVIEW_CHARS else "")
+        return {"kind": "replay", "text": cut}
+    history = agent.history
+    if history and history[-1].role is Role.USER and history[-1].tool_results:
+        return {"kind": "continue"}
+    return {}
 
 
 def _log_failure(name: str) -> Any:

@@ -163,3 +163,28 @@ def test_static_outputs_are_deterministic_and_read_as_markdown(host):
     assert data["text/markdown"] == ("**writer** · `s:m` · finished\n\n"
                                      "**user**: What is it?\n\n**assistant**: The answer is 42.")
     assert "application/vnd.jupyter.widget-view+json" in data
+
+
+def test_a_cut_turn_is_offered_for_replay_and_the_browser_can_replay_it(host):
+    script, control = controlled_stream()
+    agent = spawn(host, ScriptedProvider("s", [script, text_stream("second try")]))
+    view = AgentView(agent, host)
+    future = host.submit(agent.send("please summarise"))
+    for event in (MessageStarted(), ContentBlockStarted.text(0), ContentBlockDelta.text(0, "Part")):
+        host.call_soon(control.send, event)
+    deadline = time.monotonic() + 5
+    while agent.snapshot.current_text != "Part" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert view.resumable == {}  # nothing to offer while it runs
+    view._on_browser_message(view, {"kind": "interrupt"}, [])
+    while agent.is_running and time.monotonic() < deadline:
+        time.sleep(0.01)
+    host.call(lambda: None)
+    assert view.resumable == {"kind": "replay", "text": "please summarise"}
+    view._on_browser_message(view, {"kind": "resume"}, [])
+    while agent.status != AgentStatus.finished() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    host.call(lambda: None)
+    assert agent.history[-1].text == "second try"
+    assert view.resumable == {}
+    assert future.cancelled() or future.exception() is not None
