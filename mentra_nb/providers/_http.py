@@ -382,6 +382,28 @@ class HTTPProvider:
 
     # --- shared machinery ----------------------------------------------------
 
+    def _post_sse(
+        self, model: str, url: str, payload: dict[str, Any], decoder: Any,
+        params: dict[str, str] | None = None,
+    ) -> AsyncIterator[ProviderEvent]:
+        """POST `payload` as JSON to `url` and decode the server-sent events it
+        answers with; the request is rebuilt for every attempt (see `_stream`)."""
+        body = json.dumps(payload).encode()
+
+        def build(key: Secret | None) -> httpx.Request:
+            headers = {
+                **self.auth_headers(key),
+                "content-type": "application/json",
+                "accept": "text/event-stream",
+                **self.extra_headers,
+            }
+            return self._client.build_request(
+                "POST", url, params=params, content=body, headers=headers,
+                timeout=self.timeouts.to_httpx(),
+            )
+
+        return self._stream(model, build, decoder)
+
     async def _stream(
         self, model: str, build: Callable[[Secret | None], httpx.Request], decoder: StreamDecoder
     ) -> AsyncIterator[ProviderEvent]:

@@ -105,21 +105,8 @@ class AnthropicProvider(HTTPProvider):
         return body
 
     def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        body = json.dumps(self.request_body(request)).encode()
-
-        def build(key: Secret | None) -> httpx.Request:
-            headers = {
-                **self.auth_headers(key),
-                "content-type": "application/json",
-                "accept": "text/event-stream",
-                **self.extra_headers,
-            }
-            return self._client.build_request(
-                "POST", f"{self.base_url}/v1/messages", content=body, headers=headers,
-                timeout=self.timeouts.to_httpx(),
-            )
-
-        return self._stream(request.model, build, AnthropicStreamDecoder())
+        return self._post_sse(request.model, f"{self.base_url}/v1/messages", self.request_body(request),
+                              AnthropicStreamDecoder())
 
     async def list_models(self) -> list[ModelInfo]:
         data = await self._get_json(f"{self.base_url}/v1/models", params={"limit": "1000"})

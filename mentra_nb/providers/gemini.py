@@ -108,23 +108,10 @@ class GeminiProvider(HTTPProvider):
         return model if model.startswith(("models/", "tunedModels/")) else f"models/{model}"
 
     def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        body = json.dumps(self.request_body(request)).encode()
         url = (f"{self.base_url}/{self.api_version}/{self._model_path(request.model)}"
                ":streamGenerateContent")
-
-        def build(key: Secret | None) -> httpx.Request:
-            headers = {
-                **self.auth_headers(key),
-                "content-type": "application/json",
-                "accept": "text/event-stream",
-                **self.extra_headers,
-            }
-            return self._client.build_request(
-                "POST", url, params={"alt": "sse"}, content=body, headers=headers,
-                timeout=self.timeouts.to_httpx(),
-            )
-
-        return self._stream(request.model, build, GeminiStreamDecoder(self.name))
+        return self._post_sse(request.model, url, self.request_body(request),
+                              GeminiStreamDecoder(self.name), params={"alt": "sse"})
 
     async def list_models(self) -> list[ModelInfo]:
         data = await self._get_json(f"{self.base_url}/{self.api_version}/models",

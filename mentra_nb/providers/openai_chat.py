@@ -137,21 +137,8 @@ class OpenAIChatProvider(HTTPProvider):
         return body
 
     def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        body = json.dumps(self.request_body(request)).encode()
-
-        def build(key: Secret | None) -> httpx.Request:
-            headers = {
-                **self.auth_headers(key),
-                "content-type": "application/json",
-                "accept": "text/event-stream",
-                **self.extra_headers,
-            }
-            return self._client.build_request(
-                "POST", f"{self.base_url}/chat/completions", content=body, headers=headers,
-                timeout=self.timeouts.to_httpx(),
-            )
-
-        return self._stream(request.model, build, ChatStreamDecoder(self.name))
+        return self._post_sse(request.model, f"{self.base_url}/chat/completions", self.request_body(request),
+                              ChatStreamDecoder(self.name))
 
     async def list_models(self) -> list[ModelInfo]:
         data = await self._get_json(f"{self.base_url}/models")
