@@ -47,7 +47,12 @@ class Agent:
         self.kind = record.kind
         self.parent_id = record.parent_id
         self.role = record.role
-        self._history: list[Message] = list(persisted.transcript)
+        # None until first needed when the caller did not load the transcript.
+        transcript_missing = not persisted.transcript and record.message_count > 0
+        self._loaded_history: list[Message] | None = (
+            None if transcript_missing else list(persisted.transcript)
+        )
+        self._stored_message_count = record.message_count
         self._resumable = persisted.resumable_turn
         self._status = record.status
         self._run_generation = record.run_generation
@@ -71,6 +76,22 @@ class Agent:
         return f"<Agent {self.name} ({self.model.key}) {self._status}>"
 
     # --- what the agent is ---------------------------------------------------
+
+    @property
+    def _history(self) -> list[Message]:
+        """The committed transcript, read from the store on first use."""
+        if self._loaded_history is None:
+            self._loaded_history = self._runtime.store.load_messages(self.id)
+        return self._loaded_history
+
+    @_history.setter
+    def _history(self, value: list[Message]) -> None:
+        self._loaded_history = value
+
+    @property
+    def _history_len(self) -> int:
+        loaded = self._loaded_history
+        return len(loaded) if loaded is not None else self._stored_message_count
 
     @property
     def _current_text(self) -> str:
@@ -139,7 +160,7 @@ class Agent:
             model=self.model.key,
             status=self._status,
             run_generation=self._run_generation,
-            history_len=len(self._history),
+            history_len=self._history_len,
             current_text=self._current_text,
             current_thinking=self._current_thinking,
             pending_tool_uses=list(self._pending_tool_uses),

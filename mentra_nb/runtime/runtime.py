@@ -190,13 +190,17 @@ class Runtime:
         # Take the lease first, then load once: transcripts can be long.
         self._leases.acquire(agent_id)
         try:
-            persisted = self.store.load_agent(agent_id)
+            # Transcripts load lazily (a long one is read when first needed), except
+            # for an agent cut mid-run, whose recovery must look at its last turn.
+            persisted = self.store.load_agent(agent_id, transcript=False)
             if persisted is None:
                 raise AgentNotFound(
                     f"no agent with id {agent_id} in {self.store!r}; rt.list_persisted_agents() "
                     "shows the stored ones"
                 )
-            persisted = recover(self.store, persisted, token=self._leases.token)
+            if persisted.run is not None:
+                persisted = self.store.load_agent(agent_id) or persisted
+                persisted = recover(self.store, persisted, token=self._leases.token)
         except MentraError:
             self.store.release_leases(self._leases.token, [agent_id])
             self._leases.held.discard(agent_id)

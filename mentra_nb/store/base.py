@@ -192,7 +192,10 @@ class Store(Protocol):
         """Insert a new agent. Its lease for `token` must already be held."""
         ...
 
-    def load_agent(self, agent_id: str) -> PersistedAgent | None: ...
+    def load_agent(self, agent_id: str, *, transcript: bool = True) -> PersistedAgent | None:
+        """Everything stored for the agent; `transcript=False` leaves the transcript
+        out (empty) for callers that load it later, if at all."""
+        ...
 
     def load_messages(self, agent_id: str, start: int = 0, end: int | None = None) -> list[Message]:
         """Transcript slice `[start, end)`, for paged views."""

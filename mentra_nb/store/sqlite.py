@@ -354,13 +354,13 @@ class SqliteStore:
                 "from a copy, or move it aside to start afresh"
             ) from err
 
-    def load_agent(self, agent_id: str) -> PersistedAgent | None:
+    def load_agent(self, agent_id: str, *, transcript: bool = True) -> PersistedAgent | None:
         with self._lock, self._decoding(f"record of agent {agent_id}"):
             rows = self._read(f"SELECT {_AGENT_COLUMNS} FROM agents WHERE id = ?", (agent_id,))
             if not rows:
                 return None
             record = _agent_record(rows[0])
-            transcript = self.load_messages(agent_id)
+            messages = self.load_messages(agent_id) if transcript else []
             run_row = self._read(
                 "SELECT generation, baseline, assistant_committed, started_at FROM runs"
                 " WHERE agent_id = ?",
@@ -372,7 +372,7 @@ class SqliteStore:
             )
             return PersistedAgent(
                 record=record,
-                transcript=transcript,
+                transcript=messages,
                 run=RunRecord(
                     generation=run_row[0][0], baseline=run_row[0][1],
                     assistant_committed=bool(run_row[0][2]), started_at=run_row[0][3],

@@ -240,3 +240,33 @@ def _lease_count(path) -> int:
         return conn.execute("SELECT count(*) FROM leases").fetchone()[0]
     finally:
         conn.close()
+
+
+class CountingStore(SqliteStore):
+    """A real SqliteStore that counts transcript reads."""
+
+    transcript_reads = 0
+
+    def load_messages(self, agent_id, start=0, end=None):
+        self.transcript_reads += 1
+        return super().load_messages(agent_id, start, end)
+
+
+async def test_resume_loads_a_transcript_only_when_it_is_first_needed(db_path):
+    runtime = Runtime.empty(store=SqliteStore(db_path), providers=[ScriptedProvider(
+        "anthropic", [text_stream(f"answer {i}") for i in range(3)])])
+    agent = runtime.spawn("agent", "anthropic:model")
+    for i in range(3):
+        await agent.send(f"question {i}")
+    await runtime.aclose()
+
+    store = CountingStore(db_path)
+    rebooted = Runtime.empty(store=store, providers=[ScriptedProvider("anthropic", [text_stream("more")])])
+    [resumed] = rebooted.resume()
+    assert store.transcript_reads == 0
+    assert resumed.snapshot.history_len == 6
+    assert resumed.last_message == Message.assistant("answer 2")
+    assert store.transcript_reads == 1
+    await resumed.send("question 3")
+    assert store.transcript_reads == 1 and len(resumed.history) == 8
+    await rebooted.aclose()
