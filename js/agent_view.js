@@ -205,7 +205,22 @@ export function render({ model, el }) {
     resumeBox.append(element("span", "mentra-notice-item", label), button);
   };
 
+  // Jupyter fires comm_live_update on a model whose kernel went away (a restart or
+  // shutdown); this output can no longer act, so say so instead of looking alive.
+  const onDisconnect = () => {
+    root.dataset.connected = "false";
+    for (const button of root.querySelectorAll("button")) button.disabled = true;
+    input.disabled = true;
+    badge.textContent = "disconnected";
+    badge.dataset.status = "idle";
+    liveText.textContent = "";
+    liveThinking.textContent = "";
+    header.append(element("span", "mentra-notice-item",
+      "its kernel stopped: run %mentra resume in the new kernel for a live view"));
+  };
+
   const unsubscribe = subscribe(model, [
+    ["comm_live_update", onDisconnect],
     ...["agent_name", "model_key", "status", "run_generation", "usage"].map(
       (trait) => /** @type {[string, () => void]} */ ([`change:${trait}`, renderHeader])),
     ["change:items", renderItems],

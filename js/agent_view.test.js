@@ -218,3 +218,18 @@ describe("AgentView cut turns", () => {
     expect(el.querySelector(".mentra-resume")).toBeNull();
   });
 });
+
+describe("AgentView after its kernel stopped", () => {
+  it("says so and disables its controls", () => {
+    const el = document.createElement("div");
+    const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
+    render({ model, el });
+    model.emit("msg:custom", { kind: "delta", seq: 1, text: "half a sen" });
+    model.emit("comm_live_update");
+    expect(el.querySelector(".mentra-agent")?.getAttribute("data-connected")).toBe("false");
+    expect(el.querySelector(".mentra-badge")?.textContent).toBe("disconnected");
+    expect([...el.querySelectorAll("button")].every((b) => /** @type {HTMLButtonElement} */ (b).disabled)).toBe(true);
+    expect(el.textContent).toContain("%mentra resume");
+    expect(el.querySelectorAll(".mentra-live")[1].textContent).toBe("");
+  });
+});

@@ -144,6 +144,10 @@ def test_after_a_kernel_restart_resume_shows_the_old_history_and_the_cut_turn(no
     nb.page.locator(".jp-Dialog-button").get_by_text("Restart", exact=True).click()
     nb.forget_kernel()
     nb.wait_kernel_idle()
+    # The old output can no longer act: it says so and its controls are off.
+    old_view = nb.agent_view(3)
+    expect(old_view).to_have_attribute("data-connected", "false")
+    expect(old_view.locator(".mentra-interrupt")).to_be_disabled()
 
     nb.run_cell(4)
     out = nb.run_cell(5)
@@ -157,6 +161,8 @@ def test_after_a_kernel_restart_resume_shows_the_old_history_and_the_cut_turn(no
     expect(items.nth(0)).to_have_text("warm up")
     expect(items.nth(1)).to_have_text("You said: warm up")
     expect(view.locator(".mentra-live:not(.mentra-thinking)")).to_be_empty()
+    expect(view.locator(".mentra-resumable")).to_contain_text("This turn was cut and rolled back")
+    expect(view.locator(".mentra-resume")).to_have_text("Replay it")
 
     agent = "nb.session().agent('writer')"
     assert nb.kernel.value(f"{agent}.status.name") == "interrupted"
