@@ -234,7 +234,8 @@ async def _openai_agents(turns: list[Turn], db: Path) -> Result:
             return ModelResponse(output=output, usage=Usage(), response_id=None)
 
         def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-            raise NotImplementedError
+            # The SDK's Model interface requires it; the benchmark's Runner.run never streams.
+            raise RuntimeError("the storage benchmark does not stream")
 
     meter = Meter()
 
