@@ -137,7 +137,8 @@ class MentraMagics(Magics):
             kind = "" if r.kind == "agent" else f" ({r.kind})"
             where = "live" if r.id in live else "stored"
             print(f"  {r.name:<{width}}  {where:<6}  {r.model:<24}  {r.status!s:<16}  "
-                  f"{r.message_count:>4} messages  {r.usage.input_tokens}/{r.usage.output_tokens} tokens{kind}")
+                  f"{r.run_generation:>3} turns  {r.message_count:>4} messages  "
+                  f"{r.usage.input_tokens}/{r.usage.output_tokens} tokens{kind}")
 
     def _do_resume(self, command: args.Resume) -> None:
         if command.agent and command.all:

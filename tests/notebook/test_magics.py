@@ -159,7 +159,8 @@ def test_list_shows_stored_and_live_agents(ip, capsys):
     mentra(ip, "list")
     out = capsys.readouterr().out
     assert "agents of 'notebook'" in out
-    assert "writer  live    test:default" in out and "finished" in out and "2 messages" in out
+    assert "writer  live    test:default" in out and "finished" in out
+    assert "1 turns     2 messages" in out
 
 
 def test_interrupt_rolls_the_turn_back_and_stop_keeps_the_work(ip, session):
