@@ -304,3 +304,41 @@ def test_a_blank_database_with_another_apps_user_version_is_refused_untouched(
     with pytest.raises(StoreError):
         SqliteStore(path)
     assert digests(path) == before
+
+
+TEAM_AND_PICKER = st.one_of(
+    JSON,
+    st.fixed_dictionaries(
+        {"kind": st.sampled_from(["approve", "reject", "open", "older", "close", "interrupt", "", 3])},
+        optional={"request_id": JSON | st.text(max_size=8), "reason": JSON | st.text(max_size=8),
+                  "path": JSON | st.sampled_from(["/root/a", "/root", "../x", "/root/A b"])},
+    ),
+)
+
+
+@pytest.fixture
+def team_and_picker():
+    from mentra_nb import AgentConfig
+    from mentra_nb.notebook.subagent_picker import SubagentPickerView
+    from mentra_nb.notebook.team_view import TeamView
+
+    host = RuntimeHost()
+    rt = host.call(lambda: Runtime.empty(providers=[TestProvider()]))
+    lead = host.call(lambda: rt.spawn("lead", "test", config=AgentConfig(team=True, subagents=True)))
+    widgets = [TeamView(lead, host), SubagentPickerView(lead, host)]
+    yield lead, host, widgets
+    for widget in widgets:
+        widget.close()
+    host.submit(rt.aclose()).result(30)
+    host.stop()
+
+
+@FUZZ
+@given(content=TEAM_AND_PICKER)
+def test_team_and_picker_messages_are_acted_on_or_ignored(team_and_picker, content) -> None:
+    lead, host, widgets = team_and_picker
+    for widget in widgets:
+        widget._on_browser_message(widget, content, [])  # never raises into the kernel
+    host.call(lambda: None)  # what was handed to the runtime ran, and did not break it
+    assert lead.status.name in ("idle", "finished")
+    assert all(isinstance(widget.notice, str) for widget in widgets)
