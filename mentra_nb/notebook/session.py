@@ -9,9 +9,9 @@ store work, never for an agent's turn.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mentra_nb.errors import AgentBusy, AgentNotFound, ConfigError
 from mentra_nb.notebook.agent_view import AgentView
@@ -32,6 +32,8 @@ from mentra_nb.store.base import AgentRecord
 from mentra_nb.store.sqlite import SqliteStore
 
 __all__ = ["NotebookSession"]
+
+T = TypeVar("T")
 
 
 def _kernel_label() -> str | None:
@@ -149,6 +151,16 @@ class NotebookSession:
         self.host.stop()
 
     # --- agents -------------------------------------------------------------------
+
+    def register_tool(self, tool: Tool) -> None:
+        """Offer a `@tool` function to this kernel's agents (those whose config allows it)."""
+        runtime = self.runtime
+        self.host.call(lambda: runtime.register_tool(tool))
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """Run `fn` on the runtime's thread and return its result: agent methods
+        that are not thread-safe (team requests, say) are called this way from a cell."""
+        return self.host.call(fn)
 
     def spawn(self, name: str, model: str, config: AgentConfig) -> Agent:
         runtime = self.runtime

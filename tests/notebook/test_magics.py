@@ -249,3 +249,18 @@ def test_teammate_joins_a_team_and_team_shows_it(ip, capsys):
     assert "TeamView(lead, 1 teammates" in capsys.readouterr().out
     with pytest.raises(UsageError, match="ROLE|role"):
         mentra(ip, "teammate lead bob")
+
+
+def test_a_cell_can_register_a_tool_and_call_agent_methods_on_the_runtime_thread(ip, session):
+    from mentra_nb import tool
+
+    @tool(read_only=True)
+    def row_count() -> int:
+        """How many rows the data has."""
+        return 120
+
+    session.register_tool(row_count)
+    agent = mentra(ip, "spawn analyst --tools row_count")
+    turn = mentra(ip, "send analyst --wait how many rows?")
+    assert turn.text == "Tool results: row_count returned 120"
+    assert session.call(lambda: [t.spec.name for t in agent.tools()]) == ["row_count"]
