@@ -10,6 +10,16 @@ from pathlib import Path
 import pytest
 
 from mentra_nb import AgentSnapshot, AgentStatus, SqliteStore
+from tests.children import Child
+
+
+@pytest.fixture
+def children():
+    """Every `Child` a test appends here is killed and reaped, pass or fail."""
+    started: list[Child] = []
+    yield started
+    for child in started:
+        child.close()
 
 
 @pytest.fixture

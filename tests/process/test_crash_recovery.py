@@ -6,13 +6,6 @@ its process is gone."""
 from __future__ import annotations
 
 import os
-import queue
-import signal
-import sqlite3
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -27,60 +20,22 @@ from mentra_nb import (
     ToolResultBlock,
 )
 from mentra_nb.testing import ScriptedProvider, text_stream
+from tests.children import Child, integrity
 
 pytestmark = pytest.mark.process
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def child(db_path):
-    """start(phase) -> (process, agent id); every child is killed and reaped at the end."""
-    started: list[subprocess.Popen[str]] = []
+def child(db_path, children):
+    """start(phase) -> (child, agent id): a process that drives an agent into `phase`."""
 
-    def start(phase: str) -> tuple[subprocess.Popen[str], str]:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.process.crash_child", str(db_path), phase],
-            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        started.append(proc)
-        return proc, _read_ready(proc)
+    def start(phase: str) -> tuple[Child, str]:
+        process = Child("tests.process.crash_child", str(db_path), phase)
+        children.append(process)
+        [agent_id] = process.ready()
+        return process, agent_id
 
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
-        proc.stderr.close()
-
-
-def _read_ready(proc: subprocess.Popen[str], timeout: float = 30.0) -> str:
-    # A reader thread, because a buffered readline can swallow several lines
-    # while a select() on the pipe waits for bytes that already arrived.
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            break
-        if line.startswith("READY "):
-            return line.split()[1]
-    proc.kill()
-    raise AssertionError(f"child never became ready; stderr:\n{proc.stderr.read()}")
-
-
-def _kill(proc: subprocess.Popen[str]) -> None:
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
-
-
-def _integrity(db_path: Path) -> str:
-    conn = sqlite3.connect(db_path)
-    try:
-        return conn.execute("PRAGMA integrity_check").fetchone()[0]
-    finally:
-        conn.close()
+    return start
 
 
 def _fresh_runtime(db_path: Path, *scripts) -> Runtime:
@@ -90,8 +45,8 @@ def _fresh_runtime(db_path: Path, *scripts) -> Runtime:
 
 async def test_killed_mid_stream_rolls_back_to_the_committed_turns(child, db_path):
     proc, agent_id = child("streaming")
-    _kill(proc)
-    assert _integrity(db_path) == "ok"
+    proc.kill()
+    assert integrity(db_path) == "ok"
 
     rt = _fresh_runtime(db_path, text_stream("second answer"))
     before = rt.store.load_agent(agent_id)
@@ -109,8 +64,8 @@ async def test_killed_mid_stream_rolls_back_to_the_committed_turns(child, db_pat
 
 async def test_killed_inside_a_tool_keeps_the_call_and_answers_it_with_an_error(child, db_path):
     proc, agent_id = child("tool")
-    _kill(proc)
-    assert _integrity(db_path) == "ok"
+    proc.kill()
+    assert integrity(db_path) == "ok"
 
     rt = _fresh_runtime(db_path)
     [agent] = rt.resume()
@@ -126,7 +81,7 @@ async def test_killed_inside_a_tool_keeps_the_call_and_answers_it_with_an_error(
 
 async def test_killed_while_idle_changes_nothing(child, db_path):
     proc, agent_id = child("idle")
-    _kill(proc)
+    proc.kill()
     rt = _fresh_runtime(db_path)
     [agent] = rt.resume()
     assert agent.snapshot.status == AgentStatus.finished()
@@ -142,9 +97,9 @@ async def test_a_second_process_gets_lease_unavailable_until_the_first_dies(chil
         rt.resume()
     assert info.value.holder.pid == proc.pid
     assert rt.store.load_agent(agent_id) == before
-    assert _integrity(db_path) == "ok"
+    assert integrity(db_path) == "ok"
 
-    _kill(proc)
+    proc.kill()
     [agent] = rt.resume()  # taken over at once: the holder's process is gone
     assert agent.id == agent_id
     assert rt.store.lease_holder(agent_id).pid == os.getpid()

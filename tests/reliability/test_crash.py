@@ -35,7 +35,8 @@ from mentra_nb import Runtime, SqliteStore, tool
 from mentra_nb.runtime.subagents import list_subagents
 from mentra_nb.runtime.team_inbox import INBOX_MARKER, holds_inbox
 from mentra_nb.testing import text_stream
-from tests.reliability.conftest import Child, crash_seeds, integrity
+from tests.children import Child, integrity
+from tests.reliability.conftest import crash_seeds
 from tests.reliability.crash_child import END, RUNTIME_ID, sha
 from tests.reliability.oracle import after_recovery, read_agents
 

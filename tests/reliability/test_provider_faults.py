@@ -21,9 +21,9 @@ from mentra_nb.providers.anthropic import AnthropicProvider
 from mentra_nb.providers.gemini import GeminiProvider
 from mentra_nb.providers.openai import OpenAIProvider
 from mentra_nb.providers.openai_chat import OpenAIChatProvider
+from tests.children import integrity
 from tests.providers.conftest import FAST_RETRY, Reply, Reset, Stream, WireServer, wire
 from tests.providers.helpers import check_gcd, get_time, get_weather
-from tests.reliability.conftest import integrity
 from tests.reliability.oracle import read_agents
 
 pytestmark = pytest.mark.reliability

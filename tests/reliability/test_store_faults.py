@@ -22,7 +22,8 @@ import pytest
 
 from mentra_nb import MentraError, Runtime, SqliteStore, StoreError
 from tests.benchmarks.bench_storage import _WRITES
-from tests.reliability.conftest import digests, integrity
+from tests.children import integrity
+from tests.reliability.conftest import digests
 from tests.reliability.crash_child import PlanProvider, peek, work
 from tests.reliability.oracle import read_agents
 

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
+from tests.children import integrity
 from tests.notebook.test_kernel import Kernel
-from tests.reliability.conftest import integrity
 from tests.reliability.oracle import read_agents
 
 pytestmark = [pytest.mark.reliability, pytest.mark.process]

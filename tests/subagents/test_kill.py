@@ -4,35 +4,25 @@ root and its children is SIGKILLed, and this process resumes the tree."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 
 import pytest
 
 from mentra_nb import Message, Runtime, SqliteStore
 from mentra_nb.runtime.subagents import STATE_KEY, list_subagents, preview
 from mentra_nb.testing import text_stream
-from tests.process.test_crash_recovery import REPO, _integrity, _kill, _read_ready
+from tests.children import Child, integrity
 from tests.subagents.helpers import RoutedProvider, call, mail_texts
 
 pytestmark = pytest.mark.process
 
 
 @pytest.fixture
-def killed_tree(db_path) -> str:
+def killed_tree(db_path, children) -> str:
     """Run tests/subagents/crash_tree.py until it is ready, SIGKILL it; the root's id."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.subagents.crash_tree", str(db_path)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        root_id = _read_ready(proc)
-        _kill(proc)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
-        proc.stderr.close()
+    process = Child("tests.subagents.crash_tree", str(db_path))
+    children.append(process)
+    [root_id] = process.ready()
+    process.kill()
     return root_id
 
 
@@ -40,7 +30,7 @@ async def test_killed_process_leaves_children_interrupted_and_a_followup_revives
     db_path, killed_tree
 ):
     root_id = killed_tree
-    assert _integrity(db_path) == "ok"
+    assert integrity(db_path) == "ok"
     before = SqliteStore(db_path).load_state(root_id, STATE_KEY)
     assert {p: a["status"] for p, a in before["agents"].items()} == {
         "/root/a": "running", "/root/b": "completed"}

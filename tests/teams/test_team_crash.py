@@ -5,15 +5,6 @@ same delivery twice."""
 
 from __future__ import annotations
 
-import os
-import queue
-import signal
-import subprocess
-import sys
-import threading
-import time
-from pathlib import Path
-
 import pytest
 
 from mentra_nb import (
@@ -25,6 +16,7 @@ from mentra_nb import (
 )
 from mentra_nb.runtime.team_inbox import holds_inbox
 from mentra_nb.testing import ScriptedProvider, text_stream
+from tests.children import Child
 from tests.teams.helpers import (
     inbox_items,
     latest_team_inbox_text,
@@ -34,56 +26,24 @@ from tests.teams.helpers import (
 )
 
 pytestmark = pytest.mark.process
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def child(db_path):
-    """start(phase) -> (process, lead id, alice id); every child is killed and reaped."""
-    started: list[subprocess.Popen[str]] = []
+def child(db_path, children):
+    """start(phase) -> (child, lead id, alice id)."""
 
-    def start(phase: str) -> tuple[subprocess.Popen[str], str, str]:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.teams.team_child", str(db_path), phase],
-            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        started.append(proc)
-        lead_id, alice_id = _read_ready(proc)
-        return proc, lead_id, alice_id
+    def start(phase: str) -> tuple[Child, str, str]:
+        process = Child("tests.teams.team_child", str(db_path), phase)
+        children.append(process)
+        lead_id, alice_id = process.ready()
+        return process, lead_id, alice_id
 
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
-        proc.stdout.close()
-        proc.stderr.close()
-
-
-def _read_ready(proc: subprocess.Popen[str], timeout: float = 30.0) -> list[str]:
-    # A reader thread: a buffered readline can swallow lines a select() then waits for.
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            break
-        if line.startswith("READY "):
-            return line.split()[1:]
-    proc.kill()
-    raise AssertionError(f"child never became ready; stderr:\n{proc.stderr.read()}")
-
-
-def _kill(proc: subprocess.Popen[str]) -> None:
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
+    return start
 
 
 async def test_mail_inflight_in_a_killed_stream_is_delivered_again_after_resume(child, db_path):
     proc, lead_id, alice_id = child("streaming")
-    _kill(proc)
+    proc.kill()
 
     provider = ScriptedProvider("anthropic", [text_stream("summary done")])
     rt = runtime(db_path, provider, runtime_id="team-crash")
@@ -107,7 +67,7 @@ async def test_mail_inflight_in_a_killed_stream_is_delivered_again_after_resume(
 
 async def test_mail_a_killed_tool_call_already_answered_is_not_delivered_twice(child, db_path):
     proc, lead_id, alice_id = child("tool")
-    _kill(proc)
+    proc.kill()
 
     provider = ScriptedProvider("anthropic", [text_stream("continued after the crash")])
     rt = runtime(db_path, provider, runtime_id="team-crash")

@@ -4,19 +4,14 @@ interrupted, and agent.resume() continues the turn."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from mentra_nb import AgentStatus, Message, Runtime, SqliteStore, ToolResultBlock, tool
 from mentra_nb.runtime.approvals import APPROVAL_INTERRUPTED_RESULT, APPROVALS_STATE_KEY
 from mentra_nb.testing import ScriptedProvider, text_stream
-from tests.process.test_crash_recovery import _integrity, _kill, _read_ready
+from tests.children import Child, integrity
 
 pytestmark = pytest.mark.process
-REPO = Path(__file__).resolve().parents[2]
 
 
 @tool(requires_approval=True)
@@ -26,24 +21,19 @@ def drop_rows(count: int) -> str:
 
 
 @pytest.fixture
-def waiting_child(db_path):
-    proc = subprocess.Popen([sys.executable, "-m", "tests.tools.approval_child", str(db_path)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        yield proc, _read_ready(proc)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
-        proc.stderr.close()
+def waiting_child(db_path, children):
+    process = Child("tests.tools.approval_child", str(db_path))
+    children.append(process)
+    [agent_id] = process.ready()
+    return process, agent_id
 
 
 async def test_a_call_waiting_for_approval_is_marked_not_run_after_a_kill(waiting_child, db_path):
     proc, agent_id = waiting_child
     store = SqliteStore(db_path)
     assert [p["tool_use_id"] for p in store.load_state(agent_id, APPROVALS_STATE_KEY)["pending"]] == ["call-1"]
-    _kill(proc)
-    assert _integrity(db_path) == "ok"
+    proc.kill()
+    assert integrity(db_path) == "ok"
 
     provider = ScriptedProvider("anthropic", [text_stream("I will not drop anything then")])
     rt = Runtime.empty(store=store, runtime_id="approvals", tools=[drop_rows], providers=[provider])
