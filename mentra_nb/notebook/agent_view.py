@@ -176,11 +176,11 @@ class AgentView(MentraWidget):
     def _sync_state(self) -> None:
         agent = self._agent
         history = agent.history
+        snapshot = agent.snapshot
         with self.hold_sync():
-            self.status = agent.status.model_dump()
-            self.run_generation = agent.snapshot.run_generation
-            self.usage = agent.usage.model_dump()
-            snapshot = agent.snapshot
+            self.status = snapshot.status.model_dump()
+            self.run_generation = snapshot.run_generation
+            self.usage = snapshot.usage.model_dump()
             self.pending_tools = [p.model_dump() for p in snapshot.pending_tool_uses]
             approvals = [_approval_item(p) for p in snapshot.pending_approvals]
             if approvals != self.approvals:
@@ -229,7 +229,7 @@ class AgentView(MentraWidget):
 
     def __repr__(self) -> str:
         agent = self._agent
-        return f"AgentView({agent.name}, {agent.model.key}, {agent.status}, {len(agent.history)} messages)"
+        return f"AgentView({agent.name}, {agent.model.key}, {agent.status}, {agent.snapshot.history_len} messages)"
 
     def _markdown(self) -> str:
         agent = self._agent
