@@ -47,16 +47,7 @@ class Agent:
         self.kind = record.kind
         self.parent_id = record.parent_id
         self.role = record.role
-        # None until first needed when the caller did not load the transcript.
-        transcript_missing = not persisted.transcript and record.message_count > 0
-        self._loaded_history: list[Message] | None = (
-            None if transcript_missing else list(persisted.transcript)
-        )
-        self._stored_message_count = record.message_count
-        self._resumable = persisted.resumable_turn
-        self._status = record.status
-        self._run_generation = record.run_generation
-        self._usage = record.usage
+        self._take_stored_state(persisted)
         # The uncommitted stream, kept as parts: appending to one growing string
         # would copy it on every delta (quadratic in the reply's length).
         self._text_parts: list[str] = []
@@ -261,13 +252,22 @@ class Agent:
         if persisted is None:
             raise AgentNotFound(f"agent {self.id} is no longer in {store!r}")
         persisted = recover(store, persisted, token=self._runtime._leases.token)
-        self._history = list(persisted.transcript)
-        self._resumable = persisted.resumable_turn
-        self._status = persisted.record.status
-        self._run_generation = persisted.record.run_generation
-        self._usage = persisted.record.usage
+        self._take_stored_state(persisted)
         self._stale = False
         self._changed()
+
+    def _take_stored_state(self, persisted: PersistedAgent) -> None:
+        record = persisted.record
+        # None until first needed when the caller did not load the transcript.
+        transcript_missing = not persisted.transcript and record.message_count > 0
+        self._loaded_history: list[Message] | None = (
+            None if transcript_missing else list(persisted.transcript)
+        )
+        self._stored_message_count = record.message_count
+        self._resumable = persisted.resumable_turn
+        self._status = record.status
+        self._run_generation = record.run_generation
+        self._usage = record.usage
 
     async def _start_run(self, opening: list[Message]) -> Message:
         from mentra_nb.runtime.turn import Run  # turn imports agent types
