@@ -138,12 +138,15 @@ def test_browser_buttons_send_stop_and_interrupt(host):
     view = AgentView(agent, host)
     view._on_browser_message(view, {"kind": "send", "text": "hello"}, [])
     deadline = time.monotonic() + 5
-    while agent.status != AgentStatus.finished() and time.monotonic() < deadline:
+    # "finished" is set inside the run task, a moment before the task itself ends.
+    while (agent.is_running or agent.status != AgentStatus.finished()) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert agent.history[-1].text == "first"
     view._on_browser_message(view, {"kind": "send", "text": "again"}, [])
-    while not agent.is_running and time.monotonic() < deadline:
+    # The second run is waiting on the controlled stream once the model has been asked.
+    while agent.status != AgentStatus.awaiting_model() and time.monotonic() < deadline:
         time.sleep(0.01)
+    assert agent.is_running
     view._on_browser_message(view, {"kind": "interrupt"}, [])
     while agent.is_running and time.monotonic() < deadline:
         time.sleep(0.01)
