@@ -1,14 +1,16 @@
 // AgentView: one agent's status, transcript, live stream and controls.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { element, renderTranscript, subscribe } from "./dom.js";
+import { appendTranscript, element, subscribe } from "./dom.js";
 
 /**
  * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null}} Status
  * @typedef {{id: string, name: string, input_json: string}} PendingTool
  * @typedef {{id: string, name: string, input: string}} Approval
- * @typedef {{kind: "delta"|"reset", seq: number, text?: string, thinking?: string,
- *   tools?: Record<string, string>}} StreamMessage
+ * @typedef {import("./dom.js").Item & {html_parts?: (string|number[])[]}} WireItem
+ * @typedef {{kind: "delta"|"reset"|"items", seq: number, text?: string, thinking?: string,
+ *   tools?: Record<string, string>, start?: number, items?: WireItem[], basis?: number[]}} StreamMessage
+ * @typedef {import("./dom.js").Item} Item
  * @typedef {import("./dom.js").Model} Model
  */
 
@@ -35,9 +37,30 @@ export function badgeLabel(status, approvals) {
   return statusLabel(status);
 }
 
+/** @param {string} text */
+function escapeHtml(text) {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
 /**
- * The half-streamed state, fed by sequenced custom messages.
- * Messages at or below the last applied sequence number are duplicates and ignored.
+ * A message's HTML from its wire form: literal strings, and `[source, start, end]`
+ * spans of the streamed text (0) or thinking (1) this view already holds. Spans are
+ * escaped: a span resolved against the wrong text garbles, it never injects markup.
+ * @param {(string|number[])[]} parts
+ * @param {string[]} sources
+ */
+export function resolveHtml(parts, sources) {
+  return parts.map((part) => {
+    if (typeof part === "string") return part;
+    const [source, start, end] = part;
+    return escapeHtml((sources[source] ?? "").slice(start, end));
+  }).join("");
+}
+
+/**
+ * The view's state, fed by sequenced custom messages from the kernel: the
+ * committed transcript (`items`) and the half-streamed reply. Messages at or
+ * below the last applied sequence number are duplicates and ignored.
  */
 export class LiveStream {
   constructor() {
@@ -46,16 +69,22 @@ export class LiveStream {
     this.thinking = "";
     /** @type {Record<string, string>} */
     this.tools = {};
+    /** @type {Item[]} */
+    this.items = [];
+    this.changedFrom = 0; // where the last `items` message replaced the transcript
   }
 
   /**
    * @param {StreamMessage} message
-   * @returns {boolean} whether the message changed anything
+   * @returns {"live"|"items"|"resync"|""} what changed: the live stream, the
+   *   transcript (from index `changedFrom`), or nothing, or "resync" when this
+   *   view missed text a message refers to and must ask for everything again
    */
   apply(message) {
-    if (!message || typeof message.seq !== "number" || message.seq <= this.seq) return false;
-    if (message.kind !== "delta" && message.kind !== "reset") return false;
+    if (!message || typeof message.seq !== "number" || message.seq <= this.seq) return "";
+    if (!["delta", "reset", "items"].includes(message.kind)) return "";
     this.seq = message.seq;
+    if (message.kind === "items") return this.applyItems(message);
     if (message.kind === "reset") {
       this.text = message.text ?? "";
       this.thinking = message.thinking ?? "";
@@ -67,7 +96,23 @@ export class LiveStream {
         this.tools[id] = (this.tools[id] ?? "") + piece;
       }
     }
-    return true;
+    return "live";
+  }
+
+  /** @param {StreamMessage} message */
+  applyItems(message) {
+    const start = message.start ?? 0;
+    const basis = message.basis;
+    if (start > this.items.length ||
+        (basis && (basis[0] !== this.text.length || basis[1] !== this.thinking.length))) {
+      return "resync";
+    }
+    const sources = [this.text, this.thinking];
+    const items = (message.items ?? []).map(({ html_parts, ...item }) =>
+      html_parts ? { ...item, html: resolveHtml(html_parts, sources) } : item);
+    this.changedFrom = start;
+    this.items = [...this.items.slice(0, start), ...items];
+    return "items";
   }
 }
 
@@ -118,7 +163,21 @@ export function render({ model, el }) {
     interruptButton.disabled = !running;
     sendButton.disabled = running;
   };
-  const renderItems = () => renderTranscript(transcript, model.get("items") ?? []);
+  /** @type {Map<string, HTMLElement>} */
+  let calls = new Map();
+  let renderedItems = 0;
+  // New messages are appended; a rollback (items replaced from an earlier index) re-renders.
+  const renderItems = () => {
+    const from = live.changedFrom;
+    if (from !== renderedItems) {
+      transcript.replaceChildren();
+      calls = new Map();
+      appendTranscript(transcript, live.items, calls);
+    } else {
+      appendTranscript(transcript, live.items.slice(from), calls);
+    }
+    renderedItems = live.items.length;
+  };
   const renderLive = () => {
     liveText.textContent = live.text;
     liveThinking.textContent = live.thinking;
@@ -170,9 +229,20 @@ export function render({ model, el }) {
       approvalsBox.append(box);
     }
   };
+  let helloPending = false;
+  const hello = () => {
+    helloPending = true;
+    model.send({ kind: "hello" }); // the transcript and the half-streamed text we missed
+  };
   /** @param {StreamMessage} message */
   const onCustom = (message) => {
-    if (live.apply(message)) renderLive();
+    const changed = live.apply(message);
+    if (changed === "live") renderLive();
+    if (changed === "items") {
+      if (message.start === 0 && !message.basis) helloPending = false;
+      renderItems();
+    }
+    if (changed === "resync" && !helloPending) hello();
   };
   const send = () => {
     const text = input.value.trim();
@@ -223,7 +293,6 @@ export function render({ model, el }) {
     ["comm_live_update", onDisconnect],
     ...["agent_name", "model_key", "status", "run_generation", "usage"].map(
       (trait) => /** @type {[string, () => void]} */ ([`change:${trait}`, renderHeader])),
-    ["change:items", renderItems],
     ["change:pending_tools", renderLive],
     ["change:approvals", () => { renderApprovals(); renderHeader(); }],
     ["change:resumable", renderResumable],
@@ -231,11 +300,10 @@ export function render({ model, el }) {
   ]);
 
   renderHeader();
-  renderItems();
   renderLive();
   renderApprovals();
   renderResumable();
-  model.send({ kind: "hello" }); // ask for the half-streamed text we missed
+  hello();
 
   return () => {
     controller.abort();

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { FakeModel } from "./fake_model.js";
-import { LiveStream, render } from "./agent_view.js";
+import { LiveStream, render, resolveHtml } from "./agent_view.js";
 
 const STATE = {
   agent_name: "writer",
@@ -8,14 +8,19 @@ const STATE = {
   status: { name: "finished" },
   run_generation: 2,
   usage: { input_tokens: 120, output_tokens: 30 },
-  items: [
-    { index: 0, role: "user", kind: "text", html: "<p>hello</p>" },
-    { index: 1, role: "assistant", kind: "tool_use", id: "t1", name: "grep", input: '{"pattern": "x"}' },
-    { index: 2, role: "user", kind: "tool_result", id: "t1", content: "no match", is_error: true },
-    { index: 3, role: "assistant", kind: "text", html: "<p><strong>done</strong></p>" },
-  ],
   pending_tools: [],
 };
+const ITEMS = [
+  { index: 0, role: "user", kind: "text", html: "<p>hello</p>" },
+  { index: 1, role: "assistant", kind: "tool_use", id: "t1", name: "grep", input: '{"pattern": "x"}' },
+  { index: 2, role: "user", kind: "tool_result", id: "t1", content: "no match", is_error: true },
+  { index: 3, role: "assistant", kind: "text", html: "<p><strong>done</strong></p>" },
+];
+
+/** The kernel's answer to a view's hello: the whole transcript. */
+function transcript(model, seq = 1, items = ITEMS) {
+  model.emit("msg:custom", { kind: "items", seq, start: 0, items });
+}
 
 describe("AgentView", () => {
   /** @type {HTMLElement} */
@@ -28,6 +33,7 @@ describe("AgentView", () => {
   it("renders header, transcript and tool calls from state", () => {
     const model = new FakeModel(STATE);
     render({ model, el });
+    transcript(model);
     expect(el.querySelector(".mentra-name")?.textContent).toBe("writer");
     expect(el.querySelector(".mentra-badge")?.textContent).toBe("finished");
     expect(el.querySelector(".mentra-badge")?.getAttribute("data-status")).toBe("finished");
@@ -70,8 +76,56 @@ describe("AgentView", () => {
     model.set("status", { name: "executing_tool", tool_name: "grep" });
     expect(el.querySelector(".mentra-badge")?.textContent).toBe("running grep");
     expect(/** @type {HTMLButtonElement} */ (el.querySelector(".mentra-stop")).disabled).toBe(false);
-    model.set("items", STATE.items.slice(0, 1));
+  });
+
+  it("appends new messages to the transcript and re-renders after a rollback", () => {
+    const model = new FakeModel(STATE);
+    render({ model, el });
+    transcript(model, 1, ITEMS.slice(0, 2));
+    const first = el.querySelector(".mentra-item");
+    model.emit("msg:custom", { kind: "items", seq: 2, start: 2, items: ITEMS.slice(2) });
+    const nodes = el.querySelectorAll(".mentra-item");
+    expect(nodes.length).toBe(3); // the result sits inside its call's block
+    expect(nodes[0]).toBe(first); // appended, not re-rendered
+    expect(el.querySelector("details.mentra-tool")?.classList.contains("mentra-error")).toBe(true);
+    model.emit("msg:custom", { kind: "items", seq: 3, start: 0, items: ITEMS.slice(0, 1) });
     expect(el.querySelectorAll(".mentra-item").length).toBe(1);
+    expect(el.querySelector(".mentra-item")).not.toBe(first);
+  });
+
+  it("builds a streamed reply's HTML from the text it already holds", () => {
+    const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
+    render({ model, el });
+    transcript(model, 1, ITEMS.slice(0, 1));
+    const text = "A long streamed answer with < and & in it, and more.";
+    model.emit("msg:custom", { kind: "delta", seq: 2, text });
+    model.emit("msg:custom", {
+      kind: "items", seq: 3, start: 1, basis: [text.length, 0],
+      items: [{ index: 1, role: "assistant", kind: "text", html_parts: ["<p><em>", [0, 0, text.length], "</em></p>"] }],
+    });
+    model.emit("msg:custom", { kind: "reset", seq: 4, text: "" });
+    const reply = el.querySelectorAll(".mentra-item")[1];
+    expect(reply.innerHTML).toBe("<p><em>A long streamed answer with &lt; and &amp; in it, and more.</em></p>");
+    expect(el.querySelectorAll(".mentra-live")[1].textContent).toBe("");
+    expect(model.sent).toEqual([{ kind: "hello" }]);
+  });
+
+  it("asks for everything again, once, when it missed text a reply refers to", () => {
+    const model = new FakeModel(STATE);
+    render({ model, el });
+    transcript(model, 1, []);
+    const byReference = (seq) => ({
+      kind: "items", seq, start: 0, basis: [40, 0],
+      items: [{ index: 0, role: "assistant", kind: "text", html_parts: [[0, 0, 40]] }],
+    });
+    model.emit("msg:custom", byReference(2));
+    model.emit("msg:custom", byReference(3));
+    expect(model.sent).toEqual([{ kind: "hello" }, { kind: "hello" }]);
+    expect(el.querySelectorAll(".mentra-item").length).toBe(0);
+    transcript(model, 4);
+    expect(el.querySelectorAll(".mentra-item").length).toBe(3);
+    model.emit("msg:custom", byReference(5));
+    expect(model.sent.length).toBe(3); // a new mismatch after the answer asks again
   });
 
   it("sends the right message for each control", () => {
@@ -112,9 +166,22 @@ describe("AgentView", () => {
 describe("LiveStream", () => {
   it("rejects messages without a sequence number or of an unknown kind", () => {
     const live = new LiveStream();
-    expect(live.apply(/** @type {any} */ ({ kind: "delta", text: "x" }))).toBe(false);
-    expect(live.apply(/** @type {any} */ ({ kind: "evil", seq: 1, text: "x" }))).toBe(false);
+    expect(live.apply(/** @type {any} */ ({ kind: "delta", text: "x" }))).toBe("");
+    expect(live.apply(/** @type {any} */ ({ kind: "evil", seq: 1, text: "x" }))).toBe("");
     expect(live.text).toBe("");
+  });
+
+  it("refuses items that would leave a gap in the transcript", () => {
+    const live = new LiveStream();
+    expect(live.apply({ kind: "items", seq: 1, start: 2, items: ITEMS })).toBe("resync");
+    expect(live.items).toEqual([]);
+  });
+});
+
+describe("resolveHtml", () => {
+  it("escapes every span, so a span never injects markup", () => {
+    expect(resolveHtml(["<p>", [0, 0, 6], "</p>", [1, 1, 3]], ['<b>"x"</b>', "abcd"]))
+      .toBe("<p>&lt;b&gt;&quot;x&quot;</p>bc");
   });
 });
 

@@ -34,8 +34,17 @@ export function element(tag, className, text) {
  */
 export function renderTranscript(container, items) {
   container.replaceChildren();
-  /** @type {Map<string, HTMLElement>} */
-  const calls = new Map();
+  appendTranscript(container, items, new Map());
+}
+
+/**
+ * Append items to a rendered transcript. `calls` maps the tool calls rendered
+ * so far to their blocks, so a later result finds its call.
+ * @param {HTMLElement} container
+ * @param {Item[]} items
+ * @param {Map<string, HTMLElement>} calls
+ */
+export function appendTranscript(container, items, calls) {
   for (const item of items) {
     if (item.kind === "tool_result") {
       const result = element("pre", item.is_error ? "mentra-error" : "", item.content ?? "");

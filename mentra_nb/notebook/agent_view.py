@@ -1,14 +1,15 @@
 """`AgentView`: one long-lived widget per agent, updated in place.
 
 Traffic rules (why the widget stays cheap on long streams):
-- Streaming deltas travel as custom messages with sequence numbers,
-  coalesced to at most one per 50 ms and flushed at once when a message is
-  committed, a run ends, fails or is cancelled. A growing string is never
-  resent per token.
-- The committed transcript reaches the `items` trait only at message
-  boundaries, already rendered to safe HTML, so the browser needs no markdown
-  library and a view opened late catches up from state (plus a `reset` reply
-  to its `hello` for the half-streamed text).
+- The live stream is read from the agent's snapshot at most every 50 ms
+  while a run is active and sent as a custom message with the new text only
+  (sequence-numbered); the agent's hot path never calls the widget per token.
+- The committed transcript travels as custom `items` messages too: each new
+  message once, as safe HTML rendered in the kernel (the browser needs no
+  markdown library). A reply that was just streamed is sent as references
+  into the text the browser already has (`stream_refs`), so its bytes cross
+  the wire once. A view that opens late says `hello` and gets the whole
+  transcript and the half-streamed text in reply.
 - Browser messages are validated; an invalid one is logged and ignored.
 """
 
@@ -23,10 +24,11 @@ import traitlets
 from pydantic import BaseModel, Field, TypeAdapter
 
 from mentra_nb.errors import AgentError
-from mentra_nb.messages import Role
+from mentra_nb.messages import Message, Role, TextBlock, ThinkingBlock
 from mentra_nb.notebook._widget import MentraWidget
 from mentra_nb.notebook.assets import asset, widget_module
 from mentra_nb.notebook.rendering import message_items, transcript_markdown
+from mentra_nb.notebook.stream_refs import encode_html
 from mentra_nb.runtime.agent import Agent
 from mentra_nb.runtime.approvals import PendingApproval
 from mentra_nb.runtime.events import AgentEvent
@@ -39,7 +41,6 @@ __all__ = ["STREAM_INTERVAL", "AgentView"]
 log = logging.getLogger("mentra_nb.notebook")
 
 STREAM_INTERVAL = 0.05  # seconds: at most 20 delta messages per second per agent
-_DELTA_EVENTS = {"text_delta", "reasoning_delta", "tool_use_updated"}
 
 
 class _Hello(BaseModel):
@@ -94,7 +95,6 @@ class AgentView(MentraWidget):
     status = traitlets.Dict().tag(sync=True)
     run_generation = traitlets.Int(0).tag(sync=True)
     usage = traitlets.Dict().tag(sync=True)
-    items = traitlets.List().tag(sync=True)
     pending_tools = traitlets.List().tag(sync=True)
     approvals = traitlets.List().tag(sync=True)  # calls waiting for Approve / Deny / Always allow
     # What `agent.resume()` would do: {"kind": "replay", "text": ...} for a rolled-back
@@ -106,12 +106,15 @@ class AgentView(MentraWidget):
         self._agent = agent
         self._host = host
         self._seq = 0
-        self._text: list[str] = []
-        self._thinking: list[str] = []
-        self._tool_json: dict[str, str] = {}  # tool id -> input JSON sent so far
-        self._tool_pending: dict[str, str] = {}  # tool id -> input JSON not sent yet
-        self._timer: asyncio.TimerHandle | None = None
+        # The committed transcript as display items, kept here (not in a synced
+        # trait, which would resend the whole list on every message).
+        self.items: list[dict[str, Any]] = []
         self._rendered_messages = 0
+        # How much of the current message's stream the browser has.
+        self._sent_text = 0
+        self._sent_thinking = 0
+        self._tool_json: dict[str, str] = {}  # tool id -> input JSON sent so far
+        self._timer: asyncio.TimerHandle | None = None
         self.messages_sent = 0  # custom messages, for the traffic benchmark
         self.on_msg(self._on_browser_message)
         host.call(self._attach)
@@ -122,58 +125,89 @@ class AgentView(MentraWidget):
         agent = self._agent
         self.agent_name = agent.name
         self.model_key = agent.model.key
-        self._sync_state()
-        self._unsubscribe = agent.on_event(self._on_event)
+        # No view exists yet: each one says hello and gets the transcript then.
+        self._sync_state(send_items=False)
+        self._unsubscribe = agent.on_event(self._on_event, deltas=False)
+        self._poll_while_running()
 
     def _on_event(self, event: AgentEvent) -> None:
-        if event.type == "text_delta":
-            self._text.append(event.text)
-        elif event.type == "reasoning_delta":
-            self._thinking.append(event.text)
-        elif event.type == "tool_use_updated":
-            sent = self._tool_json.get(event.tool_use_id, "")
-            self._tool_pending[event.tool_use_id] = event.input_json[len(sent):]
-        if event.type in _DELTA_EVENTS:
-            if self._timer is None:
-                self._timer = asyncio.get_running_loop().call_later(STREAM_INTERVAL, self._flush)
-            return
+        if event.type == "run_started":
+            self._poll_while_running()
+        if event.type == "assistant_message_committed":
+            self._commit(event.message)
+        else:
+            self._flush()
+            if event.type in ("run_failed", "run_cancelled"):
+                self._reset_stream()
+            self._sync_state()
+
+    def _poll_while_running(self) -> None:
+        if self._timer is None and self._agent.is_running:
+            self._timer = asyncio.get_running_loop().call_later(STREAM_INTERVAL, self._poll)
+
+    def _poll(self) -> None:
+        self._timer = None
         self._flush()
-        if event.type in ("assistant_message_committed", "run_failed", "run_cancelled"):
-            self._reset_stream()
-        self._sync_state()
+        self._poll_while_running()
 
     def _flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self._agent.status.model_dump() != self.status:
-            self.status = self._agent.status.model_dump()
-        if not (self._text or self._thinking or self._tool_pending):
+        """Send what streamed since the last flush, if anything did."""
+        snapshot = self._agent.snapshot
+        status = snapshot.status.model_dump()
+        if status != self.status:
+            self.status = status
+        text, thinking = snapshot.current_text, snapshot.current_thinking
+        if len(text) < self._sent_text or len(thinking) < self._sent_thinking:
+            self._resend_stream()  # the stream restarted without an event we act on
             return
-        tools = {k: v for k, v in self._tool_pending.items() if v}
-        for tool_id, piece in tools.items():
-            self._tool_json[tool_id] = self._tool_json.get(tool_id, "") + piece
-        self._send_stream("delta", "".join(self._text), "".join(self._thinking), tools)
-        self._text.clear()
-        self._thinking.clear()
-        self._tool_pending.clear()
+        tools = {}
+        for pending in snapshot.pending_tool_uses:
+            sent = self._tool_json.get(pending.id, "")
+            if len(pending.input_json) > len(sent):
+                tools[pending.id] = pending.input_json[len(sent):]
+                self._tool_json[pending.id] = pending.input_json
+        self._send_delta(text[self._sent_text:], thinking[self._sent_thinking:], tools)
+
+    def _send_delta(self, text: str, thinking: str, tools: dict[str, str]) -> None:
+        if text or thinking or tools:
+            self._sent_text += len(text)
+            self._sent_thinking += len(thinking)
+            self._send_stream("delta", text, thinking, tools)
+
+    def _commit(self, message: Message) -> None:
+        """The streamed reply became a transcript message: send the tail the
+        browser has not seen, then the message as references into the stream."""
+        text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+        thinking = "".join(b.thinking for b in message.content if isinstance(b, ThinkingBlock))
+        if len(text) >= self._sent_text and len(thinking) >= self._sent_thinking:
+            self._send_delta(text[self._sent_text:], thinking[self._sent_thinking:], {})
+            self._sync_state(streamed=[text, thinking])
+        else:
+            self._sync_state()
+        self._reset_stream()
 
     def _reset_stream(self) -> None:
+        self._sent_text = self._sent_thinking = 0
         self._tool_json.clear()
         self._send_stream("reset", "", "", {})
 
     def _send_stream(self, kind: str, text: str, thinking: str, tools: dict[str, str]) -> None:
-        self._seq += 1
-        self.messages_sent += 1
         # Empty fields are left out: on a long stream the envelope is most of the bytes.
-        message: dict[str, Any] = {"kind": kind, "seq": self._seq, "text": text}
+        message: dict[str, Any] = {"kind": kind, "text": text}
         if thinking:
             message["thinking"] = thinking
         if tools:
             message["tools"] = tools
-        self.send(message)
+        self._send_custom(message)
 
-    def _sync_state(self) -> None:
+    def _send_custom(self, message: dict[str, Any]) -> None:
+        self._seq += 1
+        self.messages_sent += 1
+        self.send({**message, "seq": self._seq})
+
+    def _sync_state(self, streamed: list[str] | None = None, *, send_items: bool = True) -> None:
+        """Bring traits and items in line with the agent. `streamed`: the text and
+        thinking the browser holds, when the newest message was just streamed."""
         agent = self._agent
         history = agent.history
         snapshot = agent.snapshot
@@ -188,18 +222,34 @@ class AgentView(MentraWidget):
             resumable = _resumable(agent)
             if resumable != self.resumable:
                 self.resumable = resumable
-            if len(history) != self._rendered_messages:
-                # Appends render only the new messages; a rollback re-renders.
-                keep = self.items if len(history) > self._rendered_messages else []
-                start = self._rendered_messages if keep else 0
-                new = [item for i in range(start, len(history)) for item in message_items(history[i], i)]
-                self.items = [*keep, *new]
-                self._rendered_messages = len(history)
+        if len(history) == self._rendered_messages:
+            return
+        # Appends render only the new messages; a rollback re-renders.
+        start = self._rendered_messages if len(history) > self._rendered_messages else 0
+        new = [item for i in range(start, len(history)) for item in message_items(history[i], i)]
+        del self.items[len(self.items) if start else 0:]
+        first = len(self.items)
+        self.items.extend(new)
+        self._rendered_messages = len(history)
+        if send_items:
+            self._send_items(first, new, streamed)
 
-    def _catch_up(self) -> None:
-        """Answer a view's hello with the whole half-streamed state."""
-        self._flush()
+    def _send_items(self, start: int, items: list[dict[str, Any]], streamed: list[str] | None = None) -> None:
+        message: dict[str, Any] = {"kind": "items", "start": start, "items": items}
+        if streamed is not None:
+            message["items"] = [_by_reference(item, streamed) for item in items]
+            message["basis"] = [len(source) for source in streamed]
+        self._send_custom(message)
+
+    def _hello(self) -> None:
+        """Answer a view's hello: the whole transcript and the half-streamed state."""
+        self._sync_state(send_items=False)
+        self._send_items(0, self.items)
+        self._resend_stream()
+
+    def _resend_stream(self) -> None:
         snapshot = self._agent.snapshot
+        self._sent_text, self._sent_thinking = len(snapshot.current_text), len(snapshot.current_thinking)
         self._tool_json = {p.id: p.input_json for p in snapshot.pending_tool_uses}
         self._send_stream("reset", snapshot.current_text, snapshot.current_thinking, dict(self._tool_json))
 
@@ -209,7 +259,7 @@ class AgentView(MentraWidget):
         message = self._accept(_browser_message, content)
         agent = self._agent
         if isinstance(message, _Hello):
-            self._host.call_soon(self._catch_up)
+            self._host.call_soon(self._hello)
         elif isinstance(message, _Stop):
             self._host.call_soon(agent.stop)
         elif isinstance(message, _Interrupt):
@@ -238,6 +288,15 @@ class AgentView(MentraWidget):
         waiting = [f"*waiting for approval:* `{p.tool_name}` (call `{p.tool_use_id}`)"
                    for p in agent.snapshot.pending_approvals]
         return "\n\n".join([header, *([body] if body else []), *waiting])
+
+
+def _by_reference(item: dict[str, Any], streamed: list[str]) -> dict[str, Any]:
+    if item.get("role") != "assistant" or item.get("kind") not in ("text", "thinking"):
+        return item
+    parts = encode_html(item["html"], streamed)
+    if all(isinstance(part, str) for part in parts):
+        return item
+    return {**{k: v for k, v in item.items() if k != "html"}, "html_parts": parts}
 
 
 def _approval_item(pending: PendingApproval) -> dict[str, Any]:

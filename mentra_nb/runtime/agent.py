@@ -55,6 +55,10 @@ class Agent:
         self._pending_tool_uses: list[PendingToolUse] = []
         self._snapshots: Observers[AgentSnapshot] = Observers()
         self._events: Observers[AgentEvent] = Observers()
+        # Listeners that skip the per-delta events (text, reasoning, tool input):
+        # a long reply is tens of thousands of those, and nothing is built for them
+        # unless someone asked for every delta.
+        self._milestones: Observers[AgentEvent] = Observers()
         self._run_task: asyncio.Task[Message] | None = None
         self._stop_requested = False
         self._extensions: list[AgentExtension] = []
@@ -186,10 +190,14 @@ class Agent:
         """Every event from now on, for as long as you iterate."""
         return self._events.iterate()
 
-    def on_event(self, callback: Callable[[AgentEvent], None]) -> Callable[[], None]:
+    def on_event(self, callback: Callable[[AgentEvent], None], *, deltas: bool = True) -> Callable[[], None]:
         """Call `callback` synchronously on the runtime's loop for every event;
-        returns a function that unsubscribes."""
-        return self._events.add_callback(callback)
+        returns a function that unsubscribes.
+
+        `deltas=False` leaves out `text_delta`, `reasoning_delta` and
+        `tool_use_updated`: for listeners that read the live stream from
+        `snapshot` at their own pace, which keeps the hot path free of them."""
+        return (self._events if deltas else self._milestones).add_callback(callback)
 
     def on_snapshot(self, callback: Callable[[AgentSnapshot], None]) -> Callable[[], None]:
         return self._snapshots.add_callback(callback)
@@ -291,12 +299,18 @@ class Agent:
     # --- state changes (used by the turn loop) -------------------------------
 
     def _changed(self) -> None:
-        if self._snapshots:
+        if self._snapshots.listening:
             self._snapshots.publish(self.snapshot)
 
     def _emit(self, event: AgentEvent) -> None:
-        if self._events:
+        if self._events.listening:
             self._events.publish(event)
+        if self._milestones.listening:
+            self._milestones.publish(event)
+
+    def _emit_delta(self, event: AgentEvent) -> None:
+        """A per-delta event; callers check `self._events.listening` before building it."""
+        self._events.publish(event)
 
     def _set_status(self, status: AgentStatus) -> None:
         if status != self._status:
@@ -314,6 +328,7 @@ class Agent:
     def _close_observers(self) -> None:
         self._snapshots.close()
         self._events.close()
+        self._milestones.close()
 
     # --- teams (runtime/teams.py) -----------------------------------------------
 

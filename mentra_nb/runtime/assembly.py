@@ -101,6 +101,16 @@ class MessageAssembler:
             return None
         return None
 
+    def append_stream_delta(self, index: int, kind: str, value: str) -> bool:
+        """The hot path for a text or thinking delta: append it to its open block.
+        False when the delta does not fit (unknown block, wrong kind, after the
+        end); `apply` then says what is wrong with it."""
+        block = self._blocks.get(index)
+        if block is None or block.kind != kind or self.stopped:
+            return False
+        block.parts.append(value)
+        return True
+
     def _open(self, index: int, what: str) -> _OpenBlock:
         block = self._blocks.get(index)
         if block is None:

@@ -25,9 +25,14 @@ class Observers(Generic[T]):
     def __init__(self) -> None:
         self._queues: list[asyncio.Queue[object]] = []
         self._callbacks: list[Callable[[T], None]] = []
+        # A plain attribute, not a method: the stream's hot path checks it per delta.
+        self.listening = False
 
     def __bool__(self) -> bool:
-        return bool(self._queues or self._callbacks)
+        return self.listening
+
+    def _recount(self) -> None:
+        self.listening = bool(self._queues or self._callbacks)
 
     def publish(self, value: T) -> None:
         for queue in self._queues:
@@ -41,10 +46,12 @@ class Observers(Generic[T]):
     def add_callback(self, callback: Callable[[T], None]) -> Callable[[], None]:
         """Call `callback(value)` for every value; returns a function that unsubscribes."""
         self._callbacks.append(callback)
+        self._recount()
 
         def remove() -> None:
             if callback in self._callbacks:
                 self._callbacks.remove(callback)
+                self._recount()
 
         return remove
 
@@ -53,6 +60,7 @@ class Observers(Generic[T]):
         if first is not None:
             queue.put_nowait(first)
         self._queues.append(queue)
+        self._recount()
         try:
             while True:
                 value = await queue.get()
@@ -61,6 +69,7 @@ class Observers(Generic[T]):
                 yield value  # type: ignore[misc]
         finally:
             self._queues.remove(queue)
+            self._recount()
 
     def close(self) -> None:
         """End every iterator (after the values already queued)."""

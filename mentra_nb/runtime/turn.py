@@ -59,6 +59,9 @@ log = logging.getLogger("mentra_nb.runtime")
 CHECKPOINT_INTERVAL = 0.25  # seconds between pending-turn checkpoints while streaming
 
 
+_STREAMED_KINDS = frozenset({"text", "thinking"})
+
+
 class Run:
     def __init__(self, agent: Agent, opening: list[Message]) -> None:
         self.agent = agent
@@ -182,8 +185,20 @@ class Run:
         self._checkpoint = _PendingCheckpoint(self)
         tool_blocks: dict[int, PendingToolUse] = {}
         stream = provider.stream(request)
+        checkpoint = self._checkpoint
         try:
             async for event in stream:
+                # The hot path: a text or thinking delta, tens of thousands per reply.
+                # It costs a few list appends and attribute checks, nothing more,
+                # unless someone listens to every delta.
+                if type(event) is ContentBlockDelta and event.kind in _STREAMED_KINDS and \
+                        assembler.append_stream_delta(event.index, event.kind, event.value):
+                    self._stream_delta(event)
+                    if checkpoint.timer is None:
+                        checkpoint.request()
+                    if agent._snapshots.listening:
+                        agent._changed()
+                    continue
                 if isinstance(event, RetryAttempt):
                     agent._emit(RetryAttempted(**self._event_fields(), attempt=event.attempt,
                                                delay_s=event.delay_s, reason=event.reason))
@@ -220,27 +235,31 @@ class Run:
         self._usage = assembler.usage
         return message, assembler.invalid_tool_inputs
 
-    def _apply_delta(self, event: ContentBlockDelta, tool_blocks: dict[int, PendingToolUse]) -> None:
+    def _stream_delta(self, event: ContentBlockDelta) -> None:
+        """A text or thinking delta the assembler took: extend the live stream."""
         agent = self.agent
-        fields = self._event_fields()
-        # Per-delta events are built only when someone listens: this is the
-        # hottest path there is.
         if event.kind == "text":
             agent._text_parts.append(event.value)
-            if agent._events:
-                agent._emit(TextDelta(**fields, index=event.index, text=event.value))
-        elif event.kind == "thinking":
+            if agent._events.listening:
+                agent._emit_delta(TextDelta(**self._event_fields(), index=event.index, text=event.value))
+        else:
             agent._thinking_parts.append(event.value)
-            if agent._events:
-                agent._emit(ReasoningDelta(**fields, index=event.index, text=event.value))
-        elif event.kind == "tool_input_json":
-            pending = tool_blocks[event.index]
-            pending = PendingToolUse(id=pending.id, name=pending.name,
-                                     input_json=pending.input_json + event.value)
-            tool_blocks[event.index] = pending
-            agent._pending_tool_uses = list(tool_blocks.values())
-            agent._emit(ToolUseUpdated(**fields, tool_use_id=pending.id, name=pending.name,
-                                       input_json=pending.input_json))
+            if agent._events.listening:
+                agent._emit_delta(ReasoningDelta(**self._event_fields(), index=event.index, text=event.value))
+
+    def _apply_delta(self, event: ContentBlockDelta, tool_blocks: dict[int, PendingToolUse]) -> None:
+        """Any other delta: a tool call's input JSON or a thinking signature."""
+        if event.kind != "tool_input_json":
+            return
+        agent = self.agent
+        pending = tool_blocks[event.index]
+        pending = PendingToolUse(id=pending.id, name=pending.name,
+                                 input_json=pending.input_json + event.value)
+        tool_blocks[event.index] = pending
+        agent._pending_tool_uses = list(tool_blocks.values())
+        if agent._events.listening:
+            agent._emit_delta(ToolUseUpdated(**self._event_fields(), tool_use_id=pending.id,
+                                             name=pending.name, input_json=pending.input_json))
 
     def pending_turn(self) -> PendingTurn:
         agent = self.agent
@@ -411,7 +430,10 @@ class _PendingCheckpoint:
         self.timer: asyncio.TimerHandle | None = None
 
     def request(self, *, force: bool = False) -> None:
-        """Note a change; write now if due (or `force`d at a block's end), else soon."""
+        """Note a change; write now if due (or `force`d at a block's end), else soon.
+
+        While `timer` is pending a write is already due, so the stream's hot path
+        skips this call then."""
         if force and not self.dirty:
             return  # nothing new since the last write
         self.dirty = True

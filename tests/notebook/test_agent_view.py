@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 
@@ -76,7 +77,7 @@ def test_a_slow_stream_sends_at_most_twenty_messages_a_second(host):
     assert len(deltas(sent)) <= seconds * 20 + 3
 
 
-def test_the_committed_transcript_reaches_the_items_trait_as_safe_html(host):
+def test_the_committed_transcript_becomes_safe_html_items(host):
     agent = spawn(host, ScriptedProvider("s", [text_stream("**bold** <script>x</script>")]))
     view = AgentView(agent, host)
     host.submit(agent.send("hi")).result(10)
@@ -86,6 +87,47 @@ def test_the_committed_transcript_reaches_the_items_trait_as_safe_html(host):
     assert "<strong>bold</strong>" in html and "<script>" not in html and "&lt;script&gt;" in html
     assert view.status["name"] == "finished"
     assert view.run_generation == 1
+
+
+def replay_as_the_browser_does(sent):
+    """The transcript a view builds from the custom messages (agent_view.js LiveStream)."""
+    from tests.notebook.test_stream_refs import resolve
+
+    text, thinking, items = "", "", []
+    for m in sorted(sent, key=lambda m: m["seq"]):
+        if m["kind"] == "delta":
+            text, thinking = text + m["text"], thinking + m.get("thinking", "")
+        elif m["kind"] == "reset":
+            text, thinking = m["text"], m.get("thinking", "")
+        elif m["kind"] == "items":
+            assert m["start"] <= len(items)
+            if "basis" in m:
+                assert m["basis"] == [len(text), len(thinking)]
+            items[m["start"]:] = [
+                {**{k: v for k, v in i.items() if k != "html_parts"}, "html": resolve(i["html_parts"], [text, thinking])}
+                if "html_parts" in i else i for i in m["items"]]
+    return items
+
+
+def test_a_streamed_reply_is_committed_as_spans_of_the_streamed_text(host):
+    reply = ("The frame has 1,204 rows and 8 columns; the **price** column is skewed to the right, "
+             "so look at the median rather than the mean. `df.describe()` shows the rest.\n\n") * 20
+    agent = spawn(host, ScriptedProvider("s", [text_stream(reply, chunks=300)]))
+    view = AgentView(agent, host)
+    sent = recorded(view)
+    view._on_browser_message(view, {"kind": "hello"}, [])
+    host.submit(agent.send("plan it")).result(10)
+    host.call(lambda: None)
+    [committed] = [m for m in sent if m["kind"] == "items" and m["items"][0]["role"] == "assistant"]
+    assert "html" not in committed["items"][0] and committed["items"][0]["html_parts"]
+    assert replay_as_the_browser_does(sent) == view.items
+    text_bytes = len(reply.encode())
+    streamed = sum(len(json.dumps(m)) for m in sent if m["kind"] == "delta")
+    html_bytes = len(view.items[-1]["html"].encode())
+    print(f"stream {streamed / text_bytes:.2f}x, commit {len(json.dumps(committed)) / text_bytes:.2f}x "
+          f"of the text (the HTML is {html_bytes / text_bytes:.2f}x)")
+    # Markup and short runs stay literal (here a tag every 50 characters); the prose does not.
+    assert len(json.dumps(committed)) < 0.7 * html_bytes
 
 
 def test_tool_calls_and_results_become_items(host):
