@@ -193,7 +193,9 @@ class Run:
                 # unless someone listens to every delta.
                 if type(event) is ContentBlockDelta and event.kind in _STREAMED_KINDS and \
                         assembler.append_stream_delta(event.index, event.kind, event.value):
-                    self._stream_delta(event)
+                    (agent._text_parts if event.kind == "text" else agent._thinking_parts).append(event.value)
+                    if agent._events.listening:
+                        self._emit_stream_delta(event)
                     if checkpoint.timer is None:
                         checkpoint.request()
                     if agent._snapshots.listening:
@@ -235,17 +237,9 @@ class Run:
         self._usage = assembler.usage
         return message, assembler.invalid_tool_inputs
 
-    def _stream_delta(self, event: ContentBlockDelta) -> None:
-        """A text or thinking delta the assembler took: extend the live stream."""
-        agent = self.agent
-        if event.kind == "text":
-            agent._text_parts.append(event.value)
-            if agent._events.listening:
-                agent._emit_delta(TextDelta(**self._event_fields(), index=event.index, text=event.value))
-        else:
-            agent._thinking_parts.append(event.value)
-            if agent._events.listening:
-                agent._emit_delta(ReasoningDelta(**self._event_fields(), index=event.index, text=event.value))
+    def _emit_stream_delta(self, event: ContentBlockDelta) -> None:
+        kind = TextDelta if event.kind == "text" else ReasoningDelta
+        self.agent._emit_delta(kind(**self._event_fields(), index=event.index, text=event.value))
 
     def _apply_delta(self, event: ContentBlockDelta, tool_blocks: dict[int, PendingToolUse]) -> None:
         """Any other delta: a tool call's input JSON or a thinking signature."""

@@ -88,13 +88,16 @@ class NaiveView(anywidget.AnyWidget):
 
 
 def _record(widget: Any) -> list[tuple[str, int]]:
-    """(method, JSON size) of every comm message `widget` publishes from now on:
-    "custom" for our stream messages, "update" for trait state."""
+    """(what, JSON size) of every comm message `widget` publishes from now on:
+    "stream" for our delta and reset messages, "items" for our transcript
+    messages, "update" for trait state."""
     sizes: list[tuple[str, int]] = []
 
     def publish(msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None,
                 **keys: Any) -> None:
         method = data.get("method", msg_type) if isinstance(data, dict) else msg_type
+        if method == "custom":
+            method = "items" if data["content"].get("kind") == "items" else "stream"
         sizes.append((method, len(json.dumps(data, separators=(",", ":")))))
 
     widget.comm.publish_msg = publish
@@ -191,21 +194,22 @@ def run(deltas: int = DELTAS) -> list[Table]:
             traffic = Table(
                 f"Widget traffic: the paced {deltas:,}-delta stream ({text_bytes:,} bytes of text)",
                 ["widget", "stream s", "stream messages", "stream msgs/s", "stream bytes ÷ text",
-                 "state updates", "state bytes", "all bytes ÷ text", "vs ours (all bytes)"],
+                 "transcript messages", "state updates", "all bytes ÷ text", "vs ours (all bytes)"],
             )
             ours_bytes = sum(size for _, size in traffic_rows[0][2])
             for name, seconds, sizes in traffic_rows:
-                custom = [size for method, size in sizes if method == "custom"]
-                state = [size for method, size in sizes if method != "custom"]
-                total = sum(custom) + sum(state)
-                traffic.add(name, seconds, len(custom), len(custom) / seconds,
-                            f"{sum(custom) / text_bytes:.2f}", len(state), sum(state),
+                stream = [size for what, size in sizes if what == "stream"]
+                total = sum(size for _, size in sizes)
+                traffic.add(name, seconds, len(stream), len(stream) / seconds,
+                            f"{sum(stream) / text_bytes:.2f}",
+                            sum(1 for what, _ in sizes if what == "items"),
+                            sum(1 for what, _ in sizes if what == "update"),
                             f"{total / text_bytes:.2f}", ratio(ours_bytes, total))
             traffic.notes += [
-                "target ≤ 20 messages/s and ≤ 1.5x the text's bytes for the stream; counted at "
-                "the comm with JSON sizes",
-                "state updates include the committed message, rendered to HTML, reaching the "
-                "`items` trait once at the message boundary (so a late view can catch up)",
+                "target ≤ 20 messages/s and ≤ 1.5x the text's bytes; every comm message is counted "
+                "with its JSON size",
+                "stream messages: our deltas (at most one per 50 ms) and resets; transcript messages: "
+                "the prompt, and the committed reply sent as spans of the streamed text",
             ]
             tables.append(traffic)
     finally:
