@@ -81,6 +81,9 @@ _browser_message: TypeAdapter[Any] = TypeAdapter(
               Field(discriminator="kind")]
 )
 
+# What a saved notebook keeps of a transcript: the tail, so a long-lived agent's
+# output does not grow the .ipynb by its whole history on every display.
+STATIC_MESSAGES = 40
 APPROVAL_INPUT_CHARS = 4_000  # what the widget shows of a call's input (a write_file's content may be huge)
 
 
@@ -107,8 +110,9 @@ class AgentView(MentraWidget):
         self._host = host
         self._seq = 0
         # The committed transcript as display items, kept here (not in a synced
-        # trait, which would resend the whole list on every message).
-        self.items: list[dict[str, Any]] = []
+        # trait, which would resend the whole list on every message) and built
+        # when a view first asks: resuming fifty long agents renders nothing.
+        self._items: list[dict[str, Any]] | None = None
         self._rendered_messages = 0
         # How much of the current message's stream the browser has.
         self._sent_text = 0
@@ -125,8 +129,7 @@ class AgentView(MentraWidget):
         agent = self._agent
         self.agent_name = agent.name
         self.model_key = agent.model.key
-        # No view exists yet: each one says hello and gets the transcript then.
-        self._sync_state(send_items=False)
+        self._sync_state()
         self._unsubscribe = agent.on_event(self._on_event, deltas=False)
         self._poll_while_running()
 
@@ -205,11 +208,10 @@ class AgentView(MentraWidget):
         self.messages_sent += 1
         self.send({**message, "seq": self._seq})
 
-    def _sync_state(self, streamed: list[str] | None = None, *, send_items: bool = True) -> None:
+    def _sync_state(self, streamed: list[str] | None = None) -> None:
         """Bring traits and items in line with the agent. `streamed`: the text and
         thinking the browser holds, when the newest message was just streamed."""
         agent = self._agent
-        history = agent.history
         snapshot = agent.snapshot
         with self.hold_sync():
             self.status = snapshot.status.model_dump()
@@ -222,17 +224,32 @@ class AgentView(MentraWidget):
             resumable = _resumable(agent)
             if resumable != self.resumable:
                 self.resumable = resumable
-        if len(history) == self._rendered_messages:
-            return
-        # Appends render only the new messages; a rollback re-renders.
-        start = self._rendered_messages if len(history) > self._rendered_messages else 0
-        new = [item for i in range(start, len(history)) for item in message_items(history[i], i)]
-        del self.items[len(self.items) if start else 0:]
-        first = len(self.items)
-        self.items.extend(new)
-        self._rendered_messages = len(history)
-        if send_items:
-            self._send_items(first, new, streamed)
+        if self._items is None or snapshot.history_len == self._rendered_messages:
+            return  # no view has asked for the transcript yet, or nothing is new
+        if snapshot.history_len > self._rendered_messages:
+            start = len(self._items)
+            new = self._render(agent.recent_messages(snapshot.history_len - self._rendered_messages),
+                               self._rendered_messages)
+        else:  # a rollback: render again
+            start, new = 0, self._render(agent.history, 0)
+            self._items.clear()
+        self._items.extend(new)
+        self._rendered_messages = snapshot.history_len
+        self._send_items(start, new, streamed)
+
+    @property
+    def items(self) -> list[dict[str, Any]]:
+        """The committed transcript as the browser shows it (rendered on first use)."""
+        if self._items is None:
+            history = self._agent.history
+            self._items = self._render(history, 0)
+            self._rendered_messages = len(history)
+        return self._items
+
+    @staticmethod
+    def _render(messages: list[Message], first_index: int) -> list[dict[str, Any]]:
+        return [item for i, message in enumerate(messages, first_index)
+                for item in message_items(message, i)]
 
     def _send_items(self, start: int, items: list[dict[str, Any]], streamed: list[str] | None = None) -> None:
         message: dict[str, Any] = {"kind": "items", "start": start, "items": items}
@@ -243,7 +260,6 @@ class AgentView(MentraWidget):
 
     def _hello(self) -> None:
         """Answer a view's hello: the whole transcript and the half-streamed state."""
-        self._sync_state(send_items=False)
         self._send_items(0, self.items)
         self._resend_stream()
 
@@ -284,7 +300,11 @@ class AgentView(MentraWidget):
     def _markdown(self) -> str:
         agent = self._agent
         header = f"**{agent.name}** · `{agent.model.key}` · {agent.status}"
-        body = transcript_markdown(agent.history)
+        recent = agent.recent_messages(STATIC_MESSAGES)
+        earlier = agent.snapshot.history_len - len(recent)
+        if earlier > 0:
+            header += f"\n\n*… {earlier} earlier messages (`agent.history` has them all)*"
+        body = transcript_markdown(recent)
         waiting = [f"*waiting for approval:* `{p.tool_name}` (call `{p.tool_use_id}`)"
                    for p in agent.snapshot.pending_approvals]
         return "\n\n".join([header, *([body] if body else []), *waiting])
@@ -326,8 +346,8 @@ def _resumable(agent: Agent) -> dict[str, Any]:
         text = turn.text
         cut = text[:RESUMABLE_PREVIEW_CHARS] + ("…" if len(text) > RESUMABLE_PREVIEW_CHARS else "")
         return {"kind": "replay", "text": cut}
-    history = agent.history
-    if history and history[-1].role is Role.USER and history[-1].tool_results:
+    last = agent.last_message
+    if last is not None and last.role is Role.USER and last.tool_results:
         return {"kind": "continue"}
     return {}
 

@@ -157,9 +157,10 @@ class MentraMagics(Magics):
                     note = " (its last turn was cut by the restart: agent.resume() replays it)"
                 else:
                     note = " (a tool call was cut by the restart: agent.resume() continues the turn)"
-            print(f"mentra: resumed '{agent.name}', {len(agent.history)} messages, {agent.status}{note}")
-            if agent.history and any(r.content == APPROVAL_INTERRUPTED_RESULT
-                                     for r in agent.history[-1].tool_results):
+            print(f"mentra: resumed '{agent.name}', {agent.snapshot.history_len} messages, "
+                  f"{agent.status}{note}")
+            last = agent.last_message
+            if last is not None and any(r.content == APPROVAL_INTERRUPTED_RESULT for r in last.tool_results):
                 print(f"mentra: '{agent.name}' was waiting for your approval when the kernel stopped; that "
                       "call was not run (agent.resume() lets it ask again)")
             display(self.session.view(agent))

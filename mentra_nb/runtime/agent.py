@@ -123,7 +123,17 @@ class Agent:
 
     @property
     def last_message(self) -> Message | None:
-        return self._history[-1] if self._history else None
+        recent = self.recent_messages(1)
+        return recent[0] if recent else None
+
+    def recent_messages(self, count: int) -> list[Message]:
+        """The last `count` committed messages; reads only those from the store
+        when the transcript is not loaded (a resumed agent's, until first needed)."""
+        if count <= 0:
+            return []
+        if self._loaded_history is not None:
+            return self._loaded_history[-count:]
+        return self._runtime.store.load_messages(self.id, max(0, self._stored_message_count - count))
 
     @property
     def status(self) -> AgentStatus:

@@ -135,6 +135,8 @@ def _full(host: RuntimeHost, folder: Path, deltas: int, pace: bool, *, store: bo
     if view == "agent_view":
         widget = AgentView(agent, host)
         sizes = _record(widget)
+        # As a browser view does when it opens: from then on the transcript is sent too.
+        widget._on_browser_message(widget, {"kind": "hello"}, [])
     elif view == "naive":
         widget = NaiveView()
         sizes = _record(widget)

@@ -233,3 +233,41 @@ def test_a_cut_turn_is_offered_for_replay_and_the_browser_can_replay_it(host):
     assert agent.history[-1].text == "second try"
     assert view.resumable == {}
     assert future.cancelled() or future.exception() is not None
+
+
+def test_a_resumed_agents_view_reads_its_transcript_only_when_a_browser_asks(host, tmp_path):
+    from mentra_nb import SqliteStore
+    from mentra_nb.notebook.agent_view import STATIC_MESSAGES
+
+    class CountingStore(SqliteStore):
+        messages_read = 0
+
+        def load_messages(self, agent_id, start=0, end=None):
+            messages = super().load_messages(agent_id, start, end)
+            self.messages_read += len(messages)
+            return messages
+
+    path = tmp_path / "long.mentra.sqlite"
+    turns = 30
+    rt = host.call(lambda: Runtime.empty(store=SqliteStore(path), providers=[
+        ScriptedProvider("s", [text_stream(f"answer {i}") for i in range(turns)])]))
+    agent = host.call(lambda: rt.spawn("writer", "s:m"))
+    for i in range(turns):
+        host.submit(agent.send(f"question {i}")).result(10)
+    host.submit(rt.aclose()).result(10)
+
+    store = CountingStore(path)
+    rt = host.call(lambda: Runtime.empty(store=store, providers=[ScriptedProvider("s", [])]))
+    [resumed] = host.call(rt.resume)
+    view = AgentView(resumed, host)
+    assert store.messages_read <= 1  # the last message, for the resume offer
+    markdown = view._repr_mimebundle_()[0]["text/markdown"]
+    assert f"{2 * turns - STATIC_MESSAGES} earlier messages" in markdown
+    assert "answer 29" in markdown and "question 0" not in markdown
+    assert store.messages_read <= 1 + STATIC_MESSAGES
+    sent = recorded(view)
+    view._on_browser_message(view, {"kind": "hello"}, [])
+    host.call(lambda: None)
+    [items] = [m for m in sent if m["kind"] == "items"]
+    assert items["start"] == 0 and len(items["items"]) == 2 * turns
+    host.submit(rt.aclose()).result(10)

@@ -128,7 +128,9 @@ def test_comm_traffic_for_a_5000_delta_stream_stays_small(kernels, tmp_path):
     kernel.run("%load_ext mentra_nb")
     kernel.run(SLOW_PROVIDER.format(delay=0.0005))
     kernel.run("%mentra spawn writer --model slow:m")
-    kernel.run("view = nb.session().view(nb.session().agent('writer'))")
+    # As a browser view does when it opens: from then on the transcript is sent too.
+    kernel.run("view = nb.session().view(nb.session().agent('writer'))\n"
+               "view._on_browser_message(view, {'kind': 'hello'}, [])")
     comm_messages: list[int] = []
     user_item_bytes: list[int] = []  # the prompt, shown once as a transcript item
 

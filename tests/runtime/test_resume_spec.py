@@ -243,13 +243,16 @@ def _lease_count(path) -> int:
 
 
 class CountingStore(SqliteStore):
-    """A real SqliteStore that counts transcript reads."""
+    """A real SqliteStore that counts transcript reads, and the messages read."""
 
     transcript_reads = 0
+    messages_read = 0
 
     def load_messages(self, agent_id, start=0, end=None):
         self.transcript_reads += 1
-        return super().load_messages(agent_id, start, end)
+        messages = super().load_messages(agent_id, start, end)
+        self.messages_read += len(messages)
+        return messages
 
 
 async def test_resume_loads_a_transcript_only_when_it_is_first_needed(db_path):
@@ -266,7 +269,9 @@ async def test_resume_loads_a_transcript_only_when_it_is_first_needed(db_path):
     assert store.transcript_reads == 0
     assert resumed.snapshot.history_len == 6
     assert resumed.last_message == Message.assistant("answer 2")
-    assert store.transcript_reads == 1
+    assert resumed.recent_messages(2) == [Message.user("question 2"), Message.assistant("answer 2")]
+    assert store.messages_read == 3  # the tail only, twice; the transcript stays unloaded
     await resumed.send("question 3")
-    assert store.transcript_reads == 1 and len(resumed.history) == 8
+    assert store.messages_read == 3 + 6 and len(resumed.history) == 8
+    assert resumed.last_message == Message.assistant("more") and store.messages_read == 9
     await rebooted.aclose()
