@@ -5,18 +5,34 @@ a teammate and delegating to subagents, all at once, until SIGKILL.
 
 It prints what it has durably done, one line each, *after* the store call
 returned, so every line the test read before the kill is a promise the file
-must keep:
+must keep (the two "-ING" lines are printed *before* a write, so the test also
+knows what may be in the file and what must not be):
 
     READY                                   agents exist; the test may kill from now on
     COMMIT <agent> <generation> <index> <sha1 of the message JSON>
     RUNEND <agent> <generation>             a run finished (its turn is complete)
     MAIL <content>                          mail to the teammate was queued
+    SUBMAIL {"root", "id", "sender", …}      an item entered a subagent mailbox (written)
+    SUBGONE <root id> <mail id>             an item left it (its recipient read it)
+    REQUESTING {"id", "protocol", …}         a team request is about to be written
+    REQUEST {"id", "protocol", …}            … and was written (with its mail)
+    RESOLVING <request id>                  an answer is about to be written
+    RESOLVED {"id", "status", "reason"}      … and was written (with its mail)
     ALLDONE                                 nothing left to do (killed while idle)
 
-Usually a `boss` agent also delegates each turn to a subagent (`kid`) that
-keeps working while the boss answers. Replies come from `PlanProvider`: a deterministic function of the request, with
-delays between events so that kills land mid-stream, mid-tool and between
-turns. Every text reply ends with " <end>", so a half-written message shows.
+The SUBMAIL/SUBGONE and REQUEST*/RESOLV* lines come from `ReportingStore`,
+around the store calls themselves. Usually a `boss` agent also delegates each
+turn to a subagent (`kid`) that keeps working while the boss answers, and
+sometimes sends the boss a message (`send_message` to `/root`); each finished
+kid leaves the boss a notice. The teammate asks the lead to approve plans
+(`team_request` "plan_approval"), the lead asks it for reviews ("review"),
+and each answers some of what it finds in its `<team-inbox>`
+(`team_respond`).
+
+Replies come from `PlanProvider`: a deterministic function of the request,
+with delays between events so that kills land mid-stream, mid-tool and
+between turns. Every text reply ends with " <end>", so a half-written message
+shows.
 """
 
 from __future__ import annotations
@@ -37,6 +53,7 @@ from mentra_nb import (
     Role,
     Runtime,
     SqliteStore,
+    TextBlock,
     Usage,
     tool,
 )
@@ -49,6 +66,9 @@ from mentra_nb.providers.events import (
     MessageStopped,
     ProviderEvent,
 )
+from mentra_nb.runtime.subagents import STATE_KEY as SUBAGENTS_KEY
+from mentra_nb.runtime.team_inbox import INBOX_MARKER
+from mentra_nb.store.base import TeamMessage, TeamRequest
 from mentra_nb.testing import ok_stream
 
 RUNTIME_ID = "crash"
@@ -71,6 +91,80 @@ async def peek(value: str) -> str:
 
 def sha(message: Message) -> str:
     return hashlib.sha1(message.model_dump_json().encode()).hexdigest()
+
+
+def verdict(request_id: str) -> str:
+    """The reason the child's models give when they answer a request (unique per
+    request, so a response delivered twice shows in the recipient's transcript)."""
+    return f"verdict on {request_id}"
+
+
+class ReportingStore(SqliteStore):
+    """A `SqliteStore` that prints what it wrote of subagent mailboxes and team
+    requests, once the write returned (and, for requests, what it is about to write)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self._mailboxes: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def save_state(self, agent_id: str, key: str, value: Any, *, token: str) -> None:
+        super().save_state(agent_id, key, value, token=token)
+        if key != SUBAGENTS_KEY:
+            return
+        before = self._mailboxes.get(agent_id, {})
+        now = {mail["id"]: mail for mail in value.get("mailbox", [])}
+        for mail_id, mail in now.items():
+            if mail_id not in before:
+                print("SUBMAIL " + json.dumps({"root": agent_id, **mail}), flush=True)
+        for mail_id in before.keys() - now.keys():
+            print(f"SUBGONE {agent_id} {mail_id}", flush=True)
+        self._mailboxes[agent_id] = now
+
+    def create_team_request(self, request: TeamRequest, message: TeamMessage) -> None:
+        fields = json.dumps(request.model_dump(
+            mode="json", include={"id", "team_id", "protocol", "sender", "recipient", "content"}))
+        print(f"REQUESTING {fields}", flush=True)
+        super().create_team_request(request, message)
+        print(f"REQUEST {fields}", flush=True)
+
+    def resolve_team_request(
+        self, team_id: str, request_id: str, *, approve: bool, reason: str | None,
+        response: TeamMessage,
+    ) -> TeamRequest | None:
+        print(f"RESOLVING {request_id}", flush=True)
+        resolved = super().resolve_team_request(team_id, request_id, approve=approve, reason=reason,
+                                                response=response)
+        if resolved is not None:
+            print("RESOLVED " + json.dumps({"id": resolved.id, "status": resolved.status,
+                                            "reason": resolved.reason}), flush=True)
+        return resolved
+
+
+def open_requests(messages: list[Message]) -> list[str]:
+    """Ids of the requests in the `<team-inbox>` messages since the last assistant message."""
+    found: list[str] = []
+    for message in reversed(messages):
+        if message.role is not Role.USER:
+            break
+        for block in message.content:
+            if isinstance(block, TextBlock) and INBOX_MARKER in block.text:
+                body = block.text.split(INBOX_MARKER, 1)[1].rsplit("</team-inbox>", 1)[0]
+                found += [item["request_id"] for item in json.loads(body) if item["type"] == "request"]
+    return found
+
+
+def tool_calls(model: str, at: int, calls: list[tuple[str, str, str]]) -> list[ProviderEvent]:
+    """A streamed assistant message calling (id, tool, JSON arguments) each, the
+    arguments in two deltas."""
+    events: list[ProviderEvent] = [MessageStarted(id=f"m{at}", model=model)]
+    for index, (call_id, name, arguments) in enumerate(calls):
+        half = len(arguments) // 2
+        events += [ContentBlockStarted.tool_use(index, call_id, name),
+                   ContentBlockDelta.tool_input_json(index, arguments[:half]),
+                   ContentBlockDelta.tool_input_json(index, arguments[half:]),
+                   ContentBlockStopped(index=index)]
+    return [*events, MessageDelta(stop_reason="tool_use", usage=Usage(input_tokens=5, output_tokens=3)),
+            MessageStopped()]
 
 
 class PlanProvider:
@@ -97,36 +191,41 @@ class PlanProvider:
             rounds += bool(m.tool_uses)
         wants_tool = rng.random() < (0.6 if rounds == 0 else 0.3 if rounds < 2 else 0.0)
         delay = rng.uniform(0.001, 0.006)
+        at = len(messages)
+        answering = [r for r in open_requests(messages) if rng.random() < 0.6]
         if request.model == "boss" and rounds == 0 and "spawn_agent" in offered:
             # The boss delegates: a child on its own model, working while the boss answers.
-            task = {"task_name": f"job{len(messages)}", "message": f"job at {len(messages)}",
-                    "model": "anthropic:kid"}
-            events = [MessageStarted(id=f"m{len(messages)}", model=request.model),
-                      ContentBlockStarted.tool_use(0, f"spawn_{len(messages)}", "spawn_agent"),
-                      ContentBlockDelta.tool_input_json(0, json.dumps(task)),
-                      ContentBlockStopped(index=0),
-                      MessageDelta(stop_reason="tool_use", usage=Usage(input_tokens=5, output_tokens=3)),
-                      MessageStopped()]
+            task = {"task_name": f"job{at}", "message": f"job at {at}", "model": "anthropic:kid"}
+            events = tool_calls(request.model, at, [(f"spawn_{at}", "spawn_agent", json.dumps(task))])
+        elif answering and "team_respond" in offered:
+            # Answer some of the requests that just arrived, each its own way.
+            events = tool_calls(request.model, at, [
+                (f"respond_{request.model}_{at}_{i}", "team_respond",
+                 json.dumps({"request_id": r, "approve": rng.random() < 0.5, "reason": verdict(r)}))
+                for i, r in enumerate(answering)])
+        elif (request.model in ("mate", "lead") and rounds == 0 and "team_request" in offered
+              and rng.random() < 0.4):
+            # The teammate submits a plan to the lead; the lead asks the teammate for a review.
+            to, protocol = ("lead", "plan_approval") if request.model == "mate" else ("mate", "review")
+            ask = {"to": to, "protocol": protocol, "content": f"{protocol} by {request.model} at {at}"}
+            events = tool_calls(request.model, at, [(f"ask_{request.model}_{at}", "team_request",
+                                                     json.dumps(ask))])
+        elif request.model == "kid" and rounds == 0 and "send_message" in offered and rng.random() < 0.5:
+            # A child tells the boss something before it finishes.
+            note = {"target": "/root", "message": f"note from a kid at {at}"}
+            events = tool_calls(request.model, at, [(f"note_{at}", "send_message", json.dumps(note))])
         elif wants_tool and {"work", "peek"} <= offered:
-            calls = [(f"call_{request.model}_{len(messages)}_{i}_{rng.randrange(10**6)}",
-                      rng.choice(["work", "peek"]), f'{{"value": "v{len(messages)}.{i}"}}')
-                     for i in range(rng.choice([1, 1, 2]))]
-            events: list[ProviderEvent] = [MessageStarted(id=f"m{len(messages)}", model=request.model)]
-            for index, (call_id, name, arguments) in enumerate(calls):
-                half = len(arguments) // 2
-                events += [ContentBlockStarted.tool_use(index, call_id, name),
-                           ContentBlockDelta.tool_input_json(index, arguments[:half]),
-                           ContentBlockDelta.tool_input_json(index, arguments[half:]),
-                           ContentBlockStopped(index=index)]
-            events += [MessageDelta(stop_reason="tool_use", usage=Usage(input_tokens=5, output_tokens=3)),
-                       MessageStopped()]
+            events = tool_calls(request.model, at, [
+                (f"call_{request.model}_{at}_{i}_{rng.randrange(10**6)}",
+                 rng.choice(["work", "peek"]), f'{{"value": "v{at}.{i}"}}')
+                for i in range(rng.choice([1, 1, 2]))])
         else:
-            words = [f"{request.model}-reply-at-{len(messages)}"] + [
+            words = [f"{request.model}-reply-at-{at}"] + [
                 rng.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(rng.randint(5, 40))]
             text = " ".join(words) + END
             size = rng.randint(3, 12)
             parts = [text[i : i + size] for i in range(0, len(text), size)]
-            events = [MessageStarted(id=f"m{len(messages)}", model=request.model),
+            events = [MessageStarted(id=f"m{at}", model=request.model),
                       ContentBlockStarted.text(0),
                       *(ContentBlockDelta.text(0, p) for p in parts),
                       ContentBlockStopped(index=0),
@@ -149,7 +248,7 @@ def report(agent: Any) -> None:
 
 async def main(db: str, seed: int) -> None:
     plan = random.Random(seed)
-    rt = Runtime.empty(store=SqliteStore(db), runtime_id=RUNTIME_ID, tools=[work, peek],
+    rt = Runtime.empty(store=ReportingStore(db), runtime_id=RUNTIME_ID, tools=[work, peek],
                  providers=[PlanProvider(seed)])
     lead = rt.spawn("lead", "anthropic:lead")
     solos = [rt.spawn(f"solo{i}", f"anthropic:solo{i}") for i in range(plan.randint(0, 2))]

@@ -3,18 +3,43 @@
 `read_agents` takes a read-only look at a file; `after_recovery` restates the
 recovery matrix of design.md independently of `mentra_nb.runtime.recovery`, so
 the crash suite checks the product against the spec, not against itself.
+`read_trees`, `read_requests` and `read_request_mail` read the subagent trees
+(state key `subagents.v1`) and the team protocol requests with their mail;
+`mailbox_problems` and `request_problems` say what in them breaks a promise
+the killed process made (design.md, "Teams" and "Subagents").
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from mentra_nb import INTERRUPTED_TOOL_RESULT, Message, Role, ToolResultBlock
+from mentra_nb import INTERRUPTED_TOOL_RESULT, Message, Role, TextBlock, ToolResultBlock
 
-__all__ = ["StoredAgent", "after_recovery", "read_agents"]
+__all__ = [
+    "MAILBOX_LIMIT",
+    "StoredAgent",
+    "after_recovery",
+    "delivered_mail",
+    "mailbox_problems",
+    "read_agents",
+    "read_request_mail",
+    "read_requests",
+    "read_trees",
+    "request_problems",
+]
+
+TREE_KEY = "subagents.v1"
+ROOT = "/root"
+MAILBOX_LIMIT = 256
+# A delivered mailbox item: an internal user message that opens with its id.
+_MAIL_MARKER = re.compile(r'^<subagent_(?:message|update) id="(m[0-9a-f]{16})"')
+REQUEST_FIELDS = ("team_id", "protocol", "sender", "recipient", "content")
 
 
 @dataclass
@@ -91,3 +116,171 @@ def after_recovery(agent: StoredAgent) -> tuple[list[Message], str, Message | No
                     for i in missing]))
             break
     return transcript, "interrupted", agent.resumable
+
+
+# --- subagent trees and their mailbox ------------------------------------------------
+
+
+def read_trees(db: Path) -> dict[str, dict[str, Any]]:
+    """Root agent id → its stored subagent tree {"agents": {path: record}, "mailbox": [item]}."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT agent_id, value FROM state WHERE key = ?", (TREE_KEY,)).fetchall()
+        return {agent_id: json.loads(value) for agent_id, value in rows}
+    finally:
+        conn.close()
+
+
+def delivered_mail(transcript: list[Message]) -> Counter[str]:
+    """How many times each mailbox item was delivered into `transcript`."""
+    found: Counter[str] = Counter()
+    for message in transcript:
+        if message.role is Role.USER:
+            for block in message.content:
+                if isinstance(block, TextBlock) and (match := _MAIL_MARKER.match(block.text)):
+                    found[match.group(1)] += 1
+    return found
+
+
+def _recipient_id(root_id: str, tree: dict[str, Any], path: str) -> str | None:
+    if path == ROOT:
+        return root_id
+    record = tree["agents"].get(path)
+    return record.get("agent_id") if record else None
+
+
+def mailbox_problems(
+    trees: dict[str, dict[str, Any]], agents: dict[str, StoredAgent],
+    transcripts: dict[str, list[Message]], reported: dict[str, dict[str, Any]],
+    gone: set[tuple[str, str]],
+) -> list[str]:
+    """What breaks the mailbox contract: more than 256 items, an item twice, an
+    item from or for an agent that does not exist, mail delivered twice into a
+    transcript, or a reported item neither in the mailbox nor delivered.
+
+    `agents`: the stored agents by id; `transcripts`: the durable transcript of
+    each (after recovery) by id; `reported`: the items the killed process wrote,
+    by id, with their root; `gone`: (root, id) of those it wrote as removed.
+    """
+    problems: list[str] = []
+    for root_id, tree in trees.items():
+        mailbox = tree.get("mailbox", [])
+        if root_id not in agents:
+            problems.append(f"a subagent tree for agent {root_id}, which does not exist")
+        if len(mailbox) > MAILBOX_LIMIT:
+            problems.append(f"the mailbox of {root_id} holds {len(mailbox)} items (> {MAILBOX_LIMIT})")
+        twice = [i for i, n in Counter(m["id"] for m in mailbox).items() if n > 1]
+        if twice:
+            problems.append(f"mailbox items stored twice: {twice}")
+        for item in mailbox:
+            for end in (item["sender"], item["recipient"]):
+                agent = agents.get(_recipient_id(root_id, tree, end) or "")
+                if agent is None or (end != ROOT and agent.kind != "subagent"):
+                    problems.append(f"mailbox item {item['id']} names `{end}`, which is no agent of "
+                                    f"the tree of {root_id}")
+        for agent_id in {root_id, *(r.get("agent_id") for r in tree["agents"].values())} - {None}:
+            twice = {i: n for i, n in delivered_mail(transcripts.get(agent_id, [])).items() if n > 1}
+            if twice:
+                problems.append(f"mail delivered twice into the transcript of {agent_id}: {twice}")
+    for mail_id, item in reported.items():
+        tree = trees.get(item["root"])
+        if tree is None:
+            problems.append(f"the tree of {item['root']} holding mail {mail_id} was lost")
+            continue
+        stored = [m for m in tree.get("mailbox", []) if m["id"] == mail_id]
+        recipient = _recipient_id(item["root"], tree, item["recipient"])
+        delivered = delivered_mail(transcripts.get(recipient or "", []))[mail_id]
+        expected = {k: v for k, v in item.items() if k != "root"}
+        if stored and stored[0] != expected:
+            problems.append(f"mailbox item {mail_id} changed: {stored[0]} != {expected}")
+        if (item["root"], mail_id) in gone and (stored or delivered != 1):
+            problems.append(f"mail {mail_id} was taken out of the mailbox (stored {len(stored)}) "
+                            f"but delivered {delivered} times")
+        if not stored and not delivered:
+            problems.append(f"mail {mail_id} ({item['sender']} → {item['recipient']}) was lost")
+    return problems
+
+
+# --- team protocol requests ------------------------------------------------------------
+
+
+def read_requests(db: Path) -> list[dict[str, Any]]:
+    """Every team request row, oldest first."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in conn.execute("SELECT * FROM team_requests ORDER BY created_at, rowid")]
+    finally:
+        conn.close()
+
+
+def read_request_mail(db: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """(type, request id) → the team mail queued for it ("request" or "response")."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        found: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for (raw,) in conn.execute("SELECT message FROM team_mail ORDER BY id"):
+            message = json.loads(raw)
+            if message.get("request_id"):
+                found.setdefault((message["type"], message["request_id"]), []).append(message)
+        return found
+    finally:
+        conn.close()
+
+
+def request_problems(
+    rows: list[dict[str, Any]], mail: dict[tuple[str, str], list[dict[str, Any]]], *,
+    attempted: dict[str, dict[str, Any]], written: dict[str, dict[str, Any]],
+    answering: set[str], answered: dict[str, dict[str, Any]],
+) -> list[str]:
+    """What breaks the request contract after a kill.
+
+    `attempted`/`written`: requests the killed process was about to write / had
+    written (id → fields); `answering`/`answered`: ids it was about to answer /
+    answers it had written (id → status, reason). A written request is there
+    once with its fields; a written answer is there as written; a request
+    nobody tried to answer is still pending; a request and its answer each
+    queued exactly one piece of mail; no row the process did not ask for, and
+    no request twice.
+    """
+    problems: list[str] = []
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_id.setdefault(row["id"], []).append(row)
+        if row["id"] not in attempted:
+            problems.append(f"request {row['id']} is in the file but was never made")
+        if row["status"] not in ("pending", "approved", "rejected"):
+            problems.append(f"request {row['id']} has status {row['status']!r}")
+        if (row["status"] == "pending") != (row["resolved_at"] is None):
+            problems.append(f"request {row['id']} is {row['status']} with resolved_at {row['resolved_at']}")
+        if row["status"] != "pending" and row["id"] not in answering:
+            problems.append(f"request {row['id']} is {row['status']}, but nobody answered it")
+        requests = mail.get(("request", row["id"]), [])
+        if len(requests) != 1:
+            problems.append(f"request {row['id']} queued {len(requests)} request mails")
+        responses = mail.get(("response", row["id"]), [])
+        if len(responses) != (row["status"] != "pending"):
+            problems.append(f"request {row['id']} is {row['status']} with {len(responses)} response mails")
+        for response in responses:
+            if response.get("approve") != (row["status"] == "approved") or (response["content"] or None) != row["reason"]:
+                problems.append(f"the response mail of {row['id']} ({response}) disagrees with the "
+                                f"row: {row['status']} {row['reason']!r}")
+    for (_kind, request_id), _messages in mail.items():
+        if request_id not in by_id:
+            problems.append(f"team mail for request {request_id}, which does not exist")
+    copies = Counter(tuple(row[k] for k in REQUEST_FIELDS) for row in rows)
+    problems += [f"request stored {n} times: {key}" for key, n in copies.items() if n > 1]
+    for request_id, fields in written.items():
+        found = by_id.get(request_id, [])
+        if len(found) != 1:
+            problems.append(f"request {request_id} was written, but the file has {len(found)} rows for it")
+            continue
+        stored = {k: found[0][k] for k in REQUEST_FIELDS}
+        if stored != {k: fields[k] for k in REQUEST_FIELDS}:
+            problems.append(f"request {request_id} changed: {stored} != {fields}")
+    for request_id, answer in answered.items():
+        found = by_id.get(request_id, [])
+        if found and (found[0]["status"], found[0]["reason"]) != (answer["status"], answer["reason"]):
+            problems.append(f"request {request_id} was {answer['status']} ({answer['reason']!r}) but "
+                            f"the file says {found[0]['status']} ({found[0]['reason']!r})")
+    return problems

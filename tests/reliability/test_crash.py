@@ -14,7 +14,18 @@ open) then checks the file straight through SQLite and resumes everything:
   teammates and subagents alike; a subagent nobody loaded yet is left untouched
   and no subagent is still active after the restart;
 - team mail queued before the kill is delivered at least once, and no durable
-  transcript holds a delivery twice.
+  transcript holds a delivery twice;
+- the subagent mailbox: every item the child wrote is still there exactly once
+  or was delivered into its recipient's durable transcript exactly once (and
+  one the child saw leave was delivered), at most 256 items, none from or for
+  an agent that does not exist; loading changes no item, and once the resumed
+  root runs, all its mail is delivered, each item once;
+- team protocol requests: each one the child wrote is there once with its
+  protocol, counterparties and content, each answer it wrote is there as
+  written (never back to pending), one nobody answered is still pending, each
+  request and answer queued exactly one mail, no row twice; loading changes
+  none; the resumed members can answer every pending one, and no answered one
+  a second time.
 
 30 seeds by default; MENTRA_CRASH_ITERATIONS=300 for the long run. A failing
 test's id names its seed: MENTRA_CRASH_SEED=<seed> MENTRA_CRASH_ITERATIONS=1.
@@ -27,18 +38,30 @@ import json
 import random
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from mentra_nb import Runtime, SqliteStore, tool
+from mentra_nb import AgentError, Runtime, SqliteStore, tool
 from mentra_nb.runtime.subagents import list_subagents
 from mentra_nb.runtime.team_inbox import INBOX_MARKER, holds_inbox
+from mentra_nb.runtime.teams import team_of
 from mentra_nb.testing import text_stream
 from tests.children import Child, integrity
 from tests.reliability.conftest import crash_seeds
 from tests.reliability.crash_child import END, RUNTIME_ID, sha
-from tests.reliability.oracle import after_recovery, read_agents
+from tests.reliability.oracle import (
+    after_recovery,
+    delivered_mail,
+    mailbox_problems,
+    read_agents,
+    read_request_mail,
+    read_requests,
+    read_trees,
+    request_problems,
+)
 
 pytestmark = [pytest.mark.reliability, pytest.mark.process]
 
@@ -70,21 +93,48 @@ async def peek(value: str) -> str:
     return f"peeked at {value}"
 
 
-def _parse(lines: list[str]) -> tuple[dict[str, list[tuple[int, int, str]]], set[tuple[str, int]], list[str]]:
-    commits: dict[str, list[tuple[int, int, str]]] = {}
-    finished: set[tuple[str, int]] = set()
-    mail: list[str] = []
+@dataclass
+class Reported:
+    """What the child printed it had durably done (see `crash_child`)."""
+
+    commits: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)
+    finished: set[tuple[str, int]] = field(default_factory=set)
+    mail: list[str] = field(default_factory=list)
+    submail: dict[str, dict[str, Any]] = field(default_factory=dict)  # mail id → item (+ root)
+    subgone: set[tuple[str, str]] = field(default_factory=set)  # (root id, mail id)
+    requesting: dict[str, dict[str, Any]] = field(default_factory=dict)
+    requests: dict[str, dict[str, Any]] = field(default_factory=dict)
+    resolving: set[str] = field(default_factory=set)
+    resolved: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _parse(lines: list[str]) -> Reported:
+    seen = Reported()
     for line in lines:
         kind, _, rest = line.partition(" ")
         if kind == "COMMIT":
             name, generation, index, digest = rest.split()
-            commits.setdefault(name, []).append((int(generation), int(index), digest))
+            seen.commits.setdefault(name, []).append((int(generation), int(index), digest))
         elif kind == "RUNEND":
             name, generation = rest.split()
-            finished.add((name, int(generation)))
+            seen.finished.add((name, int(generation)))
         elif kind == "MAIL":
-            mail.append(rest)
-    return commits, finished, mail
+            seen.mail.append(rest)
+        elif kind == "SUBMAIL":
+            item = json.loads(rest)
+            seen.submail[item["id"]] = item
+        elif kind == "SUBGONE":
+            root, mail_id = rest.split()
+            seen.subgone.add((root, mail_id))
+        elif kind in ("REQUESTING", "REQUEST"):
+            fields = json.loads(rest)
+            (seen.requesting if kind == "REQUESTING" else seen.requests)[fields["id"]] = fields
+        elif kind == "RESOLVING":
+            seen.resolving.add(rest)
+        elif kind == "RESOLVED":
+            answer = json.loads(rest)
+            seen.resolved[answer["id"]] = answer
+    return seen
 
 
 def _inbox_contents(messages) -> list[str]:
@@ -109,7 +159,8 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, tmp_path: 
     await asyncio.sleep(random.Random(seed).uniform(0, KILL_WINDOW))
     child.kill()
     where = f"(seed {seed}: rerun with MENTRA_CRASH_SEED={seed} MENTRA_CRASH_ITERATIONS=1)"
-    commits, finished, mail = _parse(child.lines)
+    seen = _parse(child.lines)
+    commits, finished, mail = seen.commits, seen.finished, seen.mail
 
     # --- the file as the kill left it, read through SQLite alone -------------------
     assert integrity(db) == "ok", where
@@ -125,6 +176,15 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, tmp_path: 
             assert index < len(agent.transcript) and sha(agent.transcript[index]) == digest, (
                 f"{name}: message {index} of run {generation} was reported committed but is "
                 f"not in the file {where}")
+    by_id = {agent.id: agent for agent in before.values()}
+    durable = {agent.id: after_recovery(agent)[0] for agent in before.values()}
+    trees = read_trees(db)
+    problems = mailbox_problems(trees, by_id, durable, seen.submail, seen.subgone)
+    assert not problems, (problems, where)
+    requests = read_requests(db)
+    problems = request_problems(requests, read_request_mail(db), attempted=seen.requesting,
+                                written=seen.requests, answering=seen.resolving, answered=seen.resolved)
+    assert not problems, (problems, where)
 
     # --- a fresh runtime resumes: the dead child's leases are taken over at once -----
     store = SqliteStore(db)
@@ -162,9 +222,39 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, tmp_path: 
         if boss is not None:
             active = [i for i in list_subagents(boss) if i.status in ("pending_init", "running")]
             assert not active, f"subagents still active after a restart: {active} {where}"
+        mailboxes = {root: tree["mailbox"] for root, tree in trees.items()}
+        assert {root: tree["mailbox"] for root, tree in read_trees(db).items()} == mailboxes, (
+            f"loading changed a subagent mailbox {where}")
+        assert read_requests(db) == requests, f"loading changed a team request {where}"
+
+        # --- every pending request can still be answered, an answered one not again ------
+        lead = next(a for a in leads if a.name == "lead")
+        team = team_of(lead)
+        decided: dict[str, dict[str, Any]] = {}
+        for k, row in enumerate(requests):
+            approve, reason = k % 2 == 0, f"resumed verdict on {row['id']}"
+            if row["status"] != "pending":
+                with pytest.raises(AgentError, match="already"):
+                    team.respond(row["recipient"], row["id"], not approve, reason)
+                continue
+            if row["recipient"] == lead.name:
+                answer = (lead.approve_request if approve else lead.reject_request)(row["id"], reason)
+            else:
+                answer = team.respond(row["recipient"], row["id"], approve, reason)
+            decided[row["id"]] = {"status": "approved" if approve else "rejected", "reason": reason}
+            assert (answer.status, answer.reason) == (decided[row["id"]]["status"], reason), where
+        answered = read_requests(db)
+        assert [r["id"] for r in answered] == [r["id"] for r in requests], where
+        for old, new in zip(requests, answered, strict=True):
+            if old["status"] != "pending":
+                assert new == old, f"an answered request was answered again: {old} → {new} {where}"
+        problems = request_problems(
+            answered, read_request_mail(db), attempted=seen.requesting, written=seen.requests,
+            answering=seen.resolving | set(decided), answered={**seen.resolved, **decided})
+        assert not problems, (problems, where)
+        assert all(r["status"] != "pending" for r in answered), where
 
         # --- the teammate works through its mail; each delivery lands exactly once ----
-        lead = next(a for a in leads if a.name == "lead")
         team_id = lead.id
 
         def settled() -> bool:
@@ -181,11 +271,31 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, tmp_path: 
         for content in mail:
             assert delivered[content] >= 1, f"mail {content!r} was lost {where}"
         assert all(n == 1 for n in delivered.values()), f"mail delivered twice: {delivered} {where}"
+        to_lead = Counter(_inbox_contents(read_agents(db)["lead"].transcript))
+        assert all(n == 1 for n in to_lead.values()), f"lead mail delivered twice: {to_lead} {where}"
 
         # --- an interrupted turn can be replayed, and the file stays sound ---------------
         for agent in leads:
             if agent.status.name == "interrupted" and (agent.resumable_turn or agent.history):
                 await agent.resume()
+
+        # --- the resumed root reads all its mail, each item exactly once ------------------
+        if boss is not None:
+            await boss.send("after the restart")
+            final = read_agents(db)
+            tree = read_trees(db).get(boss.id, {"agents": {}, "mailbox": []})  # never delegated
+            ours = {i: m for i, m in seen.submail.items() if m["root"] == boss.id}
+            problems = mailbox_problems({boss.id: tree}, {a.id: a for a in final.values()},
+                                        {a.id: a.transcript for a in final.values()},
+                                        ours, seen.subgone)
+            assert not problems, (problems, where)
+            assert not [m for m in tree["mailbox"] if m["recipient"] == "/root"], (
+                f"the boss ran but left its mail unread: {tree['mailbox']} {where}")
+            read = delivered_mail(final["boss"].transcript)
+            for item in [*ours.values(), *mailboxes.get(boss.id, [])]:
+                if item["recipient"] == "/root":
+                    assert read[item["id"]] == 1, f"mail {item} read {read[item['id']]} times {where}"
+        assert read_requests(db) == answered, f"a request changed after it was answered {where}"
         assert integrity(db) == "ok", where
         for name, agent in read_agents(db).items():
             assert max(Counter(agent.raw).values(), default=1) == 1, f"{name}: duplicate {where}"
