@@ -145,7 +145,7 @@ class AgentView(MentraWidget):
             self._sync_state()
 
     def _poll_while_running(self) -> None:
-        if self._timer is None and self._agent.is_running:
+        if self._timer is None and self._agent.is_running and self.comm is not None:  # not closed
             self._timer = asyncio.get_running_loop().call_later(STREAM_INTERVAL, self._poll)
 
     def _poll(self) -> None:

@@ -492,8 +492,14 @@ class TeamExtension(RuntimeExtension):
         return inbox
 
     def after_resume(self, runtime_id: str, agents: list[Agent]) -> None:
+        if not agents:
+            return
+        # One read of the agent table, not one per resumed agent: only leads
+        # with teammates have anyone to revive.
+        leads = {r.parent_id for r in agents[0].runtime.store.list_agents() if r.kind == "teammate"}
         for lead in agents:
-            self.team(lead.runtime, lead.id).revive()
+            if lead.id in leads:
+                self.team(lead.runtime, lead.id).revive()
 
     async def aclose(self) -> None:
         for team in self._teams.values():

@@ -167,7 +167,8 @@ def run(deltas: int = DELTAS) -> list[Table]:
                 label = "paced 10k deltas/s" if pace else "unpaced"
                 # Interleaved repeats, best of each: the machine is shared and noisy.
                 runs: dict[str, list[float]] = {"raw": [], "memory": [], "sqlite": [], "full": []}
-                for attempt in range(REPEAT):
+                # Unpaced runs take a tenth of a second; more of them tame the noise.
+                for attempt in range(REPEAT if pace else 3 * REPEAT):
                     seconds, text = _timed(host, _raw(deltas, pace))
                     assert text == _text(deltas)
                     runs["raw"].append(seconds)
@@ -179,7 +180,7 @@ def run(deltas: int = DELTAS) -> list[Table]:
                                            tag=f"v{pace}{attempt}")
                     runs["full"].append(seconds)
                 raw, memory, sqlite, full = (min(runs[k]) for k in runs)
-                overhead.add(label, raw, memory, sqlite, full, ratio(raw, full),
+                overhead.add(label, f"{raw:.3f}", f"{memory:.3f}", f"{sqlite:.3f}", f"{full:.3f}", ratio(raw, full),
                              (full - raw) / deltas * 1e6)
                 if pace:
                     traffic_rows.append(("mentra-nb AgentView (coalesced custom messages)",
@@ -188,8 +189,8 @@ def run(deltas: int = DELTAS) -> list[Table]:
                                                tag="naive")
                     traffic_rows.append(("naive widget (text trait resent per delta)", naive, naive_sizes))
             overhead.notes.append(
-                f"target ≤ 1.3x raw; each column adds one layer to the one before it; best of {REPEAT} "
-                "interleaved runs")
+                f"target ≤ 1.3x raw; each column adds one layer to the one before it; best of "
+                f"{3 * REPEAT} (unpaced) or {REPEAT} (paced) interleaved runs")
             tables.append(overhead)
 
             text_bytes = len(_text(deltas).encode())
