@@ -275,3 +275,23 @@ async def test_resume_loads_a_transcript_only_when_it_is_first_needed(db_path):
     assert store.messages_read == 3 + 6 and len(resumed.history) == 8
     assert resumed.last_message == Message.assistant("more") and store.messages_read == 9
     await rebooted.aclose()
+
+
+async def test_resuming_many_agents_reads_the_agent_table_a_fixed_number_of_times(db_path):
+    class ListCountingStore(SqliteStore):
+        lists = 0
+
+        def list_agents(self, runtime_id=None):
+            self.lists += 1
+            return super().list_agents(runtime_id)
+
+    runtime = Runtime.empty(store=SqliteStore(db_path), providers=[ScriptedProvider("anthropic", [])])
+    for i in range(25):
+        runtime.spawn(f"agent{i}", "anthropic:model")
+    await runtime.aclose()
+
+    store = ListCountingStore(db_path)
+    rebooted = Runtime.empty(store=store, providers=[ScriptedProvider("anthropic", [])])
+    assert len(rebooted.resume()) == 25
+    assert store.lists <= 3  # not one per agent: resuming was quadratic in the agent count
+    await rebooted.aclose()
