@@ -9,7 +9,8 @@ import { appendTranscript, element, subscribe } from "./dom.js";
  * @typedef {{id: string, name: string, input: string}} Approval
  * @typedef {import("./dom.js").Item & {html_parts?: (string|number[])[]}} WireItem
  * @typedef {{kind: "delta"|"reset"|"items", seq: number, text?: string, thinking?: string,
- *   tools?: Record<string, string>, start?: number, items?: WireItem[], basis?: number[]}} StreamMessage
+ *   tools?: Record<string, string>, start?: number, items?: WireItem[], tail?: string[],
+ *   basis?: number[]}} StreamMessage
  * @typedef {import("./dom.js").Item} Item
  * @typedef {import("./dom.js").Model} Model
  */
@@ -99,19 +100,30 @@ export class LiveStream {
     return "live";
   }
 
-  /** @param {StreamMessage} message */
+  /**
+   * New transcript items from index `start`. With `tail`, they end a streamed
+   * reply: the tail completes the stream, its spans resolve against it, and the
+   * live stream is cleared.
+   * @param {StreamMessage} message
+   */
   applyItems(message) {
     const start = message.start ?? 0;
+    const [textTail, thinkingTail] = message.tail ?? ["", ""];
+    const sources = [this.text + textTail, this.thinking + thinkingTail];
     const basis = message.basis;
     if (start > this.items.length ||
-        (basis && (basis[0] !== this.text.length || basis[1] !== this.thinking.length))) {
+        (basis && (basis[0] !== sources[0].length || basis[1] !== sources[1].length))) {
       return "resync";
     }
-    const sources = [this.text, this.thinking];
     const items = (message.items ?? []).map(({ html_parts, ...item }) =>
       html_parts ? { ...item, html: resolveHtml(html_parts, sources) } : item);
     this.changedFrom = start;
     this.items = [...this.items.slice(0, start), ...items];
+    if (message.tail) {
+      this.text = "";
+      this.thinking = "";
+      this.tools = {};
+    }
     return "items";
   }
 }
@@ -241,6 +253,7 @@ export function render({ model, el }) {
     if (changed === "items") {
       if (message.start === 0 && !message.basis) helloPending = false;
       renderItems();
+      if (message.tail) renderLive();
     }
     if (changed === "resync" && !helloPending) hello();
   };

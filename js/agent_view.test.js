@@ -98,12 +98,12 @@ describe("AgentView", () => {
     render({ model, el });
     transcript(model, 1, ITEMS.slice(0, 1));
     const text = "A long streamed answer with < and & in it, and more.";
-    model.emit("msg:custom", { kind: "delta", seq: 2, text });
+    model.emit("msg:custom", { kind: "delta", seq: 2, text: text.slice(0, 30) });
+    expect(el.querySelectorAll(".mentra-live")[1].textContent).toBe(text.slice(0, 30));
     model.emit("msg:custom", {
-      kind: "items", seq: 3, start: 1, basis: [text.length, 0],
+      kind: "items", seq: 3, start: 1, basis: [text.length, 0], tail: [text.slice(30), ""],
       items: [{ index: 1, role: "assistant", kind: "text", html_parts: ["<p><em>", [0, 0, text.length], "</em></p>"] }],
     });
-    model.emit("msg:custom", { kind: "reset", seq: 4, text: "" });
     const reply = el.querySelectorAll(".mentra-item")[1];
     expect(reply.innerHTML).toBe("<p><em>A long streamed answer with &lt; and &amp; in it, and more.</em></p>");
     expect(el.querySelectorAll(".mentra-live")[1].textContent).toBe("");
@@ -115,7 +115,7 @@ describe("AgentView", () => {
     render({ model, el });
     transcript(model, 1, []);
     const byReference = (seq) => ({
-      kind: "items", seq, start: 0, basis: [40, 0],
+      kind: "items", seq, start: 0, basis: [40, 0], tail: ["", ""],
       items: [{ index: 0, role: "assistant", kind: "text", html_parts: [[0, 0, 40]] }],
     });
     model.emit("msg:custom", byReference(2));

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import traitlets
@@ -169,25 +170,27 @@ class AgentView(MentraWidget):
             if len(pending.input_json) > len(sent):
                 tools[pending.id] = pending.input_json[len(sent):]
                 self._tool_json[pending.id] = pending.input_json
-        self._send_delta(text[self._sent_text:], thinking[self._sent_thinking:], tools)
-
-    def _send_delta(self, text: str, thinking: str, tools: dict[str, str]) -> None:
+        text, thinking = text[self._sent_text:], thinking[self._sent_thinking:]
         if text or thinking or tools:
             self._sent_text += len(text)
             self._sent_thinking += len(thinking)
             self._send_stream("delta", text, thinking, tools)
 
     def _commit(self, message: Message) -> None:
-        """The streamed reply became a transcript message: send the tail the
-        browser has not seen, then the message as references into the stream."""
+        """The streamed reply became a transcript message. One message tells the
+        browser: the tail of the stream it has not seen, the reply as spans of the
+        whole stream, and that the stream is over."""
         text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
         thinking = "".join(b.thinking for b in message.content if isinstance(b, ThinkingBlock))
+        stream: _Stream | None = None
         if len(text) >= self._sent_text and len(thinking) >= self._sent_thinking:
-            self._send_delta(text[self._sent_text:], thinking[self._sent_thinking:], {})
-            self._sync_state(streamed=[text, thinking])
+            stream = _Stream(whole=[text, thinking],
+                             tail=[text[self._sent_text:], thinking[self._sent_thinking:]])
+        if self._sync_state(stream):
+            self._sent_text = self._sent_thinking = 0
+            self._tool_json.clear()
         else:
-            self._sync_state()
-        self._reset_stream()
+            self._reset_stream()
 
     def _reset_stream(self) -> None:
         self._sent_text = self._sent_thinking = 0
@@ -208,9 +211,9 @@ class AgentView(MentraWidget):
         self.messages_sent += 1
         self.send({**message, "seq": self._seq})
 
-    def _sync_state(self, streamed: list[str] | None = None) -> None:
-        """Bring traits and items in line with the agent. `streamed`: the text and
-        thinking the browser holds, when the newest message was just streamed."""
+    def _sync_state(self, stream: _Stream | None = None) -> bool:
+        """Bring traits and items in line with the agent; True if the stream, when
+        given (the newest message was just streamed), was ended with the new items."""
         agent = self._agent
         snapshot = agent.snapshot
         with self.hold_sync():
@@ -225,7 +228,7 @@ class AgentView(MentraWidget):
             if resumable != self.resumable:
                 self.resumable = resumable
         if self._items is None or snapshot.history_len == self._rendered_messages:
-            return  # no view has asked for the transcript yet, or nothing is new
+            return False  # no view has asked for the transcript yet, or nothing is new
         if snapshot.history_len > self._rendered_messages:
             start = len(self._items)
             new = self._render(agent.recent_messages(snapshot.history_len - self._rendered_messages),
@@ -235,7 +238,8 @@ class AgentView(MentraWidget):
             self._items.clear()
         self._items.extend(new)
         self._rendered_messages = snapshot.history_len
-        self._send_items(start, new, streamed)
+        self._send_items(start, new, stream)
+        return stream is not None
 
     @property
     def items(self) -> list[dict[str, Any]]:
@@ -251,11 +255,14 @@ class AgentView(MentraWidget):
         return [item for i, message in enumerate(messages, first_index)
                 for item in message_items(message, i)]
 
-    def _send_items(self, start: int, items: list[dict[str, Any]], streamed: list[str] | None = None) -> None:
+    def _send_items(self, start: int, items: list[dict[str, Any]], stream: _Stream | None = None) -> None:
         message: dict[str, Any] = {"kind": "items", "start": start, "items": items}
-        if streamed is not None:
-            message["items"] = [_by_reference(item, streamed) for item in items]
-            message["basis"] = [len(source) for source in streamed]
+        if stream is not None:
+            # The browser appends `tail`, checks its text against `basis`, resolves
+            # the spans, then clears its live stream.
+            message["items"] = [_by_reference(item, stream.whole) for item in items]
+            message["tail"] = stream.tail
+            message["basis"] = [len(source) for source in stream.whole]
         self._send_custom(message)
 
     def _hello(self) -> None:
@@ -308,6 +315,14 @@ class AgentView(MentraWidget):
         waiting = [f"*waiting for approval:* `{p.tool_name}` (call `{p.tool_use_id}`)"
                    for p in agent.snapshot.pending_approvals]
         return "\n\n".join([header, *([body] if body else []), *waiting])
+
+
+@dataclass
+class _Stream:
+    """A reply's streamed text and thinking (`whole`), and what the browser has not seen of them."""
+
+    whole: list[str]
+    tail: list[str]
 
 
 def _by_reference(item: dict[str, Any], streamed: list[str]) -> dict[str, Any]:
