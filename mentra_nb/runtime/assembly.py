@@ -101,15 +101,15 @@ class MessageAssembler:
             return None
         return None
 
-    def append_stream_delta(self, index: int, kind: str, value: str) -> bool:
-        """The hot path for a text or thinking delta: append it to its open block.
-        False when the delta does not fit (unknown block, wrong kind, after the
-        end); `apply` then says what is wrong with it."""
+    def stream_parts(self, index: int, kind: str) -> list[str] | None:
+        """For the stream's hot path: the parts list of open text or thinking block
+        `index`, to append `kind` deltas to directly. None when such a delta does
+        not fit (unknown block, other kind, after the end); `apply` then says what
+        is wrong with it."""
         block = self._blocks.get(index)
-        if block is None or block.kind != kind or self.stopped:
-            return False
-        block.parts.append(value)
-        return True
+        if block is None or block.kind != kind or kind not in ("text", "thinking") or self.stopped:
+            return None
+        return block.parts
 
     def _open(self, index: int, what: str) -> _OpenBlock:
         block = self._blocks.get(index)

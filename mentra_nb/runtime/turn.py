@@ -59,9 +59,6 @@ log = logging.getLogger("mentra_nb.runtime")
 CHECKPOINT_INTERVAL = 0.25  # seconds between pending-turn checkpoints while streaming
 
 
-_STREAMED_KINDS = frozenset({"text", "thinking"})
-
-
 class Run:
     def __init__(self, agent: Agent, opening: list[Message]) -> None:
         self.agent = agent
@@ -186,21 +183,27 @@ class Run:
         tool_blocks: dict[int, PendingToolUse] = {}
         stream = provider.stream(request)
         checkpoint = self._checkpoint
+        # The block the last text or thinking delta went to, and its parts list.
+        hot_index, hot_kind, hot_parts = -1, "", None
         try:
             async for event in stream:
                 # The hot path: a text or thinking delta, tens of thousands per reply.
                 # It costs a few list appends and attribute checks, nothing more,
                 # unless someone listens to every delta.
-                if type(event) is ContentBlockDelta and event.kind in _STREAMED_KINDS and \
-                        assembler.append_stream_delta(event.index, event.kind, event.value):
-                    (agent._text_parts if event.kind == "text" else agent._thinking_parts).append(event.value)
-                    if agent._events.listening:
-                        self._emit_stream_delta(event)
-                    if checkpoint.timer is None:
-                        checkpoint.request()
-                    if agent._snapshots.listening:
-                        agent._changed()
-                    continue
+                if type(event) is ContentBlockDelta:
+                    if event.index != hot_index or event.kind != hot_kind:
+                        hot_parts = assembler.stream_parts(event.index, event.kind)
+                        hot_index, hot_kind = (event.index, event.kind) if hot_parts is not None else (-1, "")
+                    if hot_parts is not None:
+                        hot_parts.append(event.value)
+                        (agent._text_parts if hot_kind == "text" else agent._thinking_parts).append(event.value)
+                        if agent._events.listening:
+                            self._emit_stream_delta(event)
+                        if checkpoint.timer is None:
+                            checkpoint.request()
+                        if agent._snapshots.listening:
+                            agent._changed()
+                        continue
                 if isinstance(event, RetryAttempt):
                     agent._emit(RetryAttempted(**self._event_fields(), attempt=event.attempt,
                                                delay_s=event.delay_s, reason=event.reason))

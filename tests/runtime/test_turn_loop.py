@@ -283,6 +283,41 @@ async def test_a_stream_that_ends_without_its_final_event_is_an_error(make):
     assert agent.history == []
 
 
+def _reply(*blocks):
+    return ok_stream([MessageStarted(), *blocks, MessageDelta(stop_reason="end_turn"), MessageStopped()])
+
+
+@pytest.mark.parametrize(("events", "problem"), [
+    ([ContentBlockDelta.text(0, "orphan")], "content block 0, never started"),
+    ([ContentBlockStarted.text(0), ContentBlockDelta.text(0, "ok"), ContentBlockDelta.text(1, "orphan")],
+     "content block 1, never started"),
+    ([ContentBlockStarted.tool_use(0, "t1", "grep"), ContentBlockDelta.text(0, "text into a call")],
+     "a text delta to a tool_use block"),
+    ([ContentBlockStarted.text(0), ContentBlockDelta.text(0, "words"), ContentBlockDelta.thinking(0, "thought")],
+     "a thinking delta to a text block"),
+])
+async def test_a_malformed_stream_fails_the_run_and_rolls_it_back(make, events, problem):
+    agent, _ = make([_reply(*events)])
+    with pytest.raises(StreamError, match=problem):
+        await agent.send("go")
+    assert agent.history == [] and agent.resumable_turn == Message.user("go")
+    assert agent.snapshot.current_text == ""
+
+
+async def test_interleaved_text_and_thinking_blocks_land_in_their_own_blocks(make):
+    agent, _ = make([_reply(
+        ContentBlockStarted.thinking(0), ContentBlockStarted.text(1),
+        ContentBlockDelta.thinking(0, "Let me "), ContentBlockDelta.text(1, "The "),
+        ContentBlockDelta.thinking(0, "think."), ContentBlockDelta.signature(0, "sig"),
+        ContentBlockDelta.thinking(0, ".."), ContentBlockDelta.text(1, "answer."),
+        ContentBlockStopped(index=0), ContentBlockStopped(index=1),
+    )])
+    reply = await agent.send("go")
+    thinking, text = reply.content
+    assert (thinking.type, thinking.thinking, thinking.signature) == ("thinking", "Let me think...", "sig")
+    assert (text.type, text.text) == ("text", "The answer.")
+
+
 async def test_cancel_rolls_the_run_back_and_keeps_the_message_resumable(make):
     script, control = controlled_stream()
     agent, _ = make([text_stream("before"), script, text_stream("replayed")])
