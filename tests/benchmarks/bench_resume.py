@@ -12,6 +12,7 @@ Grids: 10 → 50 agents and 100 → 1,000 messages. Linear growth is 5x and 10x.
 from __future__ import annotations
 
 import asyncio
+import gc
 import sqlite3
 import tempfile
 import time
@@ -187,10 +188,14 @@ def in_process(folder: Path) -> Table:
         # Interleaved repeats, best of each: the machine is shared and noisy.
         runs: dict[str, list[float]] = {"lazy": [], "ours": [], **{name: [] for name in peers}}
         for _ in range(REPEAT):
+            # Garbage from the previous contender is collected first, so that no
+            # one pays for another's heap in a collection mid-measurement.
+            gc.collect()
             resumed, loaded = _resume_ours(db)
             runs["lazy"].append(resumed)
             runs["ours"].append(loaded)
             for name, resume in peers.items():
+                gc.collect()
                 runs[name].append(resume())
         best = {name: min(values) for name, values in runs.items()}
         ours[(agents, messages)] = best["ours"]
