@@ -20,6 +20,7 @@ from mentra_nb.status import AgentStatus, PendingToolUse
 from mentra_nb.store.base import PersistedAgent, TeamRequest
 
 if TYPE_CHECKING:
+    from mentra_nb.runtime.assembly import MessageAssembler
     from mentra_nb.runtime.runtime import Runtime
     from mentra_nb.runtime.team_members import TeammateInfo
     from mentra_nb.runtime.tools import Tool
@@ -52,7 +53,9 @@ class Agent:
         # would copy it on every delta (quadratic in the reply's length).
         self._text_parts: list[str] = []
         self._thinking_parts: list[str] = []
-        self._pending_tool_uses: list[PendingToolUse] = []
+        self._waiting_calls: list[PendingToolUse] = []
+        # While a reply streams, its tool calls so far are read from the assembler.
+        self._streaming_calls: MessageAssembler | None = None
         self._snapshots: Observers[AgentSnapshot] = Observers()
         self._events: Observers[AgentEvent] = Observers()
         # Listeners that skip the per-delta events (text, reasoning, tool input):
@@ -87,6 +90,18 @@ class Agent:
     def _history_len(self) -> int:
         loaded = self._loaded_history
         return len(loaded) if loaded is not None else self._stored_message_count
+
+    @property
+    def _pending_tool_uses(self) -> list[PendingToolUse]:
+        """Tool calls streamed or waiting to run in the current round."""
+        if self._streaming_calls is not None:
+            return self._streaming_calls.pending_tool_uses()
+        return self._waiting_calls
+
+    @_pending_tool_uses.setter
+    def _pending_tool_uses(self, value: list[PendingToolUse]) -> None:
+        self._streaming_calls = None
+        self._waiting_calls = value
 
     @property
     def _current_text(self) -> str:

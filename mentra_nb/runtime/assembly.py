@@ -128,11 +128,12 @@ class MessageAssembler:
         )
 
     def pending_tool_uses(self) -> list[PendingToolUse]:
-        return [
-            PendingToolUse(id=b.tool_use_id or "", name=b.tool_name or "", input_json="".join(b.parts))
-            for _, b in sorted(self._blocks.items())
-            if b.kind == "tool_use"
-        ]
+        return [_pending(b) for _, b in sorted(self._blocks.items()) if b.kind == "tool_use"]
+
+    def pending_tool_use(self, index: int) -> PendingToolUse | None:
+        """Tool call block `index` with its input so far; None if it is no tool call."""
+        block = self._blocks.get(index)
+        return _pending(block) if block is not None and block.kind == "tool_use" else None
 
     def finish(self) -> Message:
         if not self.stopped:
@@ -173,3 +174,9 @@ class MessageAssembler:
             )
             return {}
         return value
+
+
+def _pending(block: _OpenBlock) -> PendingToolUse:
+    # Joined on demand: a call's input arrives in many small deltas, and
+    # concatenating per delta would copy the input once per delta.
+    return PendingToolUse(id=block.tool_use_id or "", name=block.tool_name or "", input_json="".join(block.parts))

@@ -46,7 +46,7 @@ from mentra_nb.runtime.events import (
     UsageReported,
 )
 from mentra_nb.runtime.tools import Tool, ToolContext, ToolInputError, ToolOutput
-from mentra_nb.status import AgentStatus, PendingToolUse
+from mentra_nb.status import AgentStatus
 from mentra_nb.store.base import PendingTurn, RunRecord
 
 if TYPE_CHECKING:
@@ -180,7 +180,7 @@ class Run:
         )
         assembler = MessageAssembler()
         self._checkpoint = _PendingCheckpoint(self)
-        tool_blocks: dict[int, PendingToolUse] = {}
+        agent._streaming_calls = assembler
         stream = provider.stream(request)
         checkpoint = self._checkpoint
         # The block the last text or thinking delta went to, and its parts list.
@@ -214,16 +214,13 @@ class Run:
                 elif isinstance(event, ContentBlockStarted):
                     agent._status = AgentStatus.streaming()
                     if event.kind == "tool_use":
-                        tool_blocks[event.index] = PendingToolUse(
-                            id=event.tool_use_id or "", name=event.tool_name or ""
-                        )
-                        agent._pending_tool_uses = list(tool_blocks.values())
                         self._checkpoint.request()
                 elif isinstance(event, ContentBlockDelta):
-                    self._apply_delta(event, tool_blocks)
+                    if event.kind == "tool_input_json" and agent._events.listening:
+                        self._emit_tool_input(assembler, event.index)
                     self._checkpoint.request()
                 elif isinstance(event, ContentBlockStopped):
-                    pending = tool_blocks.get(event.index)
+                    pending = assembler.pending_tool_use(event.index)
                     if pending is not None:
                         agent._emit(ToolUseReady(**self._event_fields(), tool_use_id=pending.id,
                                                  name=pending.name, input=_lenient_json(pending.input_json)))
@@ -232,6 +229,8 @@ class Run:
                 if assembler.stopped:
                     break  # the message is complete; don't wait for the transport to close
         finally:
+            # The calls streamed so far stay pending (until run, or rolled back).
+            agent._pending_tool_uses = assembler.pending_tool_uses()
             closer = getattr(stream, "aclose", None)
             if closer is not None:
                 with contextlib.suppress(Exception):
@@ -244,19 +243,11 @@ class Run:
         kind = TextDelta if event.kind == "text" else ReasoningDelta
         self.agent._emit_delta(kind(**self._event_fields(), index=event.index, text=event.value))
 
-    def _apply_delta(self, event: ContentBlockDelta, tool_blocks: dict[int, PendingToolUse]) -> None:
-        """Any other delta: a tool call's input JSON or a thinking signature."""
-        if event.kind != "tool_input_json":
-            return
-        agent = self.agent
-        pending = tool_blocks[event.index]
-        pending = PendingToolUse(id=pending.id, name=pending.name,
-                                 input_json=pending.input_json + event.value)
-        tool_blocks[event.index] = pending
-        agent._pending_tool_uses = list(tool_blocks.values())
-        if agent._events.listening:
-            agent._emit_delta(ToolUseUpdated(**self._event_fields(), tool_use_id=pending.id,
-                                             name=pending.name, input_json=pending.input_json))
+    def _emit_tool_input(self, assembler: MessageAssembler, index: int) -> None:
+        pending = assembler.pending_tool_use(index)
+        if pending is not None:
+            self.agent._emit_delta(ToolUseUpdated(**self._event_fields(), tool_use_id=pending.id,
+                                                  name=pending.name, input_json=pending.input_json))
 
     def pending_turn(self) -> PendingTurn:
         agent = self.agent
