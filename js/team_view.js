@@ -7,6 +7,7 @@ import { element, subscribe } from "./dom.js";
  * @typedef {{name: string, role: string, model: string, status: string, error?: string|null,
  *   alive: boolean, unread: number, last_active?: number|null}} Member
  * @typedef {{id: string, protocol: string, sender: string, content: string, created_at: number}} Request
+ * @typedef {{agent: string, id: string, name: string, input: string}} CallApproval
  * @typedef {import("./dom.js").Model} Model
  */
 
@@ -27,8 +28,9 @@ export function render({ model, el }) {
   const header = element("div", "mentra-header");
   const members = element("ul", "mentra-list mentra-members");
   const requests = element("div", "mentra-requests");
+  const approvals = element("div", "mentra-approvals");
   const notice = element("div", "mentra-notice mentra-error");
-  root.append(header, members, requests, notice);
+  root.append(header, members, requests, approvals, notice);
   el.append(root);
   const controller = new AbortController();
   const { signal } = controller;
@@ -47,11 +49,18 @@ export function render({ model, el }) {
     /** @type {Member[]} */
     const list = model.get("members") ?? [];
     if (!list.length) members.append(element("li", "mentra-empty", "no teammates yet"));
+    /** @type {CallApproval[]} */
+    const waiting = model.get("approvals") ?? [];
     for (const m of list) {
       const row = element("li");
       row.dataset.name = m.name;
       const badge = element("span", "mentra-badge", m.status === "failed" ? `failed: ${m.error ?? ""}` : m.status);
       badge.dataset.status = STATUS_TO_BADGE[/** @type {keyof typeof STATUS_TO_BADGE} */ (m.status)] ?? m.status;
+      const tools = [...new Set(waiting.filter((a) => a.agent === m.name).map((a) => a.name))];
+      if (tools.length) {
+        badge.textContent = `waiting for approval: ${tools.join(", ")}`;
+        badge.dataset.status = "waiting";
+      }
       row.append(
         element("span", "mentra-name", m.name),
         element("span", "mentra-model", m.role),
@@ -93,6 +102,38 @@ export function render({ model, el }) {
     }
   };
 
+  // A teammate's paused tool call: what it would run, and the three answers (as
+  // in the teammate's own AgentView). A box disables itself once answered.
+  const renderApprovals = () => {
+    approvals.replaceChildren();
+    /** @type {CallApproval[]} */
+    const list = model.get("approvals") ?? [];
+    for (const a of list) {
+      const box = element("div", "mentra-approval");
+      box.dataset.id = a.id;
+      box.append(element("div", "mentra-name", `${a.agent} wants to run ${a.name}`), element("pre", "", a.input));
+      const approve = /** @type {HTMLButtonElement} */ (element("button", "mentra-approve", "Approve"));
+      const always = /** @type {HTMLButtonElement} */ (element("button", "mentra-always", "Always allow"));
+      always.title = `Run this call, and let ${a.agent} call ${a.name} without asking from now on`;
+      const reason = /** @type {HTMLInputElement} */ (element("input", "mentra-reason"));
+      reason.placeholder = "reason for the model (optional)";
+      const deny = /** @type {HTMLButtonElement} */ (element("button", "mentra-deny", "Deny"));
+      /** @param {object} message */
+      const answer = (message) => {
+        for (const control of [approve, always, deny, reason]) control.disabled = true;
+        model.send(message);
+      };
+      const call = { agent: a.agent, call_id: a.id };
+      approve.addEventListener("click", () => answer({ kind: "approve_call", ...call, always: false }), { signal });
+      always.addEventListener("click", () => answer({ kind: "approve_call", ...call, always: true }), { signal });
+      deny.addEventListener("click", () => answer({ kind: "deny_call", ...call, reason: reason.value.trim() }), { signal });
+      const controls = element("div", "mentra-controls");
+      controls.append(approve, always, reason, deny);
+      box.append(controls);
+      approvals.append(box);
+    }
+  };
+
   const renderNotice = () => {
     notice.textContent = model.get("notice") ?? "";
   };
@@ -101,11 +142,13 @@ export function render({ model, el }) {
   const subscriptions = [
     ["change:lead", renderHeader], ["change:members", renderMembers],
     ["change:requests", renderRequests], ["change:notice", renderNotice],
+    ["change:approvals", () => { renderApprovals(); renderMembers(); }],
   ];
   const unsubscribe = subscribe(model, subscriptions);
   renderHeader();
   renderMembers();
   renderRequests();
+  renderApprovals();
   renderNotice();
 
   return () => {

@@ -12,6 +12,29 @@ const STATE = {
   notice: "",
 };
 
+describe("TeamView: teammates' tool calls waiting for approval", () => {
+  it("marks the teammate and sends each answer once", () => {
+    const el = document.createElement("div");
+    document.body.replaceChildren(el);
+    const model = new FakeModel({ ...STATE, requests: [] });
+    render({ model, el });
+    expect(el.querySelector(".mentra-approval")).toBeNull();
+    model.set("approvals", [{ agent: "alice", id: "c1", name: "drop_rows", input: '{"table": "events"}' }]);
+    const badge = el.querySelector('[data-name="alice"] .mentra-badge');
+    expect(badge?.textContent).toBe("waiting for approval: drop_rows");
+    expect(badge?.getAttribute("data-status")).toBe("waiting");
+    const box = el.querySelector(".mentra-approval");
+    expect(box?.querySelector(".mentra-name")?.textContent).toBe("alice wants to run drop_rows");
+    /** @type {HTMLInputElement} */ (box?.querySelector(".mentra-reason")).value = " keep them ";
+    /** @type {HTMLButtonElement} */ (box?.querySelector(".mentra-deny")).click();
+    /** @type {HTMLButtonElement} */ (box?.querySelector(".mentra-approve")).click(); // disabled now
+    expect(model.sent).toEqual([{ kind: "deny_call", agent: "alice", call_id: "c1", reason: "keep them" }]);
+    model.set("approvals", []);
+    expect(el.querySelector(".mentra-approval")).toBeNull();
+    expect(el.querySelector('[data-name="alice"] .mentra-badge')?.textContent).toBe("working");
+  });
+});
+
 describe("TeamView", () => {
   /** @type {HTMLElement} */
   let el;

@@ -221,7 +221,7 @@ class AgentView(MentraWidget):
             self.run_generation = snapshot.run_generation
             self.usage = snapshot.usage.model_dump()
             self.pending_tools = [p.model_dump() for p in snapshot.pending_tool_uses]
-            approvals = [_approval_item(p) for p in snapshot.pending_approvals]
+            approvals = [approval_item(p) for p in snapshot.pending_approvals]
             if approvals != self.approvals:
                 self.approvals = approvals
             resumable = _resumable(agent)
@@ -334,7 +334,8 @@ def _by_reference(item: dict[str, Any], streamed: list[str]) -> dict[str, Any]:
     return {**{k: v for k, v in item.items() if k != "html"}, "html_parts": parts}
 
 
-def _approval_item(pending: PendingApproval) -> dict[str, Any]:
+def approval_item(pending: PendingApproval) -> dict[str, Any]:
+    """A paused tool call as the widgets show it (its input bounded)."""
     text = json.dumps(pending.input, indent=2, ensure_ascii=False)
     if len(text) > APPROVAL_INPUT_CHARS:
         text = f"{text[:APPROVAL_INPUT_CHARS]}\n… [{len(text) - APPROVAL_INPUT_CHARS} more characters]"

@@ -1,25 +1,32 @@
-"""`TeamView`: a lead and its teammates, with the requests waiting for the lead.
+"""`TeamView`: a lead and its teammates, with what waits for the user.
 
 Members show role, status, whether their actor is alive in this kernel, unread
 mail and when they last did something; protocol requests addressed to the lead
-(a teammate's plan, a shutdown) get Approve / Reject buttons. The view follows
-the lead's snapshot but refreshes only when the team part of it changes, so a
-streaming lead costs it nothing.
+(a teammate's plan, a shutdown) get Approve / Reject buttons, and a teammate's
+tool call that needs approval gets Approve / Always allow / Deny, so a paused
+teammate is seen (and answered) where the team is. The view follows the lead's
+snapshot but refreshes only when the team part of it changes, plus the
+approval events of the teammates alive in this kernel, so a streaming agent
+costs it nothing.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import traitlets
 from pydantic import BaseModel, Field, TypeAdapter
 
-from mentra_nb.errors import MentraError
+from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.notebook._widget import MentraWidget
+from mentra_nb.notebook.agent_view import approval_item
 from mentra_nb.notebook.assets import asset, widget_module
 from mentra_nb.runtime.agent import Agent
+from mentra_nb.runtime.events import AgentEvent
 from mentra_nb.runtime.snapshot import AgentSnapshot
+from mentra_nb.runtime.teams import team_of
 
 if TYPE_CHECKING:
     from mentra_nb.notebook.host import RuntimeHost
@@ -40,9 +47,25 @@ class _Reject(BaseModel):
     reason: str = Field(min_length=1, max_length=4000)
 
 
+class _ApproveCall(BaseModel):
+    kind: Literal["approve_call"]
+    agent: str = Field(min_length=1, max_length=200)
+    call_id: str = Field(min_length=1, max_length=200)
+    always: bool = False
+
+
+class _DenyCall(BaseModel):
+    kind: Literal["deny_call"]
+    agent: str = Field(min_length=1, max_length=200)
+    call_id: str = Field(min_length=1, max_length=200)
+    reason: str = Field(default="", max_length=2_000)
+
+
 _browser_message: TypeAdapter[Any] = TypeAdapter(
-    Annotated[_Approve | _Reject, Field(discriminator="kind")]
+    Annotated[_Approve | _Reject | _ApproveCall | _DenyCall, Field(discriminator="kind")]
 )
+_APPROVAL_EVENTS = ("tool_approval_requested", "tool_approval_resolved", "run_finished", "run_failed",
+                    "run_cancelled")
 
 
 class TeamView(MentraWidget):
@@ -52,6 +75,7 @@ class TeamView(MentraWidget):
     lead = traitlets.Dict().tag(sync=True)  # {name, status, unread}
     members = traitlets.List().tag(sync=True)
     requests = traitlets.List().tag(sync=True)  # pending, addressed to the lead
+    approvals = traitlets.List().tag(sync=True)  # teammates' tool calls waiting for the user
     notice = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, lead: Agent, host: RuntimeHost) -> None:
@@ -59,6 +83,7 @@ class TeamView(MentraWidget):
         self._lead = lead
         self._host = host
         self._team_key: object = None
+        self._watched: dict[str, Callable[[], None]] = {}  # teammate agent id -> unsubscribe
         self.on_msg(self._on_browser_message)
         host.call(self._attach)
 
@@ -66,7 +91,31 @@ class TeamView(MentraWidget):
 
     def _attach(self) -> None:
         self._refresh()
-        self._unsubscribe = self._lead.on_snapshot(self._on_snapshot)
+        stop_lead = self._lead.on_snapshot(self._on_snapshot)
+
+        def unsubscribe() -> None:
+            stop_lead()
+            for stop in self._watched.values():
+                stop()
+            self._watched.clear()
+
+        self._unsubscribe = unsubscribe
+
+    def _on_teammate_event(self, event: AgentEvent) -> None:
+        if event.type in _APPROVAL_EVENTS:
+            self._refresh()
+
+    def _live_teammates(self, snapshot: AgentSnapshot) -> list[Agent]:
+        """The teammates alive in this kernel, each watched for approval events."""
+        try:
+            team = team_of(self._lead)
+        except MentraError:
+            return []
+        agents = [a for a in (team.live_agent(t.name) for t in snapshot.teammates) if a is not None]
+        for agent in agents:
+            if agent.id not in self._watched:
+                self._watched[agent.id] = agent.on_event(self._on_teammate_event, deltas=False)
+        return agents
 
     def _on_snapshot(self, snapshot: AgentSnapshot) -> None:
         key = (snapshot.status, snapshot.pending_team_messages, tuple(snapshot.teammates))
@@ -83,7 +132,11 @@ class TeamView(MentraWidget):
         except MentraError as err:  # no team yet
             log.debug("no team requests for %s: %s", lead.name, err)
             pending = []
+        approvals = [{"agent": agent.name, **approval_item(p)}
+                     for agent in self._live_teammates(snapshot) for p in agent.snapshot.pending_approvals]
         with self.hold_sync():
+            if approvals != self.approvals:
+                self.approvals = approvals
             self.lead = {"name": lead.name, "status": str(snapshot.status),
                          "unread": snapshot.pending_team_messages}
             self.members = [
@@ -109,11 +162,28 @@ class TeamView(MentraWidget):
             self.notice = str(err)
         self._refresh()
 
+    def _answer_call(self, message: _ApproveCall | _DenyCall) -> None:
+        agent = next((a for a in self._live_teammates(self._lead.snapshot) if a.name == message.agent), None)
+        try:
+            if agent is None:
+                raise AgentError(f"teammate '{message.agent}' is not running in this kernel")
+            if isinstance(message, _ApproveCall):
+                agent.approve(message.call_id, always=message.always)
+            else:
+                agent.deny(message.call_id, message.reason)
+            self.notice = ""
+        except MentraError as err:
+            self.notice = str(err)
+        self._refresh()
+
     # --- browser side ----------------------------------------------------------
 
     def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         message = self._accept(_browser_message, content)
         if message is None:
+            return
+        if isinstance(message, (_ApproveCall, _DenyCall)):
+            self._host.call_soon(self._answer_call, message)
             return
         reason = message.reason if isinstance(message, _Reject) else None
         self._host.call_soon(self._answer, message.request_id, isinstance(message, _Approve), reason)
@@ -127,5 +197,7 @@ class TeamView(MentraWidget):
         rows = [f"| {m['name']} | {m['role']} | {m['status']} | {m['unread']} |" for m in self.members]
         table = "\n".join(["| teammate | role | status | unread |", "|---|---|---|---|", *rows])
         requests = "\n".join(f"- {r['protocol']} from {r['sender']}: {r['content']}" for r in self.requests)
+        waiting = "\n".join(f"- *{a['agent']} waits for approval:* `{a['name']}` (call `{a['id']}`)"
+                            for a in self.approvals)
         return "\n\n".join(
-            part for part in (f"**team of {self._lead.name}**", table if rows else "", requests) if part)
+            part for part in (f"**team of {self._lead.name}**", table if rows else "", requests, waiting) if part)

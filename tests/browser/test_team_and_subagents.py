@@ -162,3 +162,44 @@ def test_subagent_picker_counts_children_previews_pages_back_and_interrupts(note
     expect(items.nth(1)).to_have_text("Sea stars regrow arms.")
     expect(items.nth(2)).to_have_text("One more fact.")
     expect(preview.locator("button.mentra-older")).to_have_count(0)
+
+
+CAREFUL_TEAM = '''
+from mentra_nb import tool
+from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
+
+dropped = []
+
+@tool(requires_approval=True)
+def drop_rows(table: str) -> str:
+    """Delete the old rows of a table."""
+    dropped.append(table)
+    return f"dropped {table}"
+
+nb.session().register_tool(drop_rows)
+nb.session().runtime.providers.register(ScriptedProvider("bob_model", [
+    tool_use_stream("d1", "drop_rows", '{"table": "events"}'),
+    text_stream("Cleaned."),
+]))
+nb.session().runtime.providers.register(ScriptedProvider("lead_model", []))
+'''
+
+
+def test_a_teammates_tool_call_is_approved_from_the_team_view(notebook):
+    nb = notebook.open([
+        SETUP,
+        CAREFUL_TEAM,
+        "lead = %mentra spawn lead --model lead_model:scripted --team\n%mentra team lead",
+        "%mentra teammate lead bob --role cleaner --model bob_model:scripted --prompt 'Clean up.'",
+    ])
+    nb.run_all(4)
+    team = nb.output(2).locator(".mentra-team")
+    bob = team.locator('li[data-name="bob"]')
+    expect(bob.locator(".mentra-badge")).to_have_text("waiting for approval: drop_rows", timeout=20_000)
+    box = team.locator(".mentra-approval")
+    expect(box.locator(".mentra-name")).to_have_text("bob wants to run drop_rows")
+    expect(box.locator("pre")).to_contain_text('"table": "events"')
+    box.locator("button.mentra-approve").click()
+    expect(box).to_have_count(0)
+    expect(bob.locator(".mentra-badge")).to_have_text("idle", timeout=20_000)
+    assert nb.kernel.value("dropped") == ["events"]

@@ -74,3 +74,46 @@ def test_rejecting_needs_a_reason_and_a_stale_answer_is_a_notice(host, team, cap
     data = view._repr_mimebundle_()
     data = data[0] if isinstance(data, tuple) else data
     assert "| alice | researcher |" in data["text/markdown"]
+
+
+def test_a_teammates_tool_call_waiting_for_approval_is_answered_in_the_team_view(host, db_path):
+    from mentra_nb import tool
+
+    dropped = []
+
+    @tool(requires_approval=True)
+    def drop_rows(table: str) -> str:
+        """Delete the old rows of a table."""
+        dropped.append(table)
+        return f"dropped {table}"
+
+    # The teammate calls drop_rows twice (approved, then denied), then answers.
+    provider = ScriptedProvider("anthropic", [
+        tool_use_stream("c1", "drop_rows", '{"table": "events"}'),
+        tool_use_stream("c2", "drop_rows", '{"table": "users"}'),
+        text_stream("Done"),
+    ])
+    rt = host.call(lambda: Runtime.empty(store=SqliteStore(db_path), providers=[provider], tools=[drop_rows]))
+    lead = host.call(lambda: rt.spawn("lead", "anthropic:m", config=AgentConfig(team=True)))
+    view = TeamView(lead, host)
+    host.submit(lead.spawn_teammate("alice", "cleaner", "Clean the tables")).result(5)
+    until(lambda: view.approvals)
+    [waiting] = view.approvals
+    assert (waiting["agent"], waiting["id"], waiting["name"]) == ("alice", "c1", "drop_rows")
+    assert '"table": "events"' in waiting["input"]
+    markdown = view._repr_mimebundle_()[0]["text/markdown"]
+    assert "*alice waits for approval:* `drop_rows` (call `c1`)" in markdown
+    view._on_browser_message(view, {"kind": "approve_call", "agent": "alice", "call_id": "c1"}, [])
+    until(lambda: view.approvals and view.approvals[0]["id"] == "c2")
+    assert dropped == ["events"]
+    view._on_browser_message(view, {"kind": "deny_call", "agent": "bob", "call_id": "c2"}, [])
+    until(lambda: view.notice != "")
+    assert "teammate 'bob' is not running" in view.notice
+    view._on_browser_message(view, {"kind": "deny_call", "agent": "alice", "call_id": "c2",
+                                    "reason": "keep the users"}, [])
+    until(lambda: view.approvals == [] and view.members[0]["status"] == "idle")
+    assert dropped == ["events"] and view.notice == ""
+    alice = host.call(lambda: rt.agent("alice"))
+    denied = alice.history[-2].tool_results[0]
+    assert denied.is_error and "keep the users" in denied.content
+    view.close()

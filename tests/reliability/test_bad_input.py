@@ -316,9 +316,12 @@ def test_a_blank_database_with_another_apps_user_version_is_refused_untouched(
 TEAM_AND_PICKER = st.one_of(
     JSON,
     st.fixed_dictionaries(
-        {"kind": st.sampled_from(["approve", "reject", "open", "older", "close", "interrupt", "", 3])},
+        {"kind": st.sampled_from(["approve", "reject", "approve_call", "deny_call", "open", "older",
+                                  "close", "interrupt", "", 3])},
         optional={"request_id": JSON | st.text(max_size=8), "reason": JSON | st.text(max_size=8),
-                  "path": JSON | st.sampled_from(["/root/a", "/root", "../x", "/root/A b"])},
+                  "path": JSON | st.sampled_from(["/root/a", "/root", "../x", "/root/A b"]),
+                  "agent": JSON | st.sampled_from(["lead", "ghost", ""]),
+                  "call_id": JSON | st.text(max_size=8), "always": JSON},
     ),
 )
 
