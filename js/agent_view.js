@@ -1,7 +1,7 @@
 // AgentView: one agent's status, transcript, live stream and controls.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { appendTranscript, element, subscribe } from "./dom.js";
+import { appendTranscript, approvalBox, element, subscribe } from "./dom.js";
 
 /**
  * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null}} Status
@@ -205,40 +205,17 @@ export function render({ model, el }) {
       liveTools.append(box);
     }
   };
-  // One box per paused call: what it would run, and the three answers. The
-  // kernel validates every message; a box disables itself once answered so a
-  // double click sends one answer.
+  // One box per paused call; the kernel validates every answer.
   const renderApprovals = () => {
     approvalsBox.replaceChildren();
     /** @type {Approval[]} */
     const approvals = model.get("approvals") ?? [];
     for (const a of approvals) {
-      const box = element("div", "mentra-approval");
-      box.dataset.id = a.id;
-      box.append(element("div", "mentra-name", `${a.name} wants to run`), element("pre", "", a.input));
-      const approve = /** @type {HTMLButtonElement} */ (element("button", "mentra-approve", "Approve"));
-      const always = /** @type {HTMLButtonElement} */ (element("button", "mentra-always", "Always allow"));
-      always.title = `Run this call, and let this agent call ${a.name} without asking from now on`;
-      const reason = /** @type {HTMLInputElement} */ (element("input", "mentra-reason"));
-      reason.placeholder = "reason for the model (optional)";
-      const deny = /** @type {HTMLButtonElement} */ (element("button", "mentra-deny", "Deny"));
-      const buttons = [approve, always, deny];
-      /** @param {object} message */
-      const answer = (message) => {
-        for (const b of buttons) b.disabled = true;
-        reason.disabled = true;
-        model.send(message);
-      };
-      approve.addEventListener("click", () => answer({ kind: "approve", call_id: a.id, always: false }), { signal });
-      always.addEventListener("click", () => answer({ kind: "approve", call_id: a.id, always: true }), { signal });
-      deny.addEventListener("click", () => answer({ kind: "deny", call_id: a.id, reason: reason.value.trim() }), { signal });
-      reason.addEventListener("keydown", (event) => {
-        if (event.key === "Enter") deny.click();
-      }, { signal });
-      const controls = element("div", "mentra-controls");
-      controls.append(approve, always, reason, deny);
-      box.append(controls);
-      approvalsBox.append(box);
+      const call = { id: a.id, title: `${a.name} wants to run`, input: a.input,
+        alwaysTitle: `Run this call, and let this agent call ${a.name} without asking from now on` };
+      approvalsBox.append(approvalBox(call, ({ approve, always, reason }) => model.send(approve
+        ? { kind: "approve", call_id: a.id, always }
+        : { kind: "deny", call_id: a.id, reason }), signal));
     }
   };
   let helloPending = false;

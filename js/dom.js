@@ -91,6 +91,42 @@ export function appendTranscript(container, items, calls) {
 }
 
 /**
+ * One paused tool call: what it would run, and Approve / Always allow / Deny
+ * (with an optional reason for the model; Enter in it denies). The box disables
+ * itself once answered, so a double click sends one answer.
+ * @param {{id: string, title: string, input: string, alwaysTitle: string}} call
+ * @param {(answer: {approve: boolean, always: boolean, reason: string}) => void} onAnswer
+ * @param {AbortSignal} signal
+ * @returns {HTMLElement}
+ */
+export function approvalBox(call, onAnswer, signal) {
+  const box = element("div", "mentra-approval");
+  box.dataset.id = call.id;
+  box.append(element("div", "mentra-name", call.title), element("pre", "", call.input));
+  const approve = /** @type {HTMLButtonElement} */ (element("button", "mentra-approve", "Approve"));
+  const always = /** @type {HTMLButtonElement} */ (element("button", "mentra-always", "Always allow"));
+  always.title = call.alwaysTitle;
+  const reason = /** @type {HTMLInputElement} */ (element("input", "mentra-reason"));
+  reason.placeholder = "reason for the model (optional)";
+  const deny = /** @type {HTMLButtonElement} */ (element("button", "mentra-deny", "Deny"));
+  /** @param {boolean} approved @param {boolean} alwaysAllow */
+  const answer = (approved, alwaysAllow) => {
+    for (const control of [approve, always, deny, reason]) control.disabled = true;
+    onAnswer({ approve: approved, always: alwaysAllow, reason: approved ? "" : reason.value.trim() });
+  };
+  approve.addEventListener("click", () => answer(true, false), { signal });
+  always.addEventListener("click", () => answer(true, true), { signal });
+  deny.addEventListener("click", () => answer(false, false), { signal });
+  reason.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") deny.click();
+  }, { signal });
+  const controls = element("div", "mentra-controls");
+  controls.append(approve, always, reason, deny);
+  box.append(controls);
+  return box;
+}
+
+/**
  * Subscribe `handler`s to model events; returns a function that unsubscribes them all.
  * @param {Model} model
  * @param {[string, (...args: any[]) => void][]} subscriptions

@@ -1,7 +1,7 @@
 // TeamView: a lead, its teammates and the requests waiting for the lead.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { element, subscribe } from "./dom.js";
+import { approvalBox, element, subscribe } from "./dom.js";
 
 /**
  * @typedef {{name: string, role: string, model: string, status: string, error?: string|null,
@@ -102,35 +102,17 @@ export function render({ model, el }) {
     }
   };
 
-  // A teammate's paused tool call: what it would run, and the three answers (as
-  // in the teammate's own AgentView). A box disables itself once answered.
+  // A teammate's paused tool call, answered as in its own AgentView.
   const renderApprovals = () => {
     approvals.replaceChildren();
     /** @type {CallApproval[]} */
     const list = model.get("approvals") ?? [];
     for (const a of list) {
-      const box = element("div", "mentra-approval");
-      box.dataset.id = a.id;
-      box.append(element("div", "mentra-name", `${a.agent} wants to run ${a.name}`), element("pre", "", a.input));
-      const approve = /** @type {HTMLButtonElement} */ (element("button", "mentra-approve", "Approve"));
-      const always = /** @type {HTMLButtonElement} */ (element("button", "mentra-always", "Always allow"));
-      always.title = `Run this call, and let ${a.agent} call ${a.name} without asking from now on`;
-      const reason = /** @type {HTMLInputElement} */ (element("input", "mentra-reason"));
-      reason.placeholder = "reason for the model (optional)";
-      const deny = /** @type {HTMLButtonElement} */ (element("button", "mentra-deny", "Deny"));
-      /** @param {object} message */
-      const answer = (message) => {
-        for (const control of [approve, always, deny, reason]) control.disabled = true;
-        model.send(message);
-      };
-      const call = { agent: a.agent, call_id: a.id };
-      approve.addEventListener("click", () => answer({ kind: "approve_call", ...call, always: false }), { signal });
-      always.addEventListener("click", () => answer({ kind: "approve_call", ...call, always: true }), { signal });
-      deny.addEventListener("click", () => answer({ kind: "deny_call", ...call, reason: reason.value.trim() }), { signal });
-      const controls = element("div", "mentra-controls");
-      controls.append(approve, always, reason, deny);
-      box.append(controls);
-      approvals.append(box);
+      const call = { id: a.id, title: `${a.agent} wants to run ${a.name}`, input: a.input,
+        alwaysTitle: `Run this call, and let ${a.agent} call ${a.name} without asking from now on` };
+      approvals.append(approvalBox(call, ({ approve, always, reason }) => model.send(approve
+        ? { kind: "approve_call", agent: a.agent, call_id: a.id, always }
+        : { kind: "deny_call", agent: a.agent, call_id: a.id, reason }), signal));
     }
   };
 
