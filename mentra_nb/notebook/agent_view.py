@@ -120,7 +120,6 @@ class AgentView(MentraWidget):
         self._sent_thinking = 0
         self._tool_json: dict[str, str] = {}  # tool id -> input JSON sent so far
         self._timer: asyncio.TimerHandle | None = None
-        self.messages_sent = 0  # custom messages, for the traffic benchmark
         self.on_msg(self._on_browser_message)
         host.call(self._attach)
 
@@ -208,7 +207,6 @@ class AgentView(MentraWidget):
 
     def _send_custom(self, message: dict[str, Any]) -> None:
         self._seq += 1
-        self.messages_sent += 1
         self.send({**message, "seq": self._seq})
 
     def _sync_state(self, stream: _Stream | None = None) -> bool:

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MIN_SPAN", "encode_html"]
+__all__ = ["encode_html"]
 
-MIN_SPAN = 8  # shorter runs are sent as text without looking
+_MIN_SPAN = 11  # the cheapest span, `[0,1,2],` plus the split literal, costs 11 bytes
 _SEARCH_AHEAD = 4_096  # how far past the last match a run may start (markdown drops syntax)
 _MARKUP = re.compile(r"(<[^>]*>|&[#\w]+;|\n)")
 
@@ -33,7 +33,7 @@ def encode_html(html: str, sources: list[str]) -> list[Part]:
     cursors = [0] * len(sources)
     literal: list[str] = []
     for piece in _MARKUP.split(html):
-        span = _find(piece, sources, cursors) if len(piece) >= MIN_SPAN else None
+        span = _find(piece, sources, cursors) if len(piece) > _MIN_SPAN else None
         if span is None or len(piece) <= _span_cost(span):
             literal.append(piece)
             continue

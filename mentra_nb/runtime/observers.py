@@ -28,9 +28,6 @@ class Observers(Generic[T]):
         # A plain attribute, not a method: the stream's hot path checks it per delta.
         self.listening = False
 
-    def __bool__(self) -> bool:
-        return self.listening
-
     def _recount(self) -> None:
         self.listening = bool(self._queues or self._callbacks)
 
