@@ -1,9 +1,11 @@
-"""Shared fixtures: real SQLite files in a temporary folder, and small waits."""
+"""Shared fixtures: real SQLite files in a temporary folder, child processes and
+kernels that are stopped whatever happens, and small waits."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 
 from mentra_nb import AgentSnapshot, AgentStatus, SqliteStore
 from tests.children import Child
+from tests.kernels import Kernel
 
 
 @pytest.fixture
@@ -20,6 +23,20 @@ def children():
     yield started
     for child in started:
         child.close()
+
+
+@pytest.fixture
+def kernels(tmp_path: Path):
+    """`kernels()` starts a real kernel in `tmp_path`; each is shut down, pass or fail."""
+    started: list[Kernel] = []
+
+    def start() -> Kernel:
+        started.append(Kernel(tmp_path))
+        return started[-1]
+
+    yield start
+    for kernel in started:
+        kernel.close()
 
 
 @pytest.fixture
@@ -40,6 +57,15 @@ def clear_leases(path: Path) -> None:
     conn.execute("DELETE FROM leases")
     conn.commit()
     conn.close()
+
+
+def until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Wait from a test's own thread (the runtime runs on a host thread)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for a condition")
+        time.sleep(0.01)
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:

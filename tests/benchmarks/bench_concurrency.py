@@ -96,7 +96,7 @@ def _p95(values: list[float]) -> float:
 
 
 def run() -> list[Table]:
-    from tests.notebook.test_kernel import Kernel
+    from tests.kernels import Kernel
 
     with tempfile.TemporaryDirectory(prefix="mentra-bench-") as tmp:
         kernel = Kernel(Path(tmp))

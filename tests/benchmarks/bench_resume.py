@@ -226,7 +226,7 @@ def _growth(times: dict[tuple[int, int], float], axis: str) -> str:
 
 
 def in_kernel(folder: Path) -> Table:
-    from tests.notebook.test_kernel import Kernel
+    from tests.kernels import Kernel
 
     table = Table(
         "Resume in a kernel: until `%mentra resume` returns (views included)",

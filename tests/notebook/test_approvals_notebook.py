@@ -5,7 +5,6 @@ workspace of the session's file tools."""
 from __future__ import annotations
 
 import logging
-import time
 
 import pytest
 from IPython.core.error import UsageError
@@ -14,6 +13,7 @@ from mentra_nb import AgentError, Runtime, tool
 from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.notebook.host import RuntimeHost
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
+from tests.conftest import until
 from tests.notebook.conftest import mentra
 
 RAN: list[str] = []
@@ -32,14 +32,6 @@ def host():
     h = RuntimeHost()
     yield h
     h.stop()
-
-
-def until(predicate, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        time.sleep(0.01)
 
 
 def waiting_agent(host, *scripts, db=None):

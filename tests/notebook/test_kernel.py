@@ -8,14 +8,11 @@ found beside the notebook. Kernels are shut down even when a test fails.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import time
 from pathlib import Path
 
 import pytest
-from jupyter_client.manager import KernelManager
 
 pytestmark = pytest.mark.process
 
@@ -24,58 +21,6 @@ SLOW_PROVIDER = (
     "from mentra_nb.providers.test import TestProvider\n"
     "nb.session().runtime.providers.register(TestProvider(name='slow', chunk_delay={delay}))\n"
 )
-
-
-class Kernel:
-    def __init__(self, folder: Path) -> None:
-        env = {**os.environ, "JPY_SESSION_NAME": str(folder / "analysis.ipynb")}
-        self.manager = KernelManager(kernel_name="python3")
-        self.manager.start_kernel(cwd=str(folder), env=env)
-        self.client = self.manager.client()
-        self.client.start_channels()
-        self.client.wait_for_ready(timeout=60)
-
-    def run(self, code: str, timeout: float = 60) -> str:
-        """Execute `code`; return its text output, or raise with the kernel's error."""
-        chunks: list[str] = []
-        errors: list[str] = []
-
-        def collect(msg: dict) -> None:
-            kind, content = msg["msg_type"], msg["content"]
-            if kind == "stream":
-                chunks.append(content["text"])
-            elif kind in ("execute_result", "display_data"):
-                chunks.append(content["data"].get("text/plain", "") + "\n")
-            elif kind == "error":
-                errors.append(f"{content['ename']}: {content['evalue']}")
-
-        reply = self.client.execute_interactive(code, timeout=timeout, output_hook=collect)
-        if reply["content"]["status"] != "ok" or errors:
-            raise AssertionError(f"kernel error in {code!r}: {errors or reply['content']}")
-        return "".join(chunks)
-
-    def kill_hard(self) -> None:
-        os.kill(self.manager.provisioner.pid, signal.SIGKILL)
-        self.manager.provisioner.process.wait(timeout=10)
-
-    def close(self) -> None:
-        self.client.stop_channels()
-        if self.manager.is_alive():
-            self.manager.shutdown_kernel(now=True)
-        self.manager.cleanup_resources()
-
-
-@pytest.fixture
-def kernels(tmp_path):
-    started: list[Kernel] = []
-
-    def start() -> Kernel:
-        started.append(Kernel(tmp_path))
-        return started[-1]
-
-    yield start
-    for kernel in started:
-        kernel.close()
 
 
 def _pending_text(db: Path) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 
 import pytest
 
@@ -12,6 +11,7 @@ from mentra_nb import AgentConfig, Runtime, SqliteStore
 from mentra_nb.notebook.host import RuntimeHost
 from mentra_nb.notebook.team_view import TeamView
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
+from tests.conftest import until
 
 
 @pytest.fixture
@@ -19,14 +19,6 @@ def host():
     h = RuntimeHost()
     yield h
     h.stop()
-
-
-def until(predicate, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        time.sleep(0.01)
 
 
 @pytest.fixture

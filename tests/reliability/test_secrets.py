@@ -23,7 +23,7 @@ from mentra_nb.providers.gemini import GeminiProvider
 from mentra_nb.providers.openai import OpenAIProvider
 from mentra_nb.providers.openai_chat import OpenAIChatProvider
 from mentra_nb.providers.replay import RecordingProvider
-from tests.notebook.test_kernel import Kernel
+from tests.kernels import Kernel
 from tests.providers.conftest import FAST_RETRY, Reply, Stream, WireServer, wire
 from tests.providers.helpers import check_gcd, get_time, get_weather
 

@@ -13,40 +13,16 @@ import time
 import pytest
 
 from tests.children import integrity
-from tests.notebook.test_kernel import Kernel
+from tests.kernels import Kernel
 from tests.reliability.oracle import read_agents
 
 pytestmark = [pytest.mark.reliability, pytest.mark.process]
 
 
-def run_cell(kernel: Kernel, code: str, timeout: float = 60) -> tuple[str, str]:
-    """(everything the cell printed or displayed as text, the reply's status)."""
-    chunks: list[str] = []
-
-    def collect(msg: dict) -> None:
-        kind, content = msg["msg_type"], msg["content"]
-        if kind == "stream":
-            chunks.append(content["text"])
-        elif kind in ("execute_result", "display_data"):
-            chunks.append(content["data"].get("text/plain", "") + "\n")
-        elif kind == "error":
-            chunks.append("\n".join(content["traceback"]))
-
-    reply = kernel.client.execute_interactive(code, timeout=timeout, output_hook=collect)
-    return "".join(chunks), reply["content"]["status"]
-
-
-@pytest.fixture
-def kernels(tmp_path):
-    started: list[Kernel] = []
-
-    def start() -> Kernel:
-        started.append(Kernel(tmp_path))
-        return started[-1]
-
-    yield start
-    for kernel in started:
-        kernel.close()
+def run_cell(kernel: Kernel, code: str) -> tuple[str, str]:
+    """(everything the cell printed, displayed or raised, as text; the reply's status)."""
+    text, errors, status = kernel.execute(code)
+    return text + "".join("\n".join(e["traceback"]) for e in errors), status
 
 
 def test_a_second_kernel_is_refused_by_name_and_takes_over_when_the_first_dies(kernels, tmp_path):
