@@ -30,8 +30,8 @@ from mentra_nb.notebook._widget import MentraWidget
 from mentra_nb.notebook.assets import asset, widget_module
 from mentra_nb.notebook.rendering import message_items, transcript_markdown
 from mentra_nb.notebook.stream_refs import encode_html
-from mentra_nb.runtime.agent import Agent
-from mentra_nb.runtime.approvals import PendingApproval
+from mentra_nb.runtime._agent import Agent
+from mentra_nb.runtime._approvals import PendingApproval
 from mentra_nb.runtime.events import AgentEvent
 
 if TYPE_CHECKING:

@@ -15,9 +15,9 @@ from mentra_nb.notebook import arguments as args
 from mentra_nb.notebook.session import NotebookSession
 from mentra_nb.notebook.turn import Turn
 from mentra_nb.providers.test import TestProvider
-from mentra_nb.runtime.agent import Agent
-from mentra_nb.runtime.approvals import APPROVAL_INTERRUPTED_RESULT
-from mentra_nb.runtime.config import AgentConfig
+from mentra_nb.runtime._agent import Agent
+from mentra_nb.runtime._approvals import APPROVAL_INTERRUPTED_RESULT
+from mentra_nb.runtime._config import AgentConfig
 
 __all__ = ["MentraMagics"]
 

@@ -19,8 +19,8 @@ from mentra_nb.notebook._widget import MentraWidget
 from mentra_nb.notebook.assets import asset, widget_module
 from mentra_nb.notebook.rendering import message_items
 from mentra_nb.runtime import subagents
-from mentra_nb.runtime.agent import Agent
-from mentra_nb.runtime.subagents.events import (
+from mentra_nb.runtime._agent import Agent
+from mentra_nb.runtime.subagents._events import (
     PickerRemoved,
     PickerUpdated,
     SubagentEvent,
@@ -29,7 +29,7 @@ from mentra_nb.runtime.subagents.events import (
 
 if TYPE_CHECKING:
     from mentra_nb.notebook.host import RuntimeHost
-    from mentra_nb.runtime.subagents.preview import PreviewPage
+    from mentra_nb.runtime.subagents._preview import PreviewPage
 
 __all__ = ["SubagentPickerView"]
 

@@ -27,7 +27,7 @@ from mentra_nb.errors import ToolError
 from mentra_nb.providers.base import ToolDefinition
 
 if TYPE_CHECKING:
-    from mentra_nb.runtime.agent import Agent
+    from mentra_nb.runtime._agent import Agent
 
 __all__ = [
     "FunctionTool",

@@ -11,7 +11,7 @@ from mentra_nb import Runtime, SqliteStore, tool
 from mentra_nb.messages import Message
 from mentra_nb.providers.base import Provider, ProviderRequest
 from mentra_nb.providers.events import ProviderEvent
-from mentra_nb.runtime.assembly import MessageAssembler
+from mentra_nb.runtime._assembly import MessageAssembler
 
 
 async def collect(stream: AsyncIterator[ProviderEvent]) -> list[ProviderEvent]:

@@ -27,7 +27,7 @@ from mentra_nb.messages import Role
 from mentra_nb.providers.base import ToolDefinition
 from mentra_nb.providers.local import HermesToolCallSplitter, LocalProvider, default_model_path
 from mentra_nb.providers.openai_chat import ChatStreamDecoder, OpenAIChatProvider
-from mentra_nb.runtime.assembly import MessageAssembler
+from mentra_nb.runtime._assembly import MessageAssembler
 from mentra_nb.runtime.events import TextDelta
 
 from .helpers import ask, assemble, get_weather

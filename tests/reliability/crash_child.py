@@ -67,7 +67,7 @@ from mentra_nb.providers.events import (
     ProviderEvent,
 )
 from mentra_nb.runtime.subagents import STATE_KEY as SUBAGENTS_KEY
-from mentra_nb.runtime.team_inbox import INBOX_MARKER
+from mentra_nb.runtime.teams._inbox import INBOX_MARKER
 from mentra_nb.store.base import TeamMessage, TeamRequest
 from mentra_nb.testing import ok_stream
 

@@ -1,7 +1,7 @@
 """What a state file must hold, read straight from SQLite (not through the store).
 
 `read_agents` takes a read-only look at a file; `after_recovery` restates the
-recovery matrix of design.md independently of `mentra_nb.runtime.recovery`, so
+recovery matrix of design.md independently of `mentra_nb.runtime._recovery`, so
 the crash suite checks the product against the spec, not against itself.
 `read_trees`, `read_requests` and `read_request_mail` read the subagent trees
 (state key `subagents.v1`) and the team protocol requests with their mail;

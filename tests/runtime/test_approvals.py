@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from mentra_nb import AgentConfig, AgentError, AgentStatus, Runtime, SqliteStore, tool
-from mentra_nb.runtime.approvals import APPROVALS_STATE_KEY, PendingApproval
+from mentra_nb.runtime._approvals import APPROVALS_STATE_KEY, PendingApproval
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
 from tests.conftest import wait_until
 

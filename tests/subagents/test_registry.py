@@ -22,7 +22,7 @@ from mentra_nb.runtime.subagents import (
     SubagentRegistry,
     UnknownSubagent,
 )
-from mentra_nb.runtime.subagents.tree import bounded_text
+from mentra_nb.runtime.subagents._tree import bounded_text
 from tests.subagents.helpers import standalone_registry
 
 WIDE = SubagentLimits(max_concurrency=8, max_agents=16)

@@ -21,7 +21,7 @@ from mentra_nb.runtime.subagents import (
     SubagentTree,
     UnknownSubagent,
 )
-from mentra_nb.runtime.subagents.picker import picker_for
+from mentra_nb.runtime.subagents._picker import picker_for
 from tests.subagents.helpers import standalone_registry
 
 

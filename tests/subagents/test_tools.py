@@ -10,9 +10,9 @@ import pytest
 
 from mentra_nb import AgentConfig, ContentBlock, Message, Runtime, SqliteStore, ToolOutput
 from mentra_nb.runtime.subagents import SubagentLimits, list_subagents, subagent
-from mentra_nb.runtime.subagents.fork import fork_history
-from mentra_nb.runtime.subagents.mailbox import render_mail
-from mentra_nb.runtime.subagents.tree import Mail
+from mentra_nb.runtime.subagents._fork import fork_history
+from mentra_nb.runtime.subagents._mailbox import render_mail
+from mentra_nb.runtime.subagents._tree import Mail
 from mentra_nb.runtime.tools import ToolInputError
 from mentra_nb.testing import controlled_stream, text_stream, tool_use_stream
 from tests.conftest import wait_until

@@ -14,7 +14,7 @@ from mentra_nb import (
     TeamMemberStatus,
     ToolResultBlock,
 )
-from mentra_nb.runtime.team_inbox import holds_inbox
+from mentra_nb.runtime.teams._inbox import holds_inbox
 from mentra_nb.testing import ScriptedProvider, text_stream
 from tests.children import Child
 from tests.teams.helpers import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mentra_nb import AgentStatus, Message, Runtime, SqliteStore, ToolResultBlock, tool
-from mentra_nb.runtime.approvals import APPROVAL_INTERRUPTED_RESULT, APPROVALS_STATE_KEY
+from mentra_nb.runtime._approvals import APPROVAL_INTERRUPTED_RESULT, APPROVALS_STATE_KEY
 from mentra_nb.testing import ScriptedProvider, text_stream
 from tests.children import Child, integrity
 

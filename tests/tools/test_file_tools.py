@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mentra_nb import ConfigError, Runtime
-from mentra_nb.runtime.file_tools import MAX_ENTRIES, MAX_MATCHES, MAX_OUTPUT_CHARS, file_tools
+from mentra_nb.runtime._file_tools import MAX_ENTRIES, MAX_MATCHES, MAX_OUTPUT_CHARS, file_tools
 from tests.tools.helpers import by_name, call
 
 

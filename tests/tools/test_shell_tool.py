@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mentra_nb.runtime.shell_tool import BoundedOutput, shell_tool
+from mentra_nb.runtime._shell_tool import BoundedOutput, shell_tool
 from tests.tools.helpers import call
 
 

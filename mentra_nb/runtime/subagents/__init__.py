@@ -7,8 +7,8 @@ key `subagents.v1`; see `registry` for how changes are committed, `api` for
 the functions a notebook widget uses.
 """
 
-from mentra_nb.runtime.config import SubagentLimits
-from mentra_nb.runtime.subagents.api import (
+from mentra_nb.runtime._config import SubagentLimits
+from mentra_nb.runtime.subagents._api import (
     interrupt_subagent,
     list_subagents,
     preview,
@@ -17,7 +17,7 @@ from mentra_nb.runtime.subagents.api import (
     subagent_registry,
     watch_subagents,
 )
-from mentra_nb.runtime.subagents.errors import (
+from mentra_nb.runtime.subagents._errors import (
     InvalidPreviewCursor,
     SubagentCheckpointError,
     SubagentError,
@@ -25,22 +25,22 @@ from mentra_nb.runtime.subagents.errors import (
     SubagentMailboxFull,
     UnknownSubagent,
 )
-from mentra_nb.runtime.subagents.events import (
+from mentra_nb.runtime.subagents._events import (
     PickerRemoved,
     PickerUpdated,
     SubagentEvent,
     SubagentNotice,
 )
-from mentra_nb.runtime.subagents.extension import SubagentsExtension
-from mentra_nb.runtime.subagents.picker import (
+from mentra_nb.runtime.subagents._extension import SubagentsExtension
+from mentra_nb.runtime.subagents._picker import (
     PickerOption,
     SubagentInfo,
     SubagentPicker,
     SubagentSummary,
 )
-from mentra_nb.runtime.subagents.preview import PREVIEW_MAX_BYTES, PreviewPage
-from mentra_nb.runtime.subagents.registry import SubagentRegistry
-from mentra_nb.runtime.subagents.tree import (
+from mentra_nb.runtime.subagents._preview import PREVIEW_MAX_BYTES, PreviewPage
+from mentra_nb.runtime.subagents._registry import SubagentRegistry
+from mentra_nb.runtime.subagents._tree import (
     MAX_MAILBOX_ITEMS,
     MAX_MESSAGE_BYTES,
     STATE_KEY,

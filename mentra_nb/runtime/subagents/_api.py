@@ -20,17 +20,17 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mentra_nb.errors import ConfigError
-from mentra_nb.runtime.subagents.errors import UnknownSubagent
-from mentra_nb.runtime.subagents.events import SubagentEvent
-from mentra_nb.runtime.subagents.extension import SubagentsExtension
-from mentra_nb.runtime.subagents.picker import SubagentInfo, SubagentPicker
-from mentra_nb.runtime.subagents.preview import PREVIEW_MAX_BYTES, PreviewPage, preview_page
-from mentra_nb.runtime.subagents.registry import SubagentRegistry
-from mentra_nb.runtime.subagents.tree import SubagentStatus
+from mentra_nb.runtime.subagents._errors import UnknownSubagent
+from mentra_nb.runtime.subagents._events import SubagentEvent
+from mentra_nb.runtime.subagents._extension import SubagentsExtension
+from mentra_nb.runtime.subagents._picker import SubagentInfo, SubagentPicker
+from mentra_nb.runtime.subagents._preview import PREVIEW_MAX_BYTES, PreviewPage, preview_page
+from mentra_nb.runtime.subagents._registry import SubagentRegistry
+from mentra_nb.runtime.subagents._tree import SubagentStatus
 
 if TYPE_CHECKING:
-    from mentra_nb.runtime.agent import Agent
-    from mentra_nb.runtime.runtime import Runtime
+    from mentra_nb.runtime._agent import Agent
+    from mentra_nb.runtime._runtime import Runtime
 
 __all__ = [
     "interrupt_subagent",

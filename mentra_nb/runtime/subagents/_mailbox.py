@@ -19,8 +19,8 @@ import uuid
 from collections.abc import Iterable
 
 from mentra_nb.messages import Message, Role, TextBlock
-from mentra_nb.runtime.subagents.errors import SubagentMailboxFull
-from mentra_nb.runtime.subagents.tree import MAX_MAILBOX_ITEMS, Mail, TreeDraft
+from mentra_nb.runtime.subagents._errors import SubagentMailboxFull
+from mentra_nb.runtime.subagents._tree import MAX_MAILBOX_ITEMS, Mail, TreeDraft
 
 __all__ = [
     "is_internal_mail",

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mentra_nb.runtime.subagents.picker import SubagentPicker, Tone
+from mentra_nb.runtime.subagents._picker import SubagentPicker, Tone
 
 __all__ = ["PickerRemoved", "PickerUpdated", "SubagentEvent", "SubagentNotice"]
 

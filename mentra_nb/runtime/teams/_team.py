@@ -26,17 +26,17 @@ from typing import TYPE_CHECKING, Literal
 
 from mentra_nb.errors import AgentError, AgentExists, AgentNotFound, ConfigError, MentraError
 from mentra_nb.providers.base import ModelInfo
-from mentra_nb.runtime.extensions import AgentExtension, RuntimeExtension
-from mentra_nb.runtime.recovery import INTERRUPTED_TOOL_RESULT
-from mentra_nb.runtime.team_actor import TeammateActor
-from mentra_nb.runtime.team_inbox import TeamInbox
-from mentra_nb.runtime.team_members import TeammateInfo, TeamMemberStatus
+from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
+from mentra_nb.runtime._recovery import INTERRUPTED_TOOL_RESULT
+from mentra_nb.runtime.teams._actor import TeammateActor
+from mentra_nb.runtime.teams._inbox import TeamInbox
+from mentra_nb.runtime.teams._members import TeammateInfo, TeamMemberStatus
 from mentra_nb.store.base import Store, TeamMessage, TeamRequest, TeamRequestStatus
 
 if TYPE_CHECKING:
-    from mentra_nb.runtime.agent import Agent
-    from mentra_nb.runtime.config import AgentConfig
-    from mentra_nb.runtime.runtime import Runtime
+    from mentra_nb.runtime._agent import Agent
+    from mentra_nb.runtime._config import AgentConfig
+    from mentra_nb.runtime._runtime import Runtime
 
 __all__ = [
     "LEAD_ONLY_TOOLS",

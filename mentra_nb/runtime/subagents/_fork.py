@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Literal
 
 from mentra_nb.messages import Message, Role, ToolResultBlock
-from mentra_nb.runtime.recovery import unanswered_tool_uses
-from mentra_nb.runtime.subagents.mailbox import is_internal_mail
+from mentra_nb.runtime._recovery import unanswered_tool_uses
+from mentra_nb.runtime.subagents._mailbox import is_internal_mail
 
 __all__ = ["ForkTurns", "fork_history", "is_turn_start"]
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from mentra_nb.runtime.subagents.tree import SubagentRecord, SubagentStatus, SubagentTree
+from mentra_nb.runtime.subagents._tree import SubagentRecord, SubagentStatus, SubagentTree
 
 __all__ = [
     "PickerOption",

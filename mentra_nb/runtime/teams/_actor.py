@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 from mentra_nb.errors import MentraError
 from mentra_nb.messages import Role
-from mentra_nb.runtime.team_members import TeamMemberStatus
+from mentra_nb.runtime.teams._members import TeamMemberStatus
 
 if TYPE_CHECKING:
-    from mentra_nb.runtime.agent import Agent
+    from mentra_nb.runtime._agent import Agent
     from mentra_nb.runtime.teams import Team
 
 __all__ = ["TeammateActor"]

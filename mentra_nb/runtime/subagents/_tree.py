@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mentra_nb.runtime.subagents.errors import (
+from mentra_nb.runtime.subagents._errors import (
     SubagentCheckpointError,
     SubagentLimitReached,
     UnknownSubagent,

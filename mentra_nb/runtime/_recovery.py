@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from mentra_nb.errors import StoreError
 from mentra_nb.messages import Message, Role, ToolResultBlock
-from mentra_nb.runtime.approvals import (
+from mentra_nb.runtime._approvals import (
     APPROVAL_INTERRUPTED_RESULT,
     APPROVALS_STATE_KEY,
     load_approval_state,

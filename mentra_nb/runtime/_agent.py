@@ -9,20 +9,20 @@ from typing import TYPE_CHECKING, Any
 from mentra_nb.errors import AgentBusy, AgentError, AgentNotFound, NoResumableTurn
 from mentra_nb.messages import ContentBlock, Message, Role, Usage
 from mentra_nb.providers.base import ModelInfo
-from mentra_nb.runtime.approvals import ApprovalDecision, Approvals, load_approval_state
-from mentra_nb.runtime.config import AgentConfig
+from mentra_nb.runtime._approvals import ApprovalDecision, Approvals, load_approval_state
+from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime.events import AgentEvent, ToolExecutionProgress
-from mentra_nb.runtime.extensions import AgentExtension
-from mentra_nb.runtime.observers import Observers
-from mentra_nb.runtime.recovery import recover
-from mentra_nb.runtime.snapshot import AgentSnapshot
+from mentra_nb.runtime._extensions import AgentExtension
+from mentra_nb.runtime._observers import Observers
+from mentra_nb.runtime._recovery import recover
+from mentra_nb.runtime._snapshot import AgentSnapshot
 from mentra_nb.status import AgentStatus, PendingToolUse
 from mentra_nb.store.base import PersistedAgent, TeamRequest
 
 if TYPE_CHECKING:
-    from mentra_nb.runtime.assembly import MessageAssembler
-    from mentra_nb.runtime.runtime import Runtime
-    from mentra_nb.runtime.team_members import TeammateInfo
+    from mentra_nb.runtime._assembly import MessageAssembler
+    from mentra_nb.runtime._runtime import Runtime
+    from mentra_nb.runtime.teams._members import TeammateInfo
     from mentra_nb.runtime.tools import Tool
 
 __all__ = ["Agent", "MessageInput"]
@@ -303,7 +303,7 @@ class Agent:
         self._usage = record.usage
 
     async def _start_run(self, opening: list[Message]) -> Message:
-        from mentra_nb.runtime.turn import Run  # turn imports agent types
+        from mentra_nb.runtime._turn_loop import Run  # turn imports agent types
 
         if self._stale and not self.is_running:
             self._reload()

@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from mentra_nb.errors import MentraError
-from mentra_nb.runtime.subagents.errors import SubagentError
-from mentra_nb.runtime.subagents.fork import ForkTurns
-from mentra_nb.runtime.subagents.tree import MAX_MESSAGE_BYTES, valid_task_name
+from mentra_nb.runtime.subagents._errors import SubagentError
+from mentra_nb.runtime.subagents._fork import ForkTurns
+from mentra_nb.runtime.subagents._tree import MAX_MESSAGE_BYTES, valid_task_name
 from mentra_nb.runtime.tools import (
     ToolContext,
     ToolDurability,
@@ -27,7 +27,7 @@ from mentra_nb.runtime.tools import (
 )
 
 if TYPE_CHECKING:
-    from mentra_nb.runtime.subagents.extension import SubagentAgentExtension
+    from mentra_nb.runtime.subagents._extension import SubagentAgentExtension
     from mentra_nb.runtime.tools import Tool
 
 __all__ = [

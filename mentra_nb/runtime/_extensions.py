@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from mentra_nb.messages import Message
 
 if TYPE_CHECKING:
-    from mentra_nb.runtime.agent import Agent
+    from mentra_nb.runtime._agent import Agent
     from mentra_nb.runtime.tools import Tool
 
 __all__ = ["AgentExtension", "RuntimeExtension"]

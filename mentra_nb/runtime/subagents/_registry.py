@@ -30,26 +30,26 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import ValidationError
 
-from mentra_nb.runtime.config import SubagentLimits
-from mentra_nb.runtime.subagents.errors import (
+from mentra_nb.runtime._config import SubagentLimits
+from mentra_nb.runtime.subagents._errors import (
     SubagentCheckpointError,
     SubagentError,
     SubagentLimitReached,
     UnknownSubagent,
 )
-from mentra_nb.runtime.subagents.events import (
+from mentra_nb.runtime.subagents._events import (
     PickerRemoved,
     PickerUpdated,
     SubagentEvent,
     SubagentNotice,
 )
-from mentra_nb.runtime.subagents.mailbox import (
+from mentra_nb.runtime.subagents._mailbox import (
     new_mail_id,
     push_message,
     push_notice,
     unread_senders,
 )
-from mentra_nb.runtime.subagents.picker import (
+from mentra_nb.runtime.subagents._picker import (
     SubagentInfo,
     SubagentPicker,
     SubagentSummary,
@@ -57,7 +57,7 @@ from mentra_nb.runtime.subagents.picker import (
     picker_for,
     summaries_for,
 )
-from mentra_nb.runtime.subagents.tree import (
+from mentra_nb.runtime.subagents._tree import (
     ROOT_PATH,
     STATE_KEY,
     Mail,

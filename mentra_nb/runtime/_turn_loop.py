@@ -27,8 +27,8 @@ from mentra_nb.providers.events import (
     MessageStarted,
     RetryAttempt,
 )
-from mentra_nb.runtime.approvals import denial_result
-from mentra_nb.runtime.assembly import MessageAssembler
+from mentra_nb.runtime._approvals import denial_result
+from mentra_nb.runtime._assembly import MessageAssembler
 from mentra_nb.runtime.events import (
     AssistantMessageCommitted,
     ReasoningDelta,
@@ -50,7 +50,7 @@ from mentra_nb.status import AgentStatus
 from mentra_nb.store.base import PendingTurn, RunRecord
 
 if TYPE_CHECKING:
-    from mentra_nb.runtime.agent import Agent
+    from mentra_nb.runtime._agent import Agent
 
 __all__ = ["CHECKPOINT_INTERVAL", "Run"]
 

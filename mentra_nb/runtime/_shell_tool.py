@@ -21,7 +21,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from mentra_nb.runtime.file_tools import Workspace, WorkspaceRefusal
+from mentra_nb.runtime._file_tools import Workspace, WorkspaceRefusal
 from mentra_nb.runtime.tools import Tool, ToolDurability, ToolOutput, ToolSideEffectLevel, tool
 
 __all__ = ["BoundedOutput", "shell_tool"]

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field
 
 from mentra_nb.errors import MentraError
-from mentra_nb.runtime.team_inbox import TeamInbox, format_inbox
+from mentra_nb.runtime.teams._inbox import TeamInbox, format_inbox
 from mentra_nb.runtime.tools import Tool, ToolContext, ToolOutput, tool
 
 if TYPE_CHECKING:
-    from mentra_nb.runtime.agent import Agent
+    from mentra_nb.runtime._agent import Agent
     from mentra_nb.runtime.teams import Team
 
 __all__ = ["LEAD_TOOLS", "TEAMMATE_TOOLS", "team_tools_for"]

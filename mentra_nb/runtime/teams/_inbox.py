@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from mentra_nb.errors import MentraError
 from mentra_nb.messages import Message, Role, TextBlock, ToolResultBlock
-from mentra_nb.runtime.extensions import AgentExtension
+from mentra_nb.runtime._extensions import AgentExtension
 from mentra_nb.store.base import TeamMail
 
 if TYPE_CHECKING:
-    from mentra_nb.runtime.agent import Agent
+    from mentra_nb.runtime._agent import Agent
     from mentra_nb.runtime.teams import Team
     from mentra_nb.runtime.tools import Tool
 
@@ -66,7 +66,7 @@ class TeamInbox(AgentExtension):
         self.agent = agent
 
     def tools(self) -> list[Tool]:
-        from mentra_nb.runtime.team_tools import team_tools_for  # the tools import this module
+        from mentra_nb.runtime.teams._tools import team_tools_for  # the tools import this module
 
         return team_tools_for(self.team, self.agent)
 

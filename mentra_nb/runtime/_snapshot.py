@@ -5,9 +5,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from mentra_nb.messages import Usage
-from mentra_nb.runtime.approvals import PendingApproval
-from mentra_nb.runtime.subagents.picker import SubagentSummary
-from mentra_nb.runtime.team_members import TeammateInfo, TeamMemberStatus
+from mentra_nb.runtime._approvals import PendingApproval
+from mentra_nb.runtime.subagents._picker import SubagentSummary
+from mentra_nb.runtime.teams._members import TeammateInfo, TeamMemberStatus
 from mentra_nb.status import AgentStatus, PendingToolUse
 
 __all__ = ["AgentSnapshot", "AgentStatus", "PendingApproval", "PendingToolUse", "TeamMemberStatus", "TeammateInfo"]

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from mentra_nb.errors import MentraError
 from mentra_nb.messages import Message
-from mentra_nb.runtime.extensions import AgentExtension, RuntimeExtension
-from mentra_nb.runtime.subagents.errors import SubagentError, SubagentLimitReached, UnknownSubagent
-from mentra_nb.runtime.subagents.fork import ForkTurns, fork_history
-from mentra_nb.runtime.subagents.mailbox import mail_markers, render_mail
-from mentra_nb.runtime.subagents.registry import SubagentRegistry
-from mentra_nb.runtime.subagents.tree import ROOT_PATH, SubagentStatus
+from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
+from mentra_nb.runtime.subagents._errors import SubagentError, SubagentLimitReached, UnknownSubagent
+from mentra_nb.runtime.subagents._fork import ForkTurns, fork_history
+from mentra_nb.runtime.subagents._mailbox import mail_markers, render_mail
+from mentra_nb.runtime.subagents._registry import SubagentRegistry
+from mentra_nb.runtime.subagents._tree import ROOT_PATH, SubagentStatus
 
 if TYPE_CHECKING:
-    from mentra_nb.runtime.agent import Agent
+    from mentra_nb.runtime._agent import Agent
     from mentra_nb.runtime.tools import Tool
 
 __all__ = ["SubagentAgentExtension", "SubagentsExtension"]
@@ -161,7 +161,7 @@ class SubagentAgentExtension(AgentExtension):
         if self.agent.config.subagents is None:
             return []
         if self._tools is None:
-            from mentra_nb.runtime.subagents.tools import subagent_tools
+            from mentra_nb.runtime.subagents._tools import subagent_tools
 
             self._tools = subagent_tools(self)
         return self._tools

@@ -23,12 +23,12 @@ from pathlib import Path
 from mentra_nb.errors import AgentExists, AgentNotFound, ConfigError, MentraError
 from mentra_nb.providers.base import ModelInfo, Provider
 from mentra_nb.providers.registry import ProviderRegistry
-from mentra_nb.runtime.agent import Agent
-from mentra_nb.runtime.config import AgentConfig
-from mentra_nb.runtime.extensions import RuntimeExtension
-from mentra_nb.runtime.file_tools import Workspace, file_tools
-from mentra_nb.runtime.leases import DEFAULT_LEASE_TTL, LeaseKeeper, release_leases_quietly
-from mentra_nb.runtime.recovery import recover
+from mentra_nb.runtime._agent import Agent
+from mentra_nb.runtime._config import AgentConfig
+from mentra_nb.runtime._extensions import RuntimeExtension
+from mentra_nb.runtime._file_tools import Workspace, file_tools
+from mentra_nb.runtime._leases import DEFAULT_LEASE_TTL, LeaseKeeper, release_leases_quietly
+from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime.subagents import SubagentsExtension
 from mentra_nb.runtime.teams import TeamExtension
 from mentra_nb.runtime.tools import Tool

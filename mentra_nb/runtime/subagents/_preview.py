@@ -19,10 +19,10 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 from mentra_nb.messages import Message, TextBlock, ThinkingBlock, ToolResultBlock
-from mentra_nb.runtime.subagents.errors import InvalidPreviewCursor
-from mentra_nb.runtime.subagents.fork import is_turn_start
-from mentra_nb.runtime.subagents.mailbox import is_internal_mail
-from mentra_nb.runtime.subagents.tree import SubagentRecord, SubagentStatus, bounded_text
+from mentra_nb.runtime.subagents._errors import InvalidPreviewCursor
+from mentra_nb.runtime.subagents._fork import is_turn_start
+from mentra_nb.runtime.subagents._mailbox import is_internal_mail
+from mentra_nb.runtime.subagents._tree import SubagentRecord, SubagentStatus, bounded_text
 from mentra_nb.store.base import Store
 
 __all__ = ["PREVIEW_MAX_BYTES", "PreviewPage", "preview_page"]

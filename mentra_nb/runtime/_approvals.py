@@ -30,7 +30,7 @@ from mentra_nb.runtime.events import ToolApprovalRequested, ToolApprovalResolved
 
 if TYPE_CHECKING:
     from mentra_nb.messages import ToolUseBlock
-    from mentra_nb.runtime.agent import Agent
+    from mentra_nb.runtime._agent import Agent
     from mentra_nb.runtime.tools import ToolSpec
     from mentra_nb.store.base import Store
 
