@@ -12,8 +12,8 @@ from pathlib import Path
 from mentra_nb.messages import Role
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime._agent import Agent
-from mentra_nb.runtime.events import AgentEvent
 from mentra_nb.runtime._runtime import Runtime
+from mentra_nb.runtime.events import AgentEvent
 from mentra_nb.runtime.tools import tool
 from mentra_nb.store.sqlite import SqliteStore
 

@@ -11,11 +11,11 @@ from mentra_nb.messages import ContentBlock, Message, Role, Usage
 from mentra_nb.providers.base import ModelInfo
 from mentra_nb.runtime._approvals import ApprovalDecision, Approvals, load_approval_state
 from mentra_nb.runtime._config import AgentConfig
-from mentra_nb.runtime.events import AgentEvent, ToolExecutionProgress
 from mentra_nb.runtime._extensions import AgentExtension
 from mentra_nb.runtime._observers import Observers
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._snapshot import AgentSnapshot
+from mentra_nb.runtime.events import AgentEvent, ToolExecutionProgress
 from mentra_nb.status import AgentStatus, PendingToolUse
 from mentra_nb.store.base import PersistedAgent, TeamRequest
 

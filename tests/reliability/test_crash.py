@@ -46,8 +46,8 @@ import pytest
 
 from mentra_nb import AgentError, Runtime, SqliteStore, tool
 from mentra_nb.runtime.subagents import list_subagents
-from mentra_nb.runtime.teams._inbox import INBOX_MARKER, holds_inbox
 from mentra_nb.runtime.teams import team_of
+from mentra_nb.runtime.teams._inbox import INBOX_MARKER, holds_inbox
 from mentra_nb.testing import text_stream
 from tests.children import Child, integrity
 from tests.reliability.conftest import crash_seeds
