@@ -30,7 +30,7 @@ def load_ipython_extension(shell: Any) -> None:
     cell) keeps the same session, runtime and leases."""
     from mentra_nb.errors import MentraError
     from mentra_nb.notebook.magics import MentraMagics
-    from mentra_nb.runtime._agent import Agent
+    from mentra_nb.runtime import Agent
 
     current = getattr(shell, _SESSION_ATTR, None)
     if current is None:

@@ -30,9 +30,7 @@ from mentra_nb.notebook._widget import MentraWidget
 from mentra_nb.notebook.assets import asset, widget_module
 from mentra_nb.notebook.rendering import message_items, transcript_markdown
 from mentra_nb.notebook.stream_refs import encode_html
-from mentra_nb.runtime._agent import Agent
-from mentra_nb.runtime._approvals import PendingApproval
-from mentra_nb.runtime.events import AgentEvent
+from mentra_nb.runtime import Agent, AgentEvent, PendingApproval
 
 if TYPE_CHECKING:
     from mentra_nb.notebook.host import RuntimeHost

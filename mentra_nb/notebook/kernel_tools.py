@@ -27,8 +27,14 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from mentra_nb.runtime._shell_tool import BoundedOutput
-from mentra_nb.runtime.tools import Tool, ToolDurability, ToolOutput, ToolSideEffectLevel, tool
+from mentra_nb.runtime import (
+    BoundedOutput,
+    Tool,
+    ToolDurability,
+    ToolOutput,
+    ToolSideEffectLevel,
+    tool,
+)
 
 __all__ = ["KERNEL_TOOL_NAMES", "kernel_tools", "python_tool"]
 

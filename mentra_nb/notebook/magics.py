@@ -15,9 +15,7 @@ from mentra_nb.notebook import arguments as args
 from mentra_nb.notebook.session import NotebookSession
 from mentra_nb.notebook.turn import Turn
 from mentra_nb.providers.test import TestProvider
-from mentra_nb.runtime._agent import Agent
-from mentra_nb.runtime._approvals import APPROVAL_INTERRUPTED_RESULT
-from mentra_nb.runtime._config import AgentConfig
+from mentra_nb.runtime import APPROVAL_INTERRUPTED_RESULT, Agent, AgentConfig
 
 __all__ = ["MentraMagics"]
 

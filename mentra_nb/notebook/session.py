@@ -22,14 +22,8 @@ from mentra_nb.notebook.subagent_picker import SubagentPickerView
 from mentra_nb.notebook.team_view import TeamView
 from mentra_nb.notebook.turn import Turn
 from mentra_nb.providers.test import TestProvider
-from mentra_nb.runtime._agent import Agent
-from mentra_nb.runtime._config import AgentConfig
-from mentra_nb.runtime._file_tools import FILE_TOOL_NAMES
-from mentra_nb.runtime._runtime import Runtime
-from mentra_nb.runtime._shell_tool import shell_tool
-from mentra_nb.runtime.tools import Tool
-from mentra_nb.store.base import AgentRecord
-from mentra_nb.store.sqlite import SqliteStore
+from mentra_nb.runtime import FILE_TOOL_NAMES, Agent, AgentConfig, Runtime, Tool, shell_tool
+from mentra_nb.store import AgentRecord, SqliteStore
 
 __all__ = ["NotebookSession"]
 

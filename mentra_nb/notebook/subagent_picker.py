@@ -18,9 +18,8 @@ from mentra_nb.errors import MentraError
 from mentra_nb.notebook._widget import MentraWidget
 from mentra_nb.notebook.assets import asset, widget_module
 from mentra_nb.notebook.rendering import message_items
-from mentra_nb.runtime import subagents
-from mentra_nb.runtime._agent import Agent
-from mentra_nb.runtime.subagents._events import (
+from mentra_nb.runtime import Agent, subagents
+from mentra_nb.runtime.subagents import (
     PickerRemoved,
     PickerUpdated,
     SubagentEvent,
@@ -29,7 +28,7 @@ from mentra_nb.runtime.subagents._events import (
 
 if TYPE_CHECKING:
     from mentra_nb.notebook.host import RuntimeHost
-    from mentra_nb.runtime.subagents._preview import PreviewPage
+    from mentra_nb.runtime.subagents import PreviewPage
 
 __all__ = ["SubagentPickerView"]
 

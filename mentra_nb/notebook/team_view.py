@@ -23,9 +23,7 @@ from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.notebook._widget import MentraWidget
 from mentra_nb.notebook.agent_view import approval_item
 from mentra_nb.notebook.assets import asset, widget_module
-from mentra_nb.runtime._agent import Agent
-from mentra_nb.runtime._snapshot import AgentSnapshot
-from mentra_nb.runtime.events import AgentEvent
+from mentra_nb.runtime import Agent, AgentEvent, AgentSnapshot
 from mentra_nb.runtime.teams import team_of
 
 if TYPE_CHECKING:

@@ -1,18 +1,36 @@
-"""The agent runtime: pure asyncio, no Jupyter imports."""
+"""The agent runtime: pure asyncio, no Jupyter imports.
 
-from mentra_nb.runtime._agent import Agent
-from mentra_nb.runtime._approvals import APPROVAL_INTERRUPTED_RESULT, PendingApproval
+The public face of the package; the implementation lives in `_`-prefixed
+modules. `events` and `tools` are public modules (event types, tool authoring),
+and `teams` and `subagents` are the two extension packages (free functions
+taking the agent). See the README's "Architecture" section for the shape.
+"""
+
+from mentra_nb.runtime import subagents, teams
+from mentra_nb.runtime._agent import Agent, MessageInput, OwningRuntime
+from mentra_nb.runtime._approvals import APPROVAL_INTERRUPTED_RESULT
 from mentra_nb.runtime._config import AgentConfig, SubagentLimits
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
-from mentra_nb.runtime._file_tools import Workspace, file_tools
+from mentra_nb.runtime._file_tools import FILE_TOOL_NAMES, Workspace, WorkspaceRefusal, file_tools
+from mentra_nb.runtime._names import AGENT_NAME_PATTERN, AGENT_NAME_RULE, agent_name_problem
 from mentra_nb.runtime._recovery import INTERRUPTED_TOOL_RESULT
-from mentra_nb.runtime._runtime import Runtime
-from mentra_nb.runtime._shell_tool import shell_tool
-from mentra_nb.runtime._snapshot import AgentSnapshot, AgentStatus, PendingToolUse
+from mentra_nb.runtime._runtime import Runtime, default_extensions
+from mentra_nb.runtime._services import AgentHandle, HasServices, Services
+from mentra_nb.runtime._shell_tool import BoundedOutput, shell_tool
+from mentra_nb.runtime._snapshot import (
+    AgentSnapshot,
+    AgentStatus,
+    PendingApproval,
+    PendingToolUse,
+    SnapshotFields,
+    SubagentSummary,
+    TeammateInfo,
+    TeamMemberStatus,
+)
+from mentra_nb.runtime._state import AgentState
 from mentra_nb.runtime.events import AgentEvent
-from mentra_nb.runtime.subagents import SubagentError, SubagentsExtension, SubagentSummary
+from mentra_nb.runtime.subagents import SubagentError, SubagentsExtension
 from mentra_nb.runtime.teams import Team, TeamExtension
-from mentra_nb.runtime.teams._members import TeammateInfo, TeamMemberStatus
 from mentra_nb.runtime.tools import (
     FunctionTool,
     Tool,
@@ -25,19 +43,30 @@ from mentra_nb.runtime.tools import (
 )
 
 __all__ = [
+    "AGENT_NAME_PATTERN",
+    "AGENT_NAME_RULE",
     "APPROVAL_INTERRUPTED_RESULT",
+    "FILE_TOOL_NAMES",
     "INTERRUPTED_TOOL_RESULT",
     "Agent",
     "AgentConfig",
     "AgentEvent",
     "AgentExtension",
+    "AgentHandle",
     "AgentSnapshot",
+    "AgentState",
     "AgentStatus",
+    "BoundedOutput",
     "FunctionTool",
+    "HasServices",
+    "MessageInput",
+    "OwningRuntime",
     "PendingApproval",
     "PendingToolUse",
     "Runtime",
     "RuntimeExtension",
+    "Services",
+    "SnapshotFields",
     "SubagentError",
     "SubagentLimits",
     "SubagentSummary",
@@ -53,7 +82,12 @@ __all__ = [
     "ToolSideEffectLevel",
     "ToolSpec",
     "Workspace",
+    "WorkspaceRefusal",
+    "agent_name_problem",
+    "default_extensions",
     "file_tools",
     "shell_tool",
+    "subagents",
+    "teams",
     "tool",
 ]

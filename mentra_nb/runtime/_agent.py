@@ -1,33 +1,72 @@
-"""`Agent`: one conversation with a model, its live state and its observers."""
+"""`Agent`: one conversation with a model, as its user drives and watches it.
+
+What the agent *is* at any instant lives in its `AgentState` (`_state.py`),
+changed only through named operations; a run is a `TurnLoop` (`_turn_loop.py`)
+working on that state. The agent holds the `Services` handle of its runtime and
+the extensions attached to it, and offers the public API.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Protocol, TypeVar
 
 from mentra_nb.errors import AgentBusy, AgentError, AgentNotFound, NoResumableTurn
 from mentra_nb.messages import ContentBlock, Message, Role, Usage
 from mentra_nb.providers.base import ModelInfo
+from mentra_nb.providers.registry import ProviderRegistry
+from mentra_nb.runtime import teams
 from mentra_nb.runtime._approvals import ApprovalDecision, Approvals, load_approval_state
 from mentra_nb.runtime._config import AgentConfig
-from mentra_nb.runtime._extensions import AgentExtension
-from mentra_nb.runtime._observers import Observers
+from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
 from mentra_nb.runtime._recovery import recover
-from mentra_nb.runtime._snapshot import AgentSnapshot
-from mentra_nb.runtime.events import AgentEvent, ToolExecutionProgress
-from mentra_nb.status import AgentStatus, PendingToolUse
-from mentra_nb.store.base import PersistedAgent, TeamRequest
+from mentra_nb.runtime._services import Services
+from mentra_nb.runtime._snapshot import AgentSnapshot, SnapshotFields, TeammateInfo
+from mentra_nb.runtime._state import AgentState
+from mentra_nb.runtime._turn_loop import TurnLoop
+from mentra_nb.runtime.events import AgentEvent
+from mentra_nb.runtime.tools import Tool
+from mentra_nb.status import AgentStatus
+from mentra_nb.store.base import (
+    AgentKind,
+    AgentRecord,
+    PersistedAgent,
+    Store,
+    TeamRequest,
+    TeamRequestStatus,
+)
 
-if TYPE_CHECKING:
-    from mentra_nb.runtime._assembly import MessageAssembler
-    from mentra_nb.runtime._runtime import Runtime
-    from mentra_nb.runtime.teams._members import TeammateInfo
-    from mentra_nb.runtime.tools import Tool
-
-__all__ = ["Agent", "MessageInput"]
+__all__ = ["Agent", "MessageInput", "OwningRuntime"]
 
 MessageInput = str | ContentBlock | Sequence[ContentBlock] | Message
+
+E = TypeVar("E")
+
+
+class OwningRuntime(Protocol):
+    """The public face of the `Runtime` that drives an agent (`agent.runtime`)."""
+
+    @property
+    def runtime_id(self) -> str: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def providers(self) -> ProviderRegistry: ...
+    @property
+    def services(self) -> Services: ...
+    @property
+    def tools(self) -> list[Tool]: ...
+    @property
+    def agents(self) -> list[Agent]: ...
+    def register_tool(self, tool: Tool) -> None: ...
+    def agent(self, name: str) -> Agent: ...
+    def spawn(self, name: str, model: str | ModelInfo, config: AgentConfig | None = None) -> Agent: ...
+    def resume_agent(self, agent_id: str) -> Agent: ...
+    def resume(self, runtime_id: str | None = None) -> list[Agent]: ...
+    def resume_all(self) -> list[Agent]: ...
+    def list_persisted_agents(self, runtime_id: str | None = None) -> list[AgentRecord]: ...
+    async def aclose(self) -> None: ...
 
 
 class Agent:
@@ -38,103 +77,69 @@ class Agent:
         async for snapshot in agent.watch(): ...
     """
 
-    def __init__(self, runtime: Runtime, persisted: PersistedAgent) -> None:
+    def __init__(self, runtime: OwningRuntime, persisted: PersistedAgent,
+                 extensions: Sequence[RuntimeExtension] = ()) -> None:
         record = persisted.record
         self._runtime = runtime
+        self._services = runtime.services
         self.id = record.id
         self.name = record.name
         self.model = ModelInfo.parse(record.model)
         self.config = AgentConfig.model_validate(record.config)
-        self.kind = record.kind
+        self.kind: AgentKind = record.kind
         self.parent_id = record.parent_id
         self.role = record.role
-        self._take_stored_state(persisted)
-        # The uncommitted stream, kept as parts: appending to one growing string
-        # would copy it on every delta (quadratic in the reply's length).
-        self._text_parts: list[str] = []
-        self._thinking_parts: list[str] = []
-        self._waiting_calls: list[PendingToolUse] = []
-        # While a reply streams, its tool calls so far are read from the assembler.
-        self._streaming_calls: MessageAssembler | None = None
-        self._snapshots: Observers[AgentSnapshot] = Observers()
-        self._events: Observers[AgentEvent] = Observers()
-        # Listeners that skip the per-delta events (text, reasoning, tool input):
-        # a long reply is tens of thousands of those, and nothing is built for them
-        # unless someone asked for every delta.
-        self._milestones: Observers[AgentEvent] = Observers()
+        self._state = AgentState(self.id, self.name, self._services.store, self._services.token,
+                                 persisted, lambda: self.snapshot)
         self._run_task: asyncio.Task[Message] | None = None
         self._stop_requested = False
+        self._approvals = Approvals(self, load_approval_state(self._services.store, self.id))
         self._extensions: list[AgentExtension] = []
-        self._approvals = Approvals(self, load_approval_state(runtime.store, self.id))
-        # True when a run ended without its last write (a full disk, a failing
-        # store): memory was reset but the store still holds the run.
-        self._stale = False
+        for extension in extensions:
+            attached = extension.attach(self)
+            if attached is not None:
+                self._extensions.append(attached)
 
     def __repr__(self) -> str:
-        return f"<Agent {self.name} ({self.model.key}) {self._status}>"
+        return f"<Agent {self.name} ({self.model.key}) {self.status}>"
 
     # --- what the agent is ---------------------------------------------------
-
-    @property
-    def _history(self) -> list[Message]:
-        """The committed transcript, read from the store on first use."""
-        if self._loaded_history is None:
-            self._loaded_history = self._runtime.store.load_messages(self.id)
-        return self._loaded_history
-
-    @_history.setter
-    def _history(self, value: list[Message]) -> None:
-        self._loaded_history = value
-
-    @property
-    def _history_len(self) -> int:
-        loaded = self._loaded_history
-        return len(loaded) if loaded is not None else self._stored_message_count
-
-    @property
-    def _pending_tool_uses(self) -> list[PendingToolUse]:
-        """Tool calls streamed or waiting to run in the current round."""
-        if self._streaming_calls is not None:
-            return self._streaming_calls.pending_tool_uses()
-        return self._waiting_calls
-
-    @_pending_tool_uses.setter
-    def _pending_tool_uses(self, value: list[PendingToolUse]) -> None:
-        self._streaming_calls = None
-        self._waiting_calls = value
-
-    @property
-    def _current_text(self) -> str:
-        if len(self._text_parts) > 1:
-            self._text_parts[:] = ["".join(self._text_parts)]
-        return self._text_parts[0] if self._text_parts else ""
-
-    @_current_text.setter
-    def _current_text(self, value: str) -> None:
-        self._text_parts = [value] if value else []
-
-    @property
-    def _current_thinking(self) -> str:
-        if len(self._thinking_parts) > 1:
-            self._thinking_parts[:] = ["".join(self._thinking_parts)]
-        return self._thinking_parts[0] if self._thinking_parts else ""
-
-    @_current_thinking.setter
-    def _current_thinking(self, value: str) -> None:
-        self._thinking_parts = [value] if value else []
 
     @property
     def is_teammate(self) -> bool:
         return self.kind == "teammate"
 
     @property
-    def runtime(self) -> Runtime:
+    def runtime(self) -> OwningRuntime:
         return self._runtime
+
+    @property
+    def services(self) -> Services:
+        """The narrow handle of this agent's runtime (for tools and extensions)."""
+        return self._services
+
+    @property
+    def state(self) -> AgentState:
+        """Transcript, live stream, status and usage; read it freely, change it only
+        through its named operations."""
+        return self._state
+
+    @property
+    def extensions(self) -> tuple[AgentExtension, ...]:
+        """The extensions attached to this agent, in the runtime's order."""
+        return tuple(self._extensions)
+
+    def extension(self, kind: type[E]) -> E | None:
+        """The attached extension of type `kind`, if any."""
+        for extension in self._extensions:
+            if isinstance(extension, kind):
+                return extension
+        return None
 
     @property
     def history(self) -> list[Message]:
         """The committed transcript (a copy)."""
-        return list(self._history)
+        return list(self._state.transcript)
 
     @property
     def last_message(self) -> Message | None:
@@ -144,51 +149,51 @@ class Agent:
     def recent_messages(self, count: int) -> list[Message]:
         """The last `count` committed messages; reads only those from the store
         when the transcript is not loaded (a resumed agent's, until first needed)."""
-        if count <= 0:
-            return []
-        if self._loaded_history is not None:
-            return self._loaded_history[-count:]
-        return self._runtime.store.load_messages(self.id, max(0, self._stored_message_count - count))
+        return self._state.recent_messages(count)
 
     @property
     def status(self) -> AgentStatus:
-        return self._status
+        return self._state.status
 
     @property
     def usage(self) -> Usage:
-        return self._usage
+        return self._state.usage
 
     @property
     def resumable_turn(self) -> Message | None:
         """The user message of a rolled-back run, which `resume()` would replay."""
-        return self._resumable
+        return self._state.resumable_turn
 
     @property
     def is_running(self) -> bool:
         return self._run_task is not None and not self._run_task.done()
 
     @property
+    def current_run(self) -> asyncio.Task[Message] | None:
+        """The task of the run in progress, if any (await it to wait for the run)."""
+        return self._run_task if self.is_running else None
+
+    @property
     def snapshot(self) -> AgentSnapshot:
+        state = self._state
+        fields: SnapshotFields = {}
+        for extension in self._extensions:
+            fields.update(extension.snapshot_fields())
         # model_construct: built on every change while someone watches, so skip
         # re-validating values that are already typed.
-        extra: dict[str, Any] = {}
-        for extension in self._extensions:
-            extra.update(extension.snapshot_fields())
         return AgentSnapshot.model_construct(
             agent_id=self.id,
             name=self.name,
             model=self.model.key,
-            status=self._status,
-            run_generation=self._run_generation,
-            history_len=self._history_len,
-            current_text=self._current_text,
-            current_thinking=self._current_thinking,
-            pending_tool_uses=list(self._pending_tool_uses),
+            status=state.status,
+            run_generation=state.run_generation,
+            history_len=state.history_len,
+            current_text=state.current_text,
+            current_thinking=state.current_thinking,
+            pending_tool_uses=list(state.pending_tool_uses),
             pending_approvals=self._approvals.pending,
-            pending_team_messages=extra.get("pending_team_messages", 0),
-            teammates=extra.get("teammates", []),
-            subagents=extra.get("subagents", []),
-            usage=self._usage,
+            usage=state.usage,
+            **fields,
         )
 
     def tools(self) -> list[Tool]:
@@ -205,15 +210,23 @@ class Agent:
         """Tools the user chose to "always allow" for this agent (kept in the store)."""
         return sorted(self._approvals.always_allow)
 
+    def update_profile(self, *, role: str | None, config: AgentConfig) -> None:
+        """Give the agent another role and config (persisted first)."""
+        self._services.store.update_agent_profile(
+            self.id, role=role, config=config.model_dump(mode="json"), token=self._services.token
+        )
+        self.config = config
+        self.role = role
+
     # --- observing -----------------------------------------------------------
 
     def watch(self) -> AsyncIterator[AgentSnapshot]:
         """The current snapshot, then one per change, for as long as you iterate."""
-        return self._snapshots.iterate(first=self.snapshot)
+        return self._state.snapshots.iterate(first=self.snapshot)
 
     def events(self) -> AsyncIterator[AgentEvent]:
         """Every event from now on, for as long as you iterate."""
-        return self._events.iterate()
+        return self._state.events.iterate()
 
     def on_event(self, callback: Callable[[AgentEvent], None], *, deltas: bool = True) -> Callable[[], None]:
         """Call `callback` synchronously on the runtime's loop for every event;
@@ -222,10 +235,10 @@ class Agent:
         `deltas=False` leaves out `text_delta`, `reasoning_delta` and
         `tool_use_updated`: for listeners that read the live stream from
         `snapshot` at their own pace, which keeps the hot path free of them."""
-        return (self._events if deltas else self._milestones).add_callback(callback)
+        return (self._state.events if deltas else self._state.milestones).add_callback(callback)
 
     def on_snapshot(self, callback: Callable[[AgentSnapshot], None]) -> Callable[[], None]:
-        return self._snapshots.add_callback(callback)
+        return self._state.snapshots.add_callback(callback)
 
     # --- driving -------------------------------------------------------------
 
@@ -236,18 +249,40 @@ class Agent:
         progress; on a provider error the run is rolled back (the message stays
         available to `resume()`) and the error is raised.
         """
-        return await self._start_run([_user_message(content)])
+        return await self.start_run([_user_message(content)])
 
     async def resume(self) -> Message:
         """Replay the user turn that a crash, cancel or error rolled back, or
         continue a run whose last tool calls were interrupted."""
-        if self._resumable is not None:
-            return await self._start_run([self._resumable])
-        if self._history and self._history[-1].role is Role.USER:
-            return await self._start_run([])
+        resumable = self._state.resumable_turn
+        if resumable is not None:
+            return await self.start_run([resumable])
+        last = self.last_message
+        if last is not None and last.role is Role.USER:
+            return await self.start_run([])
         raise NoResumableTurn(
             f"agent '{self.name}' has no interrupted turn to resume; send it a new message instead"
         )
+
+    async def start_run(self, opening: Sequence[Message] = ()) -> Message:
+        """Run the turn loop with `opening` as the new messages (none: continue
+        from the transcript, e.g. a teammate woken by mail). `send` and `resume`
+        are the usual ways in."""
+        if self._state.stale and not self.is_running:
+            self.sync_with_store()
+        if self.is_running:
+            raise AgentBusy(
+                f"agent '{self.name}' is still running (generation {self._state.run_generation}); "
+                "wait for it, or call agent.stop() / agent.cancel()"
+            )
+        self._services.prepare_run()
+        self._stop_requested = False
+        loop = TurnLoop(self, opening, approvals=self._approvals, extensions=self._extensions,
+                        tools=self.tools, stop_requested=lambda: self._stop_requested)
+        self._run_task = asyncio.get_running_loop().create_task(
+            loop.execute(), name=f"mentra-run-{self.name}-{loop.generation}"
+        )
+        return await self._run_task
 
     def stop(self) -> None:
         """Finish the current run at the next round boundary, keeping the transcript.
@@ -257,7 +292,21 @@ class Agent:
             self._stop_requested = True
             self._approvals.deny_all("the user stopped the run before answering")
 
-    # --- approvals (runtime/approvals.py) ---------------------------------------
+    def cancel(self) -> None:
+        """Abort the current run now; it is rolled back (its message stays resumable)."""
+        if self._run_task is not None and not self._run_task.done():
+            self._run_task.cancel()
+
+    def sync_with_store(self) -> None:
+        """Bring memory back in line with the store after a run whose ending could
+        not be written: apply the recovery matrix now that the store may accept it."""
+        store = self._services.store
+        persisted = store.load_agent(self.id)
+        if persisted is None:
+            raise AgentNotFound(f"agent {self.id} is no longer in {store!r}")
+        self._state.reload(recover(store, persisted, token=self._services.token))
+
+    # --- approvals (runtime/_approvals.py) --------------------------------------
 
     def approve(self, call_id: str, always: bool = False) -> None:
         """Let the paused tool call `call_id` run. `always=True` also lets this
@@ -272,90 +321,7 @@ class Agent:
         saying it was not run, with `reason`."""
         self._approvals.answer(call_id, ApprovalDecision(approved=False, reason=reason))
 
-    def cancel(self) -> None:
-        """Abort the current run now; it is rolled back (its message stays resumable)."""
-        if self._run_task is not None and not self._run_task.done():
-            self._run_task.cancel()
-
-    def _reload(self) -> None:
-        """Bring memory back in line with the store after a run whose ending could
-        not be written: apply the recovery matrix now that the store may accept it."""
-        store = self._runtime.store
-        persisted = store.load_agent(self.id)
-        if persisted is None:
-            raise AgentNotFound(f"agent {self.id} is no longer in {store!r}")
-        persisted = recover(store, persisted, token=self._runtime._leases.token)
-        self._take_stored_state(persisted)
-        self._stale = False
-        self._changed()
-
-    def _take_stored_state(self, persisted: PersistedAgent) -> None:
-        record = persisted.record
-        # None until first needed when the caller did not load the transcript.
-        transcript_missing = not persisted.transcript and record.message_count > 0
-        self._loaded_history: list[Message] | None = (
-            None if transcript_missing else list(persisted.transcript)
-        )
-        self._stored_message_count = record.message_count
-        self._resumable = persisted.resumable_turn
-        self._status = record.status
-        self._run_generation = record.run_generation
-        self._usage = record.usage
-
-    async def _start_run(self, opening: list[Message]) -> Message:
-        from mentra_nb.runtime._turn_loop import Run  # turn imports agent types
-
-        if self._stale and not self.is_running:
-            self._reload()
-        if self.is_running:
-            raise AgentBusy(
-                f"agent '{self.name}' is still running (generation {self._run_generation}); "
-                "wait for it, or call agent.stop() / agent.cancel()"
-            )
-        self._runtime._ensure_open()
-        self._runtime._leases.start_heartbeat()
-        self._stop_requested = False
-        run = Run(self, opening)
-        self._run_task = asyncio.get_running_loop().create_task(
-            run.execute(), name=f"mentra-run-{self.name}-{self._run_generation + 1}"
-        )
-        return await self._run_task
-
-    # --- state changes (used by the turn loop) -------------------------------
-
-    def _changed(self) -> None:
-        if self._snapshots.listening:
-            self._snapshots.publish(self.snapshot)
-
-    def _emit(self, event: AgentEvent) -> None:
-        if self._events.listening:
-            self._events.publish(event)
-        if self._milestones.listening:
-            self._milestones.publish(event)
-
-    def _emit_delta(self, event: AgentEvent) -> None:
-        """A per-delta event; callers check `self._events.listening` before building it."""
-        self._events.publish(event)
-
-    def _set_status(self, status: AgentStatus) -> None:
-        if status != self._status:
-            self._status = status
-            self._changed()
-
-    def _tool_progress(self, tool_use_id: str, tool_name: str, message: str) -> None:
-        self._emit(
-            ToolExecutionProgress(
-                agent_id=self.id, run_generation=self._run_generation,
-                tool_use_id=tool_use_id, name=tool_name, message=message,
-            )
-        )
-
-    def _close_observers(self) -> None:
-        self._snapshots.close()
-        self._events.close()
-        self._milestones.close()
-
-    # --- teams (runtime/teams.py) -----------------------------------------------
+    # --- teams: the contract's methods, each one call of the `teams` API ---------
 
     async def spawn_teammate(
         self, name: str, role: str, prompt: str | None = None, *,
@@ -366,67 +332,48 @@ class Agent:
         It gets this agent's config (and model, unless `model` is given) with a
         teammate system prompt; it works on its own, woken by team mail.
         """
-        from mentra_nb.runtime.teams import team_of
-
-        if self.kind != "agent":
-            raise AgentError(f"only a lead agent can spawn teammates; '{self.name}' is a {self.kind}")
-        return await team_of(self).spawn(name, role, prompt, model=model, max_rounds=max_rounds)
+        return _as_agent(await teams.spawn_teammate(self, name, role, prompt, model=model,
+                                                    max_rounds=max_rounds))
 
     def send_team_message(self, to: str, content: str) -> None:
         """Put `content` in team member `to`'s inbox, from this agent (wakes a teammate)."""
-        from mentra_nb.runtime.teams import team_of
-
-        team_of(self).send(self.name, to, content)
+        teams.send_team_message(self, to, content)
 
     def broadcast_team_message(self, content: str) -> list[str]:
         """Send `content` to every other member of this lead's team; returns their names."""
-        from mentra_nb.runtime.teams import team_of
-
-        if self.kind != "agent":
-            raise AgentError(f"only the lead may broadcast; '{self.name}' can send_team_message")
-        return team_of(self).broadcast(self.name, content)
+        return teams.broadcast_team_message(self, content)
 
     @property
     def teammates(self) -> list[TeammateInfo]:
         """This lead's teammates, with their status and whether they are alive here."""
-        return list(self.snapshot.teammates)
+        return teams.teammates(self)
 
     def teammate(self, name: str) -> Agent:
         """The live teammate called `name` (to watch it or read its history)."""
-        from mentra_nb.runtime.teams import team_of
-
-        agent = team_of(self).live_agent(name)
-        if agent is None or agent is self:
-            raise AgentNotFound(
-                f"no live teammate '{name}' in {self.name}'s team; lead.teammates lists them "
-                "(rt.resume() revives the stored ones)"
-            )
-        return agent
+        return _as_agent(teams.teammate(self, name))
 
     def send_team_request(self, to: str, protocol: str, content: str) -> TeamRequest:
         """Ask member `to` to approve or reject something (e.g. protocol "shutdown");
         the answer arrives in this agent's inbox."""
-        from mentra_nb.runtime.teams import team_of
+        return teams.send_team_request(self, to, protocol, content)
 
-        return team_of(self).request(self.name, to, protocol, content)
-
-    def team_requests(self, status: str | None = "pending") -> list[TeamRequest]:
+    def team_requests(self, status: TeamRequestStatus | None = "pending") -> list[TeamRequest]:
         """Protocol requests sent to or by this agent (default: the pending ones)."""
-        from mentra_nb.runtime.teams import team_of
-
-        return team_of(self).list_requests(self.name, status=status)  # type: ignore[arg-type]
+        return teams.team_requests(self, status)
 
     def approve_request(self, request_id: str, reason: str | None = None) -> TeamRequest:
         """Approve a pending request addressed to this agent (e.g. a teammate's plan)."""
-        from mentra_nb.runtime.teams import team_of
-
-        return team_of(self).respond(self.name, request_id, True, reason)
+        return teams.approve_request(self, request_id, reason)
 
     def reject_request(self, request_id: str, reason: str) -> TeamRequest:
         """Reject a pending request addressed to this agent; the requester reads `reason`."""
-        from mentra_nb.runtime.teams import team_of
+        return teams.reject_request(self, request_id, reason)
 
-        return team_of(self).respond(self.name, request_id, False, reason)
+
+def _as_agent(handle: object) -> Agent:
+    if not isinstance(handle, Agent):  # every live agent of a Runtime is one
+        raise AgentError(f"{handle!r} is not an Agent")
+    return handle
 
 
 def _user_message(content: MessageInput) -> Message:

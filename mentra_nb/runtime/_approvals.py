@@ -21,18 +21,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mentra_nb.errors import AgentError, MentraError
+from mentra_nb.messages import ToolUseBlock
+from mentra_nb.runtime._services import AgentHandle
+from mentra_nb.runtime._snapshot import PendingApproval
 from mentra_nb.runtime.events import ToolApprovalRequested, ToolApprovalResolved
-
-if TYPE_CHECKING:
-    from mentra_nb.messages import ToolUseBlock
-    from mentra_nb.runtime._agent import Agent
-    from mentra_nb.runtime.tools import ToolSpec
-    from mentra_nb.store.base import Store
+from mentra_nb.runtime.tools import ToolSpec
+from mentra_nb.store.base import Store
 
 __all__ = [
     "APPROVALS_STATE_KEY",
@@ -47,18 +45,6 @@ __all__ = [
 
 APPROVALS_STATE_KEY = "approvals.v1"
 APPROVAL_INTERRUPTED_RESULT = "not run: it was waiting for approval when the kernel stopped"
-
-
-class PendingApproval(BaseModel):
-    """A tool call waiting for the user: shown in `snapshot.pending_approvals`."""
-
-    model_config = ConfigDict(frozen=True)
-
-    tool_use_id: str
-    tool_name: str
-    input: dict[str, Any] = Field(default_factory=dict)
-    run_generation: int = 0
-    requested_at: float = 0.0
 
 
 class ApprovalState(BaseModel):
@@ -97,7 +83,7 @@ def denial_result(tool_name: str, reason: str) -> str:
 class Approvals:
     """One agent's approval policy and the calls it is waiting on."""
 
-    def __init__(self, agent: Agent, state: ApprovalState) -> None:
+    def __init__(self, agent: AgentHandle, state: ApprovalState) -> None:
         self._agent = agent
         self.always_allow: set[str] = set(state.always_allow)
         # call id -> (what is shown, the future the run awaits, the loop it belongs to)
@@ -124,9 +110,9 @@ class Approvals:
         fields = {"agent_id": agent.id, "run_generation": run_generation}
         try:
             self._persist()  # before anyone can see it: a crash from here on is recoverable
-            agent._emit(ToolApprovalRequested(**fields, tool_use_id=use.id, name=use.name,
-                                              input=dict(use.input)))
-            agent._changed()
+            agent.state.emit(ToolApprovalRequested(**fields, tool_use_id=use.id, name=use.name,
+                                                   input=dict(use.input)))
+            agent.state.changed()
             decision = await future
         except BaseException:
             # Cancelled (the run rolls back) or the write failed: the store must
@@ -134,16 +120,16 @@ class Approvals:
             self._waiting.pop(use.id, None)
             with contextlib.suppress(MentraError):
                 self._persist()
-            agent._changed()
+            agent.state.changed()
             raise
         self._waiting.pop(use.id, None)
         if decision.approved and decision.always:
             self.always_allow.add(use.name)
         self._persist()
-        agent._emit(ToolApprovalResolved(**fields, tool_use_id=use.id, name=use.name,
-                                         approved=decision.approved, always=decision.always,
-                                         reason=decision.reason))
-        agent._changed()
+        agent.state.emit(ToolApprovalResolved(**fields, tool_use_id=use.id, name=use.name,
+                                              approved=decision.approved, always=decision.always,
+                                              reason=decision.reason))
+        agent.state.changed()
         return decision
 
     def answer(self, call_id: str, decision: ApprovalDecision) -> None:
@@ -176,8 +162,9 @@ class Approvals:
     def _persist(self) -> None:
         agent = self._agent
         state = ApprovalState(always_allow=sorted(self.always_allow), pending=self.pending)
-        agent.runtime.store.save_state(agent.id, APPROVALS_STATE_KEY, state.model_dump(mode="json"),
-                                       token=agent.runtime._leases.token)
+        services = agent.services
+        services.store.save_state(agent.id, APPROVALS_STATE_KEY, state.model_dump(mode="json"),
+                                  token=services.token)
 
 
 def _loop_thread_is_current(loop: asyncio.AbstractEventLoop) -> bool:

@@ -1,25 +1,29 @@
-"""How capabilities such as teams and subagents plug into the turn loop.
+"""How capabilities such as teams and subagents plug into the runtime.
 
-A `RuntimeExtension` is installed on a `Runtime`; for each agent the runtime
-spawns or loads it may `attach` an `AgentExtension`, which can:
+A `Runtime` is given a list of `RuntimeExtension`s (`default_extensions()`:
+teams and subagents, unless the caller passes its own list). For each agent it
+spawns or loads, every extension may `attach` an `AgentExtension`, which can:
 - offer extra tools to that agent (`tools`),
 - add messages at the start of every round (`before_round`; they are
   committed with the run and rolled back with it),
 - learn how each run ended (`after_run`), e.g. to acknowledge or requeue mail,
-- contribute snapshot fields (`snapshot_fields`: `teammates`, `subagents`,
-  `pending_team_messages`).
-The turn loop stays ignorant of what the extensions are.
+- contribute snapshot fields through the typed `SnapshotFields` hook.
+After every resume path (`rt.resume_agent`, `rt.resume`, `rt.resume_all`, and
+the loads extensions do themselves) the runtime calls `after_resume` with the
+agents it loaded, e.g. to revive a lead's teammates.
+
+Extensions see agents as `AgentHandle`s and their runtime through `Services`
+(`_services.py`); the turn loop stays ignorant of what the extensions are.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 from mentra_nb.messages import Message
-
-if TYPE_CHECKING:
-    from mentra_nb.runtime._agent import Agent
-    from mentra_nb.runtime.tools import Tool
+from mentra_nb.runtime._services import AgentHandle
+from mentra_nb.runtime._snapshot import SnapshotFields
+from mentra_nb.runtime.tools import Tool
 
 __all__ = ["AgentExtension", "RuntimeExtension"]
 
@@ -36,7 +40,7 @@ class AgentExtension:
     def after_run(self, succeeded: bool) -> None:
         """Called once per run, after it was committed (True) or rolled back (False)."""
 
-    def snapshot_fields(self) -> dict[str, Any]:
+    def snapshot_fields(self) -> SnapshotFields:
         return {}
 
     async def aclose(self) -> None:
@@ -46,11 +50,11 @@ class AgentExtension:
 class RuntimeExtension:
     """Runtime-wide behaviour; `attach` decides per agent."""
 
-    def attach(self, agent: Agent) -> AgentExtension | None:
+    def attach(self, agent: AgentHandle) -> AgentExtension | None:
         return None
 
-    def after_resume(self, runtime_id: str, agents: list[Agent]) -> None:
-        """`rt.resume(runtime_id)` loaded these lead agents."""
+    def after_resume(self, runtime_id: str, agents: Sequence[AgentHandle]) -> None:
+        """A resume path loaded these agents (leads, teammates or subagents) of `runtime_id`."""
 
     async def aclose(self) -> None:
         """The runtime is closing (after its agents' runs were cancelled)."""

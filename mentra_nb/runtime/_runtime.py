@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import time
 import uuid
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from mentra_nb.errors import AgentExists, AgentNotFound, ConfigError, MentraError
@@ -28,16 +27,24 @@ from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._extensions import RuntimeExtension
 from mentra_nb.runtime._file_tools import Workspace, file_tools
 from mentra_nb.runtime._leases import DEFAULT_LEASE_TTL, LeaseKeeper, release_leases_quietly
+from mentra_nb.runtime._names import agent_name_problem
 from mentra_nb.runtime._recovery import recover
+from mentra_nb.runtime._services import AgentHandle, Services
 from mentra_nb.runtime.subagents import SubagentsExtension
 from mentra_nb.runtime.teams import TeamExtension
 from mentra_nb.runtime.tools import Tool
 from mentra_nb.store.base import AgentKind, AgentRecord, PersistedAgent, Store
 from mentra_nb.store.sqlite import SqliteStore
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "default_extensions"]
 
-_AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+def default_extensions() -> list[RuntimeExtension]:
+    """The extensions a `Runtime` gets unless it is given a list: teams (first, so
+    a team inbox precedes other injected messages) and subagents (used only by
+    agents with `AgentConfig(subagents=...)`). To add one of yours, pass
+    `extensions=[*default_extensions(), Mine()]`."""
+    return [TeamExtension(), SubagentsExtension()]
 
 
 def _builtin_tools(workspace: Workspace) -> list[Tool]:
@@ -54,7 +61,8 @@ class Runtime:
     same name); `tools` are registered for every agent, each agent's
     `AgentConfig` narrowing them. Without a store, state lives in memory only.
     `workspace` is the folder the built-in file tools may not leave (default:
-    the current folder).
+    the current folder). `extensions` are the registered extensions (default:
+    `default_extensions()`, teams and subagents).
     """
 
     def __init__(
@@ -65,7 +73,7 @@ class Runtime:
         runtime_id: str = "default",
         builtin_tools: bool = True,
         *,
-        extensions: Iterable[RuntimeExtension] = (),
+        extensions: Iterable[RuntimeExtension] | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         owner_label: str | None = None,
         workspace: str | os.PathLike[str] | None = None,
@@ -80,15 +88,17 @@ class Runtime:
         for t in [*(_builtin_tools(self.workspace) if builtin_tools else []), *tools]:
             self.register_tool(t)
         self._agents: dict[str, Agent] = {}
-        self._extensions: list[RuntimeExtension] = list(extensions)
-        if not any(isinstance(e, TeamExtension) for e in self._extensions):
-            # Every runtime has teams; first, so a team inbox precedes other injected messages.
-            self._extensions.insert(0, TeamExtension())
-        if not any(isinstance(e, SubagentsExtension) for e in self._extensions):
-            # Every runtime has subagents; only agents with AgentConfig(subagents=...) use them.
-            self._extensions.append(SubagentsExtension())
+        self._extensions: list[RuntimeExtension] = (
+            default_extensions() if extensions is None else list(extensions)
+        )
         self._leases = LeaseKeeper(self.store, runtime_id, ttl=lease_ttl, label=owner_label)
         self._closed = False
+        self._services = Services(
+            runtime_id=runtime_id, store=self.store, token=self._leases.token,
+            providers=self.providers, create_agent=self._create_agent, load_agent=self.resume_agent,
+            live_agent=self._agents.get, is_closed=lambda: self._closed,
+            prepare_run=self._prepare_run, extensions=self._extensions,
+        )
         # Released when the runtime is garbage collected or the interpreter exits,
         # so a dropped runtime never blocks the next one.
         self._finalizer = weakref.finalize(self, release_leases_quietly, self.store, self._leases.token)
@@ -100,6 +110,16 @@ class Runtime:
 
     def __repr__(self) -> str:
         return f"<Runtime {self.runtime_id!r} on {self.store!r}, {len(self._agents)} live agents>"
+
+    @property
+    def services(self) -> Services:
+        """The narrow handle the turn loop and extensions get of this runtime."""
+        return self._services
+
+    @property
+    def extensions(self) -> tuple[RuntimeExtension, ...]:
+        """The registered extensions, in order."""
+        return tuple(self._extensions)
 
     # --- tools ----------------------------------------------------------------
 
@@ -152,11 +172,9 @@ class Runtime:
     ) -> Agent:
         """Persist a new agent of any kind (teams and subagents create theirs here)."""
         self._ensure_open()
-        if not isinstance(name, str) or not _AGENT_NAME.match(name):
-            raise ConfigError(
-                f"agent name {name!r} is not allowed: use 1-64 letters, digits, '_', '.' or '-', "
-                "starting with a letter or digit"
-            )
+        problem = agent_name_problem(name)
+        if problem is not None:
+            raise ConfigError(problem)
         _provider, info = self.providers.resolve(model)
         config = config or AgentConfig()
         now = time.time()
@@ -174,18 +192,26 @@ class Runtime:
         )
         self._leases.acquire(record.id)
         self.store.create_agent(record, token=self._leases.token)
-        return self._adopt(Agent(self, PersistedAgent(record=record, transcript=[])))
+        return self._adopt(PersistedAgent(record=record, transcript=[]))
 
     def resume_agent(self, agent_id: str) -> Agent:
-        """Load one persisted agent, taking its lease and applying crash recovery.
+        """Load one persisted agent, taking its lease and applying crash recovery,
+        then run the extensions' resume hooks (a lead's teammates are revived).
 
-        Returns the live agent if this runtime already drives it.
+        Returns the live agent if this runtime already drives it (the hooks run
+        again: reviving is idempotent, and wakes teammates for new mail).
         """
+        agent = self._load(agent_id)
+        self._after_resume(self.runtime_id, [agent])
+        return agent
+
+    def _load(self, agent_id: str) -> Agent:
+        """The one way an agent is loaded: lease, load, recovery, extensions attached."""
         self._ensure_open()
         live = self._agents.get(agent_id)
         if live is not None:
-            if live._stale and not live.is_running:
-                live._reload()
+            if live.state.stale and not live.is_running:
+                live.sync_with_store()
             return live
         # Take the lease first, then load once: transcripts can be long.
         self._leases.acquire(agent_id)
@@ -205,26 +231,27 @@ class Runtime:
             self.store.release_leases(self._leases.token, [agent_id])
             self._leases.held.discard(agent_id)
             raise
-        return self._adopt(Agent(self, persisted))
+        return self._adopt(persisted)
 
-    def _adopt(self, agent: Agent) -> Agent:
-        for extension in self._extensions:
-            attached = extension.attach(agent)
-            if attached is not None:
-                agent._extensions.append(attached)
+    def _adopt(self, persisted: PersistedAgent) -> Agent:
+        agent = Agent(self, persisted, self._extensions)  # the extensions attach themselves
         self._agents[agent.id] = agent
         return agent
 
+    def _after_resume(self, runtime_id: str, agents: Sequence[AgentHandle]) -> None:
+        for extension in self._extensions:
+            extension.after_resume(runtime_id, agents)
+
     def resume(self, runtime_id: str | None = None) -> list[Agent]:
-        """Resume the lead agents persisted under `runtime_id` (default: this runtime's)."""
+        """Resume the lead agents persisted under `runtime_id` (default: this runtime's);
+        their teammates are revived (and not returned)."""
         runtime_id = runtime_id or self.runtime_id
         leads = [
-            self.resume_agent(record.id)
+            self._load(record.id)
             for record in self.store.list_agents(runtime_id)
             if record.kind == "agent"
         ]
-        for extension in self._extensions:
-            extension.after_resume(runtime_id, leads)
+        self._after_resume(runtime_id, leads)
         return leads
 
     def resume_all(self) -> list[Agent]:
@@ -242,24 +269,28 @@ class Runtime:
         if self._closed:
             raise MentraError(f"runtime '{self.runtime_id}' is closed; create a new Runtime")
 
+    def _prepare_run(self) -> None:
+        self._ensure_open()
+        self._leases.start_heartbeat()
+
     async def aclose(self) -> None:
         """Cancel running turns (they roll back), stop the heartbeat, release leases."""
         if self._closed:
             return
         self._closed = True
-        running = [a._run_task for a in self._agents.values() if a.is_running]
+        running = [task for a in self._agents.values() if (task := a.current_run) is not None]
         for agent in self._agents.values():
             agent.cancel()
         # Each cancelled run rolls itself back; its exception was already reported
         # to whoever awaited send().
         await asyncio.gather(*running, return_exceptions=True)
         for agent in self._agents.values():
-            for agent_extension in agent._extensions:
+            for agent_extension in agent.extensions:
                 await agent_extension.aclose()
         for extension in self._extensions:
             await extension.aclose()
         for agent in self._agents.values():
-            agent._close_observers()
+            agent.state.close()
         await self._leases.aclose()
         await self.providers.aclose()
         self._finalizer.detach()

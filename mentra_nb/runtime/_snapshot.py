@@ -1,16 +1,116 @@
-"""What an agent looks like at one instant: `AgentSnapshot` and `AgentStatus`."""
+"""What an agent looks like at one instant: `AgentSnapshot`, and the rows it lists.
+
+The rows that extensions contribute (`TeammateInfo`, `SubagentSummary`) and the
+calls waiting for approval (`PendingApproval`) are defined here, with the
+snapshot, so that the core depends on no extension: teams and subagents import
+these models and fill them through the typed `SnapshotFields` hook.
+"""
 
 from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mentra_nb.messages import Usage
-from mentra_nb.runtime._approvals import PendingApproval
-from mentra_nb.runtime.subagents._picker import SubagentSummary
-from mentra_nb.runtime.teams._members import TeammateInfo, TeamMemberStatus
 from mentra_nb.status import AgentStatus, PendingToolUse
 
-__all__ = ["AgentSnapshot", "AgentStatus", "PendingApproval", "PendingToolUse", "TeamMemberStatus", "TeammateInfo"]
+__all__ = [
+    "AgentSnapshot",
+    "AgentStatus",
+    "PendingApproval",
+    "PendingToolUse",
+    "SnapshotFields",
+    "SubagentStatus",
+    "SubagentSummary",
+    "TeamMemberStatus",
+    "TeammateInfo",
+]
+
+
+class PendingApproval(BaseModel):
+    """A tool call waiting for the user: shown in `snapshot.pending_approvals`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool_use_id: str
+    tool_name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    run_generation: int = 0
+    requested_at: float = 0.0
+
+
+class TeamMemberStatus(BaseModel):
+    """idle, working, failed{error} or shutdown.
+
+    It says what the teammate last did, not whether anything drives it now:
+    `TeammateInfo.alive` says whether its actor runs in this process.
+
+        info.status == TeamMemberStatus.idle()
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: Literal["idle", "working", "failed", "shutdown"]
+    error: str | None = None
+
+    @classmethod
+    def idle(cls) -> TeamMemberStatus:
+        return cls(name="idle")
+
+    @classmethod
+    def working(cls) -> TeamMemberStatus:
+        return cls(name="working")
+
+    @classmethod
+    def failed(cls, error: str) -> TeamMemberStatus:
+        return cls(name="failed", error=error)
+
+    @classmethod
+    def shutdown(cls) -> TeamMemberStatus:
+        return cls(name="shutdown")
+
+    def __str__(self) -> str:
+        return f"failed: {self.error}" if self.name == "failed" else self.name
+
+
+class TeammateInfo(BaseModel):
+    """One teammate as its lead's snapshot shows it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    agent_id: str
+    role: str
+    model: str
+    status: TeamMemberStatus
+    alive: bool = False  # its actor runs in this process
+    unread: int = 0  # team mail waiting for it
+
+
+SubagentStatus = Literal["pending_init", "running", "interrupted", "completed", "errored"]
+
+
+class SubagentSummary(BaseModel):
+    """One child of a subagent tree as an agent snapshot lists it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    name: str  # the last path segment: the task name
+    agent_id: str | None
+    status: SubagentStatus
+    model: str
+    depth: int
+
+
+class SnapshotFields(TypedDict, total=False):
+    """What an extension adds to its agent's snapshot (`AgentExtension.snapshot_fields`)."""
+
+    pending_team_messages: int
+    teammates: list[TeammateInfo]
+    subagents: list[SubagentSummary]
+
 
 class AgentSnapshot(BaseModel):
     """An immutable picture of an agent; observers get a new one on every change."""

@@ -15,7 +15,8 @@ import contextlib
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from mentra_nb.errors import LeaseLost, MaxRoundsExceeded, MentraError
 from mentra_nb.messages import Message, Role, ToolResultBlock, ToolUseBlock, Usage
@@ -27,45 +28,47 @@ from mentra_nb.providers.events import (
     MessageStarted,
     RetryAttempt,
 )
-from mentra_nb.runtime._approvals import denial_result
+from mentra_nb.runtime._approvals import Approvals, denial_result
 from mentra_nb.runtime._assembly import MessageAssembler
+from mentra_nb.runtime._extensions import AgentExtension
+from mentra_nb.runtime._services import AgentHandle
 from mentra_nb.runtime.events import (
-    AssistantMessageCommitted,
     ReasoningDelta,
     RetryAttempted,
     RunCancelled,
     RunFailed,
     RunFinished,
-    RunStarted,
     TextDelta,
     ToolExecutionFinished,
     ToolExecutionStarted,
-    ToolResultsCommitted,
     ToolUseReady,
     ToolUseUpdated,
-    UsageReported,
 )
 from mentra_nb.runtime.tools import Tool, ToolContext, ToolInputError, ToolOutput
 from mentra_nb.status import AgentStatus
-from mentra_nb.store.base import PendingTurn, RunRecord
 
-if TYPE_CHECKING:
-    from mentra_nb.runtime._agent import Agent
-
-__all__ = ["CHECKPOINT_INTERVAL", "Run"]
+__all__ = ["CHECKPOINT_INTERVAL", "TurnLoop"]
 
 log = logging.getLogger("mentra_nb.runtime")
 
 CHECKPOINT_INTERVAL = 0.25  # seconds between pending-turn checkpoints while streaming
 
 
-class Run:
-    def __init__(self, agent: Agent, opening: list[Message]) -> None:
+class TurnLoop:
+    """One run of one agent. The agent creates it (`agent.send`, `agent.resume`);
+    it changes the agent only through `agent.state`'s named operations."""
+
+    def __init__(self, agent: AgentHandle, opening: Sequence[Message], *, approvals: Approvals,
+                 extensions: Sequence[AgentExtension], tools: Callable[[], list[Tool]],
+                 stop_requested: Callable[[], bool]) -> None:
         self.agent = agent
-        self.opening = opening
-        self.store = agent.runtime.store
-        self.token = agent.runtime._leases.token
-        self.generation = agent._run_generation + 1
+        self.state = agent.state
+        self.opening = list(opening)
+        self.approvals = approvals
+        self.extensions = extensions
+        self.tools = tools  # asked each round: a lead gains team tools with its first teammate
+        self.stop_requested = stop_requested
+        self.generation = self.state.run_generation + 1
         self._checkpoint: _PendingCheckpoint | None = None
         self._usage = Usage()
 
@@ -73,21 +76,8 @@ class Run:
         return {"agent_id": self.agent.id, "run_generation": self.generation}
 
     async def execute(self) -> Message:
-        agent = self.agent
-        baseline = len(agent._history)
-        self.store.begin_run(
-            agent.id,
-            RunRecord(generation=self.generation, baseline=baseline, started_at=time.time()),
-            self.opening,
-            status=AgentStatus.awaiting_model(),
-            token=self.token,
-            clear_resumable=True,
-        )
-        agent._history.extend(self.opening)
-        agent._resumable = None
-        agent._run_generation = self.generation
-        agent._set_status(AgentStatus.awaiting_model())
-        agent._emit(RunStarted(**self._event_fields()))
+        agent, state = self.agent, self.state
+        baseline = state.begin_run(self.opening)
         succeeded = False
         try:
             message = await self._rounds()
@@ -95,96 +85,85 @@ class Run:
             return message
         except asyncio.CancelledError:
             self._roll_back(baseline, AgentStatus.idle())
-            agent._emit(RunCancelled(**self._event_fields()))
+            state.emit(RunCancelled(**self._event_fields()))
             raise
         except MaxRoundsExceeded as err:
-            self._end_keeping_transcript(AgentStatus.failed(str(err)))
-            agent._emit(RunFailed(**self._event_fields(), error=str(err), rolled_back=False))
+            state.fail_run(AgentStatus.failed(str(err)))
+            state.emit(RunFailed(**self._event_fields(), error=str(err), rolled_back=False))
             raise
         except LeaseLost as err:
             # Another runtime owns the agent now; its store state wins and we must not write.
-            self._reset_live_state()
-            agent._set_status(AgentStatus.failed(str(err)))
-            agent._emit(RunFailed(**self._event_fields(), error=str(err), rolled_back=False))
+            state.abandon_run(AgentStatus.failed(str(err)))
+            state.emit(RunFailed(**self._event_fields(), error=str(err), rolled_back=False))
             raise
         except Exception as err:
             message = str(err) if isinstance(err, MentraError) else f"{type(err).__name__}: {err}"
             self._roll_back(baseline, AgentStatus.failed(message))
-            agent._emit(RunFailed(**self._event_fields(), error=message, rolled_back=True))
+            state.emit(RunFailed(**self._event_fields(), error=message, rolled_back=True))
             raise
         finally:
             if self._checkpoint is not None:
                 self._checkpoint.cancel()
-            for extension in agent._extensions:
+            for extension in self.extensions:
                 try:
                     extension.after_run(succeeded)
                 except Exception:
                     log.exception("an extension failed after the run of agent %s", agent.name)
 
     async def _rounds(self) -> Message:
-        agent = self.agent
-        for _ in range(agent.config.max_rounds):
+        agent, state = self.agent, self.state
+        max_rounds = agent.config.max_rounds
+        for _ in range(max_rounds):
             await self._inject_round_messages()
             message, invalid_inputs = await self._stream_message()
             uses = message.tool_uses
             if not uses:
                 # The final message and the end of the run are one transaction.
                 self._commit_assistant(message, AgentStatus.finished(), final=True)
-                agent._emit(RunFinished(**self._event_fields(), message=message))
+                state.emit(RunFinished(**self._event_fields(), message=message))
                 return message
             self._commit_assistant(message, AgentStatus.executing_tool(uses[0].id, uses[0].name))
             results = await self._run_tools(uses, invalid_inputs)
-            result_message = Message(role=Role.USER, content=results)
-            self.store.append_messages(agent.id, [result_message], token=self.token)
-            agent._history.append(result_message)
-            agent._pending_tool_uses = []
-            agent._emit(ToolResultsCommitted(**self._event_fields(), message=result_message))
-            if agent._stop_requested:
-                return self._stop_gracefully(message)
-            agent._set_status(AgentStatus.awaiting_model())
+            state.append_tool_results(Message(role=Role.USER, content=results))
+            if self.stop_requested():
+                state.finish_run(AgentStatus.finished())
+                state.emit(RunFinished(**self._event_fields(), message=message))
+                return message
+            state.set_status(AgentStatus.awaiting_model())
         raise MaxRoundsExceeded(
-            f"agent '{agent.name}' made {agent.config.max_rounds} model calls without a final "
+            f"agent '{agent.name}' made {max_rounds} model calls without a final "
             "answer (AgentConfig.max_rounds); its work so far is kept. Call agent.resume() to let "
             "it continue, or raise max_rounds."
         )
 
-    def _stop_gracefully(self, last: Message) -> Message:
-        agent = self.agent
-        self.store.finish_run(agent.id, status=AgentStatus.finished(), token=self.token)
-        agent._set_status(AgentStatus.finished())
-        agent._emit(RunFinished(**self._event_fields(), message=last))
-        return last
-
     async def _inject_round_messages(self) -> None:
         """Messages extensions add before each model call (e.g. a team inbox)."""
-        agent = self.agent
-        injected = [m for e in agent._extensions for m in await e.before_round()]
-        if injected:
-            self.store.append_messages(agent.id, injected, token=self.token)
-            agent._history.extend(injected)
-            agent._changed()
+        injected = [m for e in self.extensions for m in await e.before_round()]
+        self.state.append_messages(injected)
 
     # --- streaming -------------------------------------------------------------
 
     async def _stream_message(self) -> tuple[Message, dict[str, str]]:
-        agent = self.agent
-        provider = agent.runtime.providers.get(agent.model.provider)
-        tools = agent.tools()
+        agent, state = self.agent, self.state
+        provider = agent.services.providers.get(agent.model.provider)
         request = ProviderRequest(
             model=agent.model.id,
-            messages=list(agent._history),
+            messages=list(state.transcript),
             system=agent.config.system,
-            tools=[t.spec.definition() for t in tools],
+            tools=[t.spec.definition() for t in self.tools()],
             temperature=agent.config.temperature,
             max_output_tokens=agent.config.max_output_tokens,
         )
         assembler = MessageAssembler()
-        self._checkpoint = _PendingCheckpoint(self)
-        agent._streaming_calls = assembler
+        checkpoint = self._checkpoint = _PendingCheckpoint(self)
+        state.stream_from(assembler)
         stream = provider.stream(request)
-        checkpoint = self._checkpoint
-        # The block the last text or thinking delta went to, and its parts list.
-        hot_index, hot_kind, hot_parts = -1, "", None
+        events, snapshots = state.events, state.snapshots
+        # The block the last text or thinking delta went to, its parts list in the
+        # assembler and the state's live parts list of that kind.
+        hot_index, hot_kind = -1, ""
+        hot_parts: list[str] | None = None
+        live_parts: list[str] = []
         try:
             async for event in stream:
                 # The hot path: a text or thinking delta, tens of thousands per reply.
@@ -193,44 +172,51 @@ class Run:
                 if type(event) is ContentBlockDelta:
                     if event.index != hot_index or event.kind != hot_kind:
                         hot_parts = assembler.stream_parts(event.index, event.kind)
-                        hot_index, hot_kind = (event.index, event.kind) if hot_parts is not None else (-1, "")
+                        if hot_parts is not None:
+                            hot_index, hot_kind = event.index, event.kind
+                            live_parts = state.live_parts("text" if hot_kind == "text" else "thinking")
+                        else:
+                            hot_index, hot_kind = -1, ""
                     if hot_parts is not None:
                         hot_parts.append(event.value)
-                        (agent._text_parts if hot_kind == "text" else agent._thinking_parts).append(event.value)
-                        if agent._events.listening:
+                        live_parts.append(event.value)
+                        if events.listening:
                             self._emit_stream_delta(event)
                         if checkpoint.timer is None:
                             checkpoint.request()
-                        if agent._snapshots.listening:
-                            agent._changed()
+                        if snapshots.listening:
+                            state.changed()
                         continue
                 if isinstance(event, RetryAttempt):
-                    agent._emit(RetryAttempted(**self._event_fields(), attempt=event.attempt,
-                                               delay_s=event.delay_s, reason=event.reason))
+                    state.emit(RetryAttempted(**self._event_fields(), attempt=event.attempt,
+                                              delay_s=event.delay_s, reason=event.reason))
                     continue
                 assembler.apply(event)
+                # One snapshot per event: from the status change, or else from changed().
+                notified = False
                 if isinstance(event, MessageStarted):
-                    agent._status = AgentStatus.streaming()
+                    notified = state.set_status(AgentStatus.streaming())
                 elif isinstance(event, ContentBlockStarted):
-                    agent._status = AgentStatus.streaming()
+                    notified = state.set_status(AgentStatus.streaming())
                     if event.kind == "tool_use":
-                        self._checkpoint.request()
+                        checkpoint.request()
                 elif isinstance(event, ContentBlockDelta):
-                    if event.kind == "tool_input_json" and agent._events.listening:
+                    if event.kind == "tool_input_json" and events.listening:
                         self._emit_tool_input(assembler, event.index)
-                    self._checkpoint.request()
+                    checkpoint.request()
                 elif isinstance(event, ContentBlockStopped):
                     pending = assembler.pending_tool_use(event.index)
                     if pending is not None:
-                        agent._emit(ToolUseReady(**self._event_fields(), tool_use_id=pending.id,
-                                                 name=pending.name, input=_lenient_json(pending.input_json)))
-                    self._checkpoint.request(force=True)
-                agent._changed()
+                        state.emit(ToolUseReady(**self._event_fields(), tool_use_id=pending.id,
+                                                name=pending.name, input=_lenient_json(pending.input_json)))
+                    checkpoint.request(force=True)
+                if not notified:
+                    state.changed()
                 if assembler.stopped:
                     break  # the message is complete; don't wait for the transport to close
         finally:
             # The calls streamed so far stay pending (until run, or rolled back).
-            agent._pending_tool_uses = assembler.pending_tool_uses()
+            state.stream_ended(assembler.pending_tool_uses())
             closer = getattr(stream, "aclose", None)
             if closer is not None:
                 with contextlib.suppress(Exception):
@@ -241,49 +227,24 @@ class Run:
 
     def _emit_stream_delta(self, event: ContentBlockDelta) -> None:
         kind = TextDelta if event.kind == "text" else ReasoningDelta
-        self.agent._emit_delta(kind(**self._event_fields(), index=event.index, text=event.value))
+        self.state.emit_delta(kind(**self._event_fields(), index=event.index, text=event.value))
 
     def _emit_tool_input(self, assembler: MessageAssembler, index: int) -> None:
         pending = assembler.pending_tool_use(index)
         if pending is not None:
-            self.agent._emit_delta(ToolUseUpdated(**self._event_fields(), tool_use_id=pending.id,
-                                                  name=pending.name, input_json=pending.input_json))
-
-    def pending_turn(self) -> PendingTurn:
-        agent = self.agent
-        return PendingTurn(
-            run_generation=self.generation,
-            current_text=agent._current_text,
-            current_thinking=agent._current_thinking,
-            pending_tool_uses=agent._pending_tool_uses,
-            updated_at=time.time(),
-        )
+            self.state.emit_delta(ToolUseUpdated(**self._event_fields(), tool_use_id=pending.id,
+                                                 name=pending.name, input_json=pending.input_json))
 
     def _commit_assistant(self, message: Message, next_status: AgentStatus, *, final: bool = False) -> None:
-        agent = self.agent
         if self._checkpoint is not None:
             self._checkpoint.cancel()
-        usage = agent._usage + self._usage
-        if final:
-            self.store.finish_run(agent.id, status=next_status, token=self.token, append=[message],
-                                  usage=usage)
-        else:
-            self.store.commit_assistant(agent.id, message, usage=usage, status=next_status,
-                                        token=self.token)
-        agent._history.append(message)
-        agent._usage = usage
-        agent._current_text = ""
-        agent._current_thinking = ""
-        agent._status = next_status
-        agent._emit(AssistantMessageCommitted(**self._event_fields(), message=message))
-        agent._emit(UsageReported(**self._event_fields(), usage=self._usage, total=usage))
-        agent._changed()
+        self.state.commit_assistant(message, self._usage, next_status, final=final)
 
     # --- tools -------------------------------------------------------------------
 
     async def _run_tools(self, uses: list[ToolUseBlock], invalid: dict[str, str]) -> list[ToolResultBlock]:
         """Read-only neighbours run together; everything else one at a time, in call order."""
-        available = {t.spec.name: t for t in self.agent.tools()}
+        available = {t.spec.name: t for t in self.tools()}
         results: dict[str, ToolResultBlock] = {}
         running: list[ToolUseBlock] = []
         batch: list[ToolUseBlock] = []
@@ -309,7 +270,7 @@ class Run:
 
     async def _run_one(self, use: ToolUseBlock, available: dict[str, Tool], invalid: dict[str, str],
                        running: list[ToolUseBlock]) -> ToolResultBlock:
-        agent = self.agent
+        state = self.state
         tool = available.get(use.name)
         if use.id in invalid:
             result = _error(use, f"tool '{use.name}' was not run: {invalid[use.id]}. Call it again "
@@ -319,27 +280,27 @@ class Run:
             result = _error(use, f"unknown tool '{use.name}'; the available tools are: {names}")
         else:
             running.append(use)
-            agent._set_status(AgentStatus.executing_tool(use.id, use.name))
+            state.set_status(AgentStatus.executing_tool(use.id, use.name))
             try:
                 decision = None
-                if agent._approvals.required(tool.spec):
+                if self.approvals.required(tool.spec):
                     # The run pauses here (status stays executing_tool, the
                     # snapshot lists the call) until the user answers.
-                    decision = await agent._approvals.wait(use, self.generation)
+                    decision = await self.approvals.wait(use, self.generation)
                 if decision is not None and not decision.approved:
                     result = _error(use, denial_result(use.name, decision.reason))
                 else:
-                    agent._emit(ToolExecutionStarted(**self._event_fields(), tool_use_id=use.id,
-                                                     name=use.name))
+                    state.emit(ToolExecutionStarted(**self._event_fields(), tool_use_id=use.id,
+                                                    name=use.name))
                     result = await self._call(tool, use)
             finally:
                 running.remove(use)
                 if running:
-                    agent._set_status(AgentStatus.executing_tool(running[0].id, running[0].name))
-        agent._pending_tool_uses = [p for p in agent._pending_tool_uses if p.id != use.id]
-        agent._emit(ToolExecutionFinished(**self._event_fields(), tool_use_id=use.id, name=use.name,
-                                          content=result.content, is_error=result.is_error))
-        agent._changed()
+                    state.set_status(AgentStatus.executing_tool(running[0].id, running[0].name))
+        state.tool_call_done(use.id, ToolExecutionFinished(
+            **self._event_fields(), tool_use_id=use.id, name=use.name, content=result.content,
+            is_error=result.is_error,
+        ))
         return result
 
     async def _call(self, tool: Tool, use: ToolUseBlock) -> ToolResultBlock:
@@ -362,37 +323,8 @@ class Run:
 
     # --- endings -----------------------------------------------------------------
 
-    def _reset_live_state(self) -> None:
-        agent = self.agent
-        agent._current_text = ""
-        agent._current_thinking = ""
-        agent._pending_tool_uses = []
-
     def _roll_back(self, baseline: int, status: AgentStatus) -> None:
-        agent = self.agent
-        opening = self.opening[0] if self.opening else None
-        try:
-            self.store.rollback_run(agent.id, status=status, resumable=opening, token=self.token)
-        except MentraError as err:
-            # The store keeps the run; the agent re-applies recovery before its next run.
-            log.warning("could not roll back the run of agent %s: %s", agent.name, err)
-            agent._stale = True
-        del agent._history[baseline:]
-        if opening is not None:
-            agent._resumable = opening
-        self._reset_live_state()
-        agent._set_status(status)
-        agent._changed()
-
-    def _end_keeping_transcript(self, status: AgentStatus) -> None:
-        agent = self.agent
-        try:
-            self.store.finish_run(agent.id, status=status, token=self.token)
-        except MentraError as err:
-            log.warning("could not end the run of agent %s: %s", agent.name, err)
-            agent._stale = True
-        self._reset_live_state()
-        agent._set_status(status)
+        self.state.roll_back(baseline, status, self.opening[0] if self.opening else None)
 
 
 def _error(use: ToolUseBlock, content: str) -> ToolResultBlock:
@@ -411,7 +343,7 @@ class _PendingCheckpoint:
     """Writes the pending turn at most every CHECKPOINT_INTERVAL, plus a trailing
     write so the last delta before a pause is never left out of the store."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: TurnLoop) -> None:
         self.run = run
         self.last_write = 0.0
         self.dirty = False
@@ -438,7 +370,7 @@ class _PendingCheckpoint:
         self.last_write = time.monotonic()
         run = self.run
         try:
-            run.store.checkpoint_pending(run.agent.id, run.pending_turn(), token=run.token)
+            run.state.checkpoint_pending(run.generation)
         except MentraError as err:
             # Losing a checkpoint loses only uncommitted text, which a crash would
             # roll back anyway; the next commit reports a real store problem.

@@ -19,15 +19,14 @@ import inspect
 import json
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol, get_type_hints, runtime_checkable
+from typing import Any, Protocol, get_type_hints, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from mentra_nb.errors import ToolError
 from mentra_nb.providers.base import ToolDefinition
-
-if TYPE_CHECKING:
-    from mentra_nb.runtime._agent import Agent
+from mentra_nb.runtime._services import AgentHandle
+from mentra_nb.runtime.events import ToolExecutionProgress
 
 __all__ = [
     "FunctionTool",
@@ -91,7 +90,7 @@ class ToolInputError(Exception):
 class ToolContext:
     """What a running tool may know and do: which agent called it, report progress."""
 
-    def __init__(self, agent: Agent, tool_use_id: str, tool_name: str) -> None:
+    def __init__(self, agent: AgentHandle, tool_use_id: str, tool_name: str) -> None:
         self.agent = agent
         self.tool_use_id = tool_use_id
         self.tool_name = tool_name
@@ -106,7 +105,11 @@ class ToolContext:
 
     def report_progress(self, message: str) -> None:
         """Show `message` as this call's progress (an event; not sent to the model)."""
-        self.agent._tool_progress(self.tool_use_id, self.tool_name, message)
+        state = self.agent.state
+        state.emit(ToolExecutionProgress(
+            agent_id=self.agent.id, run_generation=state.run_generation,
+            tool_use_id=self.tool_use_id, name=self.tool_name, message=message,
+        ))
 
 
 @runtime_checkable

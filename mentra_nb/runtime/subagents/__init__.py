@@ -35,7 +35,7 @@ from mentra_nb.runtime.subagents._extension import SubagentsExtension
 from mentra_nb.runtime.subagents._picker import (
     PickerOption,
     SubagentInfo,
-    SubagentPicker,
+    SubagentPickerState,
     SubagentSummary,
 )
 from mentra_nb.runtime.subagents._preview import PREVIEW_MAX_BYTES, PreviewPage
@@ -69,7 +69,7 @@ __all__ = [
     "SubagentLimits",
     "SubagentMailboxFull",
     "SubagentNotice",
-    "SubagentPicker",
+    "SubagentPickerState",
     "SubagentRecord",
     "SubagentRegistry",
     "SubagentStatus",

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mentra_nb.runtime.subagents._picker import SubagentPicker, Tone
+from mentra_nb.runtime.subagents._picker import SubagentPickerState, Tone
 
 __all__ = ["PickerRemoved", "PickerUpdated", "SubagentEvent", "SubagentNotice"]
 
@@ -22,7 +22,7 @@ class PickerUpdated(BaseModel):
 
     kind: Literal["picker_updated"] = "picker_updated"
     root_id: str
-    picker: SubagentPicker
+    picker: SubagentPickerState
 
 
 class PickerRemoved(BaseModel):

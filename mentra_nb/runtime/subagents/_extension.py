@@ -1,6 +1,6 @@
 """How subagents plug into a `Runtime`: `SubagentsExtension`.
 
-Installed on every runtime by default. An agent whose config has `subagents`
+One of a runtime's default extensions. An agent whose config has `subagents`
 set (`AgentConfig(subagents=True)`) becomes the root of a tree: its tree is
 opened (and crash fix-ups applied) when the agent is spawned or resumed, it is
 offered the six subagent tools, and mail is delivered before each of its model
@@ -13,20 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
 
 from mentra_nb.errors import MentraError
 from mentra_nb.messages import Message
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
+from mentra_nb.runtime._services import AgentHandle
+from mentra_nb.runtime._snapshot import SnapshotFields, SubagentStatus
 from mentra_nb.runtime.subagents._errors import SubagentError, SubagentLimitReached, UnknownSubagent
 from mentra_nb.runtime.subagents._fork import ForkTurns, fork_history
 from mentra_nb.runtime.subagents._mailbox import mail_markers, render_mail
 from mentra_nb.runtime.subagents._registry import SubagentRegistry
-from mentra_nb.runtime.subagents._tree import ROOT_PATH, SubagentStatus
-
-if TYPE_CHECKING:
-    from mentra_nb.runtime._agent import Agent
-    from mentra_nb.runtime.tools import Tool
+from mentra_nb.runtime.subagents._tools import subagent_tools
+from mentra_nb.runtime.subagents._tree import ROOT_PATH
+from mentra_nb.runtime.tools import Tool
 
 __all__ = ["SubagentAgentExtension", "SubagentsExtension"]
 
@@ -43,23 +42,24 @@ class SubagentsExtension(RuntimeExtension):
         self._runs: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._handles: dict[tuple[str, str], _ChildRun] = {}
 
-    def attach(self, agent: Agent) -> AgentExtension | None:
+    def attach(self, agent: AgentHandle) -> AgentExtension | None:
         if agent.kind == "subagent":
             return SubagentAgentExtension(self, agent, location=None)
         limits = agent.config.subagents
         if limits is None:
             return None
+        services = agent.services
         self.registry.initialize(
-            agent.id, store=agent.runtime.store, token=agent.runtime._leases.token, limits=limits,
-            on_commit=agent._changed,
+            agent.id, store=services.store, token=services.token, limits=limits,
+            on_commit=agent.state.changed,
         )
         return SubagentAgentExtension(self, agent, location=(agent.id, ROOT_PATH))
 
-    def start(self, root_id: str, path: str, child: Agent, opening: list[Message], *,
+    def start(self, root_id: str, path: str, child: AgentHandle, opening: list[Message], *,
               restart: bool = False) -> None:
         """Mark `path` running (persisted) and start its run as a task."""
         handle = _ChildRun(child)
-        turn = f"run-{child._run_generation + 1}"
+        turn = f"run-{child.state.run_generation + 1}"
         if restart:
             self.registry.restart(root_id, path, handle, turn=turn)
         else:
@@ -85,7 +85,7 @@ class SubagentsExtension(RuntimeExtension):
         try:
             if handle.interrupted:  # interrupted before its run began
                 raise asyncio.CancelledError
-            reply = await child._start_run(opening)
+            reply = await child.start_run(opening)
             text = reply.text
         except asyncio.CancelledError:
             status = "interrupted"
@@ -94,11 +94,15 @@ class SubagentsExtension(RuntimeExtension):
             text = str(err) if isinstance(err, MentraError) else f"{type(err).__name__}: {err}"
         # A runtime that is closing interrupts its children; that is not news for
         # the parent (a crash would not tell it either): record it, send nothing.
-        closing = child.runtime._closed
+        closing = child.services.closed
         try:
             self.registry.finished(root_id, path, status, text, notify_parent=not closing)
         except MentraError as err:
             log.warning("could not record that subagent %s ended (%s): %s", path, status, err)
+
+    def run_task(self, root_id: str, path: str) -> asyncio.Task[None] | None:
+        """The task driving the child at `path`, while it runs."""
+        return self._runs.get((root_id, path))
 
     async def aclose(self) -> None:
         for handle in self._handles.values():
@@ -112,7 +116,7 @@ class _ChildRun:
     """The live handle of one child's run; `interrupt` cancels it (the run is
     rolled back, its task message kept for a follow-up)."""
 
-    def __init__(self, child: Agent) -> None:
+    def __init__(self, child: AgentHandle) -> None:
         self.child = child
         self.interrupted = False
 
@@ -125,7 +129,8 @@ class SubagentAgentExtension(AgentExtension):
     """The per-agent half: tools, mail delivery and the snapshot field of one
     agent of a tree (the root, or a child)."""
 
-    def __init__(self, owner: SubagentsExtension, agent: Agent, location: tuple[str, str] | None) -> None:
+    def __init__(self, owner: SubagentsExtension, agent: AgentHandle,
+                 location: tuple[str, str] | None) -> None:
         self.owner = owner
         self.agent = agent
         self._location = location
@@ -161,8 +166,6 @@ class SubagentAgentExtension(AgentExtension):
         if self.agent.config.subagents is None:
             return []
         if self._tools is None:
-            from mentra_nb.runtime.subagents._tools import subagent_tools
-
             self._tools = subagent_tools(self)
         return self._tools
 
@@ -171,7 +174,7 @@ class SubagentAgentExtension(AgentExtension):
         if location is None:
             return []
         root_id, path = location
-        history = self.agent._history
+        history = self.agent.state.transcript
         if self._run_start is None:
             self._run_start = len(history)
         if not self._scanned:
@@ -196,7 +199,7 @@ class SubagentAgentExtension(AgentExtension):
             return
         # The run is over and the history is what the store keeps (rolled back or
         # not): mail whose marker survived is read; the rest is delivered again.
-        durable = mail_markers(self.agent._history[self._run_start :]) & self._delivered
+        durable = mail_markers(self.agent.state.transcript[self._run_start :]) & self._delivered
         self._to_ack |= durable
         self._delivered.clear()
         self._run_start = None
@@ -209,7 +212,7 @@ class SubagentAgentExtension(AgentExtension):
         except MentraError as err:
             log.warning("could not acknowledge the mail of %s: %s", location[1], err)
 
-    def snapshot_fields(self) -> dict[str, Any]:
+    def snapshot_fields(self) -> SnapshotFields:
         location = self.location()
         if location is None:
             return {}
@@ -236,19 +239,17 @@ class SubagentAgentExtension(AgentExtension):
                 f"subagent depth limit {limits.max_depth} reached: `{caller}` is at depth {depth} "
                 "and cannot spawn agents; do this task yourself"
             )
-        runtime = self.agent.runtime
-        _provider, info = runtime.providers.resolve(model or self.agent.model.key)
+        services = self.agent.services
+        _provider, info = services.providers.resolve(model or self.agent.model.key)
         path = f"{caller}/{task_name}"
-        forked = fork_history(self.agent._history, fork_turns)
+        forked = fork_history(self.agent.state.transcript, fork_turns)
         self.registry.reserve(root_id, path, caller, None, depth + 1, info.key)
         try:
-            child = runtime._create_agent(
+            child = services.create_agent(
                 _agent_name(task_name), info.key, self.agent.config, kind="subagent",
                 parent_id=self.agent.id,
             )
-            if forked:
-                runtime.store.append_messages(child.id, forked, token=runtime._leases.token)
-                child._history.extend(forked)
+            child.state.append_messages(forked)
             self.owner.start(root_id, path, child, [Message.user(message)])
         except BaseException:
             try:
@@ -284,8 +285,8 @@ class SubagentAgentExtension(AgentExtension):
             )
         if record.agent_id is None:
             raise SubagentError(f"agent `{path}` was never started; spawn a new agent instead")
-        runtime = self.agent.runtime
-        child = runtime._agents.get(record.agent_id) or runtime.resume_agent(record.agent_id)
+        services = self.agent.services
+        child = services.live_agent(record.agent_id) or services.load_agent(record.agent_id)
         follow = Message.user(message)
         # An interrupted run was rolled back; its task message goes first again.
         opening = [child.resumable_turn, follow] if child.resumable_turn is not None else [follow]
@@ -298,7 +299,7 @@ class SubagentAgentExtension(AgentExtension):
         root_id, _caller = self.require_location()
         path = self.resolve(target)
         previous = self.registry.interrupt(root_id, path)
-        running = self.owner._runs.get((root_id, path))
+        running = self.owner.run_task(root_id, path)
         if running is not None:
             await asyncio.wait({running}, timeout=INTERRUPT_GRACE_S)
         return path, previous

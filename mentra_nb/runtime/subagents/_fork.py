@@ -9,6 +9,7 @@ providers reject a transcript with an unpaired tool call.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from mentra_nb.messages import Message, Role, ToolResultBlock
@@ -28,7 +29,7 @@ def is_turn_start(message: Message) -> bool:
     )
 
 
-def fork_history(history: list[Message], fork_turns: ForkTurns) -> list[Message]:
+def fork_history(history: Sequence[Message], fork_turns: ForkTurns) -> list[Message]:
     """The messages a child inherits (delivered mail left out: it was the parent's)."""
     if fork_turns == "none" or fork_turns == 0:
         return []

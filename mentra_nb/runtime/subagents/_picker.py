@@ -1,6 +1,6 @@
 """What a frontend shows of a subagent tree, derived from the committed tree.
 
-`SubagentPicker` is the status badge with its picker (the count of children,
+`SubagentPickerState` is the data behind the status badge with its picker (the count of children,
 a tone, one option per child in path order); `SubagentSummary` is the
 per-child line an `AgentSnapshot` carries; `SubagentInfo` adds what
 `list_subagents` and the `list_agents` tool report. All are pure functions of a
@@ -13,12 +13,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from mentra_nb.runtime.subagents._tree import SubagentRecord, SubagentStatus, SubagentTree
+from mentra_nb.runtime._snapshot import SubagentSummary
+from mentra_nb.runtime.subagents._tree import SubagentRecord, SubagentTree
 
 __all__ = [
     "PickerOption",
     "SubagentInfo",
-    "SubagentPicker",
+    "SubagentPickerState",
     "SubagentSummary",
     "Tone",
     "picker_for",
@@ -26,19 +27,6 @@ __all__ = [
 ]
 
 Tone = Literal["neutral", "success", "error"]
-
-
-class SubagentSummary(BaseModel):
-    """One child as an agent snapshot lists it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    path: str
-    name: str  # the last path segment: the task name
-    agent_id: str | None
-    status: SubagentStatus
-    model: str
-    depth: int
 
 
 class SubagentInfo(SubagentSummary):
@@ -59,7 +47,7 @@ class PickerOption(BaseModel):
     agent_id: str | None
 
 
-class SubagentPicker(BaseModel):
+class SubagentPickerState(BaseModel):
     """The subagent badge: `text` is the count of children; `tone` is error if any
     child errored, else success if any is working, else neutral."""
 
@@ -104,7 +92,7 @@ def infos_for(tree: SubagentTree, prefix: str | None = None) -> list[SubagentInf
     ]
 
 
-def picker_for(tree: SubagentTree) -> SubagentPicker | None:
+def picker_for(tree: SubagentTree) -> SubagentPickerState | None:
     """The badge and picker for `tree`; None for an empty tree (show nothing)."""
     if not tree.agents:
         return None
@@ -120,4 +108,4 @@ def picker_for(tree: SubagentTree) -> SubagentPicker | None:
                      agent_id=record.agent_id)
         for path, record in tree.agents.items()
     ]
-    return SubagentPicker(count=len(options), text=str(len(options)), tone=tone, options=options)
+    return SubagentPickerState(count=len(options), text=str(len(options)), tone=tone, options=options)

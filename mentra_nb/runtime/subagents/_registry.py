@@ -51,7 +51,7 @@ from mentra_nb.runtime.subagents._mailbox import (
 )
 from mentra_nb.runtime.subagents._picker import (
     SubagentInfo,
-    SubagentPicker,
+    SubagentPickerState,
     SubagentSummary,
     infos_for,
     picker_for,
@@ -186,7 +186,7 @@ class SubagentRegistry:
     def limits(self, root_id: str) -> SubagentLimits:
         return self._root(root_id).limits
 
-    def picker(self, root_id: str) -> SubagentPicker | None:
+    def picker(self, root_id: str) -> SubagentPickerState | None:
         return picker_for(self._root(root_id).tree)
 
     def summaries(self, root_id: str, prefix: str | None = None) -> list[SubagentSummary]:

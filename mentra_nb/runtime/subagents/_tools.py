@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mentra_nb.errors import MentraError
 from mentra_nb.runtime.subagents._errors import SubagentError
 from mentra_nb.runtime.subagents._fork import ForkTurns
+from mentra_nb.runtime.subagents._registry import SubagentRegistry
 from mentra_nb.runtime.subagents._tree import MAX_MESSAGE_BYTES, valid_task_name
 from mentra_nb.runtime.tools import (
+    Tool,
     ToolContext,
     ToolDurability,
     ToolInputError,
@@ -26,14 +28,11 @@ from mentra_nb.runtime.tools import (
     ToolSpec,
 )
 
-if TYPE_CHECKING:
-    from mentra_nb.runtime.subagents._extension import SubagentAgentExtension
-    from mentra_nb.runtime.tools import Tool
-
 __all__ = [
     "WAIT_DEFAULT_MS",
     "WAIT_MAX_MS",
     "WAIT_MIN_MS",
+    "ToolCaller",
     "subagent_tool_specs",
     "subagent_tools",
     "validate_message",
@@ -227,7 +226,21 @@ class SubagentTool:
         return json.dumps(result, ensure_ascii=False)
 
 
-def subagent_tools(ext: SubagentAgentExtension) -> list[Tool]:
+class ToolCaller(Protocol):
+    """The agent's subagent extension, as its tools use it (`SubagentAgentExtension`)."""
+
+    @property
+    def registry(self) -> SubagentRegistry: ...
+    def require_location(self) -> tuple[str, str]: ...
+    def resolve(self, target: str) -> str: ...
+    def spawn(self, task_name: str, message: str, fork_turns: ForkTurns, model: str | None) -> str: ...
+    def send_message(self, target: str, message: str) -> str: ...
+    def followup(self, target: str, message: str) -> str: ...
+    async def interrupt(self, target: str) -> tuple[str, str]: ...
+    async def wait(self, max_wait: float) -> list[str]: ...
+
+
+def subagent_tools(ext: ToolCaller) -> list[Tool]:
     specs = subagent_tool_specs()
 
     async def spawn_agent(input: dict[str, Any]) -> Any:

@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mentra_nb.runtime._snapshot import SubagentStatus
 from mentra_nb.runtime.subagents._errors import (
     SubagentCheckpointError,
     SubagentLimitReached,
@@ -42,7 +43,6 @@ MAX_MAILBOX_ITEMS = 256
 MAX_MESSAGE_BYTES = 24_000
 ELLIPSIS = "…"
 
-SubagentStatus = Literal["pending_init", "running", "interrupted", "completed", "errored"]
 
 _ACTIVE: frozenset[str] = frozenset({"pending_init", "running"})
 _TASK_NAME = re.compile(r"^[a-z0-9_]{1,64}$")

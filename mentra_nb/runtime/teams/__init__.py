@@ -1,32 +1,65 @@
 """Teams: a lead agent and the persistent teammates it spawned.
 
-    alice = await lead.spawn_teammate("alice", "researcher", "Find three sources on X")
-    lead.send_team_message("alice", "Also check Y")
+    from mentra_nb.runtime import teams
+    alice = await teams.spawn_teammate(lead, "alice", "researcher", "Find three sources on X")
+    teams.send_team_message(lead, "alice", "Also check Y")   # = lead.send_team_message(...)
 
-See `_team` for how a team works, `_actor` for what keeps a teammate working,
-`_inbox` for how mail reaches the model and `_tools` for the team tools.
+A package shaped like `subagents`: free functions taking the agent (`_api`),
+the extension that plugs teams into a runtime (`_extension`), and behind them
+the team itself (`_team`), what keeps a teammate working (`_actor`), how mail
+reaches the model (`_inbox`) and the team tools (`_tools`).
 """
 
-from mentra_nb.runtime.teams._inbox import INBOX_MARKER, holds_inbox
-from mentra_nb.runtime.teams._members import TeammateInfo, TeamMemberStatus
+from mentra_nb.runtime._snapshot import TeammateInfo, TeamMemberStatus
+from mentra_nb.runtime.teams._api import (
+    approve_request,
+    broadcast_team_message,
+    reject_request,
+    send_team_message,
+    send_team_request,
+    spawn_teammate,
+    team_requests,
+    teammate,
+    teammates,
+)
+from mentra_nb.runtime.teams._extension import TeamExtension
+from mentra_nb.runtime.teams._inbox import (
+    INBOX_MARKER,
+    TeamInbox,
+    format_inbox,
+    holds_inbox,
+    team_of,
+)
 from mentra_nb.runtime.teams._team import (
     LEAD_ONLY_TOOLS,
     MEMBER_STATE_KEY,
     Team,
-    TeamExtension,
-    team_of,
     teammate_system_prompt,
 )
+from mentra_nb.runtime.teams._tools import LEAD_TOOLS, TEAMMATE_TOOLS
 
 __all__ = [
     "INBOX_MARKER",
     "LEAD_ONLY_TOOLS",
+    "LEAD_TOOLS",
     "MEMBER_STATE_KEY",
+    "TEAMMATE_TOOLS",
     "Team",
     "TeamExtension",
+    "TeamInbox",
     "TeamMemberStatus",
     "TeammateInfo",
+    "approve_request",
+    "broadcast_team_message",
+    "format_inbox",
     "holds_inbox",
+    "reject_request",
+    "send_team_message",
+    "send_team_request",
+    "spawn_teammate",
     "team_of",
+    "team_requests",
+    "teammate",
     "teammate_system_prompt",
+    "teammates",
 ]

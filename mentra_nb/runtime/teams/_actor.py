@@ -14,23 +14,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from mentra_nb.errors import MentraError
 from mentra_nb.messages import Role
-from mentra_nb.runtime.teams._members import TeamMemberStatus
+from mentra_nb.runtime._services import AgentHandle
+from mentra_nb.runtime._snapshot import TeamMemberStatus
 
-if TYPE_CHECKING:
-    from mentra_nb.runtime._agent import Agent
-    from mentra_nb.runtime.teams import Team
-
-__all__ = ["TeammateActor"]
+__all__ = ["ActorTeam", "TeammateActor"]
 
 log = logging.getLogger("mentra_nb.runtime")
 
 
+class ActorTeam(Protocol):
+    """What an actor asks of its team (`Team` is one)."""
+
+    def unread(self, name: str, *, refresh: bool = False) -> int: ...
+    def status_of(self, name: str) -> TeamMemberStatus: ...
+    def set_status(self, name: str, status: TeamMemberStatus) -> None: ...
+    def take_shutdown(self, name: str) -> bool: ...
+    def actor_stopped(self, name: str) -> None: ...
+
+
 class TeammateActor:
-    def __init__(self, team: Team, agent: Agent, *, continue_first: bool = False) -> None:
+    def __init__(self, team: ActorTeam, agent: AgentHandle, *, continue_first: bool = False) -> None:
         self.team = team
         self.agent = agent
         # A teammate killed inside a tool call was revived with its call answered
@@ -86,10 +93,12 @@ class TeammateActor:
         agent = self.agent
         team = self.team
         worked = False
-        while not agent.runtime._closed:
-            if agent.is_running:  # someone drove the teammate by hand: let that run end first
+        services = agent.services
+        while not services.closed:
+            running = agent.current_run
+            if running is not None:  # someone drove the teammate by hand: let that run end first
                 try:
-                    await asyncio.shield(agent._run_task)  # type: ignore[arg-type]
+                    await asyncio.shield(running)
                 except asyncio.CancelledError:
                     if _cancelling():
                         raise
@@ -105,9 +114,9 @@ class TeammateActor:
             self._set_status(TeamMemberStatus.working())
             worked = True
             try:
-                await agent._start_run([])
+                await agent.start_run()
             except asyncio.CancelledError:
-                if agent.runtime._closed or _cancelling():
+                if services.closed or _cancelling():
                     raise
                 # The user cancelled this run (its mail was requeued); wait for the next wake
                 # instead of starting the same work again at once.
@@ -117,7 +126,7 @@ class TeammateActor:
                 message = str(err) if isinstance(err, MentraError) else f"{type(err).__name__}: {err}"
                 self._set_status(TeamMemberStatus.failed(message))
                 return True
-        if agent.runtime._closed:
+        if services.closed:
             return False
         if team.take_shutdown(agent.name):
             self._set_status(TeamMemberStatus.shutdown())

@@ -21,19 +21,18 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
-from mentra_nb.errors import MentraError
+from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.messages import Message, Role, TextBlock, ToolResultBlock
 from mentra_nb.runtime._extensions import AgentExtension
+from mentra_nb.runtime._services import AgentHandle
+from mentra_nb.runtime._snapshot import SnapshotFields
+from mentra_nb.runtime.teams._team import Team
+from mentra_nb.runtime.tools import Tool
 from mentra_nb.store.base import TeamMail
 
-if TYPE_CHECKING:
-    from mentra_nb.runtime._agent import Agent
-    from mentra_nb.runtime.teams import Team
-    from mentra_nb.runtime.tools import Tool
-
-__all__ = ["INBOX_MARKER", "TeamInbox", "format_inbox", "holds_inbox"]
+__all__ = ["INBOX_MARKER", "TeamInbox", "format_inbox", "holds_inbox", "team_of"]
 
 log = logging.getLogger("mentra_nb.runtime")
 
@@ -61,14 +60,15 @@ class TeamInbox(AgentExtension):
     """Attached to every lead and teammate: its inbox, its team tools, its
     snapshot fields."""
 
-    def __init__(self, team: Team, agent: Agent) -> None:
+    def __init__(self, team: Team, agent: AgentHandle,
+                 tools: Callable[[Team, AgentHandle], list[Tool]]) -> None:
         self.team = team
         self.agent = agent
+        # Given by the extension: the team tools find this inbox through their agent.
+        self._tools = tools
 
     def tools(self) -> list[Tool]:
-        from mentra_nb.runtime.teams._tools import team_tools_for  # the tools import this module
-
-        return team_tools_for(self.team, self.agent)
+        return self._tools(self.team, self.agent)
 
     async def before_round(self) -> list[Message]:
         self.team.start_dormant_actors()
@@ -78,12 +78,12 @@ class TeamInbox(AgentExtension):
     def claim(self) -> list[TeamMail]:
         """Claim this member's pending mail for the message written next in its transcript."""
         agent = self.agent
-        store = agent.runtime.store
-        if store.count_team_mail(self.team.id, agent.name) == 0:
+        services = agent.services
+        if services.store.count_team_mail(self.team.id, agent.name) == 0:
             return []  # a read, so a quiet round takes no write lock
-        mail = store.claim_team_mail(
-            self.team.id, agent.name, agent_id=agent.id, transcript_seq=len(agent._history),
-            token=agent.runtime._leases.token,
+        mail = services.store.claim_team_mail(
+            self.team.id, agent.name, agent_id=agent.id, transcript_seq=agent.state.history_len,
+            token=services.token,
         )
         self.team.mail_changed(agent.name)
         return mail
@@ -95,28 +95,38 @@ class TeamInbox(AgentExtension):
 
     def settle(self) -> None:
         agent = self.agent
-        store = agent.runtime.store
+        services = agent.services
         try:
-            inflight = store.inflight_team_mail(agent.id)
+            inflight = services.store.inflight_team_mail(agent.id)
             if not inflight:
                 return
-            history = agent._history
+            history = agent.state.transcript
             ack: list[int] = []
             requeue: list[int] = []
             for mail in inflight:
                 seq = mail.transcript_seq
                 kept = seq is not None and seq < len(history) and holds_inbox(history[seq])
                 (ack if kept else requeue).append(mail.id)
-            store.settle_team_mail(agent.id, ack=ack, requeue=requeue,
-                                   token=agent.runtime._leases.token)
+            services.store.settle_team_mail(agent.id, ack=ack, requeue=requeue, token=services.token)
         except MentraError as err:
             # Left inflight, it is settled again when the agent is next loaded.
             log.warning("could not settle the team mail of %s: %s", agent.name, err)
             return
         self.team.mail_changed(agent.name)
 
-    def snapshot_fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = {"pending_team_messages": self.team.unread(self.agent.name)}
+    def snapshot_fields(self) -> SnapshotFields:
+        fields: SnapshotFields = {"pending_team_messages": self.team.unread(self.agent.name)}
         if not self.agent.is_teammate:
             fields["teammates"] = self.team.teammates()
         return fields
+
+
+def team_of(agent: AgentHandle) -> Team:
+    """The team `agent` leads or belongs to."""
+    inbox = agent.extension(TeamInbox)
+    if inbox is None:
+        raise AgentError(
+            f"agent '{agent.name}' ({agent.kind}) cannot be in a team: only lead agents and their "
+            "teammates have one, in a runtime with the TeamExtension (one of its default extensions)"
+        )
+    return inbox.team

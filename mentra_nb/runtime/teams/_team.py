@@ -11,9 +11,9 @@ protocol requests (`shutdown`, `plan_approval` or any name) that the
 addressee approves or rejects. A teammate's status (idle / working /
 failed{error} / shutdown) is stored under the state key `team.member.v1`.
 
-`TeamExtension` is installed in every `Runtime`. `rt.resume(runtime_id)` loads
-the leads; the extension then revives each lead's teammates that did not shut
-down and wakes them for the mail that arrived while no process ran.
+`TeamExtension` (`_extension.py`) is one of the runtime's default extensions.
+After every resume path it revives each resumed lead's teammates that did not
+shut down and wakes them for the mail that arrived while no process ran.
 """
 
 from __future__ import annotations
@@ -22,28 +22,23 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from mentra_nb.errors import AgentError, AgentExists, AgentNotFound, ConfigError, MentraError
 from mentra_nb.providers.base import ModelInfo
-from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
+from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._recovery import INTERRUPTED_TOOL_RESULT
+from mentra_nb.runtime._services import AgentHandle, Services
+from mentra_nb.runtime._snapshot import TeammateInfo, TeamMemberStatus
 from mentra_nb.runtime.teams._actor import TeammateActor
-from mentra_nb.runtime.teams._inbox import TeamInbox
-from mentra_nb.runtime.teams._members import TeammateInfo, TeamMemberStatus
 from mentra_nb.store.base import Store, TeamMessage, TeamRequest, TeamRequestStatus
-
-if TYPE_CHECKING:
-    from mentra_nb.runtime._agent import Agent
-    from mentra_nb.runtime._config import AgentConfig
-    from mentra_nb.runtime._runtime import Runtime
 
 __all__ = [
     "LEAD_ONLY_TOOLS",
     "MEMBER_STATE_KEY",
+    "TEAMMATE_TOOL_NAMES",
+    "Direction",
     "Team",
-    "TeamExtension",
-    "team_of",
     "teammate_system_prompt",
 ]
 
@@ -51,7 +46,7 @@ log = logging.getLogger("mentra_nb.runtime")
 
 MEMBER_STATE_KEY = "team.member.v1"
 LEAD_ONLY_TOOLS = ("team_spawn", "team_broadcast")
-TEAMMATE_TOOLS = (
+TEAMMATE_TOOL_NAMES = (
     "team_send", "team_read_inbox", "team_request", "team_respond", "team_list_requests", "idle",
 )
 
@@ -95,10 +90,10 @@ class _Member:
 class Team:
     """One lead's team in one runtime. Get it with `team_of(agent)`."""
 
-    def __init__(self, runtime: Runtime, team_id: str) -> None:
-        self.runtime = runtime
+    def __init__(self, services: Services, team_id: str) -> None:
+        self.services = services
         self.id = team_id
-        self.lead: Agent | None = None
+        self.lead: AgentHandle | None = None
         self._members: dict[str, _Member] | None = None
         self._actors: dict[str, TeammateActor] = {}
         self._unread: dict[str, int] = {}
@@ -112,7 +107,7 @@ class Team:
 
     @property
     def store(self) -> Store:
-        return self.runtime.store
+        return self.services.store
 
     @property
     def lead_name(self) -> str:
@@ -145,11 +140,11 @@ class Team:
     def has_members(self) -> bool:
         return bool(self.members)
 
-    def live_agent(self, name: str) -> Agent | None:
+    def live_agent(self, name: str) -> AgentHandle | None:
         if name == self.lead_name:
             return self.lead
         member = self.members.get(name)
-        return self.runtime._agents.get(member.agent_id) if member is not None else None
+        return self.services.live_agent(member.agent_id) if member is not None else None
 
     def teammates(self) -> list[TeammateInfo]:
         return [
@@ -179,7 +174,7 @@ class Team:
             self.store.save_state(
                 member.agent_id, MEMBER_STATE_KEY,
                 {"status": member.status.model_dump(mode="json"), "spawned_at": member.spawned_at},
-                token=self.runtime._leases.token,
+                token=self.services.token,
             )
         except MentraError as err:
             log.warning("could not save the team status of %s: %s", member.name, err)
@@ -212,14 +207,14 @@ class Team:
     def _notify(self, name: str) -> None:
         agent = self.live_agent(name)
         if agent is not None:
-            agent._changed()
+            agent.state.changed()
 
     # --- spawning ------------------------------------------------------------------
 
     async def spawn(
         self, name: str, role: str, prompt: str | None = None, *,
         model: str | ModelInfo | None = None, max_rounds: int | None = None,
-    ) -> Agent:
+    ) -> AgentHandle:
         lead = self.lead
         if lead is None:
             raise AgentError(
@@ -248,17 +243,12 @@ class Team:
         if existing is not None:
             # A shut-down name comes back as the same agent (history kept), so the
             # store never holds two teammates with one name for a later resume.
-            agent = self.live_agent(name) or self.runtime.resume_agent(existing.agent_id)
-            self.store.update_agent_profile(
-                agent.id, role=role, config=config.model_dump(mode="json"),
-                token=self.runtime._leases.token,
-            )
-            agent.config = config
-            agent.role = role
+            agent = self.live_agent(name) or self.services.load_agent(existing.agent_id)
+            agent.update_profile(role=role, config=config)
             existing.role = role
             member = existing
         else:
-            agent = self.runtime._create_agent(
+            agent = self.services.create_agent(
                 name, model or lead.model, config, kind="teammate", parent_id=lead.id, role=role
             )
             member = _Member(
@@ -276,7 +266,7 @@ class Team:
         self._notify(lead.name)
         return agent
 
-    def _start_actor(self, agent: Agent, *, continue_first: bool = False) -> TeammateActor:
+    def _start_actor(self, agent: AgentHandle, *, continue_first: bool = False) -> TeammateActor:
         actor = self._actors.get(agent.name)
         if actor is None or (actor.started and not actor.alive):
             actor = TeammateActor(self, agent, continue_first=continue_first)
@@ -301,7 +291,7 @@ class Team:
             agent = self.live_agent(member.name)
             if agent is None:
                 try:
-                    agent = self.runtime.resume_agent(member.agent_id)
+                    agent = self.services.load_agent(member.agent_id)
                 except MentraError as err:
                     log.warning("teammate %s of %s was not revived: %s", member.name,
                                 self.lead_name, err)
@@ -464,64 +454,11 @@ class Team:
             await actor.aclose()
 
 
-class TeamExtension(RuntimeExtension):
-    """Installed in every `Runtime`: inboxes and team tools for leads and
-    teammates, and teammate revival on `rt.resume()`."""
-
-    def __init__(self) -> None:
-        self._teams: dict[str, Team] = {}
-
-    def team(self, runtime: Runtime, team_id: str) -> Team:
-        team = self._teams.get(team_id)
-        if team is None:
-            team = self._teams[team_id] = Team(runtime, team_id)
-        return team
-
-    def attach(self, agent: Agent) -> AgentExtension | None:
-        if agent.kind == "agent":
-            team = self.team(agent.runtime, agent.id)
-            team.lead = agent
-        elif agent.kind == "teammate" and agent.parent_id is not None:
-            team = self.team(agent.runtime, agent.parent_id)
-        else:
-            return None
-        inbox = TeamInbox(team, agent)
-        # The agent was just loaded (and crash-recovered): mail its last process
-        # claimed is acked if the transcript kept it, requeued if it was rolled back.
-        inbox.settle()
-        return inbox
-
-    def after_resume(self, runtime_id: str, agents: list[Agent]) -> None:
-        if not agents:
-            return
-        # One read of the agent table, not one per resumed agent: only leads
-        # with teammates have anyone to revive.
-        leads = {r.parent_id for r in agents[0].runtime.store.list_agents() if r.kind == "teammate"}
-        for lead in agents:
-            if lead.id in leads:
-                self.team(lead.runtime, lead.id).revive()
-
-    async def aclose(self) -> None:
-        for team in self._teams.values():
-            await team.aclose()
-
-
-def team_of(agent: Agent) -> Team:
-    """The team `agent` leads or belongs to."""
-    for extension in agent._extensions:
-        if isinstance(extension, TeamInbox):
-            return extension.team
-    raise AgentError(
-        f"agent '{agent.name}' ({agent.kind}) cannot be in a team: only lead agents and their "
-        "teammates have one, in a runtime with the TeamExtension (every Runtime has it)"
-    )
-
-
-def _teammate_config(lead: Agent, name: str, role: str, max_rounds: int | None) -> AgentConfig:
+def _teammate_config(lead: AgentHandle, name: str, role: str, max_rounds: int | None) -> AgentConfig:
     config = lead.config
     hidden = [*config.hidden_tools, *(t for t in LEAD_ONLY_TOOLS if t not in config.hidden_tools)]
     allowed = None if config.tools is None else [
-        *config.tools, *(t for t in TEAMMATE_TOOLS if t not in config.tools)
+        *config.tools, *(t for t in TEAMMATE_TOOL_NAMES if t not in config.tools)
     ]
     return type(config).model_validate({
         **config.model_dump(mode="json"),
@@ -542,7 +479,7 @@ def _require_content(content: str) -> None:
         raise ConfigError("team mail needs some content; say what the recipient should know or do")
 
 
-def _interrupted_in_a_tool(agent: Agent) -> bool:
+def _interrupted_in_a_tool(agent: AgentHandle) -> bool:
     """Crash recovery answered a tool call of this agent with the interrupted error."""
     last = agent.last_message
     return (

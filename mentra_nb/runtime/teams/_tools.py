@@ -14,25 +14,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from mentra_nb.errors import MentraError
+from mentra_nb.runtime._services import AgentHandle
 from mentra_nb.runtime.teams._inbox import TeamInbox, format_inbox
+from mentra_nb.runtime.teams._team import Team
 from mentra_nb.runtime.tools import Tool, ToolContext, ToolOutput, tool
-
-if TYPE_CHECKING:
-    from mentra_nb.runtime._agent import Agent
-    from mentra_nb.runtime.teams import Team
 
 __all__ = ["LEAD_TOOLS", "TEAMMATE_TOOLS", "team_tools_for"]
 
 
 def _team(ctx: ToolContext) -> tuple[Team, TeamInbox]:
-    for extension in ctx.agent._extensions:
-        if isinstance(extension, TeamInbox):
-            return extension.team, extension
+    inbox = ctx.agent.extension(TeamInbox)
+    if inbox is not None:
+        return inbox.team, inbox
     raise MentraError(f"agent '{ctx.agent_name}' is not part of a team")
 
 
@@ -194,7 +192,7 @@ TEAMMATE_TOOLS: list[Tool] = [
 ]
 
 
-def team_tools_for(team: Team, agent: Agent) -> list[Tool]:
+def team_tools_for(team: Team, agent: AgentHandle) -> list[Tool]:
     if agent.is_teammate:
         return list(TEAMMATE_TOOLS)
     if agent.config.team or team.has_members():

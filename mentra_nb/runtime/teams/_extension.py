@@ -1,0 +1,60 @@
+"""How teams plug into a `Runtime`: `TeamExtension`, one of its default extensions.
+
+It attaches a `TeamInbox` to every lead and teammate (their inbox, team tools
+and snapshot fields), and after every resume path revives the resumed leads'
+teammates that did not shut down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
+from mentra_nb.runtime._services import AgentHandle, Services
+from mentra_nb.runtime.teams._inbox import TeamInbox
+from mentra_nb.runtime.teams._team import Team
+from mentra_nb.runtime.teams._tools import team_tools_for
+
+__all__ = ["TeamExtension"]
+
+
+class TeamExtension(RuntimeExtension):
+    """Inboxes and team tools for leads and teammates, and teammate revival."""
+
+    def __init__(self) -> None:
+        self._teams: dict[str, Team] = {}
+
+    def team(self, services: Services, team_id: str) -> Team:
+        team = self._teams.get(team_id)
+        if team is None:
+            team = self._teams[team_id] = Team(services, team_id)
+        return team
+
+    def attach(self, agent: AgentHandle) -> AgentExtension | None:
+        if agent.kind == "agent":
+            team = self.team(agent.services, agent.id)
+            team.lead = agent
+        elif agent.kind == "teammate" and agent.parent_id is not None:
+            team = self.team(agent.services, agent.parent_id)
+        else:
+            return None
+        inbox = TeamInbox(team, agent, team_tools_for)
+        # The agent was just loaded (and crash-recovered): mail its last process
+        # claimed is acked if the transcript kept it, requeued if it was rolled back.
+        inbox.settle()
+        return inbox
+
+    def after_resume(self, runtime_id: str, agents: Sequence[AgentHandle]) -> None:
+        leads = [a for a in agents if a.kind == "agent"]
+        if not leads:
+            return
+        # One read of the agent table, not one per resumed agent: only leads
+        # with teammates have anyone to revive.
+        with_team = {r.parent_id for r in leads[0].services.store.list_agents() if r.kind == "teammate"}
+        for lead in leads:
+            if lead.id in with_team:
+                self.team(lead.services, lead.id).revive()
+
+    async def aclose(self) -> None:
+        for team in self._teams.values():
+            await team.aclose()
