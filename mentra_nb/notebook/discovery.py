@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from mentra_nb._notebook_path import notebook_path
+
 __all__ = ["StoreLocation", "discover_store", "notebook_path"]
 
 STORE_SUFFIX = ".mentra.sqlite"
@@ -31,32 +33,18 @@ class StoreLocation(BaseModel):
     notebook: Path | None = None
 
 
-def notebook_path(user_ns: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> tuple[Path, str] | None:
-    """The notebook this kernel runs, and where that was learnt."""
-    candidates = [
-        (environ.get("JPY_SESSION_NAME"), "JPY_SESSION_NAME"),
-        (user_ns.get("__session__"), "__session__"),
-        (user_ns.get("__vsc_ipynb_file__"), "__vsc_ipynb_file__"),
-    ]
-    for value, source in candidates:
-        if isinstance(value, str) and value.endswith(".ipynb"):
-            return Path(value).expanduser(), source
-    return None
-
-
 def discover_store(user_ns: Mapping[str, Any], *, explicit: str | os.PathLike[str] | None = None,
                    cwd: Path | None = None, environ: Mapping[str, str] = os.environ) -> StoreLocation:
     cwd = cwd or Path.cwd()
-    found = notebook_path(user_ns, environ)
-    notebook = None
-    if found is not None:
-        notebook = found[0] if found[0].is_absolute() else cwd / found[0]
+    found = notebook_path(user_ns, environ, cwd)
+    notebook = found[0] if found is not None else None
     runtime_id = _runtime_id(notebook)
     if explicit is not None:
         path = Path(explicit).expanduser()
         return StoreLocation(path=path if path.is_absolute() else cwd / path, runtime_id=runtime_id,
                              source="set with %mentra db", notebook=notebook)
-    if notebook is not None and found is not None:
+    if found is not None:
+        notebook = found[0]
         return StoreLocation(path=notebook.with_name(notebook.name[: -len(".ipynb")] + STORE_SUFFIX),
                              runtime_id=runtime_id, source=f"beside the notebook (from {found[1]})",
                              notebook=notebook)

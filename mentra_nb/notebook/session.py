@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from mentra_nb._notebook_path import use_namespace
 from mentra_nb.errors import AgentBusy, AgentNotFound, ConfigError
 from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.notebook.discovery import StoreLocation, discover_store
@@ -53,6 +54,9 @@ class NotebookSession:
         self.environ = environ
         self.host = RuntimeHost()
         self.location: StoreLocation = discover_store(user_ns, environ=environ)
+        # Providers find a .env (and the replay provider its cassette) beside the
+        # notebook, which VS Code names only in the kernel's variables.
+        use_namespace(user_ns)
         self._opt_in = {name for name, on in (("python", python_tool), ("shell", shell_tool)) if on}
         self._runtime: Runtime | None = None
         self._views: dict[str, AgentView] = {}
@@ -143,6 +147,7 @@ class NotebookSession:
             self.host.submit(self._runtime.aclose()).result(30)
             self._runtime = None
         self.host.stop()
+        use_namespace(None)
 
     # --- agents -------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from mentra_nb._notebook_path import notebook_path
 from mentra_nb.errors import ProviderAuthError
 
 __all__ = ["Secret", "find_dotenv_files", "read_dotenv", "redact", "resolve_key"]
@@ -75,9 +76,9 @@ def redact(text: str, secrets: Iterable[Secret | str | None] = ()) -> str:
 def find_dotenv_files() -> list[Path]:
     """`.env` beside the working notebook (when the kernel knows it), then in the cwd."""
     places: list[Path] = []
-    session = os.environ.get("JPY_SESSION_NAME")
-    if session:
-        places.append(Path(session).expanduser().resolve().parent / ".env")
+    notebook = notebook_path()
+    if notebook is not None:
+        places.append(notebook[0].parent / ".env")
     places.append(Path.cwd() / ".env")
     unique: list[Path] = []
     for place in places:

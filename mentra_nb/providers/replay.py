@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from mentra_nb import errors
+from mentra_nb._notebook_path import notebook_path
 from mentra_nb.errors import ConfigError, InvalidRequest, ProviderError
 from mentra_nb.providers._keys import Secret, redact
 from mentra_nb.providers.base import ModelInfo, Provider, ProviderRequest
@@ -86,10 +87,9 @@ def default_cassette_path() -> Path:
     explicit = os.environ.get(CASSETTE_ENV)
     if explicit:
         return Path(explicit).expanduser()
-    session = os.environ.get("JPY_SESSION_NAME")
-    if session:
-        notebook = Path(session).expanduser()
-        return notebook.with_name(notebook.stem + ".cassette.jsonl")
+    found = notebook_path()
+    if found is not None:
+        return found[0].with_name(found[0].stem + ".cassette.jsonl")
     return Path.cwd() / "mentra.cassette.jsonl"
 
 

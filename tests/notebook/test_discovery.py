@@ -37,3 +37,32 @@ def test_without_a_notebook_path_the_current_folder_is_used(tmp_path):
     found = discover_store({"__session__": "not-a-notebook"}, cwd=tmp_path, environ={})
     assert found.path == tmp_path / "mentra.sqlite"
     assert found.runtime_id == "notebook"
+
+
+def test_a_dotenv_and_cassette_beside_a_vs_code_notebook_are_found_like_its_state_file(
+    tmp_path, monkeypatch
+):
+    """One rule finds the notebook for everyone: VS Code names it only in the
+    kernel's variables, and the providers (which have none) used to miss it."""
+    from mentra_nb.notebook.session import NotebookSession
+    from mentra_nb.providers._keys import resolve_key
+    from mentra_nb.providers.replay import default_cassette_path
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".env").write_text("OPENAI_API_KEY=sk-from-dotenv-beside-the-vscode-notebook\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    for name in ("OPENAI_API_KEY", "JPY_SESSION_NAME", "MENTRA_CASSETTE"):
+        monkeypatch.delenv(name, raising=False)
+    session = NotebookSession({"__vsc_ipynb_file__": str(project / "analysis.ipynb")}, environ={})
+    try:
+        assert session.location.path == project / "analysis.mentra.sqlite"
+        key = resolve_key(None, ["OPENAI_API_KEY"], provider="openai")
+        assert key is not None and key.reveal() == "sk-from-dotenv-beside-the-vscode-notebook"
+        assert key.source == f"{project / '.env'} (OPENAI_API_KEY)"
+        assert default_cassette_path() == project / "analysis.cassette.jsonl"
+    finally:
+        session.close()
+    assert resolve_key(None, ["OPENAI_API_KEY"], provider="openai", required=False) is None

@@ -1,0 +1,45 @@
+"""Which notebook this kernel runs, found one way for everyone who needs it.
+
+The notebook layer puts the state file beside it, the providers look for a
+`.env` beside it and the replay provider keeps its cassette beside it. The
+notebook's path comes from, in order: `JPY_SESSION_NAME` (Jupyter Server),
+IPython's `__session__`, or VS Code's `__vsc_ipynb_file__` in the kernel's
+variables. Code below the notebook layer has no kernel variables of its own,
+so the notebook session lends them with `use_namespace` when it starts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["notebook_path", "use_namespace"]
+
+_namespace: Mapping[str, Any] | None = None
+
+
+def use_namespace(user_ns: Mapping[str, Any] | None) -> None:
+    """Read the kernel's variables (`None`: forget them) when no namespace is passed."""
+    global _namespace
+    _namespace = user_ns
+
+
+def notebook_path(
+    user_ns: Mapping[str, Any] | None = None, environ: Mapping[str, str] = os.environ,
+    cwd: Path | None = None,
+) -> tuple[Path, str] | None:
+    """The notebook this kernel runs (absolute), and where that was learnt; None
+    when nothing says (a script, a plain IPython shell)."""
+    namespace = user_ns if user_ns is not None else (_namespace or {})
+    candidates = [
+        (environ.get("JPY_SESSION_NAME"), "JPY_SESSION_NAME"),
+        (namespace.get("__session__"), "__session__"),
+        (namespace.get("__vsc_ipynb_file__"), "__vsc_ipynb_file__"),
+    ]
+    for value, source in candidates:
+        if isinstance(value, str) and value.endswith(".ipynb"):
+            path = Path(value).expanduser()
+            return (path if path.is_absolute() else (cwd or Path.cwd()) / path), source
+    return None
