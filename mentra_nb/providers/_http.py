@@ -22,7 +22,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, Unpack
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,6 +42,7 @@ from mentra_nb.providers.base import ModelInfo
 from mentra_nb.providers.events import ProviderEvent, RetryAttempt
 
 __all__ = [
+    "ConnectionOptions",
     "HTTPProvider",
     "RetryPolicy",
     "StreamDecoder",
@@ -282,6 +283,19 @@ class StreamDecoder(Protocol):
         ...
 
 
+class ConnectionOptions(TypedDict, total=False):
+    """The constructor options every provider over httpx takes, declared once:
+    each provider's `__init__` adds its own and passes these on as `**options`."""
+
+    api_key: str | Secret | None
+    base_url: str | None
+    client: httpx.AsyncClient | None
+    timeouts: Timeouts | None
+    retry: RetryPolicy | None
+    name: str | None
+    headers: dict[str, str] | None
+
+
 class HTTPProvider:
     """What every provider over httpx shares: key, base URL, client, retries, timeouts.
 
@@ -295,31 +309,23 @@ class HTTPProvider:
     default_base_url: str = ""
     key_required: bool = True
 
-    def __init__(
-        self,
-        *,
-        api_key: str | Secret | None = None,
-        base_url: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        timeouts: Timeouts | None = None,
-        retry: RetryPolicy | None = None,
-        name: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
+    def __init__(self, **options: Unpack[ConnectionOptions]) -> None:
+        name = options.get("name")
         if name:
             self.name = name
-        self._explicit_key = api_key
+        self._explicit_key = options.get("api_key")
         self._key: Secret | None = None
+        base_url = options.get("base_url")
         self.base_url = (base_url or self._base_url_from_env() or self.default_base_url).rstrip("/")
         if not self.base_url.startswith(("http://", "https://")):
             raise ConfigError(
                 f"base URL {self.base_url!r} for provider '{self.name}' must start with "
                 "http:// or https://"
             )
-        self.timeouts = timeouts or Timeouts()
-        self.retry = retry or RetryPolicy()
-        self.extra_headers = dict(headers or {})
-        self._client, self._owns_client = owned_client(client, self.timeouts)
+        self.timeouts = options.get("timeouts") or Timeouts()
+        self.retry = options.get("retry") or RetryPolicy()
+        self.extra_headers = dict(options.get("headers") or {})
+        self._client, self._owns_client = owned_client(options.get("client"), self.timeouts)
 
     def _base_url_from_env(self) -> str | None:
         for var in self.base_url_env:

@@ -15,9 +15,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
-
-import httpx
+from typing import Any, Unpack
 
 from mentra_nb.errors import InvalidRequest, StreamError
 from mentra_nb.messages import (
@@ -30,7 +28,7 @@ from mentra_nb.messages import (
     ToolUseBlock,
     Usage,
 )
-from mentra_nb.providers._http import HTTPProvider, RetryPolicy, Timeouts
+from mentra_nb.providers._http import ConnectionOptions, HTTPProvider
 from mentra_nb.providers._keys import Secret
 from mentra_nb.providers._signatures import unwrap, wrap
 from mentra_nb.providers._sse import ServerSentEvent
@@ -64,18 +62,11 @@ class GeminiProvider(HTTPProvider):
     def __init__(
         self,
         *,
-        api_key: str | Secret | None = None,
-        base_url: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        timeouts: Timeouts | None = None,
-        retry: RetryPolicy | None = None,
         thinking_budget: int | None = None,
         api_version: str = "v1beta",
-        name: str | None = None,
-        headers: dict[str, str] | None = None,
+        **options: Unpack[ConnectionOptions],
     ) -> None:
-        super().__init__(api_key=api_key, base_url=base_url, client=client, timeouts=timeouts,
-                         retry=retry, name=name, headers=headers)
+        super().__init__(**options)
         self.thinking_budget = thinking_budget
         self.api_version = api_version
 

@@ -16,9 +16,7 @@ import json
 import os
 import re
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
-
-import httpx
+from typing import Any, Unpack
 
 from mentra_nb.errors import StreamError
 from mentra_nb.messages import (
@@ -31,7 +29,7 @@ from mentra_nb.messages import (
     ToolUseBlock,
     Usage,
 )
-from mentra_nb.providers._http import HTTPProvider, RetryPolicy, Timeouts
+from mentra_nb.providers._http import ConnectionOptions, HTTPProvider
 from mentra_nb.providers._keys import Secret
 from mentra_nb.providers._signatures import unwrap, wrap
 from mentra_nb.providers._sse import ServerSentEvent
@@ -65,18 +63,11 @@ class OpenAIProvider(HTTPProvider):
     def __init__(
         self,
         *,
-        api_key: str | Secret | None = None,
-        base_url: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        timeouts: Timeouts | None = None,
-        retry: RetryPolicy | None = None,
         reasoning_effort: str | None = None,
         reasoning_summary: str | None = "auto",
-        name: str | None = None,
-        headers: dict[str, str] | None = None,
+        **options: Unpack[ConnectionOptions],
     ) -> None:
-        super().__init__(api_key=api_key, base_url=base_url, client=client, timeouts=timeouts,
-                         retry=retry, name=name, headers=headers)
+        super().__init__(**options)
         self.reasoning_effort = reasoning_effort
         self.reasoning_summary = reasoning_summary
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import Any, Unpack
 
-import httpx
 from pydantic import BaseModel, ConfigDict
 
 from mentra_nb.errors import ConfigError, StreamError
@@ -31,8 +30,7 @@ from mentra_nb.messages import (
     ToolUseBlock,
     Usage,
 )
-from mentra_nb.providers._http import HTTPProvider, RetryPolicy, Timeouts
-from mentra_nb.providers._keys import Secret
+from mentra_nb.providers._http import ConnectionOptions, HTTPProvider
 from mentra_nb.providers._sse import ServerSentEvent
 from mentra_nb.providers._transcript import merge_consecutive
 from mentra_nb.providers.base import ModelInfo, ProviderRequest, ToolChoice, ToolDefinition
@@ -92,15 +90,9 @@ class OpenAIChatProvider(HTTPProvider):
         self,
         preset: str | ChatPreset = "openai-chat",
         *,
-        api_key: str | Secret | None = None,
-        base_url: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        timeouts: Timeouts | None = None,
-        retry: RetryPolicy | None = None,
-        name: str | None = None,
-        headers: dict[str, str] | None = None,
         include_usage: bool | None = None,
         key_required: bool | None = None,
+        **options: Unpack[ConnectionOptions],
     ) -> None:
         if isinstance(preset, str):
             if preset not in PRESETS:
@@ -116,10 +108,9 @@ class OpenAIChatProvider(HTTPProvider):
         self.default_base_url = preset.base_url
         self.key_required = preset.key_required if key_required is None else key_required
         self.include_usage = preset.include_usage if include_usage is None else include_usage
-        if preset.name == "ollama" and not base_url and not os.environ.get("OLLAMA_BASE_URL"):
-            base_url = _ollama_host()
-        super().__init__(api_key=api_key, base_url=base_url, client=client, timeouts=timeouts,
-                         retry=retry, name=name, headers=headers)
+        if preset.name == "ollama" and not options.get("base_url") and not os.environ.get("OLLAMA_BASE_URL"):
+            options["base_url"] = _ollama_host()
+        super().__init__(**options)
 
     def request_body(self, request: ProviderRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": request.model, "stream": True}
