@@ -12,9 +12,34 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-__all__ = ["COMMANDS", "CellArgs", "Command", "ParseError", "help_text", "parse_cell", "parse_line"]
+from mentra_nb.runtime import AGENT_NAME_PATTERN, AGENT_NAME_RULE
 
-AgentName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+__all__ = [
+    "COMMANDS",
+    "ApproveArgs",
+    "CellArgs",
+    "Command",
+    "DbArgs",
+    "DenyArgs",
+    "HelpArgs",
+    "InterruptArgs",
+    "ListAgentsArgs",
+    "ModelsArgs",
+    "ParseError",
+    "ResumeArgs",
+    "SendArgs",
+    "SpawnArgs",
+    "StopArgs",
+    "SubagentsArgs",
+    "TeamArgs",
+    "TeammateArgs",
+    "help_text",
+    "parse_cell",
+    "parse_line",
+]
+
+# The runtime's rule, checked while parsing so a bad name is a usage error.
+AgentName = Annotated[str, Field(pattern=AGENT_NAME_PATTERN)]
 
 
 class ParseError(ValueError):
@@ -56,7 +81,7 @@ def _split_commas(value: Any) -> Any:
     return value
 
 
-class Spawn(Command):
+class SpawnArgs(Command):
     command = "spawn"
     summary = ("create an agent and show its view (--subagents: it may delegate; --team: it may lead a team; "
                "--python/--shell: enable those tools, each call approved by you; --read-only: no tool that "
@@ -78,7 +103,7 @@ class Spawn(Command):
     _tools = field_validator("tools", "auto_approve", mode="before")(_split_commas)
 
 
-class Send(Command):
+class SendArgs(Command):
     command = "send"
     summary = "send NAME a message; returns a Turn at once (--wait blocks until it answers)"
     positionals = ("agent",)
@@ -89,12 +114,12 @@ class Send(Command):
     wait: bool = False
 
 
-class ListAgents(Command):
+class ListAgentsArgs(Command):
     command = "list"
     summary = "the agents stored for this notebook and whether they are live"
 
 
-class Resume(Command):
+class ResumeArgs(Command):
     command = "resume"
     summary = ("bring stored agents back after a kernel restart (all, or NAME; --python/--shell: enable "
                "those tools again first)")
@@ -106,7 +131,7 @@ class Resume(Command):
     shell: bool = False
 
 
-class Interrupt(Command):
+class InterruptArgs(Command):
     command = "interrupt"
     summary = "abort NAME's turn now (rolled back; agent.resume() replays it)"
     positionals = ("agent",)
@@ -114,7 +139,7 @@ class Interrupt(Command):
     agent: AgentName
 
 
-class Stop(Command):
+class StopArgs(Command):
     command = "stop"
     summary = "let NAME finish its current round, then stop, keeping the work"
     positionals = ("agent",)
@@ -122,7 +147,7 @@ class Stop(Command):
     agent: AgentName
 
 
-class Approve(Command):
+class ApproveArgs(Command):
     command = "approve"
     summary = "let NAME's paused tool call CALL_ID run (--always: never ask about that tool again)"
     positionals = ("agent", "call_id")
@@ -132,7 +157,7 @@ class Approve(Command):
     always: bool = False
 
 
-class Deny(Command):
+class DenyArgs(Command):
     command = "deny"
     summary = "refuse NAME's paused tool call CALL_ID; the model reads the reason"
     positionals = ("agent", "call_id")
@@ -142,14 +167,14 @@ class Deny(Command):
     reason: str = ""
 
 
-class Team(Command):
+class TeamArgs(Command):
     command = "team"
     summary = "show LEAD's team: teammates, their status and mail, requests waiting for LEAD"
     positionals = ("lead",)
     lead: AgentName
 
 
-class Teammate(Command):
+class TeammateArgs(Command):
     command = "teammate"
     summary = "give LEAD a persistent teammate NAME with a ROLE (--prompt: its first mail)"
     positionals = ("lead", "agent")
@@ -161,7 +186,7 @@ class Teammate(Command):
     model: str | None = None
 
 
-class Subagents(Command):
+class SubagentsArgs(Command):
     command = "subagents"
     summary = "show NAME's subagents: count, status, click one to read its transcript"
     positionals = ("agent",)
@@ -169,21 +194,21 @@ class Subagents(Command):
     agent: AgentName
 
 
-class Db(Command):
+class DbArgs(Command):
     command = "db"
     summary = "show where this notebook's agents are stored, or move to PATH"
     positionals = ("path",)
     path: str | None = None
 
 
-class Models(Command):
+class ModelsArgs(Command):
     command = "models"
     summary = "list the models a provider offers"
     positionals = ("provider",)
     provider: str | None = None
 
 
-class Help(Command):
+class HelpArgs(Command):
     command = "help"
     summary = "this help, or one command's"
     positionals = ("topic",)
@@ -204,15 +229,16 @@ class CellArgs(Command):
 
 
 COMMANDS: dict[str, type[Command]] = {
-    c.command: c for c in (Spawn, Send, ListAgents, Resume, Approve, Deny, Team, Teammate, Subagents,
-                              Interrupt, Stop, Db, Models, Help)
+    c.command: c for c in (SpawnArgs, SendArgs, ListAgentsArgs, ResumeArgs, ApproveArgs, DenyArgs,
+                           TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, DbArgs,
+                           ModelsArgs, HelpArgs)
 }
 
 
 def parse_line(line: str) -> Command:
     words = _split(line, "%mentra help")
     if not words:
-        raise ParseError(f"say what to do; for example: {Spawn.usage()}\n(%mentra help lists every command)")
+        raise ParseError(f"say what to do; for example: {SpawnArgs.usage()}\n(%mentra help lists every command)")
     name, *args = words
     command = COMMANDS.get(name)
     if command is None:
@@ -290,7 +316,7 @@ def _build(command: type[Command], words: list[str], prefix: str = "%mentra") ->
                 problems.append(f"{meta} is missing")
             elif e["type"] == "string_pattern_mismatch":
                 problems.append(f"{meta} {values.get(field)!r} is not a valid agent name "
-                                "(1-64 letters, digits, '_', '.' or '-')")
+                                f"({AGENT_NAME_RULE})")
             else:
                 problems.append(f"{meta}: {e['msg']}")
         raise ParseError(f"{'; '.join(problems)}\nusage: {usage}") from None

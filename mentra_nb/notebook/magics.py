@@ -49,7 +49,7 @@ class MentraMagics(Magics):
 
     # --- commands -----------------------------------------------------------------
 
-    def _do_spawn(self, command: args.Spawn) -> Agent:
+    def _do_spawn(self, command: args.SpawnArgs) -> Agent:
         model = command.model or self.default_model
         if not model:
             print(f"mentra: no model configured, so '{command.agent}' uses the offline test model "
@@ -93,13 +93,13 @@ class MentraMagics(Magics):
             return False  # spawn reports the bad model itself
         return isinstance(provider, TestProvider)
 
-    def _do_approve(self, command: args.Approve) -> None:
+    def _do_approve(self, command: args.ApproveArgs) -> None:
         self.session.approve(self.session.agent(command.agent), command.call_id, always=command.always)
 
-    def _do_deny(self, command: args.Deny) -> None:
+    def _do_deny(self, command: args.DenyArgs) -> None:
         self.session.deny(self.session.agent(command.agent), command.call_id, command.reason)
 
-    def _do_send(self, command: args.Send) -> Turn:
+    def _do_send(self, command: args.SendArgs) -> Turn:
         return self._send(self.session.agent(command.agent), command.text, wait=command.wait)
 
     def _cell(self, command: args.CellArgs, body: str) -> Turn:
@@ -123,7 +123,7 @@ class MentraMagics(Magics):
                 display(view)  # shown once finished, so saved outputs are stable
         return turn
 
-    def _do_list(self, _command: args.ListAgents) -> None:
+    def _do_list(self, _command: args.ListAgentsArgs) -> None:
         records = self.session.records()
         live = {a.id for a in self.session.runtime.agents}
         print(f"agents of '{self.session.location.runtime_id}' in {self.session.location.path}:")
@@ -138,9 +138,9 @@ class MentraMagics(Magics):
                   f"{r.run_generation:>3} turns  {r.message_count:>4} messages  "
                   f"{r.usage.input_tokens}/{r.usage.output_tokens} tokens{kind}")
 
-    def _do_resume(self, command: args.Resume) -> None:
+    def _do_resume(self, command: args.ResumeArgs) -> None:
         if command.agent and command.all:
-            raise UsageError(f"give NAME or --all, not both\nusage: {args.Resume.usage()}")
+            raise UsageError(f"give NAME or --all, not both\nusage: {args.ResumeArgs.usage()}")
         # Opt-in tools are not remembered across kernels: the user enables them again.
         for name, on in (("python", command.python), ("shell", command.shell)):
             if on:
@@ -163,30 +163,30 @@ class MentraMagics(Magics):
                       "call was not run (agent.resume() lets it ask again)")
             display(self.session.view(agent))
 
-    def _do_interrupt(self, command: args.Interrupt) -> None:
+    def _do_interrupt(self, command: args.InterruptArgs) -> None:
         self.session.interrupt(self.session.agent(command.agent))
 
-    def _do_stop(self, command: args.Stop) -> None:
+    def _do_stop(self, command: args.StopArgs) -> None:
         self.session.stop(self.session.agent(command.agent))
 
-    def _do_team(self, command: args.Team) -> None:
+    def _do_team(self, command: args.TeamArgs) -> None:
         display(self.session.team_view(self.session.agent(command.lead)))
 
-    def _do_teammate(self, command: args.Teammate) -> None:
+    def _do_teammate(self, command: args.TeammateArgs) -> None:
         lead = self.session.agent(command.lead)
         spawn = lead.spawn_teammate(command.agent, command.role, command.prompt, model=command.model)
         teammate = self.session.host.submit(spawn).result(60)
         print(f"mentra: '{teammate.name}' joined {lead.name}'s team as {command.role}")
         display(self.session.team_view(lead))
 
-    def _do_subagents(self, command: args.Subagents) -> None:
+    def _do_subagents(self, command: args.SubagentsArgs) -> None:
         display(self.session.picker(self.session.agent(command.agent)))
 
-    def _do_db(self, command: args.Db) -> None:
+    def _do_db(self, command: args.DbArgs) -> None:
         location = self.session.use_store(command.path) if command.path else self.session.location
         print(f"state file: {location.path}\n  found: {location.source}\n  runtime id: {location.runtime_id}")
 
-    def _do_models(self, command: args.Models) -> None:
+    def _do_models(self, command: args.ModelsArgs) -> None:
         runtime = self.session.runtime
         names = [command.provider] if command.provider else runtime.providers.known()
         for name in names:
@@ -200,7 +200,7 @@ class MentraMagics(Magics):
                 continue
             print(f"{name}: " + (", ".join(m.key for m in models) or "(the provider lists none)"))
 
-    def _do_help(self, command: args.Help) -> None:
+    def _do_help(self, command: args.HelpArgs) -> None:
         try:
             print(args.help_text(command.topic))
         except args.ParseError as err:

@@ -37,7 +37,6 @@ class _OpenBlock:
     tool_use_id: str | None = None
     tool_name: str | None = None
     redacted_data: str | None = None
-    stopped: bool = False
 
 
 class MessageAssembler:
@@ -50,17 +49,15 @@ class MessageAssembler:
 
     def __init__(self) -> None:
         self._blocks: dict[int, _OpenBlock] = {}
-        self.started = False
         self.stopped = False
         self.stop_reason: str | None = None
         self.usage = Usage()
         self.invalid_tool_inputs: dict[str, str] = {}
 
-    def apply(self, event: Any) -> _OpenBlock | None:
-        """Apply one event; returns the block it touched, if any."""
+    def apply(self, event: Any) -> None:
+        """Apply one event."""
         if isinstance(event, MessageStarted):
-            self.started = True
-            return None
+            return
         if self.stopped:
             raise StreamError(f"the provider sent {event.type} after message_stopped")
         if isinstance(event, ContentBlockStarted):
@@ -73,7 +70,7 @@ class MessageAssembler:
                 redacted_data=event.redacted_data,
             )
             self._blocks[event.index] = block
-            return block
+            return
         if isinstance(event, ContentBlockDelta):
             block = self._open(event.index, event.type)
             if event.kind == "signature":
@@ -85,21 +82,18 @@ class MessageAssembler:
                         f"the provider sent a {event.kind} delta to a {block.kind} block"
                     )
                 block.parts.append(event.value)
-            return block
+            return
         if isinstance(event, ContentBlockStopped):
-            block = self._open(event.index, event.type)
-            block.stopped = True
-            return block
+            self._open(event.index, event.type)  # only checks that the block was started
+            return
         if isinstance(event, MessageDelta):
             if event.stop_reason is not None:
                 self.stop_reason = event.stop_reason
             if event.usage is not None:
                 self.usage = event.usage
-            return None
+            return
         if isinstance(event, MessageStopped):
             self.stopped = True
-            return None
-        return None
 
     def stream_parts(self, index: int, kind: str) -> list[str] | None:
         """For the stream's hot path: the parts list of open text or thinking block
@@ -116,16 +110,6 @@ class MessageAssembler:
         if block is None:
             raise StreamError(f"the provider sent {what} for content block {index}, never started")
         return block
-
-    @property
-    def current_text(self) -> str:
-        return "".join("".join(b.parts) for _, b in sorted(self._blocks.items()) if b.kind == "text")
-
-    @property
-    def current_thinking(self) -> str:
-        return "".join(
-            "".join(b.parts) for _, b in sorted(self._blocks.items()) if b.kind == "thinking"
-        )
 
     def pending_tool_uses(self) -> list[PendingToolUse]:
         return [_pending(b) for _, b in sorted(self._blocks.items()) if b.kind == "tool_use"]
