@@ -8,7 +8,15 @@ from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.notebook.session import NotebookSession
 from mentra_nb.notebook.turn import Turn
 
-__all__ = ["AgentView", "NotebookSession", "Turn", "load_ipython_extension", "session"]
+__all__ = [
+    "AgentView",
+    "NotebookSession",
+    "Turn",
+    "load_ipython_extension",
+    "magic_hint",
+    "session",
+    "unload_ipython_extension",
+]
 
 _SESSION_ATTR = "_mentra_session"
 
@@ -61,3 +69,18 @@ def _show_mentra_error(shell: Any, etype: type, value: BaseException, tb: Any, t
     # A MentraError's message already says what went wrong and what to do; a
     # traceback into the runtime would only hide it.
     print(f"{etype.__name__}: {value}")
+    hint = magic_hint(value)
+    if hint:
+        print(f"mentra: {hint}")
+
+
+def magic_hint(error: BaseException) -> str | None:
+    """What to type in a notebook about `error`. The layers below speak to any
+    caller, so only this layer names the magics."""
+    from mentra_nb.errors import LeaseLost, ModelNotFound, StoreError
+
+    if isinstance(error, StoreError) and not isinstance(error, LeaseLost):
+        return "%mentra db PATH keeps this notebook's agents in another state file"
+    if isinstance(error, ModelNotFound):
+        return "%mentra models lists the models each provider offers"
+    return None

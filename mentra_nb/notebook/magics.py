@@ -14,12 +14,9 @@ from mentra_nb.errors import MentraError
 from mentra_nb.notebook import arguments as args
 from mentra_nb.notebook.session import NotebookSession
 from mentra_nb.notebook.turn import Turn
-from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime import APPROVAL_INTERRUPTED_RESULT, Agent, AgentConfig
 
 __all__ = ["MentraMagics"]
-
-OFFLINE_MODEL = "test"
 
 
 @magics_class
@@ -50,48 +47,17 @@ class MentraMagics(Magics):
     # --- commands -----------------------------------------------------------------
 
     def _do_spawn(self, command: args.SpawnArgs) -> Agent:
-        model = command.model or self.default_model
-        if not model:
-            print(f"mentra: no model configured, so '{command.agent}' uses the offline test model "
-                  "(pass --model provider:model or set %config MentraMagics.default_model)")
-            model = OFFLINE_MODEL
-        elif not command.model:
-            # The configured default may need a key this machine lacks: say so and stay offline.
-            runtime = self.session.runtime
-
-            def check_credentials() -> None:
-                provider, _ = runtime.providers.resolve(model)
-                find_key = getattr(provider, "api_key", None)  # HTTP providers look keys up lazily
-                if callable(find_key):
-                    find_key()
-
-            try:
-                self.session.host.call(check_credentials)
-            except MentraError as err:
-                print(f"mentra: {err}\nmentra: so '{command.agent}' uses the offline test model")
-                model = OFFLINE_MODEL
+        model, note = self.session.spawn_model(command.agent, command.model, self.default_model)
+        if note:
+            print(f"mentra: {note}")
         enabled = [name for name, on in (("python", command.python), ("shell", command.shell)) if on]
         for name in enabled:
             self.session.enable_tool(name)
-        hidden: list[str] = []
-        if command.tools is None and self._is_offline_test_model(model):
-            # The offline test model calls every tool it is offered, once, on
-            # each message: offered write_file it would stop every turn for an
-            # approval of a made-up file. It gets the built-in tools only when
-            # asked for by name (--tools, --python, --shell).
-            hidden = [n for n in self.session.builtin_tool_names() if n not in enabled]
+        hidden = [] if command.tools is not None else self.session.tools_hidden_from(model, enabled)
         config = AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
                              subagents=command.subagents, team=command.team, read_only=command.read_only,
                              auto_approve=command.auto_approve or [])
         return self.session.spawn(command.agent, model, config)
-
-    def _is_offline_test_model(self, model: str) -> bool:
-        runtime = self.session.runtime
-        try:
-            provider, _ = self.session.host.call(lambda: runtime.providers.resolve(model))
-        except MentraError:
-            return False  # spawn reports the bad model itself
-        return isinstance(provider, TestProvider)
 
     def _do_approve(self, command: args.ApproveArgs) -> None:
         self.session.approve(self.session.agent(command.agent), command.call_id, always=command.always)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mentra_nb._notebook_path import use_namespace
-from mentra_nb.errors import AgentBusy, AgentNotFound, ConfigError
+from mentra_nb.errors import AgentBusy, AgentNotFound, ConfigError, MentraError
 from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.notebook.discovery import StoreLocation, discover_store
 from mentra_nb.notebook.host import RuntimeHost
@@ -42,6 +42,7 @@ def _kernel_label() -> str | None:
 
 
 OPT_IN_TOOLS = ("python", "shell")
+OFFLINE_MODEL = "test"
 
 
 class NotebookSession:
@@ -118,6 +119,49 @@ class NotebookSession:
         if name == "python":
             return python_tool(self.user_ns)  # type: ignore[arg-type]
         return shell_tool(self.workspace)
+
+    # --- which model, which tools ---------------------------------------------------
+
+    def spawn_model(self, agent: str, model: str | None, default_model: str) -> tuple[str, str | None]:
+        """The model a new agent gets: `model`, else `default_model` when its key is
+        there, else the offline test model; with a note saying why it fell back."""
+        if model:
+            return model, None
+        if not default_model:
+            return OFFLINE_MODEL, (
+                f"no model configured, so '{agent}' uses the offline test model "
+                "(pass --model provider:model or set %config MentraMagics.default_model)"
+            )
+        # The configured default may need a key this machine lacks: say so and stay offline.
+        runtime = self.runtime
+
+        def check_credentials() -> None:
+            provider, _ = runtime.providers.resolve(default_model)
+            find_key = getattr(provider, "api_key", None)  # HTTP providers look keys up lazily
+            if callable(find_key):
+                find_key()
+
+        try:
+            self.host.call(check_credentials)
+        except MentraError as err:
+            return OFFLINE_MODEL, f"{err}\nmentra: so '{agent}' uses the offline test model"
+        return default_model, None
+
+    def tools_hidden_from(self, model: str, enabled: list[str]) -> list[str]:
+        """The tools to hide from an agent on `model` that did not name its tools.
+
+        The offline test model calls every tool it is offered, once, on each
+        message: offered write_file it would stop every turn for an approval of a
+        made-up file. It gets this session's built-in tools only when asked for by
+        name (`enabled`, or an explicit tool list)."""
+        runtime = self.runtime
+        try:
+            provider, _ = self.host.call(lambda: runtime.providers.resolve(model))
+        except MentraError:
+            return []  # spawn reports the bad model itself
+        if not isinstance(provider, TestProvider):
+            return []
+        return [n for n in self.builtin_tool_names() if n not in enabled]
 
     def approve(self, agent: Agent, call_id: str, *, always: bool = False) -> None:
         self.host.call(lambda: agent.approve(call_id, always=always))

@@ -167,7 +167,7 @@ def error_for_status(
     if status == 404:
         return ModelNotFound(
             f"{provider} does not serve model '{model}' (HTTP 404{detail}: {message}). "
-            f"Check the model id; `%mentra models` lists what {provider} offers.",
+            f"Check the model id; the provider's list_models() lists what {provider} offers.",
             status_code=status,
         )
     if status in TRANSIENT_STATUSES or status >= 500:

@@ -219,8 +219,7 @@ class SqliteStore:
             self._conn.close()
             raise StoreError(
                 f"cannot use the state file {self.path}: {err}. Check that the file and its "
-                "folder are writable and the disk has room, or point mentra-nb at another "
-                "path (%mentra db PATH)"
+                "folder are writable and the disk has room, or open a store at another path"
             ) from err
 
     def __repr__(self) -> str:
@@ -687,7 +686,7 @@ def _check_existing_file(path: str) -> None:
     if not header.startswith(_SQLITE_MAGIC) or len(header) < 100:
         raise StoreError(
             f"{path} is not a SQLite file, so it is not a mentra-nb store; it was left untouched. "
-            "Point mentra-nb at another path (e.g. %mentra db other.mentra.sqlite)."
+            "Open a store at another path."
         )
     # Who wrote the file is in its header (application_id, user_version), but in WAL
     # mode the newest header may still sit in the -wal file: ask SQLite through a
