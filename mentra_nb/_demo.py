@@ -72,7 +72,7 @@ async def _second_process(db: Path) -> None:
         print(f"  {len(agent.history)} messages, {agent.usage.total_tokens} tokens used so far:")
         for message in agent.history:
             who = "user     " if message.role is Role.USER else "assistant"
-            parts = [b.type if b.type != "text" else repr(b.text) for b in message.content]  # type: ignore[union-attr]
+            parts = [b.type if b.type != "text" else repr(b.text) for b in message.content]
             print(f"    {who} {', '.join(parts)}")
         print("  sending a follow-up; streaming:")
         sys.stdout.write("  > ")

@@ -25,6 +25,8 @@ Every message says what was wrong and what to do about it.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AgentBusy",
     "AgentError",
@@ -107,9 +109,9 @@ class LeaseLost(StoreError):
 class LeaseUnavailable(MentraError):
     """Another live runtime holds the agent's lease. The message names the holder."""
 
-    def __init__(self, message: str, *, holder: object = None) -> None:
+    def __init__(self, message: str, *, holder: Any = None) -> None:
         super().__init__(message)
-        self.holder = holder
+        self.holder = holder  # the store's LeaseRecord of whoever holds the lease
 
 
 class AgentError(MentraError):

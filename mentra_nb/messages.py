@@ -72,14 +72,16 @@ warnings.filterwarnings("ignore", message=r'Field name "(text|thinking)" in "\w+
 
 class TextBlock(ContentBlock):
     type: Literal["text"] = "text"
-    text: str
+    # The field shadows the `ContentBlock.text(...)` constructor on purpose: the
+    # wire name is `text`, and the class-level constructor stays reachable.
+    text: str  # type: ignore[assignment]
 
 
 class ThinkingBlock(ContentBlock):
     """Model reasoning. `signature` must be replayed byte-for-byte to the provider."""
 
     type: Literal["thinking"] = "thinking"
-    thinking: str
+    thinking: str  # type: ignore[assignment]  # shadows ContentBlock.thinking(...), as above
     signature: str | None = None
 
 

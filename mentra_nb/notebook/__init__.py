@@ -27,7 +27,7 @@ def session(shell: Any = None) -> NotebookSession:
         from IPython import get_ipython
 
         shell = get_ipython()
-    current = getattr(shell, _SESSION_ATTR, None) if shell is not None else None
+    current: NotebookSession | None = getattr(shell, _SESSION_ATTR, None) if shell is not None else None
     if current is None:
         raise RuntimeError("mentra-nb is not loaded in this kernel; run %load_ext mentra_nb first")
     return current
@@ -60,7 +60,7 @@ def unload_ipython_extension(shell: Any) -> None:
 
 
 def _display_agent(current: NotebookSession, agent: Any) -> None:
-    from IPython.display import display
+    from mentra_nb.notebook._display import display
 
     display(current.view(agent))
 

@@ -46,6 +46,7 @@ class MentraWidget(anywidget.AnyWidget):
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
-        data["text/plain"] = repr(self)
-        data["text/markdown"] = self._markdown()
+        if data is not None:
+            data["text/plain"] = repr(self)
+            data["text/markdown"] = self._markdown()
         return bundle

@@ -97,8 +97,8 @@ class AgentView(MentraWidget):
     status = traitlets.Dict().tag(sync=True)
     run_generation = traitlets.Int(0).tag(sync=True)
     usage = traitlets.Dict().tag(sync=True)
-    pending_tools = traitlets.List().tag(sync=True)
-    approvals = traitlets.List().tag(sync=True)  # calls waiting for Approve / Deny / Always allow
+    pending_tools: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
+    approvals: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # calls waiting for Approve / Deny / Always allow
     # What `agent.resume()` would do: {"kind": "replay", "text": ...} for a rolled-back
     # user turn, {"kind": "continue"} after cut tool calls, {} when there is nothing.
     resumable = traitlets.Dict().tag(sync=True)

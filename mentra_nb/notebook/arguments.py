@@ -310,12 +310,12 @@ def _build(command: type[Command], words: list[str], prefix: str = "%mentra") ->
     except ValidationError as err:
         problems = []
         for e in err.errors(include_url=False):
-            field = str(e["loc"][0]) if e["loc"] else "input"
-            meta = command.metavars.get(field, field.upper())
+            name = str(e["loc"][0]) if e["loc"] else "input"
+            meta = command.metavars.get(name, name.upper())
             if e["type"] == "missing":
                 problems.append(f"{meta} is missing")
             elif e["type"] == "string_pattern_mismatch":
-                problems.append(f"{meta} {values.get(field)!r} is not a valid agent name "
+                problems.append(f"{meta} {values.get(name)!r} is not a valid agent name "
                                 f"({AGENT_NAME_RULE})")
             else:
                 problems.append(f"{meta}: {e['msg']}")

@@ -188,7 +188,8 @@ class _ThreadRouter(io.TextIOBase):
     def write(self, text: str) -> int:
         buffer = self.buffers.get(threading.get_ident())
         if buffer is None:
-            return self.original.write(text)
+            written: int = self.original.write(text)
+            return written
         buffer.feed(text.encode("utf-8", errors="replace"))
         return len(text)
 
@@ -241,7 +242,8 @@ def python_tool(user_ns: MutableMapping[str, Any], *, timeout: float = 120.0) ->
                               is_error=True)
         last = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
+            last = ast.Expression(tree.body[-1].value)
+            tree.body.pop()
         output = BoundedOutput(MAX_PYTHON_OUTPUT_CHARS)
         namespace = user_ns if isinstance(user_ns, dict) else dict(user_ns)
         _capture(output)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import string
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.display import display
 from traitlets import Unicode
 
 from mentra_nb.errors import MentraError
 from mentra_nb.notebook import arguments as args
+from mentra_nb.notebook._display import display
 from mentra_nb.notebook.session import NotebookSession
 from mentra_nb.notebook.turn import Turn
 from mentra_nb.runtime import APPROVAL_INTERRUPTED_RESULT, Agent, AgentConfig
@@ -157,7 +158,7 @@ class MentraMagics(Magics):
         names = [command.provider] if command.provider else runtime.providers.known()
         for name in names:
             try:
-                provider = self.session.host.call(lambda n=name: runtime.providers.get(n))
+                provider = self.session.host.call(functools.partial(runtime.providers.get, name))
                 models = self.session.host.submit(provider.list_models()).result(60)
             except MentraError as err:
                 if command.provider:
@@ -176,7 +177,9 @@ class MentraMagics(Magics):
 
     def _interpolate(self, prompt: str) -> str:
         try:
-            return string.Formatter().vformat(prompt, (), _Namespace(self.shell.user_ns))
+            shell = self.shell
+            assert shell is not None  # a magic runs in a shell
+            return string.Formatter().vformat(prompt, (), _Namespace(shell.user_ns))
         except KeyError as err:
             raise UsageError(
                 f"the prompt names {{{err.args[0]}}}, which is not a variable in this kernel; define it, "

@@ -9,7 +9,7 @@ store work, never for an agent's turn.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,7 +49,7 @@ class NotebookSession:
     """`python_tool` / `shell_tool` register those opt-in tools for this kernel's
     agents from the start (`%mentra spawn NAME --python --shell` does it later)."""
 
-    def __init__(self, user_ns: Mapping[str, Any], *, environ: Mapping[str, str] = os.environ,
+    def __init__(self, user_ns: MutableMapping[str, Any], *, environ: Mapping[str, str] = os.environ,
                  python_tool: bool = False, shell_tool: bool = False) -> None:
         self.user_ns = user_ns
         self.environ = environ
@@ -117,7 +117,7 @@ class NotebookSession:
 
     def _opt_in_tool(self, name: str) -> Tool:
         if name == "python":
-            return python_tool(self.user_ns)  # type: ignore[arg-type]
+            return python_tool(self.user_ns)
         return shell_tool(self.workspace)
 
     # --- which model, which tools ---------------------------------------------------

@@ -66,7 +66,7 @@ class SubagentPickerView(MentraWidget):
 
     root_name = traitlets.Unicode("").tag(sync=True)
     badge = traitlets.Dict().tag(sync=True)  # {count, text, tone}
-    options = traitlets.List().tag(sync=True)  # [{label, status, model, path, agent_id}]
+    options: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # [{label, status, model, path, agent_id}]
     preview = traitlets.Dict().tag(sync=True)  # {path, status, model, items, has_older, ...}
     notice = traitlets.Unicode("").tag(sync=True)
 

@@ -71,9 +71,9 @@ class TeamView(MentraWidget):
     _css = asset("mentra.css")
 
     lead = traitlets.Dict().tag(sync=True)  # {name, status, unread}
-    members = traitlets.List().tag(sync=True)
-    requests = traitlets.List().tag(sync=True)  # pending, addressed to the lead
-    approvals = traitlets.List().tag(sync=True)  # teammates' tool calls waiting for the user
+    members: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
+    requests: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # pending, addressed to the lead
+    approvals: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # teammates' tool calls waiting for the user
     notice = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, lead: Agent, host: RuntimeHost) -> None:
@@ -109,7 +109,7 @@ class TeamView(MentraWidget):
             team = team_of(self._lead)
         except MentraError:
             return []
-        agents = [a for a in (team.live_agent(t.name) for t in snapshot.teammates) if a is not None]
+        agents = [a for a in (team.live_agent(t.name) for t in snapshot.teammates) if isinstance(a, Agent)]
         for agent in agents:
             if agent.id not in self._watched:
                 self._watched[agent.id] = agent.on_event(self._on_teammate_event, deltas=False)

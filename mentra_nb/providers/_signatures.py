@@ -37,9 +37,8 @@ def unwrap(signature: str | None, protocol: str) -> dict[str, Any] | None:
         value = json.loads(signature)
     except json.JSONDecodeError:
         return None
-    if isinstance(value, dict) and value.get(_TAG) == protocol and isinstance(value.get("data"), dict):
-        return value["data"]
-    return None
+    data = value.get("data") if isinstance(value, dict) and value.get(_TAG) == protocol else None
+    return data if isinstance(data, dict) else None
 
 
 def is_envelope(signature: str | None) -> bool:

@@ -162,8 +162,8 @@ def wire_messages(messages: list[Message], system: str | None) -> list[dict[str,
             parts: list[dict[str, Any]] = []
             for block in message.content:
                 if isinstance(block, ToolResultBlock):
-                    content = f"Error: {block.content}" if block.is_error else block.content
-                    wire.append({"role": "tool", "tool_call_id": block.tool_use_id, "content": content})
+                    result = f"Error: {block.content}" if block.is_error else block.content
+                    wire.append({"role": "tool", "tool_call_id": block.tool_use_id, "content": result})
                 elif isinstance(block, TextBlock) and block.text:
                     parts.append({"type": "text", "text": block.text})
                 elif isinstance(block, ImageBlock):

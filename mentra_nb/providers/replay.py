@@ -100,7 +100,8 @@ def _request_json(request: ProviderRequest) -> dict[str, Any]:
     happened to contain a key still matches its scrubbed recording.
     """
     secrets = [os.environ.get(v) for v in _KEY_VARS]
-    return json.loads(redact(request.model_dump_json(), secrets))
+    scrubbed: dict[str, Any] = json.loads(redact(request.model_dump_json(), secrets))
+    return scrubbed
 
 
 class RecordingProvider:

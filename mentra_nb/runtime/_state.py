@@ -74,6 +74,12 @@ class AgentState:
         # True when a run ended without its last write (a full disk, a failing
         # store): memory was reset but the store still holds the run.
         self._stale = False
+        self._loaded_history: list[Message] | None = None
+        self._stored_message_count = 0
+        self._resumable: Message | None = None
+        self._status = AgentStatus.idle()
+        self._run_generation = 0
+        self._usage = Usage()
         self._take(persisted)
 
     # --- reads -------------------------------------------------------------------
@@ -315,14 +321,12 @@ class AgentState:
         record = persisted.record
         # None until first needed when the caller did not load the transcript.
         transcript_missing = not persisted.transcript and record.message_count > 0
-        self._loaded_history: list[Message] | None = (
-            None if transcript_missing else list(persisted.transcript)
-        )
+        self._loaded_history = None if transcript_missing else list(persisted.transcript)
         self._stored_message_count = record.message_count
-        self._resumable: Message | None = persisted.resumable_turn
-        self._status: AgentStatus = record.status
-        self._run_generation: int = record.run_generation
-        self._usage: Usage = record.usage
+        self._resumable = persisted.resumable_turn
+        self._status = record.status
+        self._run_generation = record.run_generation
+        self._usage = record.usage
 
     def _clear_live_text(self) -> None:
         # In place: the turn loop may still hold these lists (see `live_parts`).

@@ -97,9 +97,9 @@ class TurnLoop:
             state.emit(RunFailed(**self._event_fields(), error=str(err), rolled_back=False))
             raise
         except Exception as err:
-            message = str(err) if isinstance(err, MentraError) else f"{type(err).__name__}: {err}"
-            self._roll_back(baseline, AgentStatus.failed(message))
-            state.emit(RunFailed(**self._event_fields(), error=message, rolled_back=True))
+            error = str(err) if isinstance(err, MentraError) else f"{type(err).__name__}: {err}"
+            self._roll_back(baseline, AgentStatus.failed(error))
+            state.emit(RunFailed(**self._event_fields(), error=error, rolled_back=True))
             raise
         finally:
             if self._checkpoint is not None:

@@ -19,7 +19,7 @@ import inspect
 import json
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any, Protocol, get_type_hints, runtime_checkable
+from typing import Any, Protocol, get_type_hints, overload, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -183,6 +183,24 @@ def _describe_validation(name: str, err: ValidationError) -> str:
     return f"invalid input for tool '{name}': {problems}"
 
 
+@overload
+def tool(func: Callable[..., Any], /) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    func: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    side_effect_level: ToolSideEffectLevel | str | None = None,
+    durability: ToolDurability | str = ToolDurability.REPLAY_SAFE,
+    timeout: float | None = 120.0,
+    requires_approval: bool = False,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
 def tool(
     func: Callable[..., Any] | None = None,
     *,
@@ -193,7 +211,7 @@ def tool(
     durability: ToolDurability | str = ToolDurability.REPLAY_SAFE,
     timeout: float | None = 120.0,
     requires_approval: bool = False,
-) -> Any:
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Turn a typed function (sync or async) into a `FunctionTool`.
 
     Used bare (`@tool`) or with options (`@tool(read_only=True, timeout=10)`);
@@ -259,7 +277,7 @@ def _function_tool(
     if model_param is not None:
         input_model: type[BaseModel] = fields[model_param][0]
     else:
-        input_model = create_model(  # type: ignore[call-overload]
+        input_model = create_model(
             f"{tool_name}_input", __config__=ConfigDict(extra="forbid"), **fields
         )
     schema = input_model.model_json_schema()

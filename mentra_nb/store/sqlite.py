@@ -822,7 +822,8 @@ def _append(cur: sqlite3.Cursor, agent_id: str, start: int, messages: list[Messa
 def _update_agent(cur: sqlite3.Cursor, agent_id: str, *, status: AgentStatus | None = None,
                   usage: Usage | None = None, run_generation: int | None = None,
                   message_count: int | None = None) -> None:
-    sets, params = ["updated_at = ?"], [time.time()]
+    sets: list[str] = ["updated_at = ?"]
+    params: list[float | str | int] = [time.time()]
     if status is not None:
         sets.append("status = ?")
         params.append(status.model_dump_json())

@@ -29,7 +29,9 @@ from mentra_nb.status import AgentStatus, PendingToolUse
 from mentra_nb.store.base import (
     AgentRecord,
     LeaseClaim,
+    LeaseRecord,
     PendingTurn,
+    PersistedAgent,
     RunRecord,
     Store,
     TeamMessage,
@@ -52,6 +54,18 @@ def _claim(runtime_id: str = "nb", *, pid: int | None = None, started_at: float 
         host=host or socket.gethostname(),
         process_started_at=started_at,
     )
+
+
+def _loaded(store: Store, agent_id: str) -> PersistedAgent:
+    loaded = store.load_agent(agent_id)
+    assert loaded is not None, f"agent {agent_id} is not in the store"
+    return loaded
+
+
+def _holder(store: Store, agent_id: str) -> LeaseRecord:
+    holder = store.lease_holder(agent_id)
+    assert holder is not None, f"nobody holds the lease of agent {agent_id}"
+    return holder
 
 
 def _spawn(store: Store, name: str = "writer", runtime_id: str = "nb", **fields: Any) -> tuple[str, str]:
@@ -106,7 +120,7 @@ class StoreConformance:
     def test_status_changes_are_persisted(self, store: Store, reopen: Callable[[], Store]) -> None:
         agent_id, token = _spawn(store)
         store.set_status(agent_id, AgentStatus.failed("boom"), token=token)
-        assert reopen().load_agent(agent_id).record.status == AgentStatus.failed("boom")
+        assert _loaded(reopen(), agent_id).record.status == AgentStatus.failed("boom")
 
     # --- runs ----------------------------------------------------------------------
 
@@ -114,15 +128,16 @@ class StoreConformance:
         agent_id, token = _spawn(store)
         _start(store, agent_id, token)
         store.checkpoint_pending(agent_id, PendingTurn(run_generation=1, current_text="Hel"), token=token)
-        assert store.load_agent(agent_id).pending_turn.current_text == "Hel"
+        pending = _loaded(store, agent_id).pending_turn
+        assert pending is not None and pending.current_text == "Hel"
         store.commit_assistant(agent_id, Message.assistant("Hello"), usage=Usage(output_tokens=3),
                                status=AgentStatus.streaming(), token=token)
-        loaded = store.load_agent(agent_id)
+        loaded = _loaded(store, agent_id)
         assert loaded.pending_turn is None
         assert loaded.run is not None and loaded.run.assistant_committed
         assert loaded.record.usage == Usage(output_tokens=3)
         store.finish_run(agent_id, status=AgentStatus.finished(), token=token)
-        loaded = store.load_agent(agent_id)
+        loaded = _loaded(store, agent_id)
         assert loaded.run is None
         assert loaded.transcript == [Message.user("hello"), Message.assistant("Hello")]
         assert loaded.record.message_count == 2
@@ -134,7 +149,7 @@ class StoreConformance:
         pending = PendingTurn(run_generation=1, pending_tool_uses=[
             PendingToolUse(id="t1", name="grep", input_json='{"pattern": "x')])
         store.checkpoint_pending(agent_id, pending, token=token)
-        assert store.load_agent(agent_id).pending_turn == pending
+        assert _loaded(store, agent_id).pending_turn == pending
 
     def test_rollback_deletes_the_run_and_keeps_its_message_for_resume(self, store: Store) -> None:
         agent_id, token = _spawn(store)
@@ -147,7 +162,7 @@ class StoreConformance:
                                usage=Usage(), status=AgentStatus.executing_tool("t", "x"), token=token)
         store.rollback_run(agent_id, status=AgentStatus.interrupted(),
                            resumable=Message.user("second"), token=token)
-        loaded = store.load_agent(agent_id)
+        loaded = _loaded(store, agent_id)
         assert loaded.transcript == [Message.user("first"), Message.assistant("one")]
         assert loaded.record.message_count == 2
         assert loaded.run is None
@@ -156,21 +171,21 @@ class StoreConformance:
         # The next run starts where the rollback left the transcript and clears the replay.
         store.begin_run(agent_id, RunRecord(generation=3, baseline=2), [Message.user("second")],
                         status=AgentStatus.awaiting_model(), token=token, clear_resumable=True)
-        assert store.load_agent(agent_id).resumable_turn is None
+        assert _loaded(store, agent_id).resumable_turn is None
 
     def test_a_run_cannot_start_at_the_wrong_baseline(self, store: Store) -> None:
         agent_id, token = _spawn(store)
         with pytest.raises(StoreError, match="starts at 5"):
             store.begin_run(agent_id, RunRecord(generation=1, baseline=5), [Message.user("x")],
                             status=AgentStatus.awaiting_model(), token=token)
-        assert store.load_agent(agent_id).run is None
+        assert _loaded(store, agent_id).run is None
 
     def test_finish_run_can_append_results_in_the_same_step(self, store: Store) -> None:
         agent_id, token = _spawn(store)
         _start(store, agent_id, token)
         result = Message.user(ContentBlock.tool_result("t", "interrupted", is_error=True))
         store.finish_run(agent_id, status=AgentStatus.interrupted(), token=token, append=[result])
-        assert store.load_agent(agent_id).transcript[-1] == result
+        assert _loaded(store, agent_id).transcript[-1] == result
 
     def test_every_block_kind_round_trips_exactly(self, store: Store, reopen: Callable[[], Store]) -> None:
         agent_id, token = _spawn(store)
@@ -218,7 +233,7 @@ class StoreConformance:
 
     def test_the_same_owner_reacquires_and_fences_out_its_older_token(self, store: Store) -> None:
         agent_id, old_token = _spawn(store)
-        holder = store.lease_holder(agent_id)
+        holder = _holder(store, agent_id)
         newer = LeaseClaim(**{**holder.model_dump(include=set(LeaseClaim.model_fields)),
                               "token": uuid.uuid4().hex})
         store.acquire_lease(agent_id, newer, ttl=30)
@@ -239,7 +254,7 @@ class StoreConformance:
         store.acquire_lease(agent_id, dead, ttl=30)
         taker = _claim("other")
         store.acquire_lease(agent_id, taker, ttl=30)
-        assert store.lease_holder(agent_id).token == taker.token
+        assert _holder(store, agent_id).token == taker.token
 
     def test_an_expired_heartbeat_is_taken_over(self, store: Store) -> None:
         agent_id = uuid.uuid4().hex
@@ -250,18 +265,18 @@ class StoreConformance:
         time.sleep(0.05)
         taker = _claim("other")
         store.acquire_lease(agent_id, taker, ttl=0.01)
-        assert store.lease_holder(agent_id).token == taker.token
+        assert _holder(store, agent_id).token == taker.token
 
     def test_renew_moves_the_heartbeat_and_release_frees_only_that_token(self, store: Store) -> None:
         a, token_a = _spawn(store, "a")
         b, token_b = _spawn(store, "b")
-        before = store.lease_holder(a).heartbeat_at
+        before = _holder(store, a).heartbeat_at
         time.sleep(0.01)
         assert store.renew_leases(token_a) == 1
-        assert store.lease_holder(a).heartbeat_at > before
+        assert _holder(store, a).heartbeat_at > before
         store.release_leases(token_a)
         assert store.lease_holder(a) is None
-        assert store.lease_holder(b).token == token_b
+        assert _holder(store, b).token == token_b
 
     # --- teams ---------------------------------------------------------------------------
 
@@ -340,5 +355,5 @@ class StoreConformance:
         with pytest.raises(LeaseLost):
             store.update_agent_profile(agent_id, role="x", config={}, token="not-the-holder")
         store.update_agent_profile(agent_id, role="reviewer", config={"max_rounds": 3}, token=token)
-        record = store.load_agent(agent_id).record
+        record = _loaded(store, agent_id).record
         assert (record.role, record.config) == ("reviewer", {"max_rounds": 3})

@@ -75,7 +75,7 @@ def _summary_fields(path: str, record: SubagentRecord) -> dict[str, object]:
 def summaries_for(tree: SubagentTree, prefix: str | None = None) -> list[SubagentSummary]:
     """Children whose path starts with `prefix` (all of them without one)."""
     return [
-        SubagentSummary(**_summary_fields(path, record))  # type: ignore[arg-type]
+        SubagentSummary(**_summary_fields(path, record))
         for path, record in tree.agents.items()
         if prefix is None or path.startswith(prefix)
     ]
@@ -84,7 +84,7 @@ def summaries_for(tree: SubagentTree, prefix: str | None = None) -> list[Subagen
 def infos_for(tree: SubagentTree, prefix: str | None = None) -> list[SubagentInfo]:
     return [
         SubagentInfo(
-            **_summary_fields(path, record),  # type: ignore[arg-type]
+            **_summary_fields(path, record),
             parent=record.parent, active_turn=record.active_turn, last_message=record.last_message,
         )
         for path, record in tree.agents.items()

@@ -23,6 +23,7 @@ trees only.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -216,7 +217,7 @@ class SubagentRegistry:
                     return root_id, path
         return None
 
-    def pending_mail(self, root_id: str, recipient: str) -> list[Mail]:
+    def pending_mail(self, root_id: str, recipient: str) -> builtins.list[Mail]:
         return [m for m in self._root(root_id).tree.mailbox if m.recipient == recipient]
 
     # --- observing ----------------------------------------------------------------
@@ -378,7 +379,7 @@ class SubagentRegistry:
         self._mutate(root_id, change)
         return mail.id
 
-    def receive_mail(self, root_id: str, recipient: str, acknowledged: set[str] | frozenset[str]) -> list[Mail]:
+    def receive_mail(self, root_id: str, recipient: str, acknowledged: set[str] | frozenset[str]) -> builtins.list[Mail]:
         """Drop the `acknowledged` items (their markers are in their recipient's
         durable transcript), then return the mail still waiting for `recipient`."""
 
@@ -389,12 +390,13 @@ class SubagentRegistry:
             pending = [m for m in kept if m.recipient == recipient]
             return pending if changed else _Unchanged(pending)
 
-        return self._mutate(root_id, change)
+        received: builtins.list[Mail] = self._mutate(root_id, change)
+        return received
 
     async def wait(
         self, root_id: str, path: str, max_wait: float,
         exclude: set[str] | frozenset[str] = frozenset(),
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         """Senders of mail waiting for `path` (not counting `exclude`, already
         delivered), as soon as there is some; `[]` at once when no other agent of
         the tree is active, or when `max_wait` seconds pass without mail."""
