@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mentra_nb.errors import ConfigError
+from mentra_nb.runtime._agent import Agent
 from mentra_nb.runtime._services import AgentHandle, HasServices
 from mentra_nb.runtime.subagents._errors import UnknownSubagent
 from mentra_nb.runtime.subagents._events import SubagentEvent
@@ -101,13 +102,14 @@ def preview(
     return preview_page(services.store, path, record, count, before, max_bytes=max_bytes)
 
 
-def subagent(root: AgentHandle, path: str) -> AgentHandle | None:
+def subagent(root: AgentHandle, path: str) -> Agent | None:
     """The live `Agent` of the child at `path` (to watch it stream), or None when
     this runtime has not loaded it (e.g. a finished child after a restart)."""
     record = subagent_registry(root).tree(_root_id(root)).record(path)
     if record.agent_id is None:
         return None
-    return root.services.live_agent(record.agent_id)
+    child = root.services.live_agent(record.agent_id)
+    return child if isinstance(child, Agent) else None  # every live agent of a Runtime is one
 
 
 def interrupt_subagent(root: AgentHandle, path: str) -> SubagentStatus:
