@@ -88,10 +88,21 @@ from mentra_nb.store import PersistedAgent, SqliteStore, Store, TeamMessage, Tea
 __version__ = "0.1.0"
 
 
+# What the `notebook` extra installs; a kernel may have IPython without the rest.
+_NOTEBOOK_EXTRA = {"IPython", "ipykernel", "ipywidgets", "anywidget", "traitlets", "markdown_it"}
+
+
 def load_ipython_extension(shell: object) -> None:
     """`%load_ext mentra_nb` (the notebook layer is imported only then)."""
-    from mentra_nb.notebook import load_ipython_extension as load
-
+    try:
+        from mentra_nb.notebook import load_ipython_extension as load
+    except ModuleNotFoundError as err:
+        if err.name not in _NOTEBOOK_EXTRA:
+            raise
+        raise ModuleNotFoundError(
+            f"%load_ext mentra_nb needs mentra-nb's `notebook` extra, and {err.name} is not "
+            "installed in this kernel's environment: run `%pip install 'mentra-nb[notebook]'`, "
+            "then restart the kernel", name=err.name) from None
     load(shell)
 
 

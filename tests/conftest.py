@@ -13,6 +13,7 @@ import pytest
 
 from mentra_nb import AgentSnapshot, AgentStatus, SqliteStore
 from tests.children import Child
+from tests.installed_wheel import install_wheel
 from tests.kernels import Kernel
 
 
@@ -27,16 +28,23 @@ def children():
 
 @pytest.fixture
 def kernels(tmp_path: Path):
-    """`kernels()` starts a real kernel in `tmp_path`; each is shut down, pass or fail."""
+    """`kernels()` starts a real kernel in `tmp_path` (`kernels(python=...)` with another
+    interpreter); each is shut down, pass or fail."""
     started: list[Kernel] = []
 
-    def start() -> Kernel:
-        started.append(Kernel(tmp_path))
+    def start(python: str | None = None) -> Kernel:
+        started.append(Kernel(tmp_path, python))
         return started[-1]
 
     yield start
     for kernel in started:
         kernel.close()
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The python of a fresh venv holding the wheel (with JupyterLab, for a browser test)."""
+    return install_wheel(tmp_path_factory.mktemp("wheel"), extras=["jupyterlab"])
 
 
 @pytest.fixture

@@ -61,3 +61,43 @@ def test_the_demo_refuses_to_overwrite_an_existing_file(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "already exists" in out.stderr
     assert db.read_text() == "keep me"
+
+
+def test_load_ext_without_the_notebook_extra_says_what_to_install():
+    # `sys.modules[name] = None` makes importing `name` fail as if it were not installed.
+    code = (
+        "import sys\n"
+        "sys.modules['anywidget'] = None\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "try:\n"
+        "    InteractiveShell.instance().run_line_magic('load_ext', 'mentra_nb')\n"
+        "except ModuleNotFoundError as err:\n"
+        "    print(err)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "needs mentra-nb's `notebook` extra, and anywidget is not installed" in out.stdout
+    assert "%pip install 'mentra-nb[notebook]'" in out.stdout
+
+
+def test_importing_mentra_nb_and_loading_the_extension_build_no_model_schema():
+    """Schemas are built on first use, not at import: most sessions never touch most
+    models (other providers' events, subagents, teams), and building them was most of
+    `import mentra_nb`'s cost. (tests/benchmarks/bench_import.py prints the ratios.)"""
+    code = (
+        "import pydantic, mentra_nb\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "def built():\n"
+        "    todo, seen = [pydantic.BaseModel], []\n"
+        "    while todo:\n"
+        "        for sub in todo.pop().__subclasses__():\n"
+        "            todo.append(sub)\n"
+        "            if sub.__module__.startswith('mentra_nb') and sub.__pydantic_complete__:\n"
+        "                seen.append(sub.__qualname__)\n"
+        "    return seen\n"
+        "print('import:', built())\n"
+        "InteractiveShell.instance().run_line_magic('load_ext', 'mentra_nb')\n"
+        "print('load_ext:', built())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=REPO)
+    assert out.stdout.splitlines() == ["import: []", "load_ext: ['StoreLocation']"]

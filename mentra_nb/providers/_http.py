@@ -65,7 +65,7 @@ class RetryPolicy(BaseModel):
     spent waiting, so a long outage fails the run instead of hanging the cell.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     max_retries: int = Field(default=4, ge=0)
     base_delay: float = Field(default=0.5, ge=0)
@@ -81,7 +81,7 @@ class RetryPolicy(BaseModel):
 class Timeouts(BaseModel):
     """`read` is the longest silence allowed between two chunks of a stream."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     connect: float = 10.0
     read: float = 300.0

@@ -50,12 +50,14 @@ APPROVAL_INTERRUPTED_RESULT = "not run: it was waiting for approval when the ker
 class ApprovalState(BaseModel):
     """The stored form (state key `approvals.v1`)."""
 
+    model_config = ConfigDict(defer_build=True)
+
     always_allow: list[str] = Field(default_factory=list)
     pending: list[PendingApproval] = Field(default_factory=list)
 
 
 class ApprovalDecision(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     approved: bool
     always: bool = False

@@ -31,7 +31,7 @@ __all__ = [
 class PendingApproval(BaseModel):
     """A tool call waiting for the user: shown in `snapshot.pending_approvals`."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     tool_use_id: str
     tool_name: str
@@ -49,7 +49,7 @@ class TeamMemberStatus(BaseModel):
         info.status == TeamMemberStatus.idle()
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: Literal["idle", "working", "failed", "shutdown"]
     error: str | None = None
@@ -77,7 +77,7 @@ class TeamMemberStatus(BaseModel):
 class TeammateInfo(BaseModel):
     """One teammate as its lead's snapshot shows it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: str
     agent_id: str
@@ -94,7 +94,7 @@ SubagentStatus = Literal["pending_init", "running", "interrupted", "completed", 
 class SubagentSummary(BaseModel):
     """One child of a subagent tree as an agent snapshot lists it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     path: str
     name: str  # the last path segment: the task name
@@ -115,7 +115,7 @@ class SnapshotFields(TypedDict, total=False):
 class AgentSnapshot(BaseModel):
     """An immutable picture of an agent; observers get a new one on every change."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     agent_id: str
     name: str

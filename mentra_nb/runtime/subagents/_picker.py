@@ -38,7 +38,7 @@ class SubagentInfo(SubagentSummary):
 
 
 class PickerOption(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     label: str  # last path segment
     status: str  # status label: pending_init, running, interrupted, completed, errored
@@ -51,7 +51,7 @@ class SubagentPickerState(BaseModel):
     """The subagent badge: `text` is the count of children; `tone` is error if any
     child errored, else success if any is working, else neutral."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     title: str = "Subagents"
     symbol: str = "agent"

@@ -36,14 +36,12 @@ from mentra_nb.runtime.teams._team import (
     Team,
     teammate_system_prompt,
 )
-from mentra_nb.runtime.teams._tools import LEAD_TOOLS, TEAMMATE_TOOLS
+from mentra_nb.runtime.teams._tools import lead_tools, teammate_tools
 
 __all__ = [
     "INBOX_MARKER",
     "LEAD_ONLY_TOOLS",
-    "LEAD_TOOLS",
     "MEMBER_STATE_KEY",
-    "TEAMMATE_TOOLS",
     "Team",
     "TeamExtension",
     "TeamInbox",
@@ -53,6 +51,7 @@ __all__ = [
     "broadcast_team_message",
     "format_inbox",
     "holds_inbox",
+    "lead_tools",
     "reject_request",
     "send_team_message",
     "send_team_request",
@@ -61,5 +60,6 @@ __all__ = [
     "team_requests",
     "teammate",
     "teammate_system_prompt",
+    "teammate_tools",
     "teammates",
 ]

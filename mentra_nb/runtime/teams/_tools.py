@@ -12,19 +12,20 @@ error result that says what to do instead.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from mentra_nb.errors import MentraError
 from mentra_nb.runtime._services import AgentHandle
 from mentra_nb.runtime.teams._inbox import TeamInbox, format_inbox
-from mentra_nb.runtime.teams._team import Team
+from mentra_nb.runtime.teams._team import TEAMMATE_TOOL_NAMES, Team
 from mentra_nb.runtime.tools import Tool, ToolContext, ToolOutput, tool
 
-__all__ = ["LEAD_TOOLS", "TEAMMATE_TOOLS", "team_tools_for"]
+__all__ = ["LEAD_TOOL_NAMES", "lead_tools", "team_tools_for", "teammate_tools"]
 
 
 def _team(ctx: ToolContext) -> tuple[Team, TeamInbox]:
@@ -48,7 +49,6 @@ def _only_lead(ctx: ToolContext, team: Team, what: str) -> None:
         )
 
 
-@tool(name="team_spawn")
 async def team_spawn(
     ctx: ToolContext,
     name: Annotated[str, Field(description="The new teammate's name: letters, digits, '_', '.', '-'")],
@@ -67,7 +67,6 @@ async def team_spawn(
     return await _guarded(body)
 
 
-@tool(name="team_send")
 async def team_send(
     ctx: ToolContext,
     to: Annotated[str, Field(description="The member's name")],
@@ -83,7 +82,6 @@ async def team_send(
     return _sync_guarded(body)
 
 
-@tool(name="team_broadcast")
 async def team_broadcast(
     ctx: ToolContext, content: Annotated[str, Field(description="The message")]
 ) -> str | ToolOutput:
@@ -98,7 +96,6 @@ async def team_broadcast(
     return _sync_guarded(body)
 
 
-@tool(name="team_read_inbox")
 async def team_read_inbox(ctx: ToolContext) -> str | ToolOutput:
     """Read team mail that arrived since the start of this round."""
     _, inbox = _team(ctx)
@@ -110,7 +107,6 @@ async def team_read_inbox(ctx: ToolContext) -> str | ToolOutput:
     return _sync_guarded(body)
 
 
-@tool(name="team_request")
 async def team_request(
     ctx: ToolContext,
     to: Annotated[str, Field(description="The member who must approve or reject it")],
@@ -128,7 +124,6 @@ async def team_request(
     return _sync_guarded(body)
 
 
-@tool(name="team_respond")
 async def team_respond(
     ctx: ToolContext,
     request_id: Annotated[str, Field(description="The request_id from the request")],
@@ -145,7 +140,6 @@ async def team_respond(
     return _sync_guarded(body)
 
 
-@tool(name="team_list_requests", read_only=True)
 async def team_list_requests(
     ctx: ToolContext,
     status: Literal["pending", "approved", "rejected"] | None = None,
@@ -168,7 +162,6 @@ async def team_list_requests(
     return _sync_guarded(body)
 
 
-@tool(name="idle", read_only=True)
 async def idle(ctx: ToolContext) -> str:
     """Stop working until new team mail arrives (ends this turn)."""
     # A graceful stop: the run ends after this round's results are committed.
@@ -183,18 +176,31 @@ def _sync_guarded(body: Callable[[], str]) -> str | ToolOutput:
         return ToolOutput(content=str(err), is_error=True)
 
 
-LEAD_TOOLS: list[Tool] = [
-    team_spawn, team_send, team_broadcast, team_read_inbox, team_request, team_respond,
-    team_list_requests,
-]
-TEAMMATE_TOOLS: list[Tool] = [
-    team_send, team_read_inbox, team_request, team_respond, team_list_requests, idle,
-]
+@functools.cache
+def _tools() -> dict[str, Tool]:
+    # Built on first use, not at import: a tool's input schema is built with it,
+    # and `import mentra_nb` builds no schema (tests/test_package.py).
+    read_only = {"team_list_requests", "idle"}
+    functions: list[Callable[..., Awaitable[Any]]] = [team_spawn, team_send, team_broadcast, team_read_inbox, team_request,
+                 team_respond, team_list_requests, idle]
+    return {f.__name__: tool(name=f.__name__, read_only=f.__name__ in read_only)(f) for f in functions}
+
+
+LEAD_TOOL_NAMES = ("team_spawn", "team_send", "team_broadcast", "team_read_inbox", "team_request",
+                   "team_respond", "team_list_requests")
+
+
+def lead_tools() -> list[Tool]:
+    return [_tools()[name] for name in LEAD_TOOL_NAMES]
+
+
+def teammate_tools() -> list[Tool]:
+    return [_tools()[name] for name in TEAMMATE_TOOL_NAMES]
 
 
 def team_tools_for(team: Team, agent: AgentHandle) -> list[Tool]:
     if agent.is_teammate:
-        return list(TEAMMATE_TOOLS)
+        return teammate_tools()
     if agent.config.team or team.has_members():
-        return list(LEAD_TOOLS)
+        return lead_tools()
     return []
