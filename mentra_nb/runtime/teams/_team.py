@@ -6,7 +6,7 @@
 
 A team is named by its lead's id. Teammates are full persisted agents (kind
 "teammate", parent = the lead) driven by a `TeammateActor` on the runtime's
-loop; members talk through durable mail in the store (`team_inbox.py`) and
+loop; members talk through durable mail in the store (`_inbox.py`) and
 protocol requests (`shutdown`, `plan_approval` or any name) that the
 addressee approves or rejects. A teammate's status (idle / working /
 failed{error} / shutdown) is stored under the state key `team.member.v1`.
