@@ -169,10 +169,6 @@ class NotebookSession:
     def deny(self, agent: Agent, call_id: str, reason: str = "") -> None:
         self.host.call(lambda: agent.deny(call_id, reason))
 
-    @property
-    def is_open(self) -> bool:
-        return self._runtime is not None
-
     def use_store(self, path: str) -> StoreLocation:
         """Move to another state file: the current runtime closes (its leases are released)."""
         location = discover_store(self.user_ns, explicit=path, environ=self.environ)
