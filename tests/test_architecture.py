@@ -10,6 +10,10 @@
   under `TYPE_CHECKING`, since those are the ways a cycle is usually hidden; an
   import of `a.b.c` also runs `a.b`'s `__init__`, so it counts as an import of
   that package too (unless the importer lives inside it).
+- Layers import only the layers below them (notebook → runtime → providers,
+  store), the runtime never imports Jupyter, and the notebook layer reaches the
+  layers below only through their public modules.
+- Every module declares `__all__`.
 """
 
 from __future__ import annotations
@@ -239,3 +243,25 @@ def test_every_module_declares_all() -> None:
         )
     ]
     assert missing == []
+
+
+# What each layer may import of the others: data flows down (README, "Architecture").
+ALLOWED_LAYERS = {
+    "mentra_nb.store": set(),
+    "mentra_nb.providers": set(),
+    "mentra_nb.runtime": {"mentra_nb.store", "mentra_nb.providers"},
+    "mentra_nb.notebook": {"mentra_nb.store", "mentra_nb.providers", "mentra_nb.runtime"},
+}
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED_LAYERS))
+def test_a_layer_imports_only_the_layers_below_it(layer: str) -> None:
+    others = set(ALLOWED_LAYERS) - {layer} - ALLOWED_LAYERS[layer]
+    found = sorted(
+        f"{name} imports {target}"
+        for name, (path, tree) in SOURCES.items()
+        if name == layer or name.startswith(layer + ".")
+        for target in _imports(name, path, tree)
+        if any(target == other or target.startswith(other + ".") for other in others)
+    )
+    assert found == []
