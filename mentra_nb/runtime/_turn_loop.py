@@ -5,7 +5,8 @@ so what observers see is what a crash would leave behind. The half-streamed
 message is checkpointed at most every 250 ms (and when a block ends), never per
 token. A provider error or a hard cancel rolls the run back to where it began,
 keeping its user message for `agent.resume()`; hitting `max_rounds` keeps the
-work done and fails with `MaxRoundsExceeded`.
+work done and fails with `MaxRoundsExceeded`, and so does a budget that the
+next model call would pass (`BudgetExceeded`, checked before each call).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mentra_nb.errors import LeaseLost, MaxRoundsExceeded, MentraError
+from mentra_nb import pricing
+from mentra_nb.errors import BudgetExceeded, LeaseLost, MaxRoundsExceeded, MentraError
 from mentra_nb.messages import Message, Role, ToolResultBlock, ToolUseBlock, Usage
 from mentra_nb.providers.base import ProviderRequest
 from mentra_nb.providers.events import (
@@ -30,6 +32,7 @@ from mentra_nb.providers.events import (
 )
 from mentra_nb.runtime._approvals import Approvals, denial_result
 from mentra_nb.runtime._assembly import MessageAssembler
+from mentra_nb.runtime._budget import check_budget
 from mentra_nb.runtime._extensions import AgentExtension
 from mentra_nb.runtime._services import AgentHandle
 from mentra_nb.runtime.events import (
@@ -70,7 +73,8 @@ class TurnLoop:
         self.stop_requested = stop_requested
         self.generation = self.state.run_generation + 1
         self._checkpoint: _PendingCheckpoint | None = None
-        self._usage = Usage()
+        self._usage = Usage()  # the last model call's, priced
+        self._last_call: Usage | None = None
 
     def _event_fields(self) -> dict[str, Any]:
         return {"agent_id": self.agent.id, "run_generation": self.generation}
@@ -87,7 +91,7 @@ class TurnLoop:
             self._roll_back(baseline, AgentStatus.idle())
             state.emit(RunCancelled(**self._event_fields()))
             raise
-        except MaxRoundsExceeded as err:
+        except (MaxRoundsExceeded, BudgetExceeded) as err:
             state.fail_run(AgentStatus.failed(str(err)))
             state.emit(RunFailed(**self._event_fields(), error=str(err), rolled_back=False))
             raise
@@ -114,6 +118,7 @@ class TurnLoop:
         agent, state = self.agent, self.state
         max_rounds = agent.config.max_rounds
         for _ in range(max_rounds):
+            check_budget(agent.name, agent.model.key, agent.config, state.usage, self._last_call)
             await self._inject_round_messages()
             message, invalid_inputs = await self._stream_message()
             uses = message.tool_uses
@@ -153,6 +158,7 @@ class TurnLoop:
             tools=[t.spec.definition() for t in self.tools()],
             temperature=agent.config.temperature,
             max_output_tokens=agent.config.max_output_tokens,
+            prompt_cache=agent.config.prompt_cache,
         )
         assembler = MessageAssembler()
         checkpoint = self._checkpoint = _PendingCheckpoint(self)
@@ -222,7 +228,8 @@ class TurnLoop:
                 with contextlib.suppress(Exception):
                     await closer()
         message = assembler.finish()
-        self._usage = assembler.usage
+        # Priced once per call, at the table's prices now (never per delta).
+        self._usage = self._last_call = pricing.priced(agent.model.key, assembler.usage)
         return message, assembler.invalid_tool_inputs
 
     def _emit_stream_delta(self, event: ContentBlockDelta) -> None:
