@@ -178,9 +178,13 @@ class PriceTable:
         return value
 
     def unregister(self, model: str) -> None:
-        """Forget `model`'s price (a built-in one too)."""
+        """Forget the price registered for `model`; a built-in price applies again."""
+        builtin = BUILTIN_PRICES.get(model)
         with self._lock:
-            self._prices.pop(model, None)
+            if builtin is None:
+                self._prices.pop(model, None)
+            else:
+                self._prices[model] = Price.model_validate(builtin)
 
     def price(self, model: str) -> Price | None:
         provider, _, model_id = model.partition(":")

@@ -27,6 +27,7 @@ from mentra_nb.runtime._snapshot import (
     TeammateInfo,
     TeamMemberStatus,
 )
+from mentra_nb.runtime._spending import Spending, spending, spending_from_records
 from mentra_nb.runtime._state import AgentState
 from mentra_nb.runtime.events import AgentEvent
 from mentra_nb.runtime.subagents import SubagentError, SubagentsExtension
@@ -67,6 +68,7 @@ __all__ = [
     "RuntimeExtension",
     "Services",
     "SnapshotFields",
+    "Spending",
     "SubagentError",
     "SubagentLimits",
     "SubagentSummary",
@@ -87,6 +89,8 @@ __all__ = [
     "default_extensions",
     "file_tools",
     "shell_tool",
+    "spending",
+    "spending_from_records",
     "subagents",
     "teams",
     "tool",
