@@ -45,9 +45,11 @@ class MentraMagics(Magics):
     @observe("prices")
     def _prices_changed(self, change: dict[str, Any]) -> None:
         # A key dropped from the dict goes back to the built-in price (or none).
-        for model in set(change["old"] or {}) - set(change["new"] or {}):
+        old = change["old"] if isinstance(change["old"], dict) else {}  # unset at first
+        new = change["new"] if isinstance(change["new"], dict) else {}
+        for model in set(old) - set(new):
             pricing.unregister(model)
-        for model, price in (change["new"] or {}).items():
+        for model, price in new.items():
             try:
                 pricing.register(model, price)
             except MentraError as err:
