@@ -31,10 +31,11 @@ def test_registered_prices_win_and_a_provider_wildcard_prices_the_rest() -> None
     assert table.cost("ollama:llama3:8b", Usage(input_tokens=10**6)) == 0
     assert table.cost("ollama:big-model", Usage(input_tokens=10**6, output_tokens=10**6)) == 3
     table.register("anthropic:claude-sonnet-4-5", input=1, output=1)
-    assert table.cost("anthropic:claude-sonnet-4-5", Usage(input_tokens=10**6)) == 1
-    assert pricing.cost("anthropic:claude-sonnet-4-5", Usage(input_tokens=10**6)) == 3  # other tables untouched
+    tenth = Usage(input_tokens=100_000)
+    assert table.cost("anthropic:claude-sonnet-4-5", tenth) == pytest.approx(0.1)
+    assert pricing.cost("anthropic:claude-sonnet-4-5", tenth) == pytest.approx(0.3)  # other tables untouched
     table.unregister("anthropic:claude-sonnet-4-5")  # the built-in price applies again
-    assert table.cost("anthropic:claude-sonnet-4-5", Usage(input_tokens=10**6)) == 3
+    assert table.cost("anthropic:claude-sonnet-4-5", tenth) == pytest.approx(0.3)
     table.unregister("ollama:big-model")
     assert table.cost("ollama:big-model", Usage(input_tokens=10**6)) == 0  # the wildcard again
 
