@@ -62,7 +62,9 @@ class Runtime:
     `AgentConfig` narrowing them. Without a store, state lives in memory only.
     `workspace` is the folder the built-in file tools may not leave (default:
     the current folder). `extensions` are the registered extensions (default:
-    `default_extensions()`, teams and subagents).
+    `default_extensions()`, teams and subagents). `tracer_provider` is an
+    OpenTelemetry TracerProvider for the runs' spans (default: the global one
+    when one is configured; none, no spans).
     """
 
     def __init__(
@@ -77,6 +79,7 @@ class Runtime:
         lease_ttl: float = DEFAULT_LEASE_TTL,
         owner_label: str | None = None,
         workspace: str | os.PathLike[str] | None = None,
+        tracer_provider: object | None = None,
     ) -> None:
         if not isinstance(runtime_id, str) or not runtime_id.strip():
             raise ConfigError("runtime_id must be a non-empty string, e.g. the notebook's name")
@@ -98,6 +101,7 @@ class Runtime:
             providers=self.providers, create_agent=self._create_agent, load_agent=self.resume_agent,
             live_agent=self._agents.get, is_closed=lambda: self._closed,
             prepare_run=self._prepare_run, extensions=self._extensions,
+            tracer_provider=tracer_provider,
         )
         # Released when the runtime is garbage collected or the interpreter exits,
         # so a dropped runtime never blocks the next one.
