@@ -122,7 +122,7 @@ def _provider_message(body: bytes) -> tuple[str, str]:
     text = body.decode("utf-8", "replace").strip()
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return "", text[:500]
     if isinstance(data, list) and data and isinstance(data[0], dict):
         data = data[0]  # Gemini sometimes wraps its error in a list

@@ -39,6 +39,10 @@ class ServerSentEvent:
         """The `data` field as JSON; a payload that is not JSON is a `StreamError`."""
         try:
             return json.loads(self.data)
+        except RecursionError:
+            raise StreamError(
+                f"the provider sent a server-sent event nested too deeply to parse: {self.data[:200]!r}"
+            ) from None
         except json.JSONDecodeError as err:
             raise StreamError(
                 f"the provider sent a malformed server-sent event: its data is not JSON "

@@ -54,7 +54,8 @@ class Runtime:
     same name); `tools` are registered for every agent, each agent's
     `AgentConfig` narrowing them. Without a store, state lives in memory only.
     `workspace` is the folder the built-in file tools may not leave (default:
-    the current folder).
+    the current folder); pass a `Workspace(root, secret_files=...)` to change
+    which files they refuse as secret.
     """
 
     def __init__(
@@ -68,14 +69,15 @@ class Runtime:
         extensions: Iterable[RuntimeExtension] = (),
         lease_ttl: float = DEFAULT_LEASE_TTL,
         owner_label: str | None = None,
-        workspace: str | os.PathLike[str] | None = None,
+        workspace: str | os.PathLike[str] | Workspace | None = None,
     ) -> None:
         if not isinstance(runtime_id, str) or not runtime_id.strip():
             raise ConfigError("runtime_id must be a non-empty string, e.g. the notebook's name")
         self.store: Store = store if store is not None else SqliteStore(":memory:")
         self.runtime_id = runtime_id
         self.providers = ProviderRegistry(providers)
-        self.workspace = Workspace(workspace if workspace is not None else Path.cwd())
+        self.workspace = (workspace if isinstance(workspace, Workspace)
+                          else Workspace(workspace if workspace is not None else Path.cwd()))
         self._tools: dict[str, Tool] = {}
         for t in [*(_builtin_tools(self.workspace) if builtin_tools else []), *tools]:
             self.register_tool(t)
