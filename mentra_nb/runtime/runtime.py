@@ -27,7 +27,7 @@ from mentra_nb.runtime.agent import Agent
 from mentra_nb.runtime.config import AgentConfig
 from mentra_nb.runtime.extensions import RuntimeExtension
 from mentra_nb.runtime.file_tools import Workspace, file_tools
-from mentra_nb.runtime.leases import DEFAULT_LEASE_TTL, LeaseKeeper, release_leases_quietly
+from mentra_nb.runtime.leases import DEFAULT_LEASE_TTL, LeaseKeeper
 from mentra_nb.runtime.recovery import recover
 from mentra_nb.runtime.subagents import SubagentsExtension
 from mentra_nb.runtime.teams import TeamExtension
@@ -93,7 +93,7 @@ class Runtime:
         self._closed = False
         # Released when the runtime is garbage collected or the interpreter exits,
         # so a dropped runtime never blocks the next one.
-        self._finalizer = weakref.finalize(self, release_leases_quietly, self.store, self._leases.token)
+        self._finalizer = weakref.finalize(self, self._leases.close)
 
     @classmethod
     def empty(cls, **kwargs: object) -> Runtime:

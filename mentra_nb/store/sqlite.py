@@ -843,13 +843,15 @@ def _update_agent(cur: sqlite3.Cursor, agent_id: str, *, status: AgentStatus | N
 
 
 def _holder_is_live(holder: LeaseRecord, claim: LeaseClaim, now: float, ttl: float) -> bool:
-    """Live while it heartbeats and, on this host, while its process runs: a dead
-    kernel's agents are taken over at once, a silent remote one after `ttl`."""
-    if now - holder.heartbeat_at >= ttl:
-        return False
+    """On this host, live exactly while its process runs: a dead kernel's agents
+    are taken over at once, and a living one never loses them, however old its
+    heartbeat (a loop blocked by a tool is not a dead owner; taking over would
+    run the tool's side effects twice). On another host, where the process cannot
+    be seen, live while it heartbeats: a silent remote owner is taken over after
+    `ttl`, and the lease token fences it out from then on."""
     if holder.host == claim.host:
         return process_is_alive(holder.pid, holder.process_started_at)
-    return True
+    return now - holder.heartbeat_at < ttl
 
 
 def process_is_alive(pid: int, started_at: float) -> bool:

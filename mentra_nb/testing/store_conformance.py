@@ -241,6 +241,16 @@ class StoreConformance:
         store.acquire_lease(agent_id, taker, ttl=30)
         assert store.lease_holder(agent_id).token == taker.token
 
+    def test_a_live_holder_on_this_host_keeps_its_lease_however_old_its_heartbeat(
+            self, store: Store) -> None:
+        # A loop blocked by a tool stops heartbeats but the process lives: taking
+        # over would run the tool's side effects a second time.
+        agent_id = uuid.uuid4().hex
+        store.acquire_lease(agent_id, _claim(), ttl=30)
+        time.sleep(0.05)
+        with pytest.raises(LeaseUnavailable, match=f"pid {os.getpid()}"):
+            store.acquire_lease(agent_id, _claim("other"), ttl=0.01)
+
     def test_an_expired_heartbeat_is_taken_over(self, store: Store) -> None:
         agent_id = uuid.uuid4().hex
         remote = _claim(host="another-host.example")
