@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Iterable
 from pathlib import Path
 
-from mentra_nb.errors import AgentExists, AgentNotFound, ConfigError, MentraError
+from mentra_nb.errors import AgentNotFound, ConfigError, MentraError
 from mentra_nb.providers.base import ModelInfo, Provider
 from mentra_nb.providers.registry import ProviderRegistry
 from mentra_nb.runtime.agent import Agent
@@ -138,14 +138,11 @@ class Runtime:
         )
 
     def spawn(self, name: str, model: str | ModelInfo, config: AgentConfig | None = None) -> Agent:
-        """Create and persist a new agent. `model` is `"provider:model"` or a `ModelInfo`."""
-        for record in self.store.list_agents(self.runtime_id):
-            if record.name == name and record.kind == "agent":
-                raise AgentExists(
-                    f"an agent named '{name}' already exists in runtime '{self.runtime_id}' "
-                    f"(id {record.id}); resume it with rt.resume_agent('{record.id}') or pick "
-                    "another name"
-                )
+        """Create and persist a new agent. `model` is `"provider:model"` or a `ModelInfo`.
+
+        A name already stored in this runtime raises `AgentExists`; the store
+        decides (a unique constraint), so two processes racing for one name
+        cannot both win, and spawning costs the same with 10 agents or 10,000."""
         return self._create_agent(name, model, config)
 
     def _create_agent(
@@ -175,7 +172,12 @@ class Runtime:
             updated_at=now,
         )
         self._leases.acquire(record.id)
-        self.store.create_agent(record, token=self._leases.token)
+        try:
+            self.store.create_agent(record, token=self._leases.token)
+        except MentraError:
+            self.store.release_leases(self._leases.token, [record.id])
+            self._leases.held.discard(record.id)
+            raise
         return self._adopt(Agent(self, PersistedAgent(record=record, transcript=[])))
 
     def resume_agent(self, agent_id: str) -> Agent:

@@ -33,7 +33,7 @@ from typing import Any, Literal
 import psutil
 from pydantic import ValidationError
 
-from mentra_nb.errors import LeaseLost, LeaseUnavailable, StoreError
+from mentra_nb.errors import AgentExists, LeaseLost, LeaseUnavailable, StoreError
 from mentra_nb.messages import Message, Usage
 from mentra_nb.status import AgentStatus
 from mentra_nb.store.base import (
@@ -54,7 +54,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteStore", "is_network_filesy
 log = logging.getLogger("mentra_nb.store")
 
 APPLICATION_ID = 0x4D4E4231  # "MNB1" in the SQLite header marks a mentra-nb file
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _NETWORK_FILESYSTEMS = {
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "afs", "9p", "ncpfs", "fuse.sshfs", "fuse.s3fs",
@@ -153,6 +153,17 @@ _MIGRATIONS: list[str] = [
         reason TEXT
     );
     CREATE INDEX team_requests_by_team ON team_requests (team_id, created_at);
+    """,
+    # 3: a lead agent's name is unique in its runtime: two processes spawning one
+    # name at once made two agents. Files that already hold such twins keep the
+    # oldest under the name; the others get their id's first 8 characters appended.
+    # Teammates are found by lead, not by scanning every agent.
+    """
+    UPDATE agents SET name = name || '-' || substr(id, 1, 8)
+        WHERE kind = 'agent' AND rowid NOT IN (
+            SELECT min(rowid) FROM agents WHERE kind = 'agent' GROUP BY runtime_id, name);
+    CREATE UNIQUE INDEX agents_unique_lead_name ON agents (runtime_id, name) WHERE kind = 'agent';
+    CREATE INDEX agents_by_parent ON agents (parent_id, created_at);
     """,
 ]
 
@@ -341,6 +352,17 @@ class SqliteStore:
                     ),
                 )
             except sqlite3.IntegrityError as err:
+                if record.kind == "agent" and "name" in str(err):
+                    row = cur.execute(
+                        "SELECT id FROM agents WHERE runtime_id = ? AND name = ? AND kind = 'agent'",
+                        (record.runtime_id, record.name),
+                    ).fetchone()
+                    existing = row[0] if row else "unknown"
+                    raise AgentExists(
+                        f"an agent named '{record.name}' already exists in runtime "
+                        f"'{record.runtime_id}' (id {existing}); resume it with "
+                        f"rt.resume_agent('{existing}') or pick another name"
+                    ) from None
                 raise StoreError(f"agent {record.id} already exists in {self.path}") from err
 
     @contextmanager
@@ -389,14 +411,19 @@ class SqliteStore:
         with self._decoding(f"message of agent {agent_id}"):
             return [Message.model_validate_json(row[0]) for row in rows]
 
-    def list_agents(self, runtime_id: str | None = None) -> list[AgentRecord]:
-        if runtime_id is None:
-            rows = self._read(f"SELECT {_AGENT_COLUMNS} FROM agents ORDER BY created_at, rowid")
-        else:
-            rows = self._read(
-                f"SELECT {_AGENT_COLUMNS} FROM agents WHERE runtime_id = ? ORDER BY created_at, rowid",
-                (runtime_id,),
-            )
+    def list_agents(self, runtime_id: str | None = None, *,
+                    parent_id: str | None = None) -> list[AgentRecord]:
+        where: list[str] = []
+        params: list[Any] = []
+        if runtime_id is not None:
+            where.append("runtime_id = ?")
+            params.append(runtime_id)
+        if parent_id is not None:
+            where.append("parent_id = ?")
+            params.append(parent_id)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = self._read(f"SELECT {_AGENT_COLUMNS} FROM agents{clause} ORDER BY created_at, rowid",
+                          tuple(params))
         with self._decoding("agent record"):
             return [_agent_record(row) for row in rows]
 
