@@ -310,7 +310,8 @@ class AgentView(MentraWidget):
         if earlier > 0:
             header += f"\n\n*… {earlier} earlier messages (`agent.history` has them all)*"
         body = transcript_markdown(recent)
-        waiting = [f"*waiting for approval:* {md_code(p.tool_name)} (call {md_code(p.tool_use_id)})"
+        waiting = [f"*waiting for approval:* {md_code(p.tool_name)} (`%mentra approve` "
+                   f"{md_code(agent.name)} {md_code(p.reference)})"
                    for p in agent.snapshot.pending_approvals]
         return "\n\n".join([header, *([body] if body else []), *waiting])
 
@@ -337,7 +338,7 @@ def approval_item(pending: PendingApproval) -> dict[str, Any]:
     text = json.dumps(pending.input, indent=2, ensure_ascii=False)
     if len(text) > APPROVAL_INPUT_CHARS:
         text = f"{text[:APPROVAL_INPUT_CHARS]}\n… [{len(text) - APPROVAL_INPUT_CHARS} more characters]"
-    return {"id": pending.tool_use_id, "name": pending.tool_name, "input": text}
+    return {"id": pending.tool_use_id, "ref": pending.reference, "name": pending.tool_name, "input": text}
 
 
 def _answer(name: str, answer: Any, *args: Any) -> None:

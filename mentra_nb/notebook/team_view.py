@@ -201,6 +201,7 @@ class TeamView(MentraWidget):
         requests = "\n".join(f"- {md_text(str(r['protocol']))} from {md_text(str(r['sender']))}: "
                              f"{md_cell(r['content'])}" for r in self.requests)
         waiting = "\n".join(f"- *{md_text(str(a['agent']))} waits for approval:* {md_code(str(a['name']))} "
-                            f"(call {md_code(str(a['id']))})" for a in self.approvals)
+                            f"(`%mentra approve` {md_code(str(a['agent']))} "
+                            f"{md_code(str(a['ref']))})" for a in self.approvals)
         return "\n\n".join(
             part for part in (f"**team of {md_text(self._lead.name)}**", table if rows else "", requests, waiting) if part)

@@ -263,7 +263,10 @@ class Agent:
         """Let the paused tool call `call_id` run. `always=True` also lets this
         agent call that tool without asking from now on (remembered in the store).
 
-        Raises `AgentError` if no such call is waiting. Safe from any thread.
+        `call_id` may name the run too, `"<call id>@<run>"` (the pending call's
+        `reference`), so an answer written for one run never approves another
+        run's call that reuses the id. Raises `AgentError` if no such call is
+        waiting. Safe from any thread.
         """
         self._approvals.answer(call_id, ApprovalDecision(approved=True, always=always))
 

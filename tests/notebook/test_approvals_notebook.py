@@ -46,9 +46,9 @@ def waiting_agent(host, *scripts, db=None):
 
 def test_the_view_lists_a_paused_call_and_approve_from_the_browser_runs_it(host):
     agent, view, future, _ = waiting_agent(host, text_stream("done"))
-    assert view.approvals == [{"id": "c1", "name": "publish", "input": '{\n  "title": "Q1"\n}'}]
+    assert view.approvals == [{"id": "c1", "ref": "c1@1", "name": "publish", "input": '{\n  "title": "Q1"\n}'}]
     assert view.status["name"] == "executing_tool"
-    assert "*waiting for approval:* `publish` (call `c1`)" in view._markdown()
+    assert "*waiting for approval:* `publish` (`%mentra approve` `writer` `c1@1`)" in view._markdown()
     view._on_browser_message(view, {"kind": "approve", "call_id": "c1"}, [])
     assert future.result(5).text == "done" and RAN == ["Q1"]
     host.call(lambda: None)
