@@ -205,11 +205,15 @@ class Runtime:
             if persisted.run is not None:
                 persisted = self.store.load_agent(agent_id) or persisted
                 persisted = recover(self.store, persisted, token=self._leases.token)
+            # Building the agent reads its config and state rows too: a failure
+            # there must release the lease just the same.
+            agent = Agent(self, persisted)
+            return self._adopt(agent)
         except MentraError:
+            self._agents.pop(agent_id, None)
             self.store.release_leases(self._leases.token, [agent_id])
             self._leases.held.discard(agent_id)
             raise
-        return self._adopt(Agent(self, persisted))
 
     def _adopt(self, agent: Agent) -> Agent:
         for extension in self._extensions:

@@ -208,8 +208,13 @@ class SqliteStore:
         self.path = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
         self._lock = threading.RLock()
         self._closed = False
+        side_files: list[Path] = []
         if self.path != ":memory:":
             _check_existing_file(self.path)
+            # -wal/-shm files SQLite creates while opening a file we then refuse
+            # (read-only, full disk) are removed again; ones that existed stay.
+            side_files = [f for f in (Path(f"{self.path}-wal"), Path(f"{self.path}-shm"))
+                          if not f.exists()]
         try:
             self._conn = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout
@@ -228,6 +233,10 @@ class SqliteStore:
             # A read-only folder or file, a full disk: SQLite can read the header
             # but not write its journal. Say which file and what to check.
             self._conn.close()
+            for created in side_files:
+                with suppress(OSError):
+                    if created.stat().st_size == 0:
+                        created.unlink()
             raise StoreError(
                 f"cannot use the state file {self.path}: {err}. Check that the file and its "
                 "folder are writable and the disk has room, or point mentra-nb at another "
@@ -275,11 +284,17 @@ class SqliteStore:
                 for index in range(version, SCHEMA_VERSION):
                     for statement in _statements(_MIGRATIONS[index]):
                         self._conn.execute(statement)
-                self._conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                if version < SCHEMA_VERSION:
+                    # Only when something changed: stamping an up-to-date file would
+                    # rewrite its header on every open, a damaged one's included.
+                    self._conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                # A full disk makes SQLite roll back by itself; a second ROLLBACK would
+                # replace the real error with "no transaction is active".
+                with suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
                 raise
 
     # --- plumbing -------------------------------------------------------------
@@ -515,7 +530,13 @@ class SqliteStore:
 
     def load_state(self, agent_id: str, key: str) -> Any | None:
         rows = self._read("SELECT value FROM state WHERE agent_id = ? AND key = ?", (agent_id, key))
-        return json.loads(rows[0][0]) if rows else None
+        if not rows:
+            return None
+        with self._decoding(f"state '{key}' of agent {agent_id}"):
+            try:
+                return json.loads(rows[0][0])
+            except (TypeError, RecursionError) as err:  # a BLOB, or JSON nested beyond reason
+                raise ValueError(str(err)) from err
 
     def save_state(self, agent_id: str, key: str, value: Any, *, token: str) -> None:
         encoded = json.dumps(value)
@@ -709,6 +730,11 @@ def _check_existing_file(path: str) -> None:
             header = f.read(100)
     except OSError as err:
         raise StoreError(f"cannot read {path}: {err}") from err
+    if not os.access(p, os.W_OK):
+        raise StoreError(
+            f"{path} is read-only, so mentra-nb cannot record agents in it; it was left untouched. "
+            "Make it writable (chmod u+w) or point mentra-nb at another path (%mentra db PATH)."
+        )
     if not header:
         return  # an empty file is a new store
     if not header.startswith(_SQLITE_MAGIC) or len(header) < 100:
