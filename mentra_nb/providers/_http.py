@@ -92,7 +92,7 @@ class Timeouts(BaseModel):
     read: float = 300.0
     write: float = 30.0
     pool: float = 30.0
-    idle: float = Field(default=180.0, gt=0)
+    idle: float = Field(default=300.0, gt=0)
     total: float = Field(default=3600.0, gt=0)
 
     def to_httpx(self) -> httpx.Timeout:

@@ -93,9 +93,11 @@ class Workspace:
             raise ConfigError(f"the workspace {path} is not a folder; pass an existing folder as workspace=")
         self.root = path
         self.secret_files = tuple(secret_files)
-        self._secret_names = [p for p in self.secret_files if "/" not in p]
-        self._secret_dirs = [p.rstrip("/") for p in self.secret_files if p.endswith("/")]
-        self._secret_paths = [p for p in self.secret_files if "/" in p and not p.endswith("/")]
+        # Compared in lower case: on a case-insensitive disk '.ENV' opens '.env'.
+        lowered = [p.lower() for p in self.secret_files]
+        self._secret_names = [p for p in lowered if "/" not in p]
+        self._secret_dirs = [p.rstrip("/") for p in lowered if p.endswith("/")]
+        self._secret_paths = [p for p in lowered if "/" in p and not p.endswith("/")]
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -132,9 +134,9 @@ class Workspace:
         if not self.secret_files:
             return False
         try:
-            parts = path.relative_to(self.root).parts
+            parts = tuple(part.lower() for part in path.relative_to(self.root).parts)
         except ValueError:
-            parts = path.parts
+            parts = tuple(part.lower() for part in path.parts)
         for index, part in enumerate(parts):
             if any(fnmatch.fnmatchcase(part, p) for p in self._secret_names):
                 return True

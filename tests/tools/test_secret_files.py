@@ -78,7 +78,8 @@ async def test_the_secret_list_is_documented_and_can_be_changed(ws):
     await rt.aclose()
 
 
-@pytest.mark.parametrize("name", ["id_rsa", "id_ed25519.pub", ".netrc", "my.key", ".ssh/config",
+@pytest.mark.parametrize("name", ["id_rsa", "id_ed25519.pub", ".netrc", "my.key", ".ssh/config", ".ENV",
+                                  "Server.PEM", ".AWS/credentials",
                                   ".azure/accessTokens.json", ".config/gcloud/credentials.db"])
 def test_the_default_list_covers_keys_and_cloud_credentials(tmp_path, name):
     ws = Workspace(tmp_path)
