@@ -1,6 +1,6 @@
-// Shared DOM helpers of the mentra-nb widgets. Each widget imports them; the
-// kernel inlines this file into a widget's module (anywidget loads a single
-// module, where relative imports cannot resolve), so keep it import-free.
+// Shared DOM helpers of the mentra-nb widgets. Each widget imports them;
+// `npm run build` bundles them into each widget's single module in
+// mentra_nb/static/ (anywidget loads one module, where relative imports cannot resolve).
 
 /**
  * @typedef {{index: number, role: string, kind: string, html?: string, id?: string, name?: string,

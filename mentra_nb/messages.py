@@ -40,7 +40,7 @@ class Role(StrEnum):
 class ContentBlock(BaseModel):
     """Base of every block; its class methods build the concrete kinds."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     @staticmethod
     def text(text: str) -> TextBlock:
@@ -128,7 +128,7 @@ Block = Annotated[
 
 
 class Message(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     role: Role
     content: list[Block]
@@ -162,7 +162,7 @@ def _blocks(content: tuple[str | ContentBlock, ...]) -> list[Any]:
 class Usage(BaseModel):
     """Token counts. Adding two usages sums every field."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     input_tokens: int = 0
     output_tokens: int = 0

@@ -21,7 +21,7 @@ class AgentStatus(BaseModel):
         snapshot.status.name == "executing_tool"
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: StatusName
     tool_id: str | None = None
@@ -71,7 +71,7 @@ class AgentStatus(BaseModel):
 class PendingToolUse(BaseModel):
     """A tool call of the current round that has no result yet (`input_json` may be partial)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: str
     name: str

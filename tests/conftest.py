@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +14,15 @@ import pytest
 
 from mentra_nb import AgentSnapshot, AgentStatus, SqliteStore
 from tests.children import Child
+from tests.installed_wheel import install_wheel
 from tests.kernels import Kernel
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # llama-cpp-python opens two module-level /dev/null files it never closes; at
+    # interpreter exit they would print ResourceWarnings after pytest's summary line,
+    # which must stay the last thing a run prints.
+    warnings.filterwarnings("ignore", category=ResourceWarning)
 
 
 @pytest.fixture
@@ -27,16 +36,23 @@ def children():
 
 @pytest.fixture
 def kernels(tmp_path: Path):
-    """`kernels()` starts a real kernel in `tmp_path`; each is shut down, pass or fail."""
+    """`kernels()` starts a real kernel in `tmp_path` (`kernels(python=...)` with another
+    interpreter); each is shut down, pass or fail."""
     started: list[Kernel] = []
 
-    def start() -> Kernel:
-        started.append(Kernel(tmp_path))
+    def start(python: str | None = None) -> Kernel:
+        started.append(Kernel(tmp_path, python))
         return started[-1]
 
     yield start
     for kernel in started:
         kernel.close()
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The python of a fresh venv holding the wheel (with JupyterLab, for a browser test)."""
+    return install_wheel(tmp_path_factory.mktemp("wheel"), extras=["jupyterlab"])
 
 
 @pytest.fixture

@@ -1,23 +1,39 @@
 """A real ipykernel through jupyter_client, started the way a Jupyter server
 starts one: in a folder, with `JPY_SESSION_NAME` naming a notebook there, so
-the state file is found beside the notebook."""
+the state file is found beside the notebook. By default the kernel runs this
+interpreter; `python=` runs another one's (an installed wheel's venv)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import tempfile
 from pathlib import Path
 from typing import Any
 
+from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 __all__ = ["Kernel"]
 
 
 class Kernel:
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, python: str | None = None) -> None:
         env = {**os.environ, "JPY_SESSION_NAME": str(folder / "analysis.ipynb")}
-        self.manager = KernelManager(kernel_name="python3")
+        self._specs: tempfile.TemporaryDirectory[str] | None = None
+        if python is None:
+            self.manager = KernelManager(kernel_name="python3")
+        else:
+            self._specs = tempfile.TemporaryDirectory(prefix="mentra-kernelspec-")
+            spec = Path(self._specs.name) / "other"
+            spec.mkdir()
+            (spec / "kernel.json").write_text(json.dumps({
+                "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": f"Python ({python})", "language": "python"}))
+            self.manager = KernelManager(
+                kernel_name="other",
+                kernel_spec_manager=KernelSpecManager(kernel_dirs=[self._specs.name]))
         self.manager.start_kernel(cwd=str(folder), env=env)
         self.client = self.manager.client()
         self.client.start_channels()
@@ -57,3 +73,5 @@ class Kernel:
         if self.manager.is_alive():
             self.manager.shutdown_kernel(now=True)
         self.manager.cleanup_resources()
+        if self._specs is not None:
+            self._specs.cleanup()

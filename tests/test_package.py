@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +38,27 @@ def test_everything_in_all_is_importable_from_the_top():
         assert getattr(mentra_nb, name) is not None
 
 
+def test_the_names_imported_on_first_use_are_the_ones_type_checkers_see():
+    tree = ast.parse((REPO / "mentra_nb" / "__init__.py").read_text())
+    (guarded,) = [node for node in tree.body if isinstance(node, ast.If)
+                  and ast.unparse(node.test) == "TYPE_CHECKING"]
+    static = {alias.asname or alias.name: node.module
+              for node in guarded.body if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert set(static) <= set(mentra_nb.__all__) and set(static) <= set(dir(mentra_nb))
+    for name, module in static.items():  # each name resolves to what its static import names
+        imported = getattr(importlib.import_module(module), name)
+        assert getattr(mentra_nb, name) is imported, name
+
+
+def test_importing_mentra_nb_imports_none_of_its_modules_until_a_name_is_used():
+    code = ("import sys, mentra_nb\n"
+            "print(sorted(m for m in sys.modules if m.startswith('mentra_nb')))\n"
+            "mentra_nb.Runtime\n"
+            "print('mentra_nb.runtime' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["['mentra_nb']", "True"]
+
+
 def test_nothing_is_pickled():
     for path in (REPO / "mentra_nb").rglob("*.py"):
         text = path.read_text()
@@ -61,3 +84,43 @@ def test_the_demo_refuses_to_overwrite_an_existing_file(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "already exists" in out.stderr
     assert db.read_text() == "keep me"
+
+
+def test_load_ext_without_the_notebook_extra_says_what_to_install():
+    # `sys.modules[name] = None` makes importing `name` fail as if it were not installed.
+    code = (
+        "import sys\n"
+        "sys.modules['anywidget'] = None\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "try:\n"
+        "    InteractiveShell.instance().run_line_magic('load_ext', 'mentra_nb')\n"
+        "except ModuleNotFoundError as err:\n"
+        "    print(err)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "needs mentra-nb's `notebook` extra, and anywidget is not installed" in out.stdout
+    assert "%pip install 'mentra-nb[notebook]'" in out.stdout
+
+
+def test_importing_mentra_nb_and_loading_the_extension_build_no_model_schema():
+    """Schemas are built on first use, not at import: most sessions never touch most
+    models (other providers' events, subagents, teams), and building them was most of
+    `import mentra_nb`'s cost. (tests/benchmarks/bench_import.py prints the ratios.)"""
+    code = (
+        "import pydantic, mentra_nb\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "def built():\n"
+        "    todo, seen = [pydantic.BaseModel], []\n"
+        "    while todo:\n"
+        "        for sub in todo.pop().__subclasses__():\n"
+        "            todo.append(sub)\n"
+        "            if sub.__module__.startswith('mentra_nb') and sub.__pydantic_complete__:\n"
+        "                seen.append(sub.__qualname__)\n"
+        "    return seen\n"
+        "print('import:', built())\n"
+        "InteractiveShell.instance().run_line_magic('load_ext', 'mentra_nb')\n"
+        "print('load_ext:', built())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=REPO)
+    assert out.stdout.splitlines() == ["import: []", "load_ext: ['StoreLocation']"]

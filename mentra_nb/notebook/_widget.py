@@ -8,14 +8,28 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anywidget
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 if TYPE_CHECKING:
     from mentra_nb.notebook.host import RuntimeHost
 
-__all__ = ["MentraWidget"]
+__all__ = ["BrowserMessage", "MentraWidget", "browser_messages"]
 
 log = logging.getLogger("mentra_nb.notebook")
+
+
+class BrowserMessage(BaseModel):
+    """A message a widget's front end may send; each kind is a subclass.
+
+    Validators are built on the first message, not when `%load_ext` imports the
+    widgets: most sessions never click most buttons."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+def browser_messages(union: Any) -> TypeAdapter[Any]:
+    """The validator of a widget's browser messages (a discriminated union), built lazily."""
+    return TypeAdapter(union, config=ConfigDict(defer_build=True))
 
 
 class MentraWidget(anywidget.AnyWidget):

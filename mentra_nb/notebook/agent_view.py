@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import traitlets
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
 from mentra_nb.errors import AgentError
 from mentra_nb.messages import Message, Role, TextBlock, ThinkingBlock
-from mentra_nb.notebook._widget import MentraWidget
-from mentra_nb.notebook.assets import asset, widget_module
+from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
+from mentra_nb.notebook.assets import static_file
 from mentra_nb.notebook.rendering import md_code, md_text, message_items, transcript_markdown
 from mentra_nb.notebook.stream_refs import encode_html
 from mentra_nb.runtime.agent import Agent
@@ -44,40 +44,40 @@ log = logging.getLogger("mentra_nb.notebook")
 STREAM_INTERVAL = 0.05  # seconds: at most 20 delta messages per second per agent
 
 
-class _Hello(BaseModel):
+class _Hello(BrowserMessage):
     kind: Literal["hello"]
 
 
-class _Stop(BaseModel):
+class _Stop(BrowserMessage):
     kind: Literal["stop"]
 
 
-class _Interrupt(BaseModel):
+class _Interrupt(BrowserMessage):
     kind: Literal["interrupt"]
 
 
-class _Send(BaseModel):
+class _Send(BrowserMessage):
     kind: Literal["send"]
     text: str = Field(min_length=1, max_length=100_000)
 
 
-class _Resume(BaseModel):
+class _Resume(BrowserMessage):
     kind: Literal["resume"]
 
 
-class _Approve(BaseModel):
+class _Approve(BrowserMessage):
     kind: Literal["approve"]
     call_id: str = Field(min_length=1, max_length=200)
     always: bool = False
 
 
-class _Deny(BaseModel):
+class _Deny(BrowserMessage):
     kind: Literal["deny"]
     call_id: str = Field(min_length=1, max_length=200)
     reason: str = Field(default="", max_length=2_000)
 
 
-_browser_message: TypeAdapter[Any] = TypeAdapter(
+_browser_message: TypeAdapter[Any] = browser_messages(
     Annotated[_Hello | _Stop | _Interrupt | _Send | _Resume | _Approve | _Deny,
               Field(discriminator="kind")]
 )
@@ -91,8 +91,8 @@ APPROVAL_INPUT_CHARS = 4_000  # what the widget shows of a call's input (a write
 class AgentView(MentraWidget):
     """Status, usage, the committed transcript, the live stream and controls."""
 
-    _esm = widget_module("agent_view.js")
-    _css = asset("mentra.css")
+    _esm = static_file("agent_view.js")
+    _css = static_file("mentra.css")
 
     agent_name = traitlets.Unicode("").tag(sync=True)
     model_key = traitlets.Unicode("").tag(sync=True)

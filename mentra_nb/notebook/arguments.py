@@ -22,7 +22,7 @@ class ParseError(ValueError):
 
 
 class Command(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     command: ClassVar[str]
     summary: ClassVar[str]

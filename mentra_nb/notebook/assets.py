@@ -1,43 +1,29 @@
-"""The widgets' front-end files (`js/` at the top of the project) as anywidget modules.
+"""Where the widgets' front end lives in the installed package.
 
-anywidget loads one ES module per widget from a string, where a relative
-import cannot resolve; so a widget's `import ... from "./dom.js"` line is
-replaced by that file's text here. The files stay plain modules that vitest
-and `tsc --checkJs` read as they are.
+`js/` at the top of the project is the front end's source; `npm run build`
+(esbuild) bundles each widget with its shared helpers into one ES module in
+`mentra_nb/static/`, which the wheel ships as package data. The widgets point
+`_esm`/`_css` at these files as paths, not strings, so a plain `pip install`
+needs no Node, and with `ANYWIDGET_HMR=1` anywidget reloads them in the browser
+whenever `npm run dev` rebuilds (an editable install only: anywidget never
+watches files inside site-packages).
 """
 
 from __future__ import annotations
 
-import re
-from functools import cache
 from pathlib import Path
 
-__all__ = ["JS_DIR", "asset", "widget_module"]
+__all__ = ["STATIC_DIR", "static_file"]
 
-JS_DIR = Path(__file__).resolve().parents[2] / "js"
-_LOCAL_IMPORT = re.compile(r'^import \{[^}]*\} from "\./([a-z_]+\.js)";\n', re.M)
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 
-def asset(name: str) -> Path:
-    path = JS_DIR / name
+def static_file(name: str) -> Path:
+    """The path of a built front-end file, or a clear error if the package lacks it."""
+    path = STATIC_DIR / name
     if not path.is_file():
         raise FileNotFoundError(
-            f"mentra-nb's front-end file {path} is missing; install mentra-nb from its source "
-            "folder (pip install -e .) so the widgets can load js/"
+            f"mentra-nb's front-end file {path} is missing: this installation is incomplete. "
+            "Reinstall mentra-nb; from a source checkout, run `npm run build` in js/ first."
         )
     return path
-
-
-@cache
-def widget_module(name: str) -> str:
-    """The source of widget module `name` with its local imports inlined (once each)."""
-    inlined: set[str] = set()
-
-    def inline(match: re.Match[str]) -> str:
-        dependency = match.group(1)
-        if dependency in inlined:
-            return ""
-        inlined.add(dependency)
-        return asset(dependency).read_text() + "\n"
-
-    return _LOCAL_IMPORT.sub(inline, asset(name).read_text())

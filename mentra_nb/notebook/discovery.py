@@ -23,7 +23,7 @@ STORE_SUFFIX = ".mentra.sqlite"
 
 
 class StoreLocation(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     path: Path
     runtime_id: str

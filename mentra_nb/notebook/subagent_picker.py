@@ -12,11 +12,11 @@ import logging
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import traitlets
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
 from mentra_nb.errors import MentraError
-from mentra_nb.notebook._widget import MentraWidget
-from mentra_nb.notebook.assets import asset, widget_module
+from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
+from mentra_nb.notebook.assets import static_file
 from mentra_nb.notebook.rendering import md_cell, md_code, md_text, message_items
 from mentra_nb.runtime import subagents
 from mentra_nb.runtime.agent import Agent
@@ -38,32 +38,32 @@ log = logging.getLogger("mentra_nb.notebook")
 _PATH = Field(pattern=r"^/root(/[a-z0-9_]{1,64})+$", max_length=4096)
 
 
-class _Open(BaseModel):
+class _Open(BrowserMessage):
     kind: Literal["open"]
     path: Annotated[str, _PATH]
 
 
-class _Older(BaseModel):
+class _Older(BrowserMessage):
     kind: Literal["older"]
 
 
-class _Close(BaseModel):
+class _Close(BrowserMessage):
     kind: Literal["close"]
 
 
-class _Interrupt(BaseModel):
+class _Interrupt(BrowserMessage):
     kind: Literal["interrupt"]
     path: Annotated[str, _PATH]
 
 
-_browser_message: TypeAdapter[Any] = TypeAdapter(
+_browser_message: TypeAdapter[Any] = browser_messages(
     Annotated[_Open | _Older | _Close | _Interrupt, Field(discriminator="kind")]
 )
 
 
 class SubagentPickerView(MentraWidget):
-    _esm = widget_module("subagent_picker.js")
-    _css = asset("mentra.css")
+    _esm = static_file("subagent_picker.js")
+    _css = static_file("mentra.css")
 
     root_name = traitlets.Unicode("").tag(sync=True)
     badge = traitlets.Dict().tag(sync=True)  # {count, text, tone}

@@ -17,12 +17,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import traitlets
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
 from mentra_nb.errors import AgentError, MentraError
-from mentra_nb.notebook._widget import MentraWidget
+from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
 from mentra_nb.notebook.agent_view import approval_item
-from mentra_nb.notebook.assets import asset, widget_module
+from mentra_nb.notebook.assets import static_file
 from mentra_nb.notebook.rendering import md_cell, md_code, md_text
 from mentra_nb.runtime.agent import Agent
 from mentra_nb.runtime.events import AgentEvent
@@ -37,32 +37,32 @@ __all__ = ["TeamView"]
 log = logging.getLogger("mentra_nb.notebook")
 
 
-class _Approve(BaseModel):
+class _Approve(BrowserMessage):
     kind: Literal["approve"]
     request_id: str = Field(min_length=1, max_length=200)
 
 
-class _Reject(BaseModel):
+class _Reject(BrowserMessage):
     kind: Literal["reject"]
     request_id: str = Field(min_length=1, max_length=200)
     reason: str = Field(min_length=1, max_length=4000)
 
 
-class _ApproveCall(BaseModel):
+class _ApproveCall(BrowserMessage):
     kind: Literal["approve_call"]
     agent: str = Field(min_length=1, max_length=200)
     call_id: str = Field(min_length=1, max_length=200)
     always: bool = False
 
 
-class _DenyCall(BaseModel):
+class _DenyCall(BrowserMessage):
     kind: Literal["deny_call"]
     agent: str = Field(min_length=1, max_length=200)
     call_id: str = Field(min_length=1, max_length=200)
     reason: str = Field(default="", max_length=2_000)
 
 
-_browser_message: TypeAdapter[Any] = TypeAdapter(
+_browser_message: TypeAdapter[Any] = browser_messages(
     Annotated[_Approve | _Reject | _ApproveCall | _DenyCall, Field(discriminator="kind")]
 )
 _APPROVAL_EVENTS = ("tool_approval_requested", "tool_approval_resolved", "run_finished", "run_failed",
@@ -70,8 +70,8 @@ _APPROVAL_EVENTS = ("tool_approval_requested", "tool_approval_resolved", "run_fi
 
 
 class TeamView(MentraWidget):
-    _esm = widget_module("team_view.js")
-    _css = asset("mentra.css")
+    _esm = static_file("team_view.js")
+    _css = static_file("mentra.css")
 
     lead = traitlets.Dict().tag(sync=True)  # {name, status, unread}
     members = traitlets.List().tag(sync=True)

@@ -64,7 +64,7 @@ class RetryPolicy(BaseModel):
     spent waiting, so a long outage fails the run instead of hanging the cell.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     max_retries: int = Field(default=4, ge=0)
     base_delay: float = Field(default=0.5, ge=0)
@@ -86,7 +86,7 @@ class Timeouts(BaseModel):
     `total` bounds a whole response, from the first byte to the last.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     connect: float = 10.0
     read: float = 300.0

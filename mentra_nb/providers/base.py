@@ -17,7 +17,7 @@ __all__ = ["ModelInfo", "Provider", "ProviderRequest", "ToolChoice", "ToolDefini
 class ModelInfo(BaseModel):
     """A model a provider serves. `key` (`provider:id`) is how users name it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: str
     provider: str
@@ -49,7 +49,7 @@ class ModelInfo(BaseModel):
 class ToolDefinition(BaseModel):
     """What a model is told about a tool: name, description and JSON schema of its input."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: str
     description: str = ""
@@ -62,7 +62,7 @@ ToolChoice = Literal["auto", "any", "none"] | str  # or the name of one tool
 
 
 class ProviderRequest(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     model: str
     messages: list[Message]

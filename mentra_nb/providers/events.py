@@ -37,7 +37,7 @@ DeltaKind = Literal["text", "tool_input_json", "thinking", "signature"]
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
 
 class MessageStarted(_Event):

@@ -53,7 +53,7 @@ __all__ = ["PRESETS", "ChatPreset", "ChatStreamDecoder", "OpenAIChatProvider", "
 class ChatPreset(BaseModel):
     """Where an OpenAI-compatible server lives and how it wants to be spoken to."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: str
     base_url: str

@@ -47,7 +47,9 @@ __all__ = [
 
 CASSETTE_ENV = "MENTRA_CASSETTE"
 _FORMAT = {"mentra_cassette": 1}
-_EVENTS: TypeAdapter[list[ProviderEvent]] = TypeAdapter(list[ProviderEvent])
+_EVENTS: TypeAdapter[list[ProviderEvent]] = TypeAdapter(
+    list[ProviderEvent], config=ConfigDict(defer_build=True)
+)
 # Every variable a built-in provider reads a key from; their values are scrubbed.
 _KEY_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY",
              "GOOGLE_API_KEY", "OLLAMA_API_KEY", "LMSTUDIO_API_KEY", "VLLM_API_KEY",
@@ -59,7 +61,7 @@ class CassetteMismatch(InvalidRequest):
 
 
 class RecordedError(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: str
     message: str
@@ -73,7 +75,7 @@ class RecordedError(BaseModel):
 
 
 class CassetteEntry(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     provider: str
     request: dict[str, Any]

@@ -59,7 +59,7 @@ APPROVAL_INTERRUPTED_RESULT = "not run: it was waiting for approval when the ker
 class PendingApproval(BaseModel):
     """A tool call waiting for the user: shown in `snapshot.pending_approvals`."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     tool_use_id: str
     tool_name: str
@@ -76,12 +76,14 @@ class PendingApproval(BaseModel):
 class ApprovalState(BaseModel):
     """The stored form (state key `approvals.v1`)."""
 
+    model_config = ConfigDict(defer_build=True)
+
     always_allow: list[str] = Field(default_factory=list)
     pending: list[PendingApproval] = Field(default_factory=list)
 
 
 class ApprovalDecision(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     approved: bool
     always: bool = False

@@ -17,7 +17,7 @@ class SubagentLimits(BaseModel):
     work, it just cannot spawn).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     max_agents: int = Field(default=32, ge=2, le=256)
     max_concurrency: int = Field(default=8, ge=2, le=64)
@@ -44,7 +44,7 @@ class AgentConfig(BaseModel):
     every tool whose spec is not read-only (file writes, python, shell, …).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     system: str | None = None
     # A lead sees the team tools (team_spawn, team_send, …) once it has a

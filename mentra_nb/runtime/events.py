@@ -36,7 +36,7 @@ __all__ = [
 
 
 class _AgentEvent(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     agent_id: str
     run_generation: int

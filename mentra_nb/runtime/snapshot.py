@@ -15,7 +15,7 @@ __all__ = ["AgentSnapshot", "AgentStatus", "PendingApproval", "PendingToolUse", 
 class AgentSnapshot(BaseModel):
     """An immutable picture of an agent; observers get a new one on every change."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     agent_id: str
     name: str

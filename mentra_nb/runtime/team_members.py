@@ -21,7 +21,7 @@ class TeamMemberStatus(BaseModel):
         info.status == TeamMemberStatus.idle()
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: Literal["idle", "working", "failed", "shutdown"]
     error: str | None = None
@@ -49,7 +49,7 @@ class TeamMemberStatus(BaseModel):
 class TeammateInfo(BaseModel):
     """One teammate as its lead's snapshot shows it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: str
     agent_id: str

@@ -63,7 +63,7 @@ class ToolSpec(ToolDefinition):
     auto-approves it or the user chose "always allow" for that agent.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     side_effect_level: ToolSideEffectLevel = ToolSideEffectLevel.NONE
     durability: ToolDurability = ToolDurability.REPLAY_SAFE
@@ -79,6 +79,8 @@ class ToolSpec(ToolDefinition):
 
 class ToolOutput(BaseModel):
     """Return this from a tool to mark its result as an error without raising."""
+
+    model_config = ConfigDict(defer_build=True)
 
     content: str
     is_error: bool = False

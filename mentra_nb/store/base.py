@@ -41,7 +41,7 @@ AgentKind = Literal["agent", "teammate", "subagent"]
 class AgentRecord(BaseModel):
     """One agent's identity and durable status (no transcript)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: str
     runtime_id: str
@@ -68,7 +68,7 @@ class RunRecord(BaseModel):
     """A run in progress: the transcript length when it began (`baseline`) and
     whether an assistant message of it has been committed."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     generation: int
     baseline: int
@@ -79,7 +79,7 @@ class RunRecord(BaseModel):
 class PendingTurn(BaseModel):
     """The uncommitted, half-streamed assistant message of the current round."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     run_generation: int
     current_text: str = ""
@@ -90,6 +90,8 @@ class PendingTurn(BaseModel):
 
 class PersistedAgent(BaseModel):
     """Everything stored for one agent."""
+
+    model_config = ConfigDict(defer_build=True)
 
     record: AgentRecord
     transcript: list[Message]
@@ -106,7 +108,7 @@ class LeaseClaim(BaseModel):
     identifies one Runtime object, so the newest one fences out older ones.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     owner_id: str
     token: str
@@ -136,7 +138,7 @@ class TeamMessage(BaseModel):
     """One piece of team mail, exactly as the recipient's model reads it inside
     `<team-inbox>`: `{type, from, content, timestamp, request_id?, protocol?, approve?}`."""
 
-    model_config = ConfigDict(frozen=True, populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, populate_by_name=True, serialize_by_alias=True)
 
     type: TeamMessageKind = "message"
     sender: str = Field(alias="from")
@@ -154,7 +156,7 @@ class TeamMail(BaseModel):
     """A queued `TeamMessage`: pending → inflight (claimed by a run of `claimed_by`,
     to be written at transcript position `transcript_seq`) → acked."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: int
     team_id: str
@@ -168,7 +170,7 @@ class TeamMail(BaseModel):
 class TeamRequest(BaseModel):
     """A protocol request (`shutdown`, `plan_approval`, any name) between two members."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: str
     team_id: str

@@ -13,11 +13,14 @@ Without chromium the tests are skipped, except under CI where that is a failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -53,14 +56,21 @@ def _chromium() -> str:
 
 
 @pytest.fixture(scope="session")
-def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    _chromium()  # skip before spending seconds on a server nobody will look at
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)  # only this run's screenshots
+def artifacts() -> Path:
+    """This run's screenshots and server logs (a previous run's are removed)."""
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    base = tmp_path_factory.mktemp("lab")
+    return ARTIFACTS
+
+
+@contextlib.contextmanager
+def serve(base: Path, app: Literal["jupyterlab", "notebook"] = "jupyterlab",
+          python: str = sys.executable) -> Iterator[LabServer]:
+    """A server on a fresh copy of notebooks/ under `base`, stopped whatever happens."""
     root = base / "notebooks"
     copy_notebooks(REPO / "notebooks", root)
-    server = LabServer(root, base / "state", ARTIFACTS / "jupyterlab.log")
+    server = LabServer(root, base / "state", ARTIFACTS / f"{app}-{base.name}.log", app=app,
+                       python=python)
     try:
         server.start()
         yield server
@@ -68,8 +78,23 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory: pytest.TempPathFactory, artifacts: Path) -> Iterator[LabServer]:
+    _chromium()  # skip before spending seconds on a server nobody will look at
+    with serve(tmp_path_factory.mktemp("lab")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def notebook7_server(tmp_path_factory: pytest.TempPathFactory,
+                     artifacts: Path) -> Iterator[LabServer]:
+    _chromium()
+    with serve(tmp_path_factory.mktemp("nb7"), app="notebook") as server:
+        yield server
+
+
 @pytest.fixture(scope="module")
-def browser(lab_server: LabServer):
+def browser(artifacts: Path):
     # Per module, not per session: playwright's sync API keeps an event loop
     # running in this thread while it is open, and the asyncio tests that follow
     # the browser modules cannot start their own loops until it has stopped.
@@ -120,13 +145,12 @@ def page(browser, request: pytest.FixtureRequest):
             context.close()
 
 
-@pytest.fixture
-def notebook(page, lab_server: LabServer, request: pytest.FixtureRequest):
-    """A `NotebookPage` named after the test; its kernel is shut down afterwards."""
+def open_notebook(page, server: LabServer, request: pytest.FixtureRequest):
+    """A `NotebookPage` on `server` named after the test; its kernel is shut down afterwards."""
     from tests.browser.notebook_page import NotebookPage
 
     name = re.sub(r"[^A-Za-z0-9_-]", "_", request.node.name.removeprefix("test_"))[:60] + ".ipynb"
-    nb = NotebookPage(page, lab_server, name)
+    nb = NotebookPage(page, server, name)
     try:
         yield nb
     finally:
@@ -134,6 +158,18 @@ def notebook(page, lab_server: LabServer, request: pytest.FixtureRequest):
             request.node.mentra_screenshot()
         finally:
             nb.close()
-            for session in lab_server.api("GET", "sessions"):
+            for session in server.api("GET", "sessions"):
                 if session["path"] == nb.name:  # a test may open an existing notebook instead
-                    lab_server.api("DELETE", f"sessions/{session['id']}")
+                    server.api("DELETE", f"sessions/{session['id']}")
+
+
+@pytest.fixture
+def notebook(page, lab_server: LabServer, request: pytest.FixtureRequest):
+    """A notebook in JupyterLab."""
+    yield from open_notebook(page, lab_server, request)
+
+
+@pytest.fixture
+def notebook7(page, notebook7_server: LabServer, request: pytest.FixtureRequest):
+    """A notebook in Jupyter Notebook 7."""
+    yield from open_notebook(page, notebook7_server, request)

@@ -1,4 +1,5 @@
-"""A JupyterLab server on 127.0.0.1 for the browser tests, isolated from the machine.
+"""A JupyterLab (or Jupyter Notebook 7) server on 127.0.0.1 for the browser tests,
+isolated from the machine.
 
 It serves a temporary copy of `notebooks/` with its own settings, workspace,
 config, data and runtime folders, so nothing the developer configured (or a
@@ -23,7 +24,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import psutil
 
@@ -42,10 +43,16 @@ def _free_port() -> int:
 
 
 class LabServer:
-    """`jupyter lab` serving `root`; `url(path)` opens a notebook with the token."""
+    """`jupyter lab` (or, with `app="notebook"`, Notebook 7) serving `root`;
+    `url(path)` opens a notebook with the token. `python` is the interpreter
+    whose Jupyter (and kernel) serves: this venv's, or an installed wheel's."""
 
-    def __init__(self, root: Path, state: Path, log_path: Path) -> None:
+    def __init__(self, root: Path, state: Path, log_path: Path, *,
+                 app: Literal["jupyterlab", "notebook"] = "jupyterlab",
+                 python: str = sys.executable) -> None:
         self.root = root
+        self.app = app
+        self.python = python
         self.state = state
         self.log_path = log_path
         self.port = _free_port()
@@ -75,8 +82,10 @@ class LabServer:
             "JUPYTER_PREFER_ENV_PATH": "1",
         }
         env.pop("JPY_SESSION_NAME", None)
+        # Notebook 7 is a JupyterLab-based app: the same options, on its own class.
+        app_class = "LabApp" if self.app == "jupyterlab" else "JupyterNotebookApp"
         command = [
-            sys.executable, "-m", "jupyterlab",
+            self.python, "-m", self.app,
             "--no-browser",
             "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.port={self.port}",
@@ -86,15 +95,18 @@ class LabServer:
             "--ServerApp.open_browser=False",
             "--ServerApp.allow_root=True",  # CI runs as root
             "--ServerApp.terminals_enabled=False",
-            "--LabApp.extension_manager=readonly",
-            "--LabApp.expose_app_in_browser=True",  # the PyPI-backed one would search the registry
-            "--LabApp.news_url=None",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            f"--LabApp.user_settings_dir={settings}",
-            f"--LabApp.workspaces_dir={folders['workspaces']}",
+            f"--{app_class}.expose_app_in_browser=True",
+            f"--{app_class}.user_settings_dir={settings}",
+            f"--{app_class}.workspaces_dir={folders['workspaces']}",
             # Kernels must not outlive the test run, even if it is interrupted.
             "--MappingKernelManager.cull_idle_timeout=0",
         ]
+        if self.app == "jupyterlab":
+            command += [
+                "--LabApp.extension_manager=readonly",  # the PyPI-backed one would search the registry
+                "--LabApp.news_url=None",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            ]
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(command, cwd=self.root, env=env, stdout=self._log,
                                         stderr=subprocess.STDOUT, start_new_session=True)
@@ -144,7 +156,9 @@ class LabServer:
         return f"http://127.0.0.1:{self.port}"
 
     def url(self, path: str) -> str:
-        """JupyterLab with `path` open, in a fresh single-document workspace."""
+        """The notebook `path` open (in JupyterLab, in a fresh single-document workspace)."""
+        if self.app == "notebook":
+            return f"{self.base_url}/notebooks/{path}?token={self.token}"
         return f"{self.base_url}/lab/tree/{path}?reset&token={self.token}"
 
     def api(self, method: str, path: str, body: Any = None) -> Any:

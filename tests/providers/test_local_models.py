@@ -25,6 +25,7 @@ import pytest
 from mentra_nb import AgentConfig, InvalidRequest, Runtime, SqliteStore
 from mentra_nb.messages import Role
 from mentra_nb.providers.base import ToolDefinition
+from mentra_nb.providers.events import ContentBlockDelta
 from mentra_nb.providers.local import HermesToolCallSplitter, LocalProvider, default_model_path
 from mentra_nb.providers.openai_chat import ChatStreamDecoder, OpenAIChatProvider
 from mentra_nb.runtime.assembly import MessageAssembler
@@ -107,21 +108,33 @@ async def test_llama_cpp_server_through_full_agent_turns(llama_server, tmp_path)
     provider = OpenAIChatProvider("llamacpp", base_url=llama_server)
     try:
         replies, deltas = await _two_turns(provider, "llamacpp:smollm2", tmp_path)
-        assert all(r.text.strip() for r in replies)
-        assert "Paris" in replies[0].text  # SmolLM2 knows this one at temperature 0
+        assert all(r.text.strip() for r in replies)  # what it says is the model's business
         assert len(deltas) >= 4  # it streamed, token by token
         assert [m.key for m in await provider.list_models()] == ["llamacpp:smollm2"]
     finally:
         await provider.aclose()
 
 
-async def test_llama_cpp_server_answers_the_same_at_temperature_zero(llama_server) -> None:
+async def test_llama_cpp_server_stops_at_max_tokens_and_says_so(llama_server) -> None:
+    """What the server promises for any model and any prompt: a reply never outgrows
+    `max_tokens`, and one cut there ends with finish_reason "length" (our "max_tokens").
+    It does not promise the same text twice for the same request (its prompt cache changes
+    the batch shapes, and with them the floating-point sums), so no test compares replies."""
     provider = OpenAIChatProvider("llamacpp", base_url=llama_server)
     try:
-        request = ask("Name a colour.", model="smollm2", temperature=0.0, max_output_tokens=12)
-        first, _ = await assemble(provider, request)
-        second, _ = await assemble(provider, request)
-        assert first == second and first.text
+        request = ask("Count from one to fifty, in words.", model="smollm2", temperature=0.0,
+                      max_output_tokens=1)
+        events = [event async for event in provider.stream(request)]
+        assembler = MessageAssembler()
+        for event in events:
+            assembler.apply(event)
+        reply = assembler.finish()
+        deltas = [e for e in events if isinstance(e, ContentBlockDelta)]
+        assert len(deltas) <= 1  # one token, streamed as at most one chunk
+        if assembler.stop_reason == "end_turn":  # the one token it chose was end-of-turn
+            assert reply.text == ""
+        else:
+            assert assembler.stop_reason == "max_tokens" and reply.text
     finally:
         await provider.aclose()
 
@@ -129,7 +142,6 @@ async def test_llama_cpp_server_answers_the_same_at_temperature_zero(llama_serve
 async def test_local_provider_through_full_agent_turns(local_provider, tmp_path) -> None:
     replies, deltas = await _two_turns(local_provider, "local", tmp_path)
     assert all(r.text.strip() for r in replies)
-    assert "Paris" in replies[0].text
     assert len(deltas) >= 4
 
 

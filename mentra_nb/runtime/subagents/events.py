@@ -18,7 +18,7 @@ __all__ = ["PickerRemoved", "PickerUpdated", "SubagentEvent", "SubagentNotice"]
 
 
 class PickerUpdated(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     kind: Literal["picker_updated"] = "picker_updated"
     root_id: str
@@ -28,14 +28,14 @@ class PickerUpdated(BaseModel):
 class PickerRemoved(BaseModel):
     """The tree is empty: remove the badge."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     kind: Literal["picker_removed"] = "picker_removed"
     root_id: str
 
 
 class SubagentNotice(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     kind: Literal["notice"] = "notice"
     root_id: str

@@ -31,7 +31,7 @@ Tone = Literal["neutral", "success", "error"]
 class SubagentSummary(BaseModel):
     """One child as an agent snapshot lists it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     path: str
     name: str  # the last path segment: the task name
@@ -50,7 +50,7 @@ class SubagentInfo(SubagentSummary):
 
 
 class PickerOption(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     label: str  # last path segment
     status: str  # status label: pending_init, running, interrupted, completed, errored
@@ -63,7 +63,7 @@ class SubagentPicker(BaseModel):
     """The subagent badge: `text` is the count of children; `tone` is error if any
     child errored, else success if any is working, else neutral."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     title: str = "Subagents"
     symbol: str = "agent"

@@ -35,7 +35,7 @@ _CURSOR = re.compile(r"^older:(\d{1,12})$")
 class PreviewPage(BaseModel):
     """One page of a child's transcript. `messages` are in chronological order."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     path: str
     agent_id: str | None

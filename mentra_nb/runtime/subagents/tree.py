@@ -73,7 +73,7 @@ def valid_task_name(name: object) -> bool:
 class SubagentRecord(BaseModel):
     """One child: where it sits, which agent it is, and how its work ended."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     parent: str
     agent_id: str | None = None  # None only between reserving the path and creating the agent
@@ -92,7 +92,7 @@ class Mail(BaseModel):
     """An item in the root's mailbox: a message between agents, or a finish notice
     (`kind="update"`) a child leaves for its parent."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: str
     sender: str
@@ -103,7 +103,7 @@ class Mail(BaseModel):
 
 
 class SubagentTree(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     agents: dict[str, SubagentRecord] = Field(default_factory=dict)
     mailbox: list[Mail] = Field(default_factory=list)

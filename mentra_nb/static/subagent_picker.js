@@ -1,0 +1,161 @@
+// Built from js/ by `npm run build` (esbuild): edit the source there.
+
+// dom.js
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== void 0) node.textContent = text;
+  return node;
+}
+function renderTranscript(container, items) {
+  container.replaceChildren();
+  appendTranscript(container, items, /* @__PURE__ */ new Map());
+}
+function appendTranscript(container, items, calls) {
+  for (const item of items) {
+    if (item.kind === "tool_result") {
+      const result = element("pre", item.is_error ? "mentra-error" : "", item.content ?? "");
+      const host = item.id ? calls.get(item.id) : void 0;
+      if (host) {
+        host.append(result);
+        if (item.is_error) host.classList.add("mentra-error");
+      } else {
+        const orphan = element("div", "mentra-item mentra-tool");
+        orphan.dataset.role = item.role;
+        orphan.append(result);
+        container.append(orphan);
+      }
+      continue;
+    }
+    const node = element("div", "mentra-item");
+    node.dataset.role = item.role;
+    node.dataset.kind = item.kind;
+    if (item.kind === "text" || item.kind === "notice") {
+      node.innerHTML = item.html ?? "";
+      if (item.kind === "notice") node.classList.add("mentra-notice-item");
+    } else if (item.kind === "thinking") {
+      const fold = element("details", "mentra-thinking");
+      fold.append(element("summary", "", "thinking"));
+      const body = element("div");
+      body.innerHTML = item.html ?? "";
+      fold.append(body);
+      node.append(fold);
+    } else if (item.kind === "tool_use") {
+      const fold = element("details", "mentra-tool");
+      fold.append(element("summary", "", `tool call: ${item.name}`));
+      fold.append(element("pre", "", item.input ?? ""));
+      node.append(fold);
+      if (item.id) calls.set(item.id, fold);
+    } else if (item.kind === "image") {
+      const img = (
+        /** @type {HTMLImageElement} */
+        element("img")
+      );
+      img.src = `data:${item.media_type};base64,${item.data}`;
+      img.style.maxWidth = "100%";
+      node.append(img);
+    }
+    container.append(node);
+  }
+}
+function subscribe(model, subscriptions) {
+  for (const [event, handler] of subscriptions) model.on(event, handler);
+  return () => {
+    for (const [event, handler] of subscriptions) model.off(event, handler);
+  };
+}
+
+// subagent_picker.js
+var ACTIVE = /* @__PURE__ */ new Set(["pending_init", "running"]);
+var TONES = { success: "active", error: "error", neutral: "" };
+function render({ model, el }) {
+  const root = element("div", "mentra-picker");
+  const header = element("div", "mentra-header");
+  const title = element("span", "mentra-name");
+  const badge = element("span", "mentra-badge mentra-count");
+  header.append(title, badge);
+  const list = element("ul", "mentra-list");
+  const notice = element("div", "mentra-notice");
+  const preview = element("div", "mentra-preview");
+  root.append(header, list, notice, preview);
+  el.append(root);
+  const controller = new AbortController();
+  const { signal } = controller;
+  const renderHeader = () => {
+    title.textContent = `${model.get("root_name")} \xB7 subagents`;
+    const b = model.get("badge") ?? {};
+    badge.textContent = b.text ?? "0";
+    badge.dataset.tone = TONES[
+      /** @type {keyof typeof TONES} */
+      b.tone ?? "neutral"
+    ] ?? "";
+  };
+  const renderList = () => {
+    list.replaceChildren();
+    const options = model.get("options") ?? [];
+    if (!options.length) list.append(element("li", "mentra-empty", "no subagents yet"));
+    for (const option of options) {
+      const row = element("li", "mentra-clickable");
+      row.dataset.path = option.path;
+      const status = element("span", "mentra-badge", option.status);
+      status.dataset.status = ACTIVE.has(option.status) ? "streaming" : option.status === "completed" ? "finished" : option.status === "errored" ? "failed" : option.status;
+      row.append(element("span", "mentra-name", option.label), status, element("span", "mentra-model", option.model));
+      row.title = option.path;
+      row.addEventListener("click", () => model.send({ kind: "open", path: option.path }), { signal });
+      if (ACTIVE.has(option.status)) {
+        const stop = element("button", "mentra-interrupt", "Interrupt");
+        stop.addEventListener("click", (event) => {
+          event.stopPropagation();
+          model.send({ kind: "interrupt", path: option.path });
+        }, { signal });
+        row.append(stop);
+      }
+      list.append(row);
+    }
+  };
+  const renderPreview = () => {
+    const p = model.get("preview") ?? {};
+    preview.replaceChildren();
+    if (!p.path) return;
+    const head = element("div", "mentra-header");
+    head.append(element("span", "mentra-name", p.path), element("span", "mentra-model", p.model ?? ""));
+    const close = element("button", "mentra-close", "Close");
+    close.addEventListener("click", () => model.send({ kind: "close" }), { signal });
+    head.append(close);
+    preview.append(head);
+    if (p.has_older) {
+      const older = element("button", "mentra-older", "Load older");
+      older.addEventListener("click", () => model.send({ kind: "older" }), { signal });
+      preview.append(older);
+    }
+    const transcript = element("div", "mentra-transcript");
+    renderTranscript(transcript, p.items ?? []);
+    preview.append(transcript);
+    if (p.error) preview.append(element("div", "mentra-error", p.error));
+  };
+  const renderNotice = () => {
+    notice.textContent = model.get("notice") ?? "";
+  };
+  const subscriptions = [
+    ["change:root_name", renderHeader],
+    ["change:badge", renderHeader],
+    ["change:options", renderList],
+    ["change:preview", renderPreview],
+    ["change:notice", renderNotice]
+  ];
+  const unsubscribe = subscribe(model, subscriptions);
+  renderHeader();
+  renderList();
+  renderPreview();
+  renderNotice();
+  return () => {
+    controller.abort();
+    unsubscribe();
+    root.remove();
+  };
+}
+var subagent_picker_default = { render };
+export {
+  subagent_picker_default as default,
+  render
+};
