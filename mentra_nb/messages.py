@@ -13,7 +13,9 @@ import warnings
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mentra_nb._utf8 import valid_utf8
 
 __all__ = [
     "Block",
@@ -74,6 +76,8 @@ class TextBlock(ContentBlock):
     type: Literal["text"] = "text"
     text: str
 
+    _valid_text = field_validator("text")(lambda value: valid_utf8(value))
+
 
 class ThinkingBlock(ContentBlock):
     """Model reasoning. `signature` must be replayed byte-for-byte to the provider."""
@@ -81,6 +85,8 @@ class ThinkingBlock(ContentBlock):
     type: Literal["thinking"] = "thinking"
     thinking: str
     signature: str | None = None
+
+    _valid_thinking = field_validator("thinking")(lambda value: valid_utf8(value))
 
 
 class RedactedThinkingBlock(ContentBlock):
@@ -102,6 +108,9 @@ class ToolResultBlock(ContentBlock):
     tool_use_id: str
     content: str
     is_error: bool = False
+
+    # A tool's output is whatever the tool printed; it must still be storable.
+    _valid_content = field_validator("content")(lambda value: valid_utf8(value))
 
 
 class ImageBlock(ContentBlock):

@@ -17,6 +17,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from mentra_nb._utf8 import valid_utf8
 from mentra_nb.errors import LeaseLost, MaxRoundsExceeded, MentraError
 from mentra_nb.messages import Message, Role, ToolResultBlock, ToolUseBlock, Usage
 from mentra_nb.providers.base import ProviderRequest
@@ -28,7 +29,7 @@ from mentra_nb.providers.events import (
     RetryAttempt,
 )
 from mentra_nb.runtime.approvals import denial_result
-from mentra_nb.runtime.assembly import MessageAssembler
+from mentra_nb.runtime.assembly import MAX_TOOL_INPUT_DEPTH, MessageAssembler, json_depth
 from mentra_nb.runtime.events import (
     AssistantMessageCommitted,
     ReasoningDelta,
@@ -45,6 +46,7 @@ from mentra_nb.runtime.events import (
     ToolUseUpdated,
     UsageReported,
 )
+from mentra_nb.runtime.redaction import known_secrets, scrub
 from mentra_nb.runtime.tools import Tool, ToolContext, ToolInputError, ToolOutput
 from mentra_nb.status import AgentStatus
 from mentra_nb.store.base import PendingTurn, RunRecord
@@ -191,6 +193,9 @@ class Run:
                 # It costs a few list appends and attribute checks, nothing more,
                 # unless someone listens to every delta.
                 if type(event) is ContentBlockDelta:
+                    if not event.value.isascii():
+                        # A lone surrogate ("\ud800" in the provider's JSON) cannot be stored.
+                        event = event.model_copy(update={"value": valid_utf8(event.value)})
                     if event.index != hot_index or event.kind != hot_kind:
                         hot_parts = assembler.stream_parts(event.index, event.kind)
                         hot_index, hot_kind = (event.index, event.kind) if hot_parts is not None else (-1, "")
@@ -336,6 +341,9 @@ class Run:
                 running.remove(use)
                 if running:
                     agent._set_status(AgentStatus.executing_tool(running[0].id, running[0].name))
+        # Before anyone sees it: the result goes to the store, the widgets and the provider.
+        result = result.model_copy(update={
+            "content": scrub(valid_utf8(result.content), known_secrets(agent.runtime.workspace.root))})
         agent._pending_tool_uses = [p for p in agent._pending_tool_uses if p.id != use.id]
         agent._emit(ToolExecutionFinished(**self._event_fields(), tool_use_id=use.id, name=use.name,
                                           content=result.content, is_error=result.is_error))
@@ -400,9 +408,11 @@ def _error(use: ToolUseBlock, content: str) -> ToolResultBlock:
 
 
 def _lenient_json(raw: str) -> dict[str, Any]:
+    if json_depth(raw) > MAX_TOOL_INPUT_DEPTH:
+        return {}  # refused as input anyway; events must stay serialisable
     try:
         value = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 
