@@ -18,6 +18,7 @@ attributes when the call ends.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -42,6 +43,8 @@ _PROVIDER_NAMES = {"anthropic": "anthropic", "openai": "openai", "openai-chat": 
 # agent id -> the span context of the run that last mailed it (teams); popped by
 # that agent's next run. In memory: a restart starts new traces.
 _MAIL_CAUSES: dict[str, Any] = {}
+# Looked up once: every team mail asks, and a failing import is not free.
+_OTEL_INSTALLED = importlib.util.find_spec("opentelemetry") is not None
 
 
 def tracer_for(provider: object | None) -> Tracer | None:
@@ -64,10 +67,10 @@ def tracer_for(provider: object | None) -> Tracer | None:
 
 def note_mail_to(agent_id: str) -> None:
     """Mail for `agent_id` was posted: its next run is a child of the current span."""
-    try:
-        from opentelemetry import trace
-    except ImportError:
+    if not _OTEL_INSTALLED:
         return
+    from opentelemetry import trace
+
     span_context = trace.get_current_span().get_span_context()
     if span_context.is_valid:
         _MAIL_CAUSES[agent_id] = span_context
