@@ -12,6 +12,7 @@ from traitlets import Dict, Unicode, observe
 
 from mentra_nb import pricing
 from mentra_nb.errors import MentraError
+from mentra_nb.messages import Usage
 from mentra_nb.notebook import _arguments as args
 from mentra_nb.notebook._display import display
 from mentra_nb.notebook.session import NotebookSession
@@ -21,7 +22,7 @@ from mentra_nb.runtime import APPROVAL_INTERRUPTED_RESULT, Agent, AgentConfig, s
 __all__ = ["MentraMagics"]
 
 
-def _tokens(usage: Any) -> str:
+def _tokens(usage: Usage) -> str:
     cached = f", {usage.cache_read_tokens:,} read from cache" if usage.cache_read_tokens else ""
     return f"{usage.total_tokens:,} tokens{cached}"
 
