@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
+import textwrap
 
 import httpx
 import pytest
@@ -252,3 +255,31 @@ async def test_a_teammates_run_is_a_child_of_the_run_that_mailed_it(db_path, spa
 def test_tracing_is_off_when_no_tracer_provider_is_configured() -> None:
     # Nothing in the test suite sets OpenTelemetry's global provider.
     assert tracer_for(None) is None
+
+
+def test_the_global_tracer_provider_is_used_when_the_runtime_is_given_none(tmp_path) -> None:
+    # In a child process: OpenTelemetry's global provider can be set once per process.
+    code = textwrap.dedent("""
+        import asyncio
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from mentra_nb import Runtime, SqliteStore
+
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+
+        async def main():
+            rt = Runtime.empty(store=SqliteStore("state.sqlite"))
+            await rt.spawn("writer", "test").send("hello")
+            await rt.aclose()
+
+        asyncio.run(main())
+        print(sorted(s.name for s in exporter.get_finished_spans()))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.strip() == "['chat default', 'invoke_agent writer']"
