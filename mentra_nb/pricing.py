@@ -83,16 +83,22 @@ def _p(input: float, output: float, cache_read: float | None = None, cache_write
             "cache_write": cache_write, **long}
 
 
-# The built-in table, checked on PRICES_CHECKED against the providers' public price
-# pages (standard tier, no batch discount):
+# The built-in table: list prices of the standard tier (no batch discount), as the
+# providers publish them, gathered on PRICES_CHECKED:
 # - Anthropic: https://platform.claude.com/docs/en/about-claude/pricing ("Model
 #   pricing": base input, 5-minute cache writes, cache hits, output; "Long context
-#   pricing" for Sonnet 4 / 4.5 over 200K input tokens). mentra-nb asks for the
-#   default 5-minute cache, so `cache_write` is the 5-minute price.
-# - OpenAI: https://openai.com/api/pricing (input, cached input, output). OpenAI
-#   has no cache-write charge: its cache is automatic.
+#   pricing": Sonnet 4 / 4.5 over 200K input tokens) and the Haiku 4.5 model page.
+#   mentra-nb asks for the default 5-minute cache, so `cache_write` is its price.
+# - OpenAI: https://openai.com/api/pricing (input, cached input, output; cached
+#   input is a tenth of input on the GPT-5 models, a quarter on GPT-4.1 and
+#   o4-mini, half on GPT-4o). No cache-write charge: OpenAI caches on its own.
 # - Google: https://ai.google.dev/gemini-api/docs/pricing (paid tier: input,
-#   output, context caching for text; Gemini 2.5 Pro's tier over 200K prompt tokens).
+#   output, context caching of text, a tenth of input; Gemini 2.5 Pro's tier over
+#   200K prompt tokens). Storage is charged only for explicit caches, never made here.
+# OpenAI's and Google's pages could not be opened from where this was written:
+# their rows come from dated articles quoting them (for OpenAI, where copies
+# disagreed, the one that read the official page last, on 2026-11-05; for
+# Google, one quoting the official page of March 2026). Check before billing.
 # Models not listed (newer or older ones) have an unknown cost until registered:
 # a price copied from memory would be a guess. Offline providers cost nothing.
 PRICES_CHECKED = "2026-12-01"
