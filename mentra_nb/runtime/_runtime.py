@@ -30,6 +30,7 @@ from mentra_nb.runtime._leases import DEFAULT_LEASE_TTL, LeaseKeeper
 from mentra_nb.runtime._names import agent_name_problem
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import AgentHandle, Services
+from mentra_nb.runtime.cost import CostExtension
 from mentra_nb.runtime.subagents import SubagentsExtension
 from mentra_nb.runtime.teams import TeamExtension
 from mentra_nb.runtime.tools import Tool
@@ -40,11 +41,12 @@ __all__ = ["Runtime", "default_extensions"]
 
 
 def default_extensions() -> list[RuntimeExtension]:
-    """The extensions a `Runtime` gets unless it is given a list: teams (first, so
-    a team inbox precedes other injected messages) and subagents (used only by
-    agents with `AgentConfig(subagents=...)`). To add one of yours, pass
+    """The extensions a `Runtime` gets unless it is given a list: budgets (first,
+    so a run stopped by its budget takes no mail), teams (so a team inbox precedes
+    other injected messages) and subagents (used only by agents with
+    `AgentConfig(subagents=...)`). To add one of yours, pass
     `extensions=[*default_extensions(), Mine()]`."""
-    return [TeamExtension(), SubagentsExtension()]
+    return [CostExtension(), TeamExtension(), SubagentsExtension()]
 
 
 def _builtin_tools(workspace: Workspace) -> list[Tool]:

@@ -6,7 +6,8 @@ message is checkpointed at most every 250 ms (and when a block ends), never per
 token. A provider error or a hard cancel rolls the run back to where it began,
 keeping its user message for `agent.resume()`; hitting `max_rounds` keeps the
 work done and fails with `MaxRoundsExceeded`, and so does a budget that the
-next model call would pass (`BudgetExceeded`, checked before each call).
+next model call would pass (`BudgetExceeded`, raised by the cost extension
+before a round). Each call's usage is priced here, once, when it ends.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from mentra_nb.providers.events import (
 )
 from mentra_nb.runtime._approvals import Approvals, denial_result
 from mentra_nb.runtime._assembly import MAX_TOOL_INPUT_DEPTH, MessageAssembler, json_depth
-from mentra_nb.runtime._budget import check_budget
 from mentra_nb.runtime._extensions import AgentExtension
 from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._services import AgentHandle
@@ -77,7 +77,6 @@ class TurnLoop:
         self.generation = self.state.run_generation + 1
         self._checkpoint: _PendingCheckpoint | None = None
         self._usage = Usage()  # the last model call's, priced
-        self._last_call: Usage | None = None
         self._run_usage = Usage()  # this run's calls, for its trace
         self._stop_reason: str | None = None
         self._response: tuple[str, str] = ("", "")  # the reply's id and model, for its trace
@@ -142,7 +141,6 @@ class TurnLoop:
         agent, state = self.agent, self.state
         max_rounds = agent.config.max_rounds
         for _ in range(max_rounds):
-            check_budget(agent.name, agent.model.key, agent.config, state.usage, self._last_call)
             await self._inject_round_messages()
             message, invalid_inputs = await self._stream_message()
             uses = message.tool_uses
@@ -276,7 +274,7 @@ class TurnLoop:
                     await closer()
         message = assembler.finish()
         # Priced once per call, at the table's prices now (never per delta).
-        self._usage = self._last_call = pricing.priced(agent.model.key, assembler.usage)
+        self._usage = pricing.priced(agent.model.key, assembler.usage)
         self._run_usage += self._usage
         self._stop_reason = assembler.stop_reason
         return message, assembler.invalid_tool_inputs

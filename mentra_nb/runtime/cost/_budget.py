@@ -24,9 +24,10 @@ _HOW_TO_CONTINUE = ("its work so far is kept. Raise the budget (agent.configure(
 
 
 def check_budget(name: str, model: str, config: AgentConfig, spent: Usage,
-                 last_call: Usage | None) -> None:
-    """Raise `BudgetExceeded` if the next call of `model` would pass a budget."""
-    next_prompt = last_call.prompt_tokens if last_call is not None else 0
+                 last_prompt: int | None) -> None:
+    """Raise `BudgetExceeded` if the next call of `model` would pass a budget;
+    `last_prompt` is the prompt tokens of the run's last call (None before its first)."""
+    next_prompt = last_prompt or 0
     limit = config.max_tokens_total
     if limit is not None:
         least = spent.total_tokens + next_prompt
