@@ -41,8 +41,8 @@ __all__ = ["Runtime", "default_extensions"]
 
 
 def default_extensions() -> list[RuntimeExtension]:
-    """The extensions a `Runtime` gets unless it is given a list: budgets (first,
-    so a run stopped by its budget takes no mail), teams (so a team inbox precedes
+    """The extensions a `Runtime` gets unless it is given a list: budgets (first:
+    a run they stop has not yet taken a team's mail), teams (so a team inbox precedes
     other injected messages) and subagents (used only by agents with
     `AgentConfig(subagents=...)`). To add one of yours, pass
     `extensions=[*default_extensions(), Mine()]`."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mentra_nb import AgentConfig, BudgetExceeded, Runtime, SqliteStore, Usage, pricing, tool
+from mentra_nb.runtime import teams
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
 
 MODEL = "anthropic:claude-sonnet-4-5"  # $3 in, $15 out, $0.30 cache read, $3.75 cache write
@@ -156,3 +157,26 @@ def test_configure_validates_and_persists(make) -> None:
     record = agent.runtime.store.load_agent(agent.id).record
     assert AgentConfig.model_validate(record.config).max_cost_usd == 0.5
 
+
+
+async def test_team_mail_waits_for_a_lead_stopped_by_its_budget_and_arrives_when_it_resumes(
+        db_path) -> None:
+    provider = ScriptedProvider("anthropic", [answer("one"), answer("read it")])
+    rt = Runtime.empty(store=SqliteStore(db_path), providers=[provider], runtime_id="team")
+    try:
+        lead = rt.spawn("lead", MODEL, AgentConfig(max_cost_usd=0.5 * ANSWER_COST))
+        await lead.send("first")  # starts under budget, ends past it
+        alice = await teams.spawn_teammate(lead, "alice", "researcher")
+        teams.send_team_message(alice, "lead", "here are the sources")
+        team = teams.team_of(lead)
+        assert team.unread("lead", refresh=True) == 1
+        with pytest.raises(BudgetExceeded):
+            await lead.send("second")
+        assert team.unread("lead", refresh=True) == 1
+        assert not any("here are the sources" in m.text for m in lead.history)
+        lead.configure(max_cost_usd=1.0)
+        await lead.resume()
+        assert team.unread("lead", refresh=True) == 0
+        assert any("here are the sources" in m.text for m in lead.history)
+    finally:
+        await rt.aclose()
