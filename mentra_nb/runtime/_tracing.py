@@ -198,7 +198,7 @@ class RunTrace:
         span.end()
 
     @contextmanager
-    def tool(self, use: ToolUseBlock) -> Iterator[Span]:
+    def tool(self, use: ToolUseBlock, description: str | None) -> Iterator[Span]:
         """A tool call's `execute_tool` span, current while it runs (so a subagent
         it starts is its child)."""
         from opentelemetry import trace
@@ -206,6 +206,8 @@ class RunTrace:
         attributes: dict[str, Any] = {"gen_ai.operation.name": "execute_tool",
                                       "gen_ai.tool.name": use.name, "gen_ai.tool.call.id": use.id,
                                       "gen_ai.tool.type": "function"}
+        if description:
+            attributes["gen_ai.tool.description"] = description
         if self.content:
             attributes["gen_ai.tool.call.arguments"] = json.dumps(use.input, ensure_ascii=False)
         with self.tracer.start_as_current_span(

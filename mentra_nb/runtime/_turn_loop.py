@@ -328,7 +328,8 @@ class TurnLoop:
         if trace is None:
             return await self._run_tool(use, available, invalid, running)
         # The span is current while the tool runs: a subagent it starts is its child.
-        with trace.tool(use) as span:
+        tool = available.get(use.name)
+        with trace.tool(use, tool.spec.description if tool is not None else None) as span:
             result = await self._run_tool(use, available, invalid, running)
             trace.tool_ended(span, result)
             return result

@@ -104,6 +104,7 @@ async def test_a_turn_with_a_tool_is_one_run_two_chats_and_a_tool_call(db_path, 
     assert first.end_time <= tool_span.start_time and tool_span.end_time <= second.start_time
     assert tool_span.attributes["gen_ai.tool.name"] == "lookup"
     assert tool_span.attributes["gen_ai.tool.call.id"] == "call-1"
+    assert tool_span.attributes["gen_ai.tool.description"] == "Look a key up."
     assert "error.type" not in tool_span.attributes
     assert run.status.status_code is not StatusCode.ERROR
     # Content stays out unless asked for.
