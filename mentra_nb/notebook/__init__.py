@@ -6,8 +6,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mentra_nb.notebook.agent_view import AgentView
     from mentra_nb.notebook._session import NotebookSession
+    from mentra_nb.notebook.agent_view import AgentView
     from mentra_nb.notebook.turn import Turn
 
 __all__ = [
