@@ -4,20 +4,30 @@ from __future__ import annotations
 
 import functools
 import string
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import Dict, Unicode, observe
 
-from mentra_nb import pricing
+from mentra_nb._lazy import lazy_import
 from mentra_nb.errors import MentraError
-from mentra_nb.messages import Usage
-from mentra_nb.notebook import _arguments as args
 from mentra_nb.notebook._display import display
-from mentra_nb.notebook.session import NotebookSession
-from mentra_nb.notebook.turn import Turn
-from mentra_nb.runtime import APPROVAL_INTERRUPTED_RESULT, Agent, AgentConfig, spending_from_records
+
+if TYPE_CHECKING:
+    from mentra_nb import pricing, runtime
+    from mentra_nb.messages import Usage
+    from mentra_nb.notebook import _arguments as args
+    from mentra_nb.notebook._session import NotebookSession
+    from mentra_nb.notebook.turn import Turn
+    from mentra_nb.runtime import Agent
+else:
+    # `%load_ext` registers these magics; the parser (pydantic), the runtime and the
+    # price table load with the first `%mentra` command, so loading stays cheap.
+    args = lazy_import("mentra_nb.notebook._arguments")
+    runtime = lazy_import("mentra_nb.runtime")
+    pricing = lazy_import("mentra_nb.pricing")
 
 __all__ = ["MentraMagics"]
 
@@ -56,9 +66,14 @@ class MentraMagics(Magics):
             except MentraError as err:
                 raise UsageError(f"MentraMagics.prices: {err}") from None
 
-    def __init__(self, shell: Any, session: NotebookSession) -> None:
+    def __init__(self, shell: Any, session: Callable[[], NotebookSession]) -> None:
         super().__init__(shell)
-        self.session = session
+        self._session = session
+
+    @property
+    def session(self) -> NotebookSession:
+        """The kernel's session, opened by the first command that needs it."""
+        return self._session()
 
     @line_cell_magic
     def mentra(self, line: str, cell: str | None = None) -> Any:
@@ -81,7 +96,7 @@ class MentraMagics(Magics):
         for name in enabled:
             self.session.enable_tool(name)
         hidden = [] if command.tools is not None else self.session.tools_hidden_from(model, enabled)
-        config = AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
+        config = runtime.AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
                              subagents=command.subagents, team=command.team, read_only=command.read_only,
                              auto_approve=command.auto_approve or [])
         return self.session.spawn(command.agent, model, config)
@@ -145,7 +160,7 @@ class MentraMagics(Magics):
             return
         total = None
         for r in wanted:
-            spent = spending_from_records(records, r.id)
+            spent = runtime.spending_from_records(records, r.id)
             print(f"{r.name} ({r.model}): {pricing.format_cost(spent.total.cost_usd)}, "
                   f"{_tokens(spent.total)}")
             if spent.members:  # a lead or a delegating agent: say where the money went
@@ -179,7 +194,7 @@ class MentraMagics(Magics):
             print(f"mentra: resumed '{agent.name}', {agent.snapshot.history_len} messages, "
                   f"{agent.status}{note}")
             last = agent.last_message
-            if last is not None and any(r.content == APPROVAL_INTERRUPTED_RESULT for r in last.tool_results):
+            if last is not None and any(r.content == runtime.APPROVAL_INTERRUPTED_RESULT for r in last.tool_results):
                 print(f"mentra: '{agent.name}' was waiting for your approval when the kernel stopped; that "
                       "call was not run (agent.resume() lets it ask again)")
             display(self.session.view(agent))
