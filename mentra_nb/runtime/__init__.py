@@ -2,11 +2,11 @@
 
 The public face of the package; the implementation lives in `_`-prefixed
 modules. `events` and `tools` are public modules (event types, tool authoring),
-and `teams` and `subagents` are the two extension packages (free functions
+and `cost`, `teams` and `subagents` are the extension packages (free functions
 taking the agent). See the README's "Architecture" section for the shape.
 """
 
-from mentra_nb.runtime import subagents, teams
+from mentra_nb.runtime import cost, subagents, teams
 from mentra_nb.runtime._agent import Agent, MessageInput, OwningRuntime
 from mentra_nb.runtime._approvals import APPROVAL_INTERRUPTED_RESULT
 from mentra_nb.runtime._config import AgentConfig, SubagentLimits
@@ -34,6 +34,7 @@ from mentra_nb.runtime._snapshot import (
     TeamMemberStatus,
 )
 from mentra_nb.runtime._state import AgentState
+from mentra_nb.runtime.cost import CostExtension, Spending, spending, spending_from_records
 from mentra_nb.runtime.events import AgentEvent
 from mentra_nb.runtime.subagents import SubagentError, SubagentsExtension
 from mentra_nb.runtime.teams import Team, TeamExtension
@@ -64,6 +65,7 @@ __all__ = [
     "AgentState",
     "AgentStatus",
     "BoundedOutput",
+    "CostExtension",
     "FunctionTool",
     "HasServices",
     "MessageInput",
@@ -74,6 +76,7 @@ __all__ = [
     "RuntimeExtension",
     "Services",
     "SnapshotFields",
+    "Spending",
     "SubagentError",
     "SubagentLimits",
     "SubagentSummary",
@@ -91,9 +94,12 @@ __all__ = [
     "Workspace",
     "WorkspaceRefusal",
     "agent_name_problem",
+    "cost",
     "default_extensions",
     "file_tools",
     "shell_tool",
+    "spending",
+    "spending_from_records",
     "subagents",
     "teams",
     "tool",
