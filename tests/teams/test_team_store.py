@@ -21,8 +21,7 @@ def test_a_schema_1_file_is_migrated_in_place_keeping_its_agents(db_path):
     conn.close()
 
     store = SqliteStore(db_path)
-    assert SCHEMA_VERSION == 2
-    assert store._conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert [r.name for r in store.list_agents("nb")] == ["writer"]
     store.post_team_mail("a1", "alice", TeamMessage(sender="writer", content="hi"))
     assert store.count_team_mail("a1", "alice") == 1
