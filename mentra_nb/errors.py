@@ -18,7 +18,8 @@
     │   ├── AgentBusy             a run is already in progress
     │   ├── NoResumableTurn       `agent.resume()` with nothing to resume
     │   └── MaxRoundsExceeded     the turn loop hit `AgentConfig.max_rounds`
-    └── ToolError                 a tool definition is unusable
+    ├── ToolError                 a tool definition is unusable
+    └── MCPServerError            an MCP server cannot be started, reached or configured
 
 Every message says what was wrong and what to do about it.
 """
@@ -36,6 +37,7 @@ __all__ = [
     "InvalidRequest",
     "LeaseLost",
     "LeaseUnavailable",
+    "MCPServerError",
     "MaxRoundsExceeded",
     "MentraError",
     "ModelNotFound",
@@ -140,3 +142,9 @@ class MaxRoundsExceeded(AgentError):
 
 class ToolError(MentraError):
     """A tool is defined in a way the runtime cannot use."""
+
+
+class MCPServerError(MentraError):
+    """An MCP server failed to start, stopped answering, or is configured in a way
+    that cannot work. The message names the server (and, for a stdio server, ends
+    with the last lines it wrote to stderr)."""

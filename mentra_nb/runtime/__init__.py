@@ -2,11 +2,11 @@
 
 The public face of the package; the implementation lives in `_`-prefixed
 modules. `events` and `tools` are public modules (event types, tool authoring),
-and `teams` and `subagents` are the two extension packages (free functions
-taking the agent). See the README's "Architecture" section for the shape.
+and `teams`, `subagents` and `mcp` are the extension packages (free functions
+taking the agent or the runtime). See the README's "Architecture" section for the shape.
 """
 
-from mentra_nb.runtime import subagents, teams
+from mentra_nb.runtime import mcp, subagents, teams
 from mentra_nb.runtime._agent import Agent, MessageInput, OwningRuntime
 from mentra_nb.runtime._approvals import APPROVAL_INTERRUPTED_RESULT
 from mentra_nb.runtime._config import AgentConfig, SubagentLimits
@@ -29,6 +29,7 @@ from mentra_nb.runtime._snapshot import (
 )
 from mentra_nb.runtime._state import AgentState
 from mentra_nb.runtime.events import AgentEvent
+from mentra_nb.runtime.mcp import MCPExtension, MCPServer
 from mentra_nb.runtime.subagents import SubagentError, SubagentsExtension
 from mentra_nb.runtime.teams import Team, TeamExtension
 from mentra_nb.runtime.tools import (
@@ -59,6 +60,8 @@ __all__ = [
     "BoundedOutput",
     "FunctionTool",
     "HasServices",
+    "MCPExtension",
+    "MCPServer",
     "MessageInput",
     "OwningRuntime",
     "PendingApproval",
@@ -86,6 +89,7 @@ __all__ = [
     "agent_name_problem",
     "default_extensions",
     "file_tools",
+    "mcp",
     "shell_tool",
     "subagents",
     "teams",

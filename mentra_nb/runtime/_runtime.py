@@ -22,6 +22,7 @@ from pathlib import Path
 from mentra_nb.errors import AgentExists, AgentNotFound, ConfigError, MentraError
 from mentra_nb.providers.base import ModelInfo, Provider
 from mentra_nb.providers.registry import ProviderRegistry
+from mentra_nb.runtime import mcp
 from mentra_nb.runtime._agent import Agent
 from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._extensions import RuntimeExtension
@@ -30,6 +31,7 @@ from mentra_nb.runtime._leases import DEFAULT_LEASE_TTL, LeaseKeeper, release_le
 from mentra_nb.runtime._names import agent_name_problem
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import AgentHandle, Services
+from mentra_nb.runtime.mcp import MCPExtension, MCPServer
 from mentra_nb.runtime.subagents import SubagentsExtension
 from mentra_nb.runtime.teams import TeamExtension
 from mentra_nb.runtime.tools import Tool
@@ -41,10 +43,11 @@ __all__ = ["Runtime", "default_extensions"]
 
 def default_extensions() -> list[RuntimeExtension]:
     """The extensions a `Runtime` gets unless it is given a list: teams (first, so
-    a team inbox precedes other injected messages) and subagents (used only by
-    agents with `AgentConfig(subagents=...)`). To add one of yours, pass
+    a team inbox precedes other injected messages), subagents (used only by
+    agents with `AgentConfig(subagents=...)`) and MCP (used only by agents with
+    `AgentConfig(mcp_servers=[...])`). To add one of yours, pass
     `extensions=[*default_extensions(), Mine()]`."""
-    return [TeamExtension(), SubagentsExtension()]
+    return [TeamExtension(), SubagentsExtension(), MCPExtension()]
 
 
 def _builtin_tools(workspace: Workspace) -> list[Tool]:
@@ -62,7 +65,8 @@ class Runtime:
     `AgentConfig` narrowing them. Without a store, state lives in memory only.
     `workspace` is the folder the built-in file tools may not leave (default:
     the current folder). `extensions` are the registered extensions (default:
-    `default_extensions()`, teams and subagents).
+    `default_extensions()`: teams, subagents, MCP). `mcp_servers` are MCP servers
+    for agents whose config names them (persisted; see `add_mcp_server`).
     """
 
     def __init__(
@@ -77,6 +81,7 @@ class Runtime:
         lease_ttl: float = DEFAULT_LEASE_TTL,
         owner_label: str | None = None,
         workspace: str | os.PathLike[str] | None = None,
+        mcp_servers: Iterable[MCPServer] = (),
     ) -> None:
         if not isinstance(runtime_id, str) or not runtime_id.strip():
             raise ConfigError("runtime_id must be a non-empty string, e.g. the notebook's name")
@@ -102,6 +107,8 @@ class Runtime:
         # Released when the runtime is garbage collected or the interpreter exits,
         # so a dropped runtime never blocks the next one.
         self._finalizer = weakref.finalize(self, release_leases_quietly, self.store, self._leases.token)
+        for server in mcp_servers:
+            self.add_mcp_server(server)
 
     @classmethod
     def empty(cls, **kwargs: object) -> Runtime:
@@ -137,6 +144,18 @@ class Runtime:
         if spec.name in self._tools:
             raise ConfigError(f"a tool named '{spec.name}' is already registered; rename one of them")
         self._tools[spec.name] = tool
+
+    # --- MCP servers (runtime/mcp/) ----------------------------------------------
+
+    def add_mcp_server(self, server: MCPServer) -> None:
+        """Offer MCP `server` to agents whose `AgentConfig.mcp_servers` names it. Its
+        configuration (never a secret) is persisted under this runtime id, so a
+        resumed runtime has it again; it starts on first use."""
+        mcp.add_server(self, server)
+
+    def remove_mcp_server(self, name: str) -> None:
+        """Forget MCP server `name` (persisted) and stop it."""
+        mcp.remove_server(self, name)
 
     # --- agents ---------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mentra_nb.errors import LeaseLost, MaxRoundsExceeded, MentraError
-from mentra_nb.messages import Message, Role, ToolResultBlock, ToolUseBlock, Usage
+from mentra_nb.messages import ImageBlock, Message, Role, ToolResultBlock, ToolUseBlock, Usage
 from mentra_nb.providers.base import ProviderRequest
 from mentra_nb.providers.events import (
     ContentBlockDelta,
@@ -71,6 +71,7 @@ class TurnLoop:
         self.generation = self.state.run_generation + 1
         self._checkpoint: _PendingCheckpoint | None = None
         self._usage = Usage()
+        self._images: dict[str, list[ImageBlock]] = {}  # tool call id -> images its output showed
 
     def _event_fields(self) -> dict[str, Any]:
         return {"agent_id": self.agent.id, "run_generation": self.generation}
@@ -124,7 +125,8 @@ class TurnLoop:
                 return message
             self._commit_assistant(message, AgentStatus.executing_tool(uses[0].id, uses[0].name))
             results = await self._run_tools(uses, invalid_inputs)
-            state.append_tool_results(Message(role=Role.USER, content=results))
+            images = [image for use in uses for image in self._images.pop(use.id, [])]
+            state.append_tool_results(Message(role=Role.USER, content=[*results, *images]))
             if self.stop_requested():
                 state.finish_run(AgentStatus.finished())
                 state.emit(RunFinished(**self._event_fields(), message=message))
@@ -318,6 +320,8 @@ class TurnLoop:
         except Exception as err:
             return _error(use, f"tool '{use.name}' failed: {type(err).__name__}: {err}")
         if isinstance(output, ToolOutput):
+            if output.images:
+                self._images[use.id] = list(output.images)
             return ToolResultBlock(tool_use_id=use.id, content=output.content, is_error=output.is_error)
         return ToolResultBlock(tool_use_id=use.id, content=str(output))
 
