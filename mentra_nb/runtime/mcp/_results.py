@@ -4,7 +4,8 @@ Text blocks are kept as text; structured content becomes JSON text (once: a
 server that also sends the same JSON as a text block, as the spec suggests for
 older clients, is not repeated); images become image blocks the model sees;
 embedded text resources are inlined with their URI; other binary content and
-resource links are named, not inlined. `is_error` makes an error result. The
+resource links are named, not inlined; content whose annotations say its
+audience is only the user is left out. `is_error` makes an error result. The
 text is bounded like the built-in tools' output: the head and the tail are
 kept and the middle is counted.
 """
@@ -48,6 +49,11 @@ def tool_output(result: CallToolResult, *, limit: int = MAX_OUTPUT_CHARS) -> Too
             parts.append(f"[{what}: {media_type}, left out: more than {MAX_IMAGES} images]")
 
     for block in result.content:
+        annotations = block.annotations
+        if annotations is not None and annotations.audience and "assistant" not in annotations.audience:
+            # The server meant this for the user's eyes only (annotations.audience).
+            parts.append(f"[{block.type} content meant for the user only, not shown to you]")
+            continue
         if isinstance(block, TextContent):
             parts.append(block.text)
             texts.append(block.text)
