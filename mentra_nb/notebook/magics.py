@@ -15,7 +15,7 @@ from mentra_nb.notebook import arguments as args
 from mentra_nb.notebook._display import display
 from mentra_nb.notebook.session import NotebookSession
 from mentra_nb.notebook.turn import Turn
-from mentra_nb.runtime import APPROVAL_INTERRUPTED_RESULT, Agent, AgentConfig
+from mentra_nb.runtime import APPROVAL_INTERRUPTED_RESULT, Agent, AgentConfig, MCPServer
 
 __all__ = ["MentraMagics"]
 
@@ -42,7 +42,7 @@ class MentraMagics(Magics):
             command = args.parse_line(line)
         except args.ParseError as err:
             raise UsageError(str(err)) from None
-        handler = getattr(self, f"_do_{command.command}")
+        handler = getattr(self, f"_do_{command.command.replace(' ', '_')}")
         return handler(command)
 
     # --- commands -----------------------------------------------------------------
@@ -55,9 +55,11 @@ class MentraMagics(Magics):
         for name in enabled:
             self.session.enable_tool(name)
         hidden = [] if command.tools is not None else self.session.tools_hidden_from(model, enabled)
+        servers = command.mcp or []
+        self.session.check_mcp_servers(servers)
         config = AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
                              subagents=command.subagents, team=command.team, read_only=command.read_only,
-                             auto_approve=command.auto_approve or [])
+                             auto_approve=command.auto_approve or [], mcp_servers=servers)
         return self.session.spawn(command.agent, model, config)
 
     def _do_approve(self, command: args.ApproveArgs) -> None:
@@ -148,6 +150,45 @@ class MentraMagics(Magics):
 
     def _do_subagents(self, command: args.SubagentsArgs) -> None:
         display(self.session.picker(self.session.agent(command.agent)))
+
+    # --- MCP servers ----------------------------------------------------------------
+
+    def _do_mcp_add(self, command: args.McpAddArgs) -> None:
+        if command.url:
+            server = MCPServer.http(command.name, command.url, headers=command.headers(),
+                                    start_timeout=command.start_timeout)
+        else:
+            server = MCPServer.stdio(command.name, command.command_line, start_timeout=command.start_timeout)
+        replaced = self.session.add_mcp_server(server)
+        print(f"mentra: MCP server '{server.name}' {'replaced' if replaced else 'added'} "
+              f"({server.describe()}); it starts when an agent first uses it. "
+              f"Give an agent its tools with %mentra spawn NAME --mcp {server.name}")
+
+    def _do_mcp_list(self, _command: args.McpListArgs) -> None:
+        servers = self.session.mcp_servers()
+        print(f"MCP servers of '{self.session.location.runtime_id}':")
+        if not servers:
+            print("  none yet: %mentra mcp add NAME -- COMMAND [ARGS...]  or  %mentra mcp add NAME --url URL")
+            return
+        width = max(len(s.name) for s in servers)
+        for s in servers:
+            tools = f"{'?' if s.tool_count is None else s.tool_count:>3} tools"
+            note = "" if s.persisted else "  (in this process only)"
+            print(f"  {s.name:<{width}}  {s.transport:<5}  {s.state:<8}  {tools}  {s.target}{note}")
+            if s.state == "failed" and s.error:
+                print(f"  {'':<{width}}  {s.error.splitlines()[0]}")
+
+    def _do_mcp_tools(self, command: args.McpToolsArgs) -> None:
+        tools = self.session.mcp_tools(command.name)
+        print(f"MCP server '{command.name}': {len(tools)} tools")
+        for t in tools:
+            asks = "read-only" if not t.requires_approval else "asks approval"
+            first = t.description.strip().splitlines()[0] if t.description.strip() else ""
+            print(f"  {t.name}  ({asks})  {first}")
+
+    def _do_mcp_remove(self, command: args.McpRemoveArgs) -> None:
+        self.session.remove_mcp_server(command.name)
+        print(f"mentra: MCP server '{command.name}' removed and stopped")
 
     def _do_db(self, command: args.DbArgs) -> None:
         location = self.session.use_store(command.path) if command.path else self.session.location

@@ -36,6 +36,7 @@ class ServerInfo(BaseModel):
     tool_count: int | None  # None until the server first started
     error: str | None = None
     persisted: bool = True
+    start_timeout: float = 30.0
 
 
 class MCPToolInfo(BaseModel):
@@ -84,7 +85,7 @@ def servers(runtime: HasServices) -> list[ServerInfo]:
             state=connection.state if connection is not None else "stopped",
             tool_count=None if tools is None else len(tools),
             error=connection.error if connection is not None else None,
-            persisted=server.persistable,
+            persisted=server.persistable, start_timeout=server.start_timeout,
         ))
     return infos
 
