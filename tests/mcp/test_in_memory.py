@@ -168,7 +168,7 @@ async def test_progress_notifications_are_progress_events_of_the_call():
     agent.on_event(lambda e: progress.append(e) if isinstance(e, ToolExecutionProgress) else None)
     await agent.send("go")
     assert [(p.tool_use_id, p.name, p.message) for p in progress] == [
-        ("c1", "mcp__mem__steps", f"mem: step {i} ({i}/3)") for i in (1, 2, 3)]
+        ("c1", "mcp__mem__steps", f"step {i} ({i}/3)") for i in (1, 2, 3)]
     assert _result(agent).content == "all steps done"
     await rt.aclose()
 

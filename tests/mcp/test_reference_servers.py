@@ -120,7 +120,8 @@ async def _exercise_everything(server: MCPServer) -> None:
 
         await agent.send("a long job")
         assert "Long running operation completed" in agent.history[-2].tool_results[0].content
-        assert [p.message for p in progress] == [f"every: {i}/3" for i in (1, 2, 3)]
+        assert [(p.name, p.message) for p in progress] == [
+            ("mcp__every__trigger-long-running-operation", f"{i}/3") for i in (1, 2, 3)]
     finally:
         await rt.aclose()
 

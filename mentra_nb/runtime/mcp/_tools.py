@@ -64,8 +64,7 @@ class MCPTool:
 
         async def report(progress: float, total: float | None, message: str | None) -> None:
             amount = f"{progress:g}/{total:g}" if total else f"{progress:g}"
-            ctx.report_progress(f"{self.server}: {message} ({amount})" if message
-                                else f"{self.server}: {amount}")
+            ctx.report_progress(f"{message} ({amount})" if message else amount)
 
         try:
             result = await self.connection.call(self.remote_name, input, report)
