@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["CRASHY", "EVERYTHING", "HERE", "everything_command", "free_port", "http_everything",
-           "python_command"]
+__all__ = ["CRASHY", "EVERYTHING", "HERE", "HttpServer", "everything_command", "free_port",
+           "http_everything", "python_command"]
 
 HERE = Path(__file__).resolve().parent
 CRASHY = str(HERE / "crashy_server.py")
@@ -51,31 +51,43 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@contextmanager
-def http_everything() -> Iterator[str]:
-    """The everything server over streamable HTTP on 127.0.0.1; yields its URL and
-    kills it afterwards, pass or fail."""
-    port = free_port()
-    proc = subprocess.Popen(everything_command("streamableHttp"), env={**os.environ, "PORT": str(port)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
+class HttpServer:
+    """The everything server over streamable HTTP on 127.0.0.1 (`stop()` kills it)."""
+
+    def __init__(self, port: int) -> None:
+        self.url = f"http://127.0.0.1:{port}/mcp"
+        self.proc = subprocess.Popen(everything_command("streamableHttp"),
+                                     env={**os.environ, "PORT": str(port)},
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 30
         while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"the everything server exited: {proc.stderr.read().decode()}")
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the everything server exited: {self.proc.stderr.read().decode()}")
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
+                return
             except OSError:
                 if time.monotonic() > deadline:
+                    self.stop()
                     raise AssertionError("the everything server did not listen within 30 s") from None
                 time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+
+
+@contextmanager
+def http_everything(port: int | None = None) -> Iterator[HttpServer]:
+    """Starts the everything server over HTTP; it is killed afterwards, pass or fail."""
+    server = HttpServer(port or free_port())
+    try:
+        yield server
     finally:
-        proc.kill()
-        proc.wait(10)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        server.stop()
 
 
 def python_command(*args: str) -> list[str]:

@@ -227,3 +227,27 @@ async def test_list_tools_starts_the_server_and_says_which_tools_need_approval()
     [info] = mcp.servers(rt)
     assert (info.state, info.tool_count, info.persisted) == ("running", len(tools), False)
     await rt.aclose()
+
+
+async def test_a_read_only_agent_sees_only_the_tools_marked_read_only():
+    rt, provider = _runtime(text_stream("hi"))
+    agent = rt.spawn("a", "s:m", AgentConfig(mcp_servers=["mem"], read_only=True))
+    await agent.send("hello")
+    names = {t.name for t in provider.recorded_requests()[0].tools}
+    assert "mcp__mem__lookup" in names and "mcp__mem__write" not in names
+    await rt.aclose()
+
+
+async def test_servers_added_by_two_runtimes_of_one_notebook_are_both_kept(db_path):
+    from mentra_nb import SqliteStore
+
+    first = Runtime.empty(store=SqliteStore(db_path), runtime_id="nb")
+    second = Runtime.empty(store=SqliteStore(db_path), runtime_id="nb")
+    assert mcp.servers(second) == []  # read before the first adds anything
+    first.add_mcp_server(MCPServer.stdio("time", ["python", "-m", "mcp_server_time"]))
+    second.add_mcp_server(MCPServer.http("docs", "http://127.0.0.1:9/mcp"))
+    third = Runtime.empty(store=SqliteStore(db_path), runtime_id="nb")
+    assert [s.name for s in mcp.servers(third)] == ["time", "docs"]
+    assert mcp.servers(Runtime.empty(store=SqliteStore(db_path), runtime_id="other")) == []
+    for rt in (first, second, third):
+        await rt.aclose()

@@ -16,7 +16,7 @@ from mentra_nb.runtime import mcp
 from mentra_nb.runtime.events import ToolExecutionProgress
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
 from tests.conftest import wait_until
-from tests.mcp.servers import everything_command, http_everything
+from tests.mcp.servers import everything_command, free_port, http_everything
 
 pytestmark = pytest.mark.process
 
@@ -133,8 +133,8 @@ async def test_the_everything_server_over_stdio():
 async def test_the_everything_server_over_streamable_http(monkeypatch: pytest.MonkeyPatch, db_path: Path):
     canary = "mentra-canary-mcp-token-7f3a"
     monkeypatch.setenv("EVERY_TOKEN", canary)
-    with http_everything() as url:
-        server = MCPServer.http("every", url, headers={"Authorization": "Bearer $EVERY_TOKEN"})
+    with http_everything() as http:
+        server = MCPServer.http("every", http.url, headers={"Authorization": "Bearer $EVERY_TOKEN"})
         await _exercise_everything(server)
         # The header's variable is stored by name; its value never reaches the file.
         rt = Runtime.empty(store=SqliteStore(db_path), runtime_id="nb", mcp_servers=[server])
@@ -145,3 +145,29 @@ async def test_the_everything_server_over_streamable_http(monkeypatch: pytest.Mo
             await rt.aclose()
     stored = b"".join(p.read_bytes() for p in db_path.parent.glob(db_path.name + "*"))
     assert b"$EVERY_TOKEN" in stored and canary.encode() not in stored
+
+
+async def test_an_http_server_that_goes_away_mid_call_gives_an_error_result_and_is_reached_again():
+    port = free_port()
+    provider = ScriptedProvider("s", [
+        _call("mcp__every__trigger-long-running-operation", {"duration": 60, "steps": 60}), text_stream("cut"),
+        _call("mcp__every__echo", {"message": "still there?"}, "c2"), text_stream("yes"),
+    ])
+    with http_everything(port) as first:
+        rt = Runtime.empty(providers=[provider], mcp_servers=[MCPServer.http("every", first.url)])
+        agent = rt.spawn("a", "s:m", AgentConfig(mcp_servers=["every"]))
+        progress: list[ToolExecutionProgress] = []
+        agent.on_event(lambda e: progress.append(e) if isinstance(e, ToolExecutionProgress) else None)
+        try:
+            run = asyncio.create_task(agent.send("a long job"))
+            await wait_until(lambda: bool(progress), timeout=30)  # the call is under way
+            first.stop()
+            await run
+            [cut] = agent.history[-2].tool_results
+            assert cut.is_error and "MCP server 'every' stopped during the call" in cut.content
+            with http_everything(port):  # back on the same address
+                await agent.send("are you there")
+                [echo] = agent.history[-2].tool_results
+                assert not echo.is_error and "still there?" in echo.content
+        finally:
+            await rt.aclose()

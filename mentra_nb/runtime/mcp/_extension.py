@@ -74,7 +74,7 @@ class MCPExtension(RuntimeExtension):
             raise ConfigError(f"{server!r} is not an MCPServer; build one with MCPServer.stdio(...) "
                               "or MCPServer.http(...)")
         require_sdk()
-        self._load(services)
+        self._reload(services)
         previous = self._servers.get(server.name)
         self._servers[server.name] = server
         try:
@@ -90,6 +90,7 @@ class MCPExtension(RuntimeExtension):
 
     def remove(self, services: Services, name: str) -> None:
         """Forget server `name` (persisted) and stop it."""
+        self._reload(services)
         self.server(services, name)  # a clear error for an unknown name
         removed = self._servers.pop(name)
         try:
@@ -116,6 +117,12 @@ class MCPExtension(RuntimeExtension):
     def _persist(self, services: Services) -> None:
         stored = [s.model_dump(mode="json") for s in self._servers.values() if s.persistable]
         services.store.save_runtime_state(services.runtime_id, STATE_KEY, stored or None)
+
+    def _reload(self, services: Services) -> None:
+        """Take in servers another kernel of this notebook stored since we last read,
+        so our next write does not drop them (ours win on a name both have)."""
+        self._loaded = False
+        self._load(services)
 
     # --- connections ------------------------------------------------------------------
 
@@ -171,8 +178,18 @@ class MCPAgentExtension(AgentExtension):
         connections = [self._extension.connection(services, name)
                        for name in self._agent.config.mcp_servers]
         for connection in connections:
-            if connection.needs_refresh:
-                await connection.ensure_ready()  # an MCPServerError fails the run, clearly
+            if connection.tools is None:
+                # First use: a server that cannot start fails the run, with its stderr.
+                await connection.ensure_ready()
+            elif connection.state == "running" and connection.needs_refresh:
+                # It said its tools changed. If listing them fails, the old list stays:
+                # a call of a tool that is gone gets an error result from the server.
+                try:
+                    await connection.ensure_ready()
+                except Exception as err:
+                    log.info("could not list the tools of MCP server %s again: %s", connection.name, err)
+            # A server that died (state "failed") keeps its last tools: the next call
+            # of one starts it again, and the model gets an error result if it cannot.
         self._rebuild(connections)
         return []
 
