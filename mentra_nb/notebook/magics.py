@@ -7,7 +7,7 @@ import string
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from traitlets import Unicode
 
 from mentra_nb.errors import MentraError
@@ -34,6 +34,10 @@ class MentraMagics(Magics):
         super().__init__(shell)
         self.session = session
 
+    # no_var_expand: IPython would replace `$NAME` in the line with a kernel variable
+    # of that name; `$NAME` here names an environment variable (an MCP header or env
+    # value that must not be stored), and prompts take kernel variables as {name}.
+    @no_var_expand
     @line_cell_magic
     def mentra(self, line: str, cell: str | None = None) -> Any:
         try:
