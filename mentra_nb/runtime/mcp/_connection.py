@@ -57,7 +57,11 @@ class ServerGone(Exception):
 
 def require_sdk() -> None:
     """Fail with what to install when the `mcp` SDK is missing."""
-    if importlib.util.find_spec("mcp") is None:
+    try:
+        found = importlib.util.find_spec("mcp") is not None
+    except (ImportError, ValueError):  # a broken or blocked install
+        found = False
+    if not found:
         raise MCPServerError("MCP servers need the official MCP SDK: pip install 'mentra-nb[mcp]'")
 
 
