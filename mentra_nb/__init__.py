@@ -6,86 +6,137 @@
     reply = await writer.send("hello")
 """
 
-from mentra_nb.errors import (
-    AgentBusy,
-    AgentError,
-    AgentExists,
-    AgentNotFound,
-    ConfigError,
-    InvalidRequest,
-    LeaseLost,
-    LeaseUnavailable,
-    MaxRoundsExceeded,
-    MCPServerError,
-    MentraError,
-    ModelNotFound,
-    NoResumableTurn,
-    ProviderAuthError,
-    ProviderError,
-    StoreError,
-    StreamError,
-    ToolError,
-    TransientProviderError,
-    UnknownProvider,
-)
-from mentra_nb.messages import (
-    ContentBlock,
-    ImageBlock,
-    Message,
-    RedactedThinkingBlock,
-    Role,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-    Usage,
-)
-from mentra_nb.providers import (
-    ContentBlockDelta,
-    ContentBlockStarted,
-    ContentBlockStopped,
-    MessageDelta,
-    MessageStarted,
-    MessageStopped,
-    ModelInfo,
-    Provider,
-    ProviderEvent,
-    ProviderRequest,
-    RetryAttempt,
-    TestProvider,
-)
-from mentra_nb.runtime import (
-    APPROVAL_INTERRUPTED_RESULT,
-    INTERRUPTED_TOOL_RESULT,
-    Agent,
-    AgentConfig,
-    AgentEvent,
-    AgentExtension,
-    AgentSnapshot,
-    AgentStatus,
-    MCPServer,
-    PendingApproval,
-    PendingToolUse,
-    Runtime,
-    RuntimeExtension,
-    SubagentError,
-    SubagentLimits,
-    SubagentsExtension,
-    SubagentSummary,
-    TeammateInfo,
-    TeamMemberStatus,
-    Tool,
-    ToolContext,
-    ToolDurability,
-    ToolOutput,
-    ToolSideEffectLevel,
-    ToolSpec,
-    Workspace,
-    file_tools,
-    shell_tool,
-    tool,
-)
-from mentra_nb.store import PersistedAgent, SqliteStore, Store, TeamMessage, TeamRequest
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ below
+    from mentra_nb.errors import (
+        AgentBusy,
+        AgentError,
+        AgentExists,
+        AgentNotFound,
+        ConfigError,
+        InvalidRequest,
+        LeaseLost,
+        LeaseUnavailable,
+        MaxRoundsExceeded,
+        MCPServerError,
+        MentraError,
+        ModelNotFound,
+        NoResumableTurn,
+        ProviderAuthError,
+        ProviderError,
+        StoreError,
+        StreamError,
+        ToolError,
+        TransientProviderError,
+        UnknownProvider,
+    )
+    from mentra_nb.messages import (
+        ContentBlock,
+        ImageBlock,
+        Message,
+        RedactedThinkingBlock,
+        Role,
+        TextBlock,
+        ThinkingBlock,
+        ToolResultBlock,
+        ToolUseBlock,
+        Usage,
+    )
+    from mentra_nb.providers import (
+        ContentBlockDelta,
+        ContentBlockStarted,
+        ContentBlockStopped,
+        MessageDelta,
+        MessageStarted,
+        MessageStopped,
+        ModelInfo,
+        Provider,
+        ProviderEvent,
+        ProviderRequest,
+        RetryAttempt,
+        TestProvider,
+    )
+    from mentra_nb.runtime import (
+        APPROVAL_INTERRUPTED_RESULT,
+        INTERRUPTED_TOOL_RESULT,
+        Agent,
+        AgentConfig,
+        AgentEvent,
+        AgentExtension,
+        AgentSnapshot,
+        AgentStatus,
+        MCPServer,
+        PendingApproval,
+        PendingToolUse,
+        Runtime,
+        RuntimeExtension,
+        SubagentError,
+        SubagentLimits,
+        SubagentsExtension,
+        SubagentSummary,
+        TeammateInfo,
+        TeamMemberStatus,
+        Tool,
+        ToolContext,
+        ToolDurability,
+        ToolOutput,
+        ToolSideEffectLevel,
+        ToolSpec,
+        Workspace,
+        file_tools,
+        shell_tool,
+        tool,
+    )
+    from mentra_nb.store import PersistedAgent, SqliteStore, Store, TeamMessage, TeamRequest
+
+# The public names, by the module each comes from. `import mentra_nb` imports none
+# of them: each is imported on first use (PEP 562), so importing the package, or
+# `%load_ext mentra_nb` before its first command, costs little more than Python.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "mentra_nb.errors": (
+        "AgentBusy", "AgentError", "AgentExists", "AgentNotFound", "ConfigError",
+        "InvalidRequest", "LeaseLost", "LeaseUnavailable", "MaxRoundsExceeded", "MCPServerError", "MentraError",
+        "ModelNotFound", "NoResumableTurn", "ProviderAuthError", "ProviderError", "StoreError",
+        "StreamError", "ToolError", "TransientProviderError", "UnknownProvider",
+    ),
+    "mentra_nb.messages": (
+        "ContentBlock", "ImageBlock", "Message", "RedactedThinkingBlock", "Role", "TextBlock",
+        "ThinkingBlock", "ToolResultBlock", "ToolUseBlock", "Usage",
+    ),
+    "mentra_nb.providers": (
+        "ContentBlockDelta", "ContentBlockStarted", "ContentBlockStopped", "MessageDelta",
+        "MessageStarted", "MessageStopped", "ModelInfo", "Provider", "ProviderEvent",
+        "ProviderRequest", "RetryAttempt", "TestProvider",
+    ),
+    "mentra_nb.runtime": (
+        "APPROVAL_INTERRUPTED_RESULT", "INTERRUPTED_TOOL_RESULT", "Agent", "AgentConfig",
+        "AgentEvent", "AgentExtension", "AgentSnapshot", "AgentStatus", "MCPServer", "PendingApproval",
+        "PendingToolUse", "Runtime", "RuntimeExtension", "SubagentError", "SubagentLimits",
+        "SubagentsExtension", "SubagentSummary", "TeammateInfo", "TeamMemberStatus", "Tool",
+        "ToolContext", "ToolDurability", "ToolOutput", "ToolSideEffectLevel", "ToolSpec",
+        "Workspace", "file_tools", "shell_tool", "tool",
+    ),
+    "mentra_nb.store": (
+        "PersistedAgent", "SqliteStore", "Store", "TeamMessage", "TeamRequest",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mentra_nb' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_MODULE_OF})
+
 
 __version__ = "0.1.0"
 

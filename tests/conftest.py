@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +16,13 @@ from mentra_nb import AgentSnapshot, AgentStatus, SqliteStore
 from tests.children import Child
 from tests.installed_wheel import install_wheel
 from tests.kernels import Kernel
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # llama-cpp-python opens two module-level /dev/null files it never closes; at
+    # interpreter exit they would print ResourceWarnings after pytest's summary line,
+    # which must stay the last thing a run prints.
+    warnings.filterwarnings("ignore", category=ResourceWarning)
 
 
 @pytest.fixture

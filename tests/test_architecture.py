@@ -95,7 +95,9 @@ def _foreign_private_uses(tree: ast.Module) -> Iterator[tuple[int, str]]:
             yield node.lineno, f"{node.func.id}(..., {node.args[1].value!r})"
         elif isinstance(node, ast.ImportFrom):
             for alias in node.names:
-                if _is_private(alias.name):
+                # A private module is how a package hides its internals; a private
+                # name inside a module is that module's own business.
+                if _is_private(alias.name) and f"{node.module}.{alias.name}" not in SOURCES:
                     yield node.lineno, f"from {node.module} import {alias.name}"
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +36,27 @@ def test_the_runtime_source_never_names_a_jupyter_package():
 def test_everything_in_all_is_importable_from_the_top():
     for name in mentra_nb.__all__:
         assert getattr(mentra_nb, name) is not None
+
+
+def test_the_names_imported_on_first_use_are_the_ones_type_checkers_see():
+    tree = ast.parse((REPO / "mentra_nb" / "__init__.py").read_text())
+    (guarded,) = [node for node in tree.body if isinstance(node, ast.If)
+                  and ast.unparse(node.test) == "TYPE_CHECKING"]
+    static = {alias.asname or alias.name: node.module
+              for node in guarded.body if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert set(static) <= set(mentra_nb.__all__) and set(static) <= set(dir(mentra_nb))
+    for name, module in static.items():  # each name resolves to what its static import names
+        imported = getattr(importlib.import_module(module), name)
+        assert getattr(mentra_nb, name) is imported, name
+
+
+def test_importing_mentra_nb_imports_none_of_its_modules_until_a_name_is_used():
+    code = ("import sys, mentra_nb\n"
+            "print(sorted(m for m in sys.modules if m.startswith('mentra_nb')))\n"
+            "mentra_nb.Runtime\n"
+            "print('mentra_nb.runtime' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["['mentra_nb']", "True"]
 
 
 def test_nothing_is_pickled():

@@ -37,7 +37,7 @@ def load_ipython_extension(shell: Any) -> None:
     """Called by `%load_ext mentra_nb`. Loading again (or re-running the setup
     cell) keeps the same session, runtime and leases."""
     from mentra_nb.errors import MentraError
-    from mentra_nb.notebook.magics import MentraMagics
+    from mentra_nb.notebook._magics import MentraMagics
     from mentra_nb.runtime import Agent
 
     current = getattr(shell, _SESSION_ATTR, None)

@@ -11,7 +11,7 @@ import anywidget
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 if TYPE_CHECKING:
-    from mentra_nb.notebook.host import RuntimeHost
+    from mentra_nb.notebook._host import RuntimeHost
 
 __all__ = ["BrowserMessage", "MentraWidget", "browser_messages"]
 

@@ -26,14 +26,14 @@ from pydantic import Field, TypeAdapter
 
 from mentra_nb.errors import AgentError
 from mentra_nb.messages import Message, Role, TextBlock, ThinkingBlock
+from mentra_nb.notebook._assets import static_file
+from mentra_nb.notebook._rendering import message_items, transcript_markdown
+from mentra_nb.notebook._stream_refs import encode_html
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
-from mentra_nb.notebook.assets import static_file
-from mentra_nb.notebook.rendering import message_items, transcript_markdown
-from mentra_nb.notebook.stream_refs import encode_html
 from mentra_nb.runtime import Agent, AgentEvent, PendingApproval
 
 if TYPE_CHECKING:
-    from mentra_nb.notebook.host import RuntimeHost
+    from mentra_nb.notebook._host import RuntimeHost
 
 __all__ = ["STREAM_INTERVAL", "AgentView"]
 

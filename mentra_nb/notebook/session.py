@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 
 from mentra_nb._notebook_path import use_namespace
 from mentra_nb.errors import AgentBusy, AgentNotFound, ConfigError, MCPServerError, MentraError
+from mentra_nb.notebook._discovery import StoreLocation, discover_store
+from mentra_nb.notebook._host import RuntimeHost
+from mentra_nb.notebook._kernel_tools import KERNEL_TOOL_NAMES, kernel_tools, python_tool
 from mentra_nb.notebook.agent_view import AgentView
-from mentra_nb.notebook.discovery import StoreLocation, discover_store
-from mentra_nb.notebook.host import RuntimeHost
-from mentra_nb.notebook.kernel_tools import KERNEL_TOOL_NAMES, kernel_tools, python_tool
 from mentra_nb.notebook.subagent_picker import SubagentPickerView
 from mentra_nb.notebook.team_view import TeamView
 from mentra_nb.notebook.turn import Turn
@@ -177,6 +177,12 @@ class NotebookSession:
 
     def deny(self, agent: Agent, call_id: str, reason: str = "") -> None:
         self.host.call(lambda: agent.deny(call_id, reason))
+
+    @property
+    def is_open(self) -> bool:
+        """Whether this session has opened its runtime (and the state file) yet; the
+        tutorials check it to ask for a fresh kernel."""
+        return self._runtime is not None
 
     def use_store(self, path: str) -> StoreLocation:
         """Move to another state file: the current runtime closes (its leases are released)."""

@@ -15,9 +15,9 @@ import traitlets
 from pydantic import Field, TypeAdapter
 
 from mentra_nb.errors import MentraError
+from mentra_nb.notebook._assets import static_file
+from mentra_nb.notebook._rendering import message_items
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
-from mentra_nb.notebook.assets import static_file
-from mentra_nb.notebook.rendering import message_items
 from mentra_nb.runtime import Agent, subagents
 from mentra_nb.runtime.subagents import (
     PickerRemoved,
@@ -27,7 +27,7 @@ from mentra_nb.runtime.subagents import (
 )
 
 if TYPE_CHECKING:
-    from mentra_nb.notebook.host import RuntimeHost
+    from mentra_nb.notebook._host import RuntimeHost
     from mentra_nb.runtime.subagents import PreviewPage
 
 __all__ = ["SubagentPickerView"]

@@ -20,14 +20,14 @@ import traitlets
 from pydantic import Field, TypeAdapter
 
 from mentra_nb.errors import AgentError, MentraError
+from mentra_nb.notebook._assets import static_file
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
 from mentra_nb.notebook.agent_view import approval_item
-from mentra_nb.notebook.assets import static_file
 from mentra_nb.runtime import Agent, AgentEvent, AgentSnapshot
 from mentra_nb.runtime.teams import team_of
 
 if TYPE_CHECKING:
-    from mentra_nb.notebook.host import RuntimeHost
+    from mentra_nb.notebook._host import RuntimeHost
 
 __all__ = ["TeamView"]
 

@@ -34,13 +34,17 @@ NOTEBOOK_DEPS = RUNTIME_DEPS + ", anywidget, ipywidgets, traitlets, markdown_it"
 CASES = [
     ("dependencies of the runtime: pydantic, httpx, psutil", "", RUNTIME_DEPS, None),
     ("import mentra_nb", "", "import mentra_nb", 0),
+    # The package imports its modules on first use; this is what a script that runs
+    # agents pays in all (every model class defined, no schema built yet).
+    ("import mentra_nb, then use Runtime and SqliteStore", "",
+     "import mentra_nb; mentra_nb.Runtime, mentra_nb.SqliteStore", 0),
     ("… and its notebook layer's: + anywidget, ipywidgets, traitlets, markdown_it "
      "(in an IPython shell)", _SHELL, NOTEBOOK_DEPS, None),
     ("%load_ext mentra_nb (in an IPython shell)", _SHELL,
-     "shell.run_line_magic('load_ext', 'mentra_nb')", 2),
+     "shell.run_line_magic('load_ext', 'mentra_nb')", 3),
     ("peer: import langgraph.graph + langgraph.checkpoint.sqlite", "",
-     "import langgraph.graph, langgraph.checkpoint.sqlite", 1),
-    ("peer: import agents (OpenAI Agents SDK)", "", "import agents", 1),
+     "import langgraph.graph, langgraph.checkpoint.sqlite", 2),
+    ("peer: import agents (OpenAI Agents SDK)", "", "import agents", 2),
 ]
 
 

@@ -27,8 +27,8 @@ import traitlets
 
 from mentra_nb import Runtime, SqliteStore
 from mentra_nb.messages import Message
+from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.agent_view import AgentView
-from mentra_nb.notebook.host import RuntimeHost
 from mentra_nb.providers.base import ProviderRequest
 from mentra_nb.providers.events import (
     ContentBlockDelta,

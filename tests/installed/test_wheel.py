@@ -29,7 +29,7 @@ def test_the_installed_wheel_streams_a_reply_and_shows_its_agent_view(installed_
     assert REPO not in tmp_path.parents and REPO not in site.parents
 
     where = json.loads(kernel.run(
-        "import json, mentra_nb, mentra_nb.notebook.assets as assets\n"
+        "import json, mentra_nb, mentra_nb.notebook._assets as assets\n"
         "print(json.dumps([mentra_nb.__file__, str(assets.STATIC_DIR)]))"))
     assert all(Path(path).is_relative_to(site / "mentra_nb") for path in where), where
 

@@ -16,8 +16,8 @@ from mentra_nb import (
     Runtime,
     tool,
 )
+from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.agent_view import AgentView
-from mentra_nb.notebook.host import RuntimeHost
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream, tool_use_stream
 

@@ -10,8 +10,8 @@ import pytest
 from IPython.core.error import UsageError
 
 from mentra_nb import AgentError, Runtime, tool
+from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.agent_view import AgentView
-from mentra_nb.notebook.host import RuntimeHost
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
 from tests.conftest import until
 from tests.notebook.conftest import mentra

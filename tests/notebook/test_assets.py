@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from anywidget._file_contents import FileContents
 
+from mentra_nb.notebook._assets import STATIC_DIR, static_file
 from mentra_nb.notebook.agent_view import AgentView
-from mentra_nb.notebook.assets import STATIC_DIR, static_file
 from mentra_nb.notebook.subagent_picker import SubagentPickerView
 from mentra_nb.notebook.team_view import TeamView
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mentra_nb.notebook.discovery import discover_store
+from mentra_nb.notebook._discovery import discover_store
 
 
 def test_an_explicit_path_wins(tmp_path):

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mentra_nb.notebook.kernel_tools import MAX_VARIABLES, kernel_tools, python_tool
+from mentra_nb.notebook._kernel_tools import MAX_VARIABLES, kernel_tools, python_tool
 from tests.tools.helpers import by_name, call
 
 

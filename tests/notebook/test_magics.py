@@ -17,7 +17,7 @@ from mentra_nb import (
     MessageStarted,
     UnknownProvider,
 )
-from mentra_nb.notebook.arguments import COMMANDS
+from mentra_nb.notebook._arguments import COMMANDS
 from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream
 from tests.conftest import wait_until
 from tests.notebook.conftest import mentra, mentra_cell

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from mentra_nb import ContentBlock, Message
-from mentra_nb.notebook.rendering import mail_notices, message_items, transcript_markdown
+from mentra_nb.notebook._rendering import mail_notices, message_items, transcript_markdown
 
 
 def test_team_mail_reads_as_notices_without_timestamps():

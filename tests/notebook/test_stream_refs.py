@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mentra_nb.messages import Message
-from mentra_nb.notebook.rendering import message_items
-from mentra_nb.notebook.stream_refs import encode_html
+from mentra_nb.notebook._rendering import message_items
+from mentra_nb.notebook._stream_refs import encode_html
 
 
 def resolve(parts, sources):

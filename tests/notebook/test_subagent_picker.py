@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from mentra_nb import AgentConfig, Runtime, SqliteStore
-from mentra_nb.notebook.host import RuntimeHost
+from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.subagent_picker import SubagentPickerView
 from mentra_nb.testing import text_stream, tool_use_stream
 from tests.subagents.helpers import RoutedProvider, call

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from mentra_nb import AgentConfig, Runtime, SqliteStore
-from mentra_nb.notebook.host import RuntimeHost
+from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.team_view import TeamView
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
 from tests.conftest import until

@@ -29,9 +29,9 @@ from pydantic import Field
 
 import mentra_nb.notebook as notebook
 from mentra_nb import MentraError, Runtime, SqliteStore, StoreError, tool
-from mentra_nb.notebook import arguments
+from mentra_nb.notebook import _arguments as arguments
+from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.agent_view import AgentView
-from mentra_nb.notebook.host import RuntimeHost
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.store.sqlite import APPLICATION_ID, SCHEMA_VERSION
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from mentra_nb import MentraError, Runtime, SqliteStore
-from mentra_nb.notebook.rendering import transcript_markdown
+from mentra_nb.notebook._rendering import transcript_markdown
 from mentra_nb.providers.anthropic import AnthropicProvider
 from mentra_nb.providers.gemini import GeminiProvider
 from mentra_nb.providers.openai import OpenAIProvider

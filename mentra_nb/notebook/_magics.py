@@ -11,7 +11,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from traitlets import Unicode
 
 from mentra_nb.errors import MentraError
-from mentra_nb.notebook import arguments as args
+from mentra_nb.notebook import _arguments as args
 from mentra_nb.notebook._display import display
 from mentra_nb.notebook.session import NotebookSession
 from mentra_nb.notebook.turn import Turn
