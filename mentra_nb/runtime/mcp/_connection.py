@@ -126,6 +126,9 @@ class ServerConnection:
             self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[Client] = loop.create_future()
+        # Its error is reported by the code below, or nobody waits for it any more
+        # (a start that timed out): either way it must not be logged as unretrieved.
+        ready.add_done_callback(lambda done: done.cancelled() or done.exception())
         stop = self._stop = asyncio.Event()
         self._task = loop.create_task(self._supervise(ready, stop), name=f"mentra-mcp-{config.name}")
         try:
