@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from mentra_nb import AgentConfig, MCPServer, Runtime
-from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.notebook._host import RuntimeHost
+from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
 from tests.mcp.memory import memory_server
 

@@ -12,9 +12,10 @@ from mentra_nb.runtime import mcp
 from tests.notebook.conftest import ip, mentra, session  # noqa: F401  (fixtures)
 
 
-def test_add_with_a_url_keeps_a_header_variable_as_written(ip, session, capsys):  # noqa: F811
+def test_add_with_a_url_keeps_a_header_variable_as_written(ip, session, capsys, monkeypatch):  # noqa: F811
     # Even with a kernel variable of that name: IPython must not put its value in the line.
-    ip.user_ns["DOCS_TOKEN"] = "s3cret-in-a-kernel-variable"
+    # (monkeypatch removes it again: the test shell's namespace outlives this test.)
+    monkeypatch.setitem(ip.user_ns, "DOCS_TOKEN", "s3cret-in-a-kernel-variable")
     result = ip.run_cell("%mentra mcp add docs --url http://127.0.0.1:9/mcp "
                          "--header 'Authorization=Bearer $DOCS_TOKEN' --header X-Api-Key=$DOCS_TOKEN "
                          "--header X-Team=data")
