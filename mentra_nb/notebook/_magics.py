@@ -134,6 +134,13 @@ class MentraMagics(Magics):
             if last is not None and any(r.content == APPROVAL_INTERRUPTED_RESULT for r in last.tool_results):
                 print(f"mentra: '{agent.name}' was waiting for your approval when the kernel stopped; that "
                       "call was not run (agent.resume() lets it ask again)")
+            if agent.config.mcp_servers:
+                configured = {s.name for s in self.session.mcp_servers()}
+                missing = [n for n in agent.config.mcp_servers if n not in configured]
+                print(f"mentra: '{agent.name}' uses MCP servers {', '.join(agent.config.mcp_servers)} "
+                      "(started on first use)" + (
+                          f"; not configured here: {', '.join(missing)} (add with %mentra mcp add; "
+                          "an in-process server is not stored)" if missing else ""))
             display(self.session.view(agent))
 
     def _do_interrupt(self, command: args.InterruptArgs) -> None:

@@ -52,6 +52,7 @@ def test_mcp_tools_survive_kill_minus_nine_and_resume(kernels):
         second.run("%load_ext mentra_nb")
         out = second.run("%mentra resume")
         assert "mentra: resumed 'a'" in out
+        assert "mentra: 'a' uses MCP servers time (started on first use)" in out
         assert re.search(r"time +stdio +stopped", second.run("%mentra mcp list"))  # remembered, not started
         second.run(SCRIPTED.format(call="c2"))
         second.run("%mentra send a --wait and now")
