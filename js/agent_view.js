@@ -218,7 +218,7 @@ export function render({ model, el }) {
     /** @type {Approval[]} */
     const approvals = model.get("approvals") ?? [];
     for (const a of approvals) {
-      const call = { id: a.id, title: `${a.name} wants to run`, input: a.input,
+      const call = { id: a.id, title: `${toolLabel(a.name)} wants to run`, input: a.input,
         alwaysTitle: `Run this call, and let this agent call ${a.name} without asking from now on` };
       approvalsBox.append(approvalBox(call, ({ approve, always, reason }) => model.send(approve
         ? { kind: "approve", call_id: a.id, always }

@@ -320,5 +320,8 @@ describe("AgentView MCP calls", () => {
     model.set("progress", "");
     model.set("status", { name: "executing_tool", tool_id: "c2", tool_name: "grep" });
     expect(badge()).toBe("running grep");
+    model.set("approvals", [{ id: "c3", name: "mcp__git__git_add", input: "{}" }]);
+    expect(badge()).toBe("waiting for approval: git_add · MCP git");
+    expect(el.querySelector(".mentra-approval .mentra-name")?.textContent).toBe("git_add · MCP git wants to run");
   });
 });

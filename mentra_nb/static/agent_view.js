@@ -278,7 +278,7 @@ function render({ model, el }) {
     for (const a of approvals) {
       const call = {
         id: a.id,
-        title: `${a.name} wants to run`,
+        title: `${toolLabel(a.name)} wants to run`,
         input: a.input,
         alwaysTitle: `Run this call, and let this agent call ${a.name} without asking from now on`
       };
