@@ -13,7 +13,9 @@ import warnings
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mentra_nb._utf8 import valid_utf8
 
 __all__ = [
     "Block",
@@ -76,6 +78,8 @@ class TextBlock(ContentBlock):
     # wire name is `text`, and the class-level constructor stays reachable.
     text: str  # type: ignore[assignment]
 
+    _valid_text = field_validator("text")(lambda value: valid_utf8(value))
+
 
 class ThinkingBlock(ContentBlock):
     """Model reasoning. `signature` must be replayed byte-for-byte to the provider."""
@@ -83,6 +87,8 @@ class ThinkingBlock(ContentBlock):
     type: Literal["thinking"] = "thinking"
     thinking: str  # type: ignore[assignment]  # shadows ContentBlock.thinking(...), as above
     signature: str | None = None
+
+    _valid_thinking = field_validator("thinking")(lambda value: valid_utf8(value))
 
 
 class RedactedThinkingBlock(ContentBlock):
@@ -104,6 +110,9 @@ class ToolResultBlock(ContentBlock):
     tool_use_id: str
     content: str
     is_error: bool = False
+
+    # A tool's output is whatever the tool printed; it must still be storable.
+    _valid_content = field_validator("content")(lambda value: valid_utf8(value))
 
 
 class ImageBlock(ContentBlock):

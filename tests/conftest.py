@@ -4,6 +4,7 @@ kernels that are stopped whatever happens, and small waits."""
 from __future__ import annotations
 
 import asyncio
+import atexit
 import sqlite3
 import time
 import warnings
@@ -21,8 +22,9 @@ from tests.kernels import Kernel
 def pytest_unconfigure(config: pytest.Config) -> None:
     # llama-cpp-python opens two module-level /dev/null files it never closes; at
     # interpreter exit they would print ResourceWarnings after pytest's summary line,
-    # which must stay the last thing a run prints.
-    warnings.filterwarnings("ignore", category=ResourceWarning)
+    # which must stay the last thing a run prints. pytest restores the warning filters
+    # when it ends, so the filter is set at exit, before modules are torn down.
+    atexit.register(warnings.simplefilter, "ignore", ResourceWarning)
 
 
 @pytest.fixture

@@ -215,19 +215,24 @@ def test_the_runtime_never_imports_jupyter_or_the_notebook_layer() -> None:
     assert found == []
 
 
-def test_the_notebook_layer_imports_the_layers_below_only_through_their_public_names() -> None:
-    """`mentra_nb.notebook` may import `mentra_nb.runtime`, `mentra_nb.store`,
-    `mentra_nb.providers` (and their public subpackages), never a module behind them."""
+@pytest.mark.parametrize(
+    "layer", ["mentra_nb.notebook", "mentra_nb.runtime", "mentra_nb.providers", "mentra_nb.store"]
+)
+def test_a_layer_reaches_another_only_through_its_public_modules(layer: str) -> None:
+    """E.g. the notebook layer imports `mentra_nb.runtime` (and its public
+    `teams`, `subagents`, `events`, `tools`), never `mentra_nb.runtime._agent`."""
+    layers = ("runtime", "store", "providers", "notebook")
     found = []
     for name, (path, tree) in SOURCES.items():
-        if not name.startswith("mentra_nb.notebook"):
+        if not (name == layer or name.startswith(layer + ".")):
             continue
         for node in ast.walk(tree):
             modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             for module in modules:
                 parts = module.split(".")
-                if parts[:1] == ["mentra_nb"] and len(parts) > 1 and parts[1] in ("runtime", "store", "providers") \
+                if parts[:1] == ["mentra_nb"] and len(parts) > 1 and parts[1] in layers \
+                        and f"mentra_nb.{parts[1]}" != layer \
                         and any(p.startswith("_") for p in parts[2:]):
                     found.append(f"{name}: {module}")
     assert found == []

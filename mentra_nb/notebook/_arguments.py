@@ -162,7 +162,8 @@ class StopArgs(Command):
 
 class ApproveArgs(Command):
     command = "approve"
-    summary = "let NAME's paused tool call CALL_ID run (--always: never ask about that tool again)"
+    summary = ("let NAME's paused tool call CALL_ID run; CALL_ID@RUN as shown binds it to that run "
+               "(--always: never ask about that tool again)")
     positionals = ("agent", "call_id")
     metavars = {"agent": "NAME", "call_id": "CALL_ID"}
     agent: AgentName

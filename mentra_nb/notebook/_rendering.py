@@ -1,5 +1,12 @@
 """Transcripts as markdown (for saved notebooks, nbconvert, nbval) and as safe
-HTML blocks (for the live widgets, which render no markdown themselves)."""
+HTML blocks (for the live widgets, which render no markdown themselves).
+
+The saved `text/markdown` is rendered later by whatever opens the notebook
+(nbconvert's HTML export passes raw HTML through), so every string that came
+from a model, a tool or a teammate goes in through `md_text` (HTML
+characters as entities, link brackets escaped: no tag, no `javascript:` link),
+`md_code` (an inline code span no backtick can close) or `_fence`.
+"""
 
 from __future__ import annotations
 
@@ -20,11 +27,58 @@ from mentra_nb.messages import (
     ToolUseBlock,
 )
 
-__all__ = ["mail_notices", "message_items", "transcript_markdown"]
+__all__ = ["mail_notices", "md_cell", "md_code", "md_text", "message_items", "transcript_markdown"]
 
 # html=False: raw HTML in a model's answer is shown as text, never injected.
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 _RESULT_PREVIEW = 4000
+
+
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_UNSAFE = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "[": "\\[", "]": "\\]"})
+
+
+def md_text(text: str) -> str:
+    """Model-written markdown made inert: no raw HTML, no links, formatting kept.
+
+    Outside fenced code blocks `&`, `<` and `>` become entities (so no tag or
+    autolink survives) and `[`/`]` are escaped (so no link or image does).
+    Fenced code is left alone: every renderer shows it as literal text."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        if fence is None:
+            opened = _FENCE_OPEN.match(line)
+            if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+                fence = opened.group(1)
+                out.append(line)
+            else:
+                out.append(line.translate(_UNSAFE))
+        else:
+            stripped = line.strip()
+            if (not line.startswith(("    ", "\t")) and stripped and set(stripped) == {fence[0]}
+                    and len(stripped) >= len(fence)):
+                fence = None
+            out.append(line)
+    if fence is not None:
+        # Close it here: left open, it would swallow (or be closed by) what we add after it.
+        out.append(fence)
+    return "\n".join(out)
+
+
+def md_code(text: str) -> str:
+    """`text` as an inline code span that no backtick inside it can close."""
+    text = text.replace("\n", " ")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def md_cell(text: str) -> str:
+    """One table cell: one line, every HTML and link character escaped, '|' too
+    (no fence can open inside a cell, so nothing is left as is)."""
+    return " ".join(str(text).split()).translate(_UNSAFE).replace("|", "\\|")
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -57,14 +111,16 @@ def mail_notices(text: str) -> list[str] | None:
                 continue
             kind = str(item.get("type", "message")).replace("_", " ")
             protocol = f" ({item['protocol']})" if item.get("protocol") else ""
-            lines.append(f"*team {kind}{protocol} from {item.get('from', '?')}*: {item.get('content', '')}")
+            lines.append(f"*team {md_text(kind)}{md_text(protocol)} from {md_text(str(item.get('from', '?')))}*: "
+                         f"{md_text(str(item.get('content', '')))}")
         return lines
     found = list(_SUBAGENT_MAIL.finditer(text))
     if not found or _SUBAGENT_MAIL.sub("", text).strip():
         return None
     return [
-        f"*update from {m.group(1)} ({m.group(2)})*: {m.group(3)}" if m.group(1) is not None
-        else f"*message from {m.group(4)}*: {m.group(5)}"
+        f"*update from {md_text(m.group(1))} ({md_text(m.group(2))})*: {md_text(m.group(3))}"
+        if m.group(1) is not None
+        else f"*message from {md_text(m.group(4))}*: {md_text(m.group(5))}"
         for m in found
     ]
 
@@ -77,18 +133,18 @@ def transcript_markdown(messages: list[Message]) -> str:
         for block in message.content:
             if isinstance(block, TextBlock):
                 notices = mail_notices(block.text)
-                parts.extend(notices if notices is not None else [f"{who}: {block.text}"])
+                parts.extend(notices if notices is not None else [f"{who}: {md_text(block.text)}"])
             elif isinstance(block, ThinkingBlock):
-                parts.append(f"{who} *(thinking)*: {block.thinking}")
+                parts.append(f"{who} *(thinking)*: {md_text(block.thinking)}")
             elif isinstance(block, RedactedThinkingBlock):
                 parts.append(f"{who} *(redacted thinking)*")
             elif isinstance(block, ToolUseBlock):
-                parts.append(f"{who} calls `{block.name}`\n\n{_fence(json.dumps(block.input, indent=2), 'json')}")
+                parts.append(f"{who} calls {md_code(block.name)}\n\n{_fence(json.dumps(block.input, indent=2), 'json')}")
             elif isinstance(block, ToolResultBlock):
                 label = "error" if block.is_error else "result"
                 parts.append(f"tool {label}:\n\n{_fence(block.content[:_RESULT_PREVIEW])}")
             elif isinstance(block, ImageBlock):
-                parts.append(f"{who}: *[image {block.media_type}]*")
+                parts.append(f"{who}: *\\[image {md_text(block.media_type)}\\]*")
     return "\n\n".join(parts)
 
 

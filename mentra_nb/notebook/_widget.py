@@ -44,7 +44,9 @@ class MentraWidget(anywidget.AnyWidget):
         try:
             return adapter.validate_python(content)
         except ValidationError as err:
-            log.warning("ignored an invalid message from %r: %s", self, err.errors(include_url=False))
+            # A summary, never the message: a browser can send megabytes, and the
+            # errors quote the whole input back.
+            log.warning("ignored an invalid message from %r: %s", self, _summary(content, err))
             return None
 
     def close(self) -> None:
@@ -64,3 +66,24 @@ class MentraWidget(anywidget.AnyWidget):
             data["text/plain"] = repr(self)
             data["text/markdown"] = self._markdown()
         return bundle
+
+
+MAX_LOGGED_ERRORS = 3
+MAX_LOGGED_CHARS = 200
+
+
+def _summary(content: Any, err: ValidationError) -> str:
+    """A bounded description of an invalid message: its shape and the first few problems."""
+    kind = content.get("kind") if isinstance(content, dict) else None
+    shape = f"a {type(content).__name__}"
+    if isinstance(content, dict):
+        shape += f" with keys {sorted(map(str, content))[:10]}"
+    if isinstance(kind, str):
+        shape += f", kind {kind[:40]!r}"
+    problems = "; ".join(
+        f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']}"
+        for e in err.errors(include_url=False, include_input=False, include_context=False)[:MAX_LOGGED_ERRORS]
+    )
+    more = err.error_count() - MAX_LOGGED_ERRORS
+    text = f"{shape}: {problems}" + (f" (and {more} more)" if more > 0 else "")
+    return text if len(text) <= MAX_LOGGED_CHARS * 2 else text[: MAX_LOGGED_CHARS * 2] + "…"

@@ -27,7 +27,7 @@ from pydantic import Field, TypeAdapter
 from mentra_nb.errors import AgentError
 from mentra_nb.messages import Message, Role, TextBlock, ThinkingBlock
 from mentra_nb.notebook._assets import static_file
-from mentra_nb.notebook._rendering import message_items, transcript_markdown
+from mentra_nb.notebook._rendering import md_code, md_text, message_items, transcript_markdown
 from mentra_nb.notebook._stream_refs import encode_html
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
 from mentra_nb.runtime import Agent, AgentEvent, PendingApproval
@@ -309,13 +309,14 @@ class AgentView(MentraWidget):
 
     def _markdown(self) -> str:
         agent = self._agent
-        header = f"**{agent.name}** · `{agent.model.key}` · {agent.status}"
+        header = f"**{md_text(agent.name)}** · {md_code(agent.model.key)} · {md_text(str(agent.status))}"
         recent = agent.recent_messages(STATIC_MESSAGES)
         earlier = agent.snapshot.history_len - len(recent)
         if earlier > 0:
             header += f"\n\n*… {earlier} earlier messages (`agent.history` has them all)*"
         body = transcript_markdown(recent)
-        waiting = [f"*waiting for approval:* `{p.tool_name}` (call `{p.tool_use_id}`)"
+        waiting = [f"*waiting for approval:* {md_code(p.tool_name)} (`%mentra approve` "
+                   f"{md_code(agent.name)} {md_code(p.reference)})"
                    for p in agent.snapshot.pending_approvals]
         return "\n\n".join([header, *([body] if body else []), *waiting])
 
@@ -342,7 +343,7 @@ def approval_item(pending: PendingApproval) -> dict[str, Any]:
     text = json.dumps(pending.input, indent=2, ensure_ascii=False)
     if len(text) > APPROVAL_INPUT_CHARS:
         text = f"{text[:APPROVAL_INPUT_CHARS]}\n… [{len(text) - APPROVAL_INPUT_CHARS} more characters]"
-    return {"id": pending.tool_use_id, "name": pending.tool_name, "input": text}
+    return {"id": pending.tool_use_id, "ref": pending.reference, "name": pending.tool_name, "input": text}
 
 
 def _answer(name: str, answer: Any, *args: Any) -> None:

@@ -16,7 +16,7 @@ from pydantic import Field, TypeAdapter
 
 from mentra_nb.errors import MentraError
 from mentra_nb.notebook._assets import static_file
-from mentra_nb.notebook._rendering import message_items
+from mentra_nb.notebook._rendering import md_cell, md_code, md_text, message_items
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
 from mentra_nb.runtime import Agent, subagents
 from mentra_nb.runtime.subagents import (
@@ -148,6 +148,7 @@ class SubagentPickerView(MentraWidget):
         return f"SubagentPickerView({self._root.name}, {len(self.options)} subagents)"
 
     def _markdown(self) -> str:
-        rows = [f"| `{o['path']}` | {o['status']} | `{o['model']}` |" for o in self.options]
+        rows = [f"| {md_code(str(o['path']))} | {md_cell(o['status'])} | {md_code(str(o['model']))} |"
+                for o in self.options]
         table = "\n".join(["| subagent | status | model |", "|---|---|---|", *rows]) if rows else ""
-        return f"**{self._root.name}** · {len(self.options)} subagents\n\n{table}".rstrip()
+        return f"**{md_text(self._root.name)}** · {len(self.options)} subagents\n\n{table}".rstrip()

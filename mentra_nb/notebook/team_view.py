@@ -21,6 +21,7 @@ from pydantic import Field, TypeAdapter
 
 from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.notebook._assets import static_file
+from mentra_nb.notebook._rendering import md_cell, md_code, md_text
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
 from mentra_nb.notebook.agent_view import approval_item
 from mentra_nb.runtime import Agent, AgentEvent, AgentSnapshot
@@ -192,10 +193,13 @@ class TeamView(MentraWidget):
         return f"TeamView({self._lead.name}, {len(self.members)} teammates, {len(self.requests)} pending requests)"
 
     def _markdown(self) -> str:
-        rows = [f"| {m['name']} | {m['role']} | {m['status']} | {m['unread']} |" for m in self.members]
+        rows = [f"| {md_cell(m['name'])} | {md_cell(m['role'])} | {md_cell(m['status'])} | {md_cell(m['unread'])} |"
+                for m in self.members]
         table = "\n".join(["| teammate | role | status | unread |", "|---|---|---|---|", *rows])
-        requests = "\n".join(f"- {r['protocol']} from {r['sender']}: {r['content']}" for r in self.requests)
-        waiting = "\n".join(f"- *{a['agent']} waits for approval:* `{a['name']}` (call `{a['id']}`)"
-                            for a in self.approvals)
+        requests = "\n".join(f"- {md_text(str(r['protocol']))} from {md_text(str(r['sender']))}: "
+                             f"{md_cell(r['content'])}" for r in self.requests)
+        waiting = "\n".join(f"- *{md_text(str(a['agent']))} waits for approval:* {md_code(str(a['name']))} "
+                            f"(`%mentra approve` {md_code(str(a['agent']))} "
+                            f"{md_code(str(a['ref']))})" for a in self.approvals)
         return "\n\n".join(
-            part for part in (f"**team of {self._lead.name}**", table if rows else "", requests, waiting) if part)
+            part for part in (f"**team of {md_text(self._lead.name)}**", table if rows else "", requests, waiting) if part)

@@ -1,5 +1,6 @@
 """Model providers: the protocol, its events, and the built-in providers."""
 
+from mentra_nb.providers._keys import Secret, find_dotenv_files, read_dotenv, redact
 from mentra_nb.providers.base import ModelInfo, Provider, ProviderRequest, ToolDefinition
 from mentra_nb.providers.events import (
     ContentBlockDelta,
@@ -28,6 +29,10 @@ __all__ = [
     "ProviderRegistry",
     "ProviderRequest",
     "RetryAttempt",
+    "Secret",
     "TestProvider",
     "ToolDefinition",
+    "find_dotenv_files",
+    "read_dotenv",
+    "redact",
 ]

@@ -79,7 +79,13 @@ class RetryPolicy(BaseModel):
 
 
 class Timeouts(BaseModel):
-    """`read` is the longest silence allowed between two chunks of a stream."""
+    """`read` is the longest silence allowed between two chunks of a stream.
+
+    Silence is not the only way a stream can hang: a server (or a proxy) that
+    sends keep-alive comments or pings forever is never silent. `idle` bounds
+    the time without content (an event that carries part of the reply), and
+    `total` bounds a whole response, from the first byte to the last.
+    """
 
     model_config = ConfigDict(defer_build=True, frozen=True)
 
@@ -87,6 +93,8 @@ class Timeouts(BaseModel):
     read: float = 300.0
     write: float = 30.0
     pool: float = 30.0
+    idle: float = Field(default=300.0, gt=0)
+    total: float = Field(default=3600.0, gt=0)
 
     def to_httpx(self) -> httpx.Timeout:
         return httpx.Timeout(connect=self.connect, read=self.read, write=self.write, pool=self.pool)
@@ -123,7 +131,7 @@ def _provider_message(body: bytes) -> tuple[str, str]:
     text = body.decode("utf-8", "replace").strip()
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return "", text[:500]
     if isinstance(data, list) and data and isinstance(data[0], dict):
         data = data[0]  # Gemini sometimes wraps its error in a list
@@ -430,9 +438,13 @@ class HTTPProvider:
                     response = item
             if response is None:  # pragma: no cover - open_stream yields a response or raises
                 raise StreamError(f"{self.name}: no response was opened")
+            clock = _ContentClock(self.name, self.timeouts)
             async with stream_errors(self.name, [key]):
-                async for event in iter_sse(response):
-                    for out in _decode(self.name, decoder, event):
+                async for event in iter_sse(response, deadline=clock.deadline):
+                    decoded = _decode(self.name, decoder, event)
+                    if decoded:
+                        clock.content()
+                    for out in decoded:
                         yield out
                     if decoder.done:
                         break
@@ -467,6 +479,31 @@ class HTTPProvider:
                 f"{self.name} answered the model listing at {url} with something that is not "
                 "JSON; check the base URL"
             ) from None
+
+
+class _ContentClock:
+    """When a stream must end: `idle` after its last content, `total` after it opened."""
+
+    def __init__(self, provider: str, timeouts: Timeouts) -> None:
+        self.provider = provider
+        self.timeouts = timeouts
+        self.opened = self.last_content = time.monotonic()
+
+    def content(self) -> None:
+        self.last_content = time.monotonic()
+
+    def deadline(self) -> tuple[float, str]:
+        """(monotonic time, what to say when it passes) of the nearest limit."""
+        idle_end = self.last_content + self.timeouts.idle
+        total_end = self.opened + self.timeouts.total
+        if idle_end <= total_end:
+            return idle_end, (
+                f"{self.provider} sent no content for {self.timeouts.idle:g} s (only keep-alives or "
+                "pings), so the reply was abandoned and the run rolled back; raise Timeouts.idle "
+                "if the model needs longer to think")
+        return total_end, (
+            f"{self.provider}'s reply took longer than {self.timeouts.total:g} s in all, so it was "
+            "abandoned and the run rolled back; raise Timeouts.total for longer replies")
 
 
 def _decode(provider: str, decoder: StreamDecoder, event: ServerSentEvent) -> list[ProviderEvent]:

@@ -64,12 +64,30 @@ _KEY_SHAPES = re.compile(
 )
 
 
+# A key shown half-masked, as some providers echo it ("sk-proj-abc1****wxyz").
+_MASKED_KEYS = re.compile(r"(?<![A-Za-z0-9_\-])(?:sk-|AIza)[A-Za-z0-9_\-]*[*•.…]{3,}[A-Za-z0-9_\-]*")
+# A value that looks like a key (one token, long); only those are matched by fragment.
+_KEY_LIKE = re.compile(r"[A-Za-z0-9_\-.+/=]{16,}")
+_TOKEN = re.compile(r"[A-Za-z0-9_\-]{10,}")
+MIN_FRAGMENT_CHARS = 10
+
+
 def redact(text: str, secrets: Iterable[Secret | str | None] = ()) -> str:
-    """`text` with every given secret, and anything shaped like a provider key, masked."""
+    """`text` with every given secret, and anything shaped like a provider key, masked.
+
+    A fragment of 10 or more characters of a key-like secret is masked too: an
+    error body may quote the first characters of the key it rejected."""
+    keys: list[str] = []
     for secret in secrets:
         value = secret.reveal() if isinstance(secret, Secret) else secret
         if value and len(value) >= 4:
             text = text.replace(value, "[redacted]")
+            if _KEY_LIKE.fullmatch(value):
+                keys.append(value)
+    text = _MASKED_KEYS.sub("[redacted]", text)
+    if keys:
+        text = _TOKEN.sub(
+            lambda m: "[redacted]" if any(m.group(0) in key for key in keys) else m.group(0), text)
     return _KEY_SHAPES.sub("[redacted]", text)
 
 

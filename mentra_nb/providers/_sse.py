@@ -12,9 +12,11 @@ that; it turns bytes into `ServerSentEvent`s and nothing else.
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import json
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +41,10 @@ class ServerSentEvent:
         """The `data` field as JSON; a payload that is not JSON is a `StreamError`."""
         try:
             return json.loads(self.data)
+        except RecursionError:
+            raise StreamError(
+                f"the provider sent a server-sent event nested too deeply to parse: {self.data[:200]!r}"
+            ) from None
         except json.JSONDecodeError as err:
             raise StreamError(
                 f"the provider sent a malformed server-sent event: its data is not JSON "
@@ -131,11 +137,16 @@ class SSEParser:
         return event
 
 
-async def iter_sse(response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
+async def iter_sse(
+    response: httpx.Response, *, deadline: Callable[[], tuple[float, str]] | None = None,
+) -> AsyncIterator[ServerSentEvent]:
     """The events of a streaming response, after checking it really is an event stream.
 
     An event left without its closing blank line when the body ends is dropped,
     as the standard says; providers then notice that their final event is missing.
+    `deadline()` gives (a `time.monotonic()` instant, a message): reading stops
+    with a `StreamError` carrying the message once that instant passes, however
+    many bytes (keep-alive comments) are still arriving.
     """
     content_type = response.headers.get("content-type", "")
     if "text/event-stream" not in content_type:
@@ -146,6 +157,19 @@ async def iter_sse(response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
             "a proxy or a non-streaming endpoint may be answering instead of the model API."
         )
     parser = SSEParser()
-    async for chunk in response.aiter_bytes():
+    chunks = response.aiter_bytes()
+    while True:
+        if deadline is None:
+            chunk = await anext(chunks, None)
+        else:
+            when, message = deadline()
+            try:
+                # Around the read only, never around the yield: no task per chunk either.
+                async with asyncio.timeout(max(0.0, when - time.monotonic())):
+                    chunk = await anext(chunks, None)
+            except TimeoutError:
+                raise StreamError(message) from None
+        if chunk is None:
+            return
         for event in parser.feed(chunk):
             yield event

@@ -287,7 +287,7 @@ class HermesToolCallSplitter:
             name = str(call["name"])
             arguments = call.get("arguments", call.get("parameters", {}))
             arguments = arguments if isinstance(arguments, str) else json.dumps(arguments)
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             # Not parseable: hand it on as the arguments of an unnamed call so the
             # turn loop answers the model with an "invalid JSON" tool result.
             name, arguments = "invalid_tool_call", raw

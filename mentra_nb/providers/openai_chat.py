@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import AsyncIterator, Iterable
 from typing import Any, Unpack
 
@@ -297,7 +298,9 @@ class ChatStreamDecoder:
             if not waiting["name"]:
                 return []  # some servers send the name a chunk late; hold the arguments
             del self._waiting[position]
-            call_id = waiting["id"] or f"call_{self.provider}_{position}"
+            # A server that sends no id gets a unique one: ids are what approvals and
+            # results are matched by, so "call_<n>" repeated every reply would collide.
+            call_id = waiting["id"] or f"call_{uuid.uuid4().hex[:24]}"
             block, started = self._new_block(ContentBlockStarted.tool_use(0, call_id, waiting["name"]))
             self._tools[position] = block
             events: list[ProviderEvent] = [started]

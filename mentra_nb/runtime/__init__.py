@@ -11,7 +11,13 @@ from mentra_nb.runtime._agent import Agent, MessageInput, OwningRuntime
 from mentra_nb.runtime._approvals import APPROVAL_INTERRUPTED_RESULT
 from mentra_nb.runtime._config import AgentConfig, SubagentLimits
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
-from mentra_nb.runtime._file_tools import FILE_TOOL_NAMES, Workspace, WorkspaceRefusal, file_tools
+from mentra_nb.runtime._file_tools import (
+    FILE_TOOL_NAMES,
+    SECRET_FILES,
+    Workspace,
+    WorkspaceRefusal,
+    file_tools,
+)
 from mentra_nb.runtime._names import AGENT_NAME_PATTERN, AGENT_NAME_RULE, agent_name_problem
 from mentra_nb.runtime._recovery import INTERRUPTED_TOOL_RESULT
 from mentra_nb.runtime._runtime import Runtime, default_extensions
@@ -49,6 +55,7 @@ __all__ = [
     "APPROVAL_INTERRUPTED_RESULT",
     "FILE_TOOL_NAMES",
     "INTERRUPTED_TOOL_RESULT",
+    "SECRET_FILES",
     "Agent",
     "AgentConfig",
     "AgentEvent",

@@ -12,7 +12,9 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Protocol, TypeVar
 
-from mentra_nb.errors import AgentBusy, AgentError, AgentNotFound, NoResumableTurn
+from pydantic import ValidationError
+
+from mentra_nb.errors import AgentBusy, AgentError, AgentNotFound, NoResumableTurn, StoreError
 from mentra_nb.messages import ContentBlock, Message, Role, Usage
 from mentra_nb.providers.base import ModelInfo
 from mentra_nb.providers.registry import ProviderRegistry
@@ -88,7 +90,16 @@ class Agent:
         self.id = record.id
         self.name = record.name
         self.model = ModelInfo.parse(record.model)
-        self.config = AgentConfig.model_validate(record.config)
+        try:
+            self.config = AgentConfig.model_validate(record.config)
+        except ValidationError as err:
+            problem = err.errors(include_url=False, include_input=False)[0]
+            raise StoreError(
+                f"agent '{record.name}' ({record.id}) has a stored configuration this mentra-nb "
+                f"cannot read ({'.'.join(map(str, problem['loc'])) or 'config'}: {problem['msg']}); "
+                "a newer mentra-nb probably wrote it. Upgrade (pip install -U mentra-nb), or spawn "
+                "the agent anew under another name"
+            ) from None
         self.kind: AgentKind = record.kind
         self.parent_id = record.parent_id
         self.role = record.role
@@ -315,7 +326,10 @@ class Agent:
         """Let the paused tool call `call_id` run. `always=True` also lets this
         agent call that tool without asking from now on (remembered in the store).
 
-        Raises `AgentError` if no such call is waiting. Safe from any thread.
+        `call_id` may name the run too, `"<call id>@<run>"` (the pending call's
+        `reference`), so an answer written for one run never approves another
+        run's call that reuses the id. Raises `AgentError` if no such call is
+        waiting. Safe from any thread.
         """
         self._approvals.answer(call_id, ApprovalDecision(approved=True, always=always))
 

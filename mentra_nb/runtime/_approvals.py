@@ -8,6 +8,13 @@ always=False)` or `agent.deny(call_id, reason)` (the AgentView's buttons call
 the same). A denied call goes back to the model as an error result with the
 reason; an approved one runs.
 
+An answer is bound to the agent (each agent has its own `Approvals`) and may be
+bound to the run as well: `"<call id>@<run>"` (`PendingApproval.reference`,
+what the notebook shows and `%mentra approve` takes) matches only that run's
+call. Call ids alone can repeat: some OpenAI-compatible servers send none, and
+a local server may number them from 0 in every reply, so re-running an old
+`%mentra approve` cell must not approve a different call with the same id.
+
 What the store keeps, under the agent's state key `approvals.v1`:
 - `always_allow`: tool names this agent may call without asking (survives
   restarts and new runtimes);
@@ -141,11 +148,14 @@ class Approvals:
 
     def answer(self, call_id: str, decision: ApprovalDecision) -> None:
         """Resolve a waiting call. Safe from any thread: the run wakes on its own loop."""
-        entry = self._waiting.get(call_id)
-        if entry is None:
-            waiting = ", ".join(f"{p.tool_use_id} ({p.tool_name})" for p in self.pending) or "none"
+        bare, run = _split_reference(call_id)
+        entry = self._waiting.get(bare)
+        if entry is None or (run is not None and entry[0].run_generation != run):
+            waiting = ", ".join(f"{p.reference} ({p.tool_name})" for p in self.pending) or "none"
+            stale = (f" (call {bare!r} of run {run} is no longer waiting: it was answered, or "
+                     "its run ended)" if entry is not None else "")
             raise AgentError(
-                f"agent '{self._agent.name}' has no call {call_id!r} waiting for approval "
+                f"agent '{self._agent.name}' has no call {call_id!r} waiting for approval{stale} "
                 f"(waiting: {waiting}); snapshot.pending_approvals lists them"
             )
         _pending, future, loop = entry
@@ -172,6 +182,15 @@ class Approvals:
         services = agent.services
         services.store.save_state(agent.id, APPROVALS_STATE_KEY, state.model_dump(mode="json"),
                                   token=services.token)
+
+
+def _split_reference(reference: str) -> tuple[str, int | None]:
+    """`"c1@3"` → ("c1", 3); a bare call id has no run. Only a trailing `@<digits>`
+    counts, so a provider's id that contains '@' still works on its own."""
+    call_id, sep, run = reference.rpartition("@")
+    if sep and call_id and run.isdigit():
+        return call_id, int(run)
+    return reference, None
 
 
 def _loop_thread_is_current(loop: asyncio.AbstractEventLoop) -> bool:

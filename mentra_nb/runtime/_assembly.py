@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from mentra_nb._utf8 import valid_utf8_value
 from mentra_nb.errors import StreamError
 from mentra_nb.messages import (
     Message,
@@ -26,7 +28,11 @@ from mentra_nb.providers.events import (
 )
 from mentra_nb.status import PendingToolUse
 
-__all__ = ["MessageAssembler"]
+__all__ = ["MAX_TOOL_INPUT_DEPTH", "MessageAssembler", "json_depth"]
+
+# Deeper tool arguments are refused: no tool schema nests this far, and
+# serialising deeper values exhausts the interpreter's recursion limit.
+MAX_TOOL_INPUT_DEPTH = 64
 
 
 @dataclass
@@ -145,11 +151,19 @@ class MessageAssembler:
     def _tool_input(self, tool_id: str, raw: str) -> dict[str, Any]:
         if not raw.strip():
             return {}
+        if json_depth(raw) > MAX_TOOL_INPUT_DEPTH:
+            self.invalid_tool_inputs[tool_id] = (
+                f"the arguments nest deeper than {MAX_TOOL_INPUT_DEPTH} levels; pass a flatter "
+                "JSON object"
+            )
+            return {}
         try:
             value = json.loads(raw)
-        except json.JSONDecodeError as err:
+        except (json.JSONDecodeError, RecursionError) as err:
+            where = (f"{err.msg}, position {err.pos}" if isinstance(err, json.JSONDecodeError)
+                     else "nested too deeply")
             self.invalid_tool_inputs[tool_id] = (
-                f"the arguments were not valid JSON ({err.msg}, position {err.pos}): {raw[:500]}"
+                f"the arguments were not valid JSON ({where}): {raw[:500]}"
             )
             return {}
         if not isinstance(value, dict):
@@ -157,7 +171,28 @@ class MessageAssembler:
                 f"the arguments must be a JSON object, got {type(value).__name__}: {raw[:500]}"
             )
             return {}
-        return value
+        # "\ud800" in the JSON decodes to a lone surrogate, which cannot be stored.
+        result: dict[str, Any] = valid_utf8_value(value)
+        return result
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def json_depth(raw: str) -> int:
+    """The deepest bracket nesting of a JSON text (brackets inside strings are not
+    counted); 0 when it cannot exceed `MAX_TOOL_INPUT_DEPTH`, which is all callers ask."""
+    if raw.count("{") + raw.count("[") <= MAX_TOOL_INPUT_DEPTH:
+        return 0  # cannot be deeper than the limit; skip the scan
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(_JSON_STRING.sub("", raw)):
+        if bracket in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
 
 
 def _pending(block: _OpenBlock) -> PendingToolUse:

@@ -12,26 +12,39 @@ symlinked files that point outside. Outputs are bounded; a cut output ends
 with a note saying how to get the rest. Refusals are error results that tell
 the model what to do instead.
 
+Files that hold credentials (`SECRET_FILES`: `.env*`, `*.pem`, `*.key`,
+`id_rsa*`, `.netrc`, `.git-credentials`, cloud credential folders...) are
+refused by every file tool, reading and writing, and left out of listings'
+contents and searches: the default workspace is the notebook's folder, where
+the API key's `.env` lives, and a prompt injection must not be able to read it.
+Pass `Workspace(root, secret_files=[...])` to change the list (`()` turns the
+rule off). Only regular files are opened, never blocking: a FIFO or a device
+in the workspace is skipped by searches and refused by reads.
+
 This guards against a model's mistakes, not against an attacker racing the
 tool on the same machine (a path swapped for a symlink between the check and
-the write would be followed).
+the write would be followed), and a hard link to a secret file under another
+name is not recognised as secret.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import io
 import os
 import re
-from collections.abc import Callable, Iterator
+import stat
+from collections.abc import Callable, Iterable, Iterator
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 from pydantic import Field
 
 from mentra_nb.errors import ConfigError
 from mentra_nb.runtime.tools import Tool, ToolDurability, ToolOutput, tool
 
-__all__ = ["FILE_TOOL_NAMES", "Workspace", "WorkspaceRefusal", "file_tools"]
+__all__ = ["FILE_TOOL_NAMES", "SECRET_FILES", "Workspace", "WorkspaceRefusal", "file_tools"]
 
 FILE_TOOL_NAMES = ("read_file", "list_dir", "glob", "grep", "write_file", "edit_file")
 
@@ -48,18 +61,43 @@ SKIPPED_DIRS = frozenset({".git", "__pycache__", "node_modules", ".ipynb_checkpo
                           ".mypy_cache", ".ruff_cache", ".pytest_cache"})
 
 
+# Files that hold credentials, refused by every file tool. A pattern without '/'
+# matches any file or folder name on the path ('.env*' also refuses '.env.local');
+# one ending in '/' matches a folder and everything under it; one with a '/'
+# inside matches the end of the path ('.aws/credentials').
+SECRET_FILES: tuple[str, ...] = (
+    ".env", ".env.*", ".envrc", "*.env",
+    "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
+    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".ssh/",
+    ".netrc", "_netrc", ".git-credentials", ".pgpass", ".pypirc", ".npmrc",
+    ".aws/", ".azure/", ".config/gcloud/", "application_default_credentials.json",
+    "credentials.json", "service-account*.json", ".kube/config", ".docker/config.json",
+)
+
+
 class WorkspaceRefusal(Exception):
     """A request the file tools refuse; its message goes back to the model."""
 
 
 class Workspace:
-    """A folder the file tools may not leave."""
+    """A folder the file tools may not leave, and the secret files in it they may not touch.
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    `secret_files` are glob patterns (see `SECRET_FILES`, the default); `()`
+    lets the tools read every file, credentials included.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *,
+                 secret_files: Iterable[str] = SECRET_FILES) -> None:
         path = Path(root).expanduser().resolve()
         if not path.is_dir():
             raise ConfigError(f"the workspace {path} is not a folder; pass an existing folder as workspace=")
         self.root = path
+        self.secret_files = tuple(secret_files)
+        # Compared in lower case: on a case-insensitive disk '.ENV' opens '.env'.
+        lowered = [p.lower() for p in self.secret_files]
+        self._secret_names = [p for p in lowered if "/" not in p]
+        self._secret_dirs = [p.rstrip("/") for p in lowered if p.endswith("/")]
+        self._secret_paths = [p for p in lowered if "/" in p and not p.endswith("/")]
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -71,34 +109,121 @@ class Workspace:
         candidate = Path(path).expanduser()
         if not candidate.is_absolute():
             candidate = self.root / candidate
-        resolved = candidate.resolve()  # follows '..' and every symlink on the way
+        try:
+            resolved = candidate.resolve()  # follows '..' and every symlink on the way
+        except (OSError, RuntimeError):  # a symlink loop is a RuntimeError before Python 3.13
+            raise WorkspaceRefusal(
+                f"'{path}' cannot be resolved (a symlink loop or an unreadable folder); use another path"
+            ) from None
         if not resolved.is_relative_to(self.root):
             raise WorkspaceRefusal(
                 f"'{path}' is outside the workspace {self.root} (through '..', an absolute path or a "
                 "symlink), so it was refused; use a path inside the workspace, relative to its root"
             )
+        # Both the name asked for and where it leads: a symlink 'notes.txt' -> '.env' is secret too.
+        if self.is_secret(candidate) or self.is_secret(resolved):
+            raise WorkspaceRefusal(
+                f"'{path}' is a secret file (it matches the workspace's secret_files, e.g. .env or "
+                "*.pem), so the file tools do not read or write it; ask the user for what you need "
+                "from it instead"
+            )
         return resolved
+
+    def is_secret(self, path: Path) -> bool:
+        """Whether `path` (inside the workspace) matches one of `secret_files`."""
+        if not self.secret_files:
+            return False
+        try:
+            parts = tuple(part.lower() for part in path.relative_to(self.root).parts)
+        except ValueError:
+            parts = tuple(part.lower() for part in path.parts)
+        for index, part in enumerate(parts):
+            if any(fnmatch.fnmatchcase(part, p) for p in self._secret_names):
+                return True
+            if index < len(parts) - 1 or path.is_dir():
+                folder = "/".join(parts[: index + 1])
+                if any(folder == d or folder.endswith("/" + d) for d in self._secret_dirs):
+                    return True
+        rel = "/".join(parts)
+        return any(fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(rel, "*/" + p)
+                   for p in self._secret_paths)
+
+    def leads_to_secret(self, path: Path) -> bool:
+        """`path` is secret, or is a symlink to a secret file."""
+        if self.is_secret(path):
+            return True
+        if not path.is_symlink():
+            return False
+        try:
+            return self.is_secret(path.resolve())
+        except (OSError, RuntimeError):
+            return False
 
     def relative(self, path: Path) -> str:
         rel = path.relative_to(self.root).as_posix()
-        return rel or "."
+        return display_name(rel or ".")
 
     def inside(self, path: Path) -> bool:
         try:
             return path.resolve().is_relative_to(self.root)
-        except OSError:
+        except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
             return False
 
     def walk_files(self, top: Path) -> Iterator[Path]:
         """Files under `top` in a stable order, never through a symlinked folder
         and never a symlinked file that points outside the workspace."""
         for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS
+                                 and not self.is_secret(Path(dirpath) / d))
             for name in sorted(filenames):
                 path = Path(dirpath) / name
                 if path.is_symlink() and not self.inside(path):
                     continue
+                if not _is_regular(path) or self.leads_to_secret(path):
+                    continue  # FIFOs, sockets, devices, broken links and loops; credentials
                 yield path
+
+
+def display_name(name: str) -> str:
+    """A file name as valid UTF-8 text: bytes that are not UTF-8 (a Latin-1 name
+    decodes to lone surrogates) become U+FFFD instead of breaking the result."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "replace")
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _open_regular(path: Path) -> IO[bytes]:
+    """`path` opened for reading, or a refusal if it is not a regular file.
+
+    O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer,
+    forever, in a worker thread that then blocks interpreter exit."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as err:
+        raise WorkspaceRefusal(f"cannot open '{display_name(path.name)}': {err.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise WorkspaceRefusal(
+                f"'{display_name(path.name)}' is not a regular file (a FIFO, socket or device); "
+                "the file tools read regular files only"
+            )
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _open_text(path: Path) -> IO[str]:
+    return io.TextIOWrapper(_open_regular(path), encoding="utf-8", errors="replace")
 
 
 def _refusals_as_errors(func: Callable[..., str]) -> Callable[..., str | ToolOutput]:
@@ -115,7 +240,7 @@ def _refusals_as_errors(func: Callable[..., str]) -> Callable[..., str | ToolOut
 
 
 def _is_binary(path: Path) -> bool:
-    with path.open("rb") as handle:
+    with _open_regular(path) as handle:
         return b"\x00" in handle.read(BINARY_SNIFF_BYTES)
 
 
@@ -125,6 +250,9 @@ def _existing_file(workspace: Workspace, path: str, tool_name: str) -> Path:
         raise WorkspaceRefusal(f"there is no file '{path}' in the workspace; list_dir or glob shows what exists")
     if target.is_dir():
         raise WorkspaceRefusal(f"'{path}' is a folder, not a file; use list_dir to see what is in it")
+    if not target.is_file():
+        raise WorkspaceRefusal(f"'{path}' is not a regular file (a FIFO, socket or device); "
+                               f"{tool_name} works on regular files only")
     if _is_binary(target):
         raise WorkspaceRefusal(
             f"'{path}' looks binary ({target.stat().st_size} bytes); {tool_name} works on text files only"
@@ -184,7 +312,8 @@ def _check_pattern(pattern: str) -> None:
 
 def file_tools(workspace: str | os.PathLike[str] | Workspace) -> list[Tool]:
     """The six file tools, bound to `workspace`. `write_file` and `edit_file`
-    require approval; the other four are read-only."""
+    require approval; the other four are read-only. None of them touches a
+    file that matches the workspace's `secret_files`."""
     ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
 
     @tool(read_only=True)
@@ -200,7 +329,7 @@ def file_tools(workspace: str | os.PathLike[str] | Workspace) -> list[Tool]:
         used = 0
         total = 0
         last = offset - 1
-        with target.open(encoding="utf-8", errors="replace", newline=None) as handle:
+        with _open_text(target) as handle:
             for number, line in enumerate(handle, start=1):
                 total = number
                 if number < offset or number >= offset + limit:
@@ -248,16 +377,21 @@ def file_tools(workspace: str | os.PathLike[str] | Workspace) -> list[Tool]:
                     cut = True
                     return
                 indent = "  " * level
-                if entry.is_symlink():
+                name = display_name(entry.name)
+                if ws.leads_to_secret(entry):
+                    lines.append(f"{indent}{name}  (secret file: the file tools do not open it)")
+                elif entry.is_symlink():
                     where = "inside" if ws.inside(entry) else "outside the workspace, not followed"
-                    lines.append(f"{indent}{entry.name} -> symlink ({where})")
+                    lines.append(f"{indent}{name} -> symlink ({where})")
                 elif entry.is_dir():
                     skipped = " (skipped)" if entry.name in SKIPPED_DIRS else ""
-                    lines.append(f"{indent}{entry.name}/{skipped}")
+                    lines.append(f"{indent}{name}/{skipped}")
                     if level + 1 < depth and not skipped:
                         visit(entry, level + 1)
+                elif not _is_regular(entry):
+                    lines.append(f"{indent}{name}  (not a regular file)")
                 else:
-                    lines.append(f"{indent}{entry.name}  ({entry.stat().st_size} bytes)")
+                    lines.append(f"{indent}{name}  ({entry.stat().st_size} bytes)")
 
         visit(top, 0)
         if not lines:
@@ -309,6 +443,9 @@ def file_tools(workspace: str | os.PathLike[str] | Workspace) -> list[Tool]:
         if glob is not None:
             _check_pattern(glob)
             name_filter = _glob_regex(glob)
+        if not top.is_dir() and not top.is_file():
+            raise WorkspaceRefusal(f"'{path}' is not a regular file (a FIFO, socket or device); "
+                                   "grep searches regular files only")
         files = [top] if top.is_file() else ws.walk_files(top)
         matches: list[str] = []
         used = 0
@@ -320,7 +457,7 @@ def file_tools(workspace: str | os.PathLike[str] | Workspace) -> list[Tool]:
             try:
                 if file.stat().st_size > MAX_GREP_FILE_BYTES or _is_binary(file):
                     continue
-                with file.open(encoding="utf-8", errors="replace") as handle:
+                with _open_text(file) as handle:
                     for number, line in enumerate(handle, start=1):
                         if regex.search(line):
                             text = line.rstrip("\n")
@@ -332,7 +469,7 @@ def file_tools(workspace: str | os.PathLike[str] | Workspace) -> list[Tool]:
                                 break
                             matches.append(entry)
                             used += len(entry) + 1
-            except OSError:
+            except (OSError, WorkspaceRefusal):
                 continue
             if cut:
                 break
@@ -379,7 +516,8 @@ def file_tools(workspace: str | os.PathLike[str] | Workspace) -> list[Tool]:
         if old == new:
             raise WorkspaceRefusal("old and new are the same text, so there is nothing to change")
         try:
-            text = target.read_bytes().decode("utf-8")
+            with _open_regular(target) as handle:
+                text = handle.read().decode("utf-8")
         except UnicodeDecodeError:
             raise WorkspaceRefusal(f"'{path}' is not UTF-8 text; edit_file edits UTF-8 files only") from None
         count = text.count(old)

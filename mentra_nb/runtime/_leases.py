@@ -2,18 +2,17 @@
 
 A runtime's claim names its process (pid, host, start time) and runtime id;
 the store refuses a live foreign holder with `LeaseUnavailable` and hands the
-lease over at once when the holder's process is dead on this host or its
-heartbeat expired. A heartbeat task renews the leases while the runtime's
-event loop runs.
+lease over at once when the holder's process is dead on this host, or when a
+holder on another host stopped heartbeating. The heartbeat runs in a thread of
+its own, so a tool that blocks the event loop cannot starve it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import os
 import socket
+import threading
 import uuid
 
 import psutil
@@ -48,7 +47,8 @@ class LeaseKeeper:
             label=label,
         )
         self.held: set[str] = set()
-        self._heartbeat: asyncio.Task[None] | None = None
+        self._heartbeat: threading.Thread | None = None
+        self._stop = threading.Event()
 
     @property
     def token(self) -> str:
@@ -60,31 +60,43 @@ class LeaseKeeper:
         self.start_heartbeat()
 
     def start_heartbeat(self) -> None:
-        """Start renewing leases if an event loop runs here and no heartbeat does yet."""
-        if self._heartbeat is not None and not self._heartbeat.done():
+        """Start renewing leases (once; the thread lives until `close`)."""
+        if self._heartbeat is not None or self._stop.is_set():
             return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # sync use: the next async call starts it
-        self._heartbeat = loop.create_task(self._beat(), name="mentra-lease-heartbeat")
+        self._heartbeat = threading.Thread(
+            target=_beat, args=(self.store, self.token, self.ttl / 3, self._stop),
+            name="mentra-lease-heartbeat", daemon=True,
+        )
+        self._heartbeat.start()
 
-    async def _beat(self) -> None:
-        while True:
-            await asyncio.sleep(self.ttl / 3)
-            try:
-                self.store.renew_leases(self.token)
-            except StoreError as err:
-                log.warning("could not renew agent leases: %s", err)
-
-    async def aclose(self) -> None:
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._heartbeat
-            self._heartbeat = None
+    def close(self) -> None:
+        """Stop the heartbeat and release every lease (safe to call twice, from any thread)."""
+        self._stop.set()
+        heartbeat, self._heartbeat = self._heartbeat, None
+        if heartbeat is not None and heartbeat is not threading.current_thread():
+            heartbeat.join(timeout=10)
         release_leases_quietly(self.store, self.token)
         self.held.clear()
+
+    async def aclose(self) -> None:
+        self.close()
+
+
+def _beat(store: Store, token: str, interval: float, stop: threading.Event) -> None:
+    """The heartbeat thread. It holds the store and the token, never the runtime,
+    so a dropped runtime is still garbage collected (its finaliser stops this)."""
+    failing = False
+    while not stop.wait(interval):
+        try:
+            store.renew_leases(token)
+            failing = False
+        except StoreError as err:
+            # Once per streak of failures, not every beat.
+            (log.debug if failing else log.warning)("could not renew agent leases: %s", err)
+            failing = True
+        except Exception as err:  # the store was closed under us: nothing left to renew
+            log.debug("lease heartbeat stopped: %s", err)
+            return
 
 
 def release_leases_quietly(store: Store, token: str) -> None:

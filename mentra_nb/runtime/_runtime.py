@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from mentra_nb.errors import AgentExists, AgentNotFound, ConfigError, MentraError
+from mentra_nb.errors import AgentNotFound, ConfigError, MentraError
 from mentra_nb.providers.base import ModelInfo, Provider
 from mentra_nb.providers.registry import ProviderRegistry
 from mentra_nb.runtime import mcp
@@ -27,7 +27,7 @@ from mentra_nb.runtime._agent import Agent
 from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._extensions import RuntimeExtension
 from mentra_nb.runtime._file_tools import Workspace, file_tools
-from mentra_nb.runtime._leases import DEFAULT_LEASE_TTL, LeaseKeeper, release_leases_quietly
+from mentra_nb.runtime._leases import DEFAULT_LEASE_TTL, LeaseKeeper
 from mentra_nb.runtime._names import agent_name_problem
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import AgentHandle, Services
@@ -64,9 +64,11 @@ class Runtime:
     same name); `tools` are registered for every agent, each agent's
     `AgentConfig` narrowing them. Without a store, state lives in memory only.
     `workspace` is the folder the built-in file tools may not leave (default:
-    the current folder). `extensions` are the registered extensions (default:
-    `default_extensions()`: teams, subagents, MCP). `mcp_servers` are MCP servers
-    for agents whose config names them (persisted; see `add_mcp_server`).
+    the current folder; pass a `Workspace(root, secret_files=...)` to change
+    which files they refuse as secret). `extensions` are the registered
+    extensions (default: `default_extensions()`: teams, subagents, MCP).
+    `mcp_servers` are MCP servers for agents whose config names them
+    (persisted; see `add_mcp_server`).
     """
 
     def __init__(
@@ -80,7 +82,7 @@ class Runtime:
         extensions: Iterable[RuntimeExtension] | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         owner_label: str | None = None,
-        workspace: str | os.PathLike[str] | None = None,
+        workspace: str | os.PathLike[str] | Workspace | None = None,
         mcp_servers: Iterable[MCPServer] = (),
     ) -> None:
         if not isinstance(runtime_id, str) or not runtime_id.strip():
@@ -88,7 +90,8 @@ class Runtime:
         self.store: Store = store if store is not None else SqliteStore(":memory:")
         self.runtime_id = runtime_id
         self.providers = ProviderRegistry(providers)
-        self.workspace = Workspace(workspace if workspace is not None else Path.cwd())
+        self.workspace = (workspace if isinstance(workspace, Workspace)
+                          else Workspace(workspace if workspace is not None else Path.cwd()))
         self._tools: dict[str, Tool] = {}
         for t in [*(_builtin_tools(self.workspace) if builtin_tools else []), *tools]:
             self.register_tool(t)
@@ -103,10 +106,11 @@ class Runtime:
             providers=self.providers, create_agent=self._create_agent, load_agent=self.resume_agent,
             live_agent=self._agents.get, is_closed=lambda: self._closed,
             prepare_run=self._prepare_run, extensions=self._extensions,
+            workspace_root=self.workspace.root,
         )
         # Released when the runtime is garbage collected or the interpreter exits,
         # so a dropped runtime never blocks the next one.
-        self._finalizer = weakref.finalize(self, release_leases_quietly, self.store, self._leases.token)
+        self._finalizer = weakref.finalize(self, self._leases.close)
         for server in mcp_servers:
             self.add_mcp_server(server)
 
@@ -175,14 +179,11 @@ class Runtime:
         )
 
     def spawn(self, name: str, model: str | ModelInfo, config: AgentConfig | None = None) -> Agent:
-        """Create and persist a new agent. `model` is `"provider:model"` or a `ModelInfo`."""
-        for record in self.store.list_agents(self.runtime_id):
-            if record.name == name and record.kind == "agent":
-                raise AgentExists(
-                    f"an agent named '{name}' already exists in runtime '{self.runtime_id}' "
-                    f"(id {record.id}); resume it with rt.resume_agent('{record.id}') or pick "
-                    "another name"
-                )
+        """Create and persist a new agent. `model` is `"provider:model"` or a `ModelInfo`.
+
+        A name already stored in this runtime raises `AgentExists`; the store
+        decides (a unique constraint), so two processes racing for one name
+        cannot both win, and spawning costs the same with 10 agents or 10,000."""
         return self._create_agent(name, model, config)
 
     def _create_agent(
@@ -210,7 +211,12 @@ class Runtime:
             updated_at=now,
         )
         self._leases.acquire(record.id)
-        self.store.create_agent(record, token=self._leases.token)
+        try:
+            self.store.create_agent(record, token=self._leases.token)
+        except MentraError:
+            self.store.release_leases(self._leases.token, [record.id])
+            self._leases.held.discard(record.id)
+            raise
         return self._adopt(PersistedAgent(record=record, transcript=[]))
 
     def resume_agent(self, agent_id: str) -> Agent:
@@ -246,11 +252,14 @@ class Runtime:
             if persisted.run is not None:
                 persisted = self.store.load_agent(agent_id) or persisted
                 persisted = recover(self.store, persisted, token=self._leases.token)
+            # Building the agent reads its config and state rows, and its extensions
+            # settle their state: a failure there must release the lease just the same.
+            return self._adopt(persisted)
         except MentraError:
+            self._agents.pop(agent_id, None)
             self.store.release_leases(self._leases.token, [agent_id])
             self._leases.held.discard(agent_id)
             raise
-        return self._adopt(persisted)
 
     def _adopt(self, persisted: PersistedAgent) -> Agent:
         agent = Agent(self, persisted, self._extensions)  # the extensions attach themselves

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 from mentra_nb.messages import Message
@@ -95,9 +96,11 @@ class Services:
         self, *, runtime_id: str, store: Store, token: str, providers: ProviderRegistry,
         create_agent: CreateAgent, load_agent: Callable[[str], AgentHandle],
         live_agent: Callable[[str], AgentHandle | None], is_closed: Callable[[], bool],
-        prepare_run: Callable[[], None], extensions: Sequence[object],
+        prepare_run: Callable[[], None], extensions: Sequence[object], workspace_root: Path,
     ) -> None:
         self.runtime_id = runtime_id
+        # The built-in file tools' folder: its .env files hold secrets to scrub from tool results.
+        self.workspace_root = workspace_root
         self.store = store
         self.token = token
         self.providers = providers

@@ -39,6 +39,11 @@ class PendingApproval(BaseModel):
     run_generation: int = 0
     requested_at: float = 0.0
 
+    @property
+    def reference(self) -> str:
+        """`<call id>@<run>`: names this call in this run only (for `agent.approve`)."""
+        return f"{self.tool_use_id}@{self.run_generation}"
+
 
 class TeamMemberStatus(BaseModel):
     """idle, working, failed{error} or shutdown.

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mentra_nb._utf8 import valid_utf8
 from mentra_nb.errors import LeaseLost, MaxRoundsExceeded, MentraError
 from mentra_nb.messages import ImageBlock, Message, Role, ToolResultBlock, ToolUseBlock, Usage
 from mentra_nb.providers.base import ProviderRequest
@@ -29,8 +30,9 @@ from mentra_nb.providers.events import (
     RetryAttempt,
 )
 from mentra_nb.runtime._approvals import Approvals, denial_result
-from mentra_nb.runtime._assembly import MessageAssembler
+from mentra_nb.runtime._assembly import MAX_TOOL_INPUT_DEPTH, MessageAssembler, json_depth
 from mentra_nb.runtime._extensions import AgentExtension
+from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._services import AgentHandle
 from mentra_nb.runtime.events import (
     ReasoningDelta,
@@ -172,6 +174,9 @@ class TurnLoop:
                 # It costs a few list appends and attribute checks, nothing more,
                 # unless someone listens to every delta.
                 if type(event) is ContentBlockDelta:
+                    if not event.value.isascii():
+                        # A lone surrogate ("\ud800" in the provider's JSON) cannot be stored.
+                        event = event.model_copy(update={"value": valid_utf8(event.value)})
                     if event.index != hot_index or event.kind != hot_kind:
                         hot_parts = assembler.stream_parts(event.index, event.kind)
                         if hot_parts is not None:
@@ -299,6 +304,9 @@ class TurnLoop:
                 running.remove(use)
                 if running:
                     state.set_status(AgentStatus.executing_tool(running[0].id, running[0].name))
+        # Before anyone sees it: the result goes to the store, the widgets and the provider.
+        result = result.model_copy(update={
+            "content": scrub(valid_utf8(result.content), known_secrets(self.agent.services.workspace_root))})
         state.tool_call_done(use.id, ToolExecutionFinished(
             **self._event_fields(), tool_use_id=use.id, name=use.name, content=result.content,
             is_error=result.is_error,
@@ -336,9 +344,11 @@ def _error(use: ToolUseBlock, content: str) -> ToolResultBlock:
 
 
 def _lenient_json(raw: str) -> dict[str, Any]:
+    if json_depth(raw) > MAX_TOOL_INPUT_DEPTH:
+        return {}  # refused as input anyway; events must stay serialisable
     try:
         value = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 

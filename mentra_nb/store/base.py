@@ -191,7 +191,11 @@ class Store(Protocol):
 
     # --- agents -------------------------------------------------------------
     def create_agent(self, record: AgentRecord, *, token: str) -> None:
-        """Insert a new agent. Its lease for `token` must already be held."""
+        """Insert a new agent. Its lease for `token` must already be held.
+
+        A lead agent's (`kind == "agent"`) name is unique in its runtime, enforced
+        by the store so two processes spawning one name at once cannot both win:
+        the loser gets `AgentExists` naming the stored agent."""
         ...
 
     def load_agent(self, agent_id: str, *, transcript: bool = True) -> PersistedAgent | None:
@@ -203,8 +207,10 @@ class Store(Protocol):
         """Transcript slice `[start, end)`, for paged views."""
         ...
 
-    def list_agents(self, runtime_id: str | None = None) -> list[AgentRecord]:
-        """Agents in creation order, without transcripts."""
+    def list_agents(self, runtime_id: str | None = None, *,
+                    parent_id: str | None = None) -> list[AgentRecord]:
+        """Agents in creation order, without transcripts; only `runtime_id`'s, and
+        only the children (teammates, subagents) of `parent_id`, when given."""
         ...
 
     def set_status(self, agent_id: str, status: AgentStatus, *, token: str) -> None: ...

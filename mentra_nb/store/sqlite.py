@@ -33,7 +33,7 @@ from typing import Any, Literal
 import psutil
 from pydantic import ValidationError
 
-from mentra_nb.errors import LeaseLost, LeaseUnavailable, StoreError
+from mentra_nb.errors import AgentExists, LeaseLost, LeaseUnavailable, StoreError
 from mentra_nb.messages import Message, Usage
 from mentra_nb.status import AgentStatus
 from mentra_nb.store.base import (
@@ -54,7 +54,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteStore", "is_network_filesy
 log = logging.getLogger("mentra_nb.store")
 
 APPLICATION_ID = 0x4D4E4231  # "MNB1" in the SQLite header marks a mentra-nb file
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _NETWORK_FILESYSTEMS = {
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "afs", "9p", "ncpfs", "fuse.sshfs", "fuse.s3fs",
@@ -154,7 +154,18 @@ _MIGRATIONS: list[str] = [
     );
     CREATE INDEX team_requests_by_team ON team_requests (team_id, created_at);
     """,
-    # 3: settings of a whole runtime (not of one agent), e.g. its MCP servers. No
+    # 3: a lead agent's name is unique in its runtime: two processes spawning one
+    # name at once made two agents. Files that already hold such twins keep the
+    # oldest under the name; the others get their id's first 8 characters appended.
+    # Teammates are found by lead, not by scanning every agent.
+    """
+    UPDATE agents SET name = name || '-' || substr(id, 1, 8)
+        WHERE kind = 'agent' AND rowid NOT IN (
+            SELECT min(rowid) FROM agents WHERE kind = 'agent' GROUP BY runtime_id, name);
+    CREATE UNIQUE INDEX agents_unique_lead_name ON agents (runtime_id, name) WHERE kind = 'agent';
+    CREATE INDEX agents_by_parent ON agents (parent_id, created_at);
+    """,
+    # 4: settings of a whole runtime (not of one agent), e.g. its MCP servers. No
     # lease fences them: they belong to the notebook, whichever kernel writes.
     """
     CREATE TABLE runtime_state (
@@ -207,8 +218,13 @@ class SqliteStore:
         self.path = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
         self._lock = threading.RLock()
         self._closed = False
+        side_files: list[Path] = []
         if self.path != ":memory:":
             _check_existing_file(self.path)
+            # -wal/-shm files SQLite creates while opening a file we then refuse
+            # (read-only, full disk) are removed again; ones that existed stay.
+            side_files = [f for f in (Path(f"{self.path}-wal"), Path(f"{self.path}-shm"))
+                          if not f.exists()]
         try:
             self._conn = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout
@@ -227,6 +243,10 @@ class SqliteStore:
             # A read-only folder or file, a full disk: SQLite can read the header
             # but not write its journal. Say which file and what to check.
             self._conn.close()
+            for created in side_files:
+                with suppress(OSError):
+                    if created.stat().st_size == 0:
+                        created.unlink()
             raise StoreError(
                 f"cannot use the state file {self.path}: {err}. Check that the file and its "
                 "folder are writable and the disk has room, or open a store at another path"
@@ -273,11 +293,17 @@ class SqliteStore:
                 for index in range(version, SCHEMA_VERSION):
                     for statement in _statements(_MIGRATIONS[index]):
                         self._conn.execute(statement)
-                self._conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                if version < SCHEMA_VERSION:
+                    # Only when something changed: stamping an up-to-date file would
+                    # rewrite its header on every open, a damaged one's included.
+                    self._conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                # A full disk makes SQLite roll back by itself; a second ROLLBACK would
+                # replace the real error with "no transaction is active".
+                with suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
                 raise
 
     # --- plumbing -------------------------------------------------------------
@@ -350,6 +376,17 @@ class SqliteStore:
                     ),
                 )
             except sqlite3.IntegrityError as err:
+                if record.kind == "agent" and "name" in str(err):
+                    row = cur.execute(
+                        "SELECT id FROM agents WHERE runtime_id = ? AND name = ? AND kind = 'agent'",
+                        (record.runtime_id, record.name),
+                    ).fetchone()
+                    existing = row[0] if row else "unknown"
+                    raise AgentExists(
+                        f"an agent named '{record.name}' already exists in runtime "
+                        f"'{record.runtime_id}' (id {existing}); resume it with "
+                        f"rt.resume_agent('{existing}') or pick another name"
+                    ) from None
                 raise StoreError(f"agent {record.id} already exists in {self.path}") from err
 
     @contextmanager
@@ -398,14 +435,19 @@ class SqliteStore:
         with self._decoding(f"message of agent {agent_id}"):
             return [Message.model_validate_json(row[0]) for row in rows]
 
-    def list_agents(self, runtime_id: str | None = None) -> list[AgentRecord]:
-        if runtime_id is None:
-            rows = self._read(f"SELECT {_AGENT_COLUMNS} FROM agents ORDER BY created_at, rowid")
-        else:
-            rows = self._read(
-                f"SELECT {_AGENT_COLUMNS} FROM agents WHERE runtime_id = ? ORDER BY created_at, rowid",
-                (runtime_id,),
-            )
+    def list_agents(self, runtime_id: str | None = None, *,
+                    parent_id: str | None = None) -> list[AgentRecord]:
+        where: list[str] = []
+        params: list[Any] = []
+        if runtime_id is not None:
+            where.append("runtime_id = ?")
+            params.append(runtime_id)
+        if parent_id is not None:
+            where.append("parent_id = ?")
+            params.append(parent_id)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = self._read(f"SELECT {_AGENT_COLUMNS} FROM agents{clause} ORDER BY created_at, rowid",
+                          tuple(params))
         with self._decoding("agent record"):
             return [_agent_record(row) for row in rows]
 
@@ -497,7 +539,13 @@ class SqliteStore:
 
     def load_state(self, agent_id: str, key: str) -> Any | None:
         rows = self._read("SELECT value FROM state WHERE agent_id = ? AND key = ?", (agent_id, key))
-        return json.loads(rows[0][0]) if rows else None
+        if not rows:
+            return None
+        with self._decoding(f"state '{key}' of agent {agent_id}"):
+            try:
+                return json.loads(rows[0][0])
+            except (TypeError, RecursionError) as err:  # a BLOB, or JSON nested beyond reason
+                raise ValueError(str(err)) from err
 
     def save_state(self, agent_id: str, key: str, value: Any, *, token: str) -> None:
         encoded = json.dumps(value)
@@ -707,6 +755,11 @@ def _check_existing_file(path: str) -> None:
             header = f.read(100)
     except OSError as err:
         raise StoreError(f"cannot read {path}: {err}") from err
+    if not os.access(p, os.W_OK):
+        raise StoreError(
+            f"{path} is read-only, so mentra-nb cannot record agents in it; it was left untouched. "
+            "Make it writable (chmod u+w) or point mentra-nb at another path (%mentra db PATH)."
+        )
     if not header:
         return  # an empty file is a new store
     if not header.startswith(_SQLITE_MAGIC) or len(header) < 100:
@@ -869,13 +922,15 @@ def _update_agent(cur: sqlite3.Cursor, agent_id: str, *, status: AgentStatus | N
 
 
 def _holder_is_live(holder: LeaseRecord, claim: LeaseClaim, now: float, ttl: float) -> bool:
-    """Live while it heartbeats and, on this host, while its process runs: a dead
-    kernel's agents are taken over at once, a silent remote one after `ttl`."""
-    if now - holder.heartbeat_at >= ttl:
-        return False
+    """On this host, live exactly while its process runs: a dead kernel's agents
+    are taken over at once, and a living one never loses them, however old its
+    heartbeat (a loop blocked by a tool is not a dead owner; taking over would
+    run the tool's side effects twice). On another host, where the process cannot
+    be seen, live while it heartbeats: a silent remote owner is taken over after
+    `ttl`, and the lease token fences it out from then on."""
     if holder.host == claim.host:
         return process_is_alive(holder.pid, holder.process_started_at)
-    return True
+    return now - holder.heartbeat_at < ttl
 
 
 def process_is_alive(pid: int, started_at: float) -> bool:

@@ -23,7 +23,7 @@ from typing import Any
 import psutil
 import pytest
 
-from mentra_nb.errors import LeaseLost, LeaseUnavailable, StoreError
+from mentra_nb.errors import AgentExists, LeaseLost, LeaseUnavailable, StoreError
 from mentra_nb.messages import ContentBlock, Message, Usage
 from mentra_nb.status import AgentStatus, PendingToolUse
 from mentra_nb.store.base import (
@@ -265,6 +265,32 @@ class StoreConformance:
         taker = _claim("other")
         store.acquire_lease(agent_id, taker, ttl=30)
         assert _holder(store, agent_id).token == taker.token
+
+    def test_a_lead_agents_name_is_unique_in_its_runtime(self, store: Store) -> None:
+        first, _ = _spawn(store, "writer", "nb")
+        agent_id = uuid.uuid4().hex
+        claim = _claim("nb")
+        store.acquire_lease(agent_id, claim, ttl=30)
+        twin = AgentRecord(id=agent_id, runtime_id="nb", name="writer", model="test:default",
+                           created_at=time.time(), updated_at=time.time())
+        with pytest.raises(AgentExists, match=f"already exists in runtime 'nb' \\(id {first}\\)"):
+            store.create_agent(twin, token=claim.token)
+        assert [r.id for r in store.list_agents("nb")] == [first]
+        # Another runtime, or a teammate of the same name, is no twin.
+        _spawn(store, "writer", "other")
+        mate, _ = _spawn(store, "writer", "nb", kind="teammate", parent_id=first)
+        assert [r.id for r in store.list_agents(parent_id=first)] == [mate]
+        assert store.list_agents("other", parent_id=first) == []
+
+    def test_a_live_holder_on_this_host_keeps_its_lease_however_old_its_heartbeat(
+            self, store: Store) -> None:
+        # A loop blocked by a tool stops heartbeats but the process lives: taking
+        # over would run the tool's side effects a second time.
+        agent_id = uuid.uuid4().hex
+        store.acquire_lease(agent_id, _claim(), ttl=30)
+        time.sleep(0.05)
+        with pytest.raises(LeaseUnavailable, match=f"pid {os.getpid()}"):
+            store.acquire_lease(agent_id, _claim("other"), ttl=0.01)
 
     def test_an_expired_heartbeat_is_taken_over(self, store: Store) -> None:
         agent_id = uuid.uuid4().hex

@@ -16,8 +16,9 @@ def ip(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     shell = start_ipython() or get_ipython()
-    for name in ("__session__", "__vsc_ipynb_file__"):
-        shell.user_ns.pop(name, None)
+    # One shell serves every test: each starts with the empty namespace of a fresh kernel,
+    # so no test sees another's variables, whatever order they run in.
+    shell.reset(new_session=False)
     notebook.load_ipython_extension(shell)
     yield shell
     notebook.unload_ipython_extension(shell)

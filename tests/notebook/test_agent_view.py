@@ -191,6 +191,20 @@ def test_invalid_browser_messages_are_ignored_with_a_warning(host, caplog):
     assert agent.history == []
 
 
+def test_a_huge_invalid_browser_message_is_logged_as_a_bounded_summary(host, caplog):
+    """Issue 14.10: a 50 MB message once produced a 50 MB warning line."""
+    agent = spawn(host, ScriptedProvider("s", []))
+    view = AgentView(agent, host)
+    huge = "x" * 5_000_000
+    with caplog.at_level(logging.WARNING, logger="mentra_nb.notebook"):
+        view._on_browser_message(view, {"kind": "send", "text": 7, "junk": huge}, [])
+        view._on_browser_message(view, [huge] * 3, [])
+    lines = [r.getMessage() for r in caplog.records if "ignored an invalid message" in r.message]
+    assert len(lines) == 2
+    assert all(len(line) < 1_000 and "xxxxxxxxxx" not in line for line in lines), [len(x) for x in lines]
+    assert "kind 'send'" in lines[0]
+
+
 def test_browser_buttons_send_stop_and_interrupt(host):
     script, control = controlled_stream()
     agent = spawn(host, ScriptedProvider("s", [text_stream("first"), script]))

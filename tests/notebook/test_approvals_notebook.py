@@ -46,9 +46,9 @@ def waiting_agent(host, *scripts, db=None):
 
 def test_the_view_lists_a_paused_call_and_approve_from_the_browser_runs_it(host):
     agent, view, future, _ = waiting_agent(host, text_stream("done"))
-    assert view.approvals == [{"id": "c1", "name": "publish", "input": '{\n  "title": "Q1"\n}'}]
+    assert view.approvals == [{"id": "c1", "ref": "c1@1", "name": "publish", "input": '{\n  "title": "Q1"\n}'}]
     assert view.status["name"] == "executing_tool"
-    assert "*waiting for approval:* `publish` (call `c1`)" in view._markdown()
+    assert "*waiting for approval:* `publish` (`%mentra approve` `writer` `c1@1`)" in view._markdown()
     view._on_browser_message(view, {"kind": "approve", "call_id": "c1"}, [])
     assert future.result(5).text == "done" and RAN == ["Q1"]
     host.call(lambda: None)
@@ -130,6 +130,26 @@ def test_approve_and_deny_magics_answer_a_paused_python_call(ip, session):
     assert "denied this call of 'python'" in turn.result(5).text
     with pytest.raises(UsageError, match="CALL_ID is missing"):
         mentra(ip, "approve coder")
+
+
+def test_an_old_approve_cell_rerun_never_approves_a_later_runs_call(ip, session):
+    """Issue 14.9: the cell names the call with its run, CALL_ID@RUN."""
+    agent = mentra(ip, "spawn coder --python --tools python")
+    first = mentra(ip, "send coder write some code")
+    until(lambda: agent.snapshot.pending_approvals)
+    [pending] = agent.snapshot.pending_approvals
+    old_cell = f"deny coder {pending.reference} --reason 'not now'"
+    mentra(ip, old_cell)
+    first.result(5)
+    second = mentra(ip, "send coder write more code")
+    until(lambda: agent.snapshot.pending_approvals)
+    [later] = agent.snapshot.pending_approvals
+    assert later.run_generation > pending.run_generation
+    with pytest.raises(AgentError, match="no call .* waiting for approval"):
+        mentra(ip, old_cell.replace("deny", "approve").split(" --reason")[0])
+    assert agent.snapshot.pending_approvals == [later]
+    mentra(ip, f"deny coder {later.reference}")
+    assert "denied this call of 'python'" in second.result(5).text
 
 
 def test_the_workspace_is_the_notebooks_folder(ip, tmp_path, monkeypatch):

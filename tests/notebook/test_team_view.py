@@ -94,7 +94,7 @@ def test_a_teammates_tool_call_waiting_for_approval_is_answered_in_the_team_view
     assert (waiting["agent"], waiting["id"], waiting["name"]) == ("alice", "c1", "drop_rows")
     assert '"table": "events"' in waiting["input"]
     markdown = view._repr_mimebundle_()[0]["text/markdown"]
-    assert "*alice waits for approval:* `drop_rows` (call `c1`)" in markdown
+    assert "*alice waits for approval:* `drop_rows` (`%mentra approve` `alice` `c1@1`)" in markdown
     view._on_browser_message(view, {"kind": "approve_call", "agent": "alice", "call_id": "c1"}, [])
     until(lambda: view.approvals and view.approvals[0]["id"] == "c2")
     assert dropped == ["events"]

@@ -194,3 +194,16 @@ async def test_an_unknown_model_is_model_not_found_with_close_known_models(serve
     assert "claude-sonet-4-5" in message and "not_found_error" in message
     assert "Known models include: claude-sonnet-4-5" in message
     assert len(server.requests) == 2  # a 404 is not retried
+
+
+async def test_a_lone_surrogate_escaped_in_a_delta_is_replaced_not_fatal(server, provider, tmp_path) -> None:
+    """Issue 14.5: `"\\ud800"` in a delta's JSON decodes to a lone surrogate, which
+    made storing the reply fail on every retry."""
+    body = wire("anthropic_text.sse").replace(b'"text": "!"', b'"text": "\\ud800!"')
+    assert b'\\ud800' in body
+    server.queue(Stream(body))
+    async with runtime_with(provider, tmp_path / "s.sqlite") as rt:
+        agent = rt.spawn("w", "anthropic:claude-sonnet-4-5")
+        reply = await agent.send("hi")
+        assert reply.text == "Hello\ufffd!"
+        assert rt.store.load_agent(agent.id).transcript[-1].text == "Hello\ufffd!"

@@ -146,3 +146,14 @@ def test_tool_choice_and_consecutive_user_messages() -> None:
 async def test_lists_models(server, provider) -> None:
     server.queue(Reply(200, {"object": "list", "data": [{"id": "qwen2.5:7b", "object": "model"}]}))
     assert [m.key for m in await provider.list_models()] == ["openai-chat:qwen2.5:7b"]
+
+
+async def test_tool_calls_without_ids_get_ids_that_never_repeat(server, provider) -> None:
+    """Issue 14.9: a server that sends no call id once got `call_<provider>_<n>`,
+    the same in every reply, so an old approval could match a new call."""
+    body = wire("chat_parallel_tools.sse").replace(b'"id":"call_', b'"x_id":"call_')
+    server.queue(Stream(body), Stream(body))
+    first, _ = await assemble(provider, ask())
+    second, _ = await assemble(provider, ask())
+    ids = [u.id for m in (first, second) for u in m.tool_uses]
+    assert len(ids) == 4 and len(set(ids)) == 4 and all(i.startswith("call_") for i in ids), ids

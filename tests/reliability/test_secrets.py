@@ -138,3 +138,40 @@ def test_no_key_reaches_a_notebooks_outputs(canary_env, tmp_path) -> None:
         server.close()
     files = [p for p in tmp_path.iterdir() if p.name != ".env"]
     assert not _scan(files, outputs), "the key leaked"
+
+
+async def test_a_key_prefix_quoted_in_an_error_body_is_masked_everywhere(canary_env, tmp_path) -> None:
+    """Issue 14.1: a provider that quotes the first 12 characters of the key it
+    rejected must not put them in the error, the stored status or a log line."""
+    prefix = KEY[:12]
+    log_file = tmp_path / "debug.log"
+    handler = logging.FileHandler(log_file)
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    server = WireServer()
+    texts: list[str] = []
+    db = tmp_path / "prefix.mentra.sqlite"
+    try:
+        async with httpx.AsyncClient() as client:
+            store = SqliteStore(db)
+            provider = OpenAIChatProvider(base_url=server.url, client=client, retry=FAST_RETRY)
+            rt = Runtime.empty(store=store, providers=[provider])
+            agent = rt.spawn("w", "openai-chat:gpt-4o")
+            for body in (f"Incorrect API key provided: {prefix}...", f"key {prefix}**********{KEY[-4:]} is bad"):
+                server.queue(Reply(400, {"error": {"message": body, "type": "invalid_request_error"}}))
+                with pytest.raises(MentraError) as caught:
+                    await asyncio.wait_for(agent.send("hi"), 30)
+                texts += [str(caught.value), repr(agent.snapshot)]
+            await rt.aclose()
+            store.close()
+    finally:
+        server.close()
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+        handler.close()
+    assert any("[redacted]" in t for t in texts), texts
+    leaks = [t for t in texts if prefix in t]
+    leaks += [str(p) for p in (db, log_file) if prefix.encode() in p.read_bytes()]
+    assert not leaks, "a key prefix leaked"

@@ -136,7 +136,7 @@ async def test_answering_a_call_that_is_not_waiting_is_a_clear_error(make):
         agent.approve("nope")
     send = asyncio.create_task(agent.send("go"))
     await waiting_for(agent)
-    with pytest.raises(AgentError, match="waiting: c1 \\(drop_rows\\)"):
+    with pytest.raises(AgentError, match="waiting: c1@1 \\(drop_rows\\)"):
         agent.deny("c9", "no")
     agent.approve("c1")
     with pytest.raises(AgentError, match="already answered"):
@@ -191,3 +191,24 @@ async def test_calls_of_one_round_are_asked_one_at_a_time_in_call_order(make):
     results = agent.history[2].tool_results
     assert [r.is_error for r in results] == [True, False]
     assert "(no reason given)" in results[0].content
+
+
+async def test_an_approval_bound_to_a_run_never_approves_another_runs_call(make):
+    """Issue 14.9: call ids repeat across runs (some servers number them from 0);
+    `c1@1` names run 1's call, so re-running an old approve cell is refused."""
+    agent, _provider, _rt = make(asks_to_drop("c1", 1), text_stream("done"),
+                                 asks_to_drop("c1", 2), text_stream("done again"))
+    first = asyncio.ensure_future(agent.send("drop one"))
+    pending = await waiting_for(agent)
+    assert pending.reference == "c1@1"
+    agent.approve(pending.reference)
+    assert (await first).text == "done"
+    second = asyncio.ensure_future(agent.send("drop two"))
+    pending = await waiting_for(agent)
+    assert pending.reference == "c1@2"
+    with pytest.raises(AgentError, match=r"call 'c1' of run 1 is no longer waiting.*c1@2 \(drop_rows\)"):
+        agent.approve("c1@1")  # the old cell, re-run
+    assert [p.reference for p in agent.snapshot.pending_approvals] == ["c1@2"]
+    agent.deny("c1@2", "not now")
+    assert (await second).text == "done again"
+    assert RAN == [1]

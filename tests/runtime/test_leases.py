@@ -18,7 +18,7 @@ from mentra_nb import (
     SqliteStore,
 )
 from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream
-from tests.conftest import clear_leases, wait_until
+from tests.conftest import clear_leases, until, wait_until
 
 
 def runtime(db_path, runtime_id="nb", *scripts, **kwargs) -> Runtime:
@@ -98,3 +98,31 @@ async def test_opening_a_runtime_fixes_up_only_its_own_agents(db_path):
     send.cancel()
     await asyncio.gather(send, return_exceptions=True)
     await neighbour.aclose()
+
+
+@pytest.mark.process
+def test_a_tool_blocking_the_loop_never_loses_the_lease_to_a_claimer(db_path, tmp_path, children):
+    """Issue 14.3: the heartbeat runs in a thread a blocked loop cannot starve,
+    and on this host a living owner keeps its agent however old its heartbeat;
+    the tool that completed keeps its result and ran once."""
+    from tests.children import Child
+
+    child = Child("tests.runtime.lease_child", str(db_path), str(tmp_path))
+    children.append(child)
+    agent_id = child.wait_for("BLOCKING ").split()[1]
+    watcher = SqliteStore(db_path)
+    first = watcher.lease_holder(agent_id).heartbeat_at
+    # The loop is blocked, yet the heartbeat goes on.
+    until(lambda: watcher.lease_holder(agent_id).heartbeat_at > first, timeout=30)
+    claimer = Runtime.empty(store=SqliteStore(db_path), runtime_id="claimer", lease_ttl=0.5)
+    with pytest.raises(LeaseUnavailable, match=f"pid {child.pid}"):
+        claimer.resume_agent(agent_id)
+    (tmp_path / "go").touch()
+    assert child.wait_for("DONE ") == "DONE done"
+    assert child.proc.wait(timeout=30) == 0
+    transcript = watcher.load_agent(agent_id).transcript
+    assert [b.content for m in transcript for b in m.tool_results] == ["completed"]
+    assert (tmp_path / "side_effects").read_text() == "ran\n"
+    assert claimer.resume_agent(agent_id).status.name == "finished"  # the owner is gone now
+    asyncio.run(claimer.aclose())
+    watcher.close()

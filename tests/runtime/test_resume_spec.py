@@ -281,9 +281,9 @@ async def test_resuming_many_agents_reads_the_agent_table_a_fixed_number_of_time
     class ListCountingStore(SqliteStore):
         lists = 0
 
-        def list_agents(self, runtime_id=None):
+        def list_agents(self, runtime_id=None, **kwargs):
             self.lists += 1
-            return super().list_agents(runtime_id)
+            return super().list_agents(runtime_id, **kwargs)
 
     runtime = Runtime.empty(store=SqliteStore(db_path), providers=[ScriptedProvider("anthropic", [])])
     for i in range(25):

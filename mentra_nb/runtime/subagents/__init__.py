@@ -3,8 +3,12 @@
 Give an agent `AgentConfig(subagents=True)` (or `SubagentLimits(...)`) and it
 gets the tools spawn_agent, send_message, followup_task, list_agents,
 interrupt_agent and wait_agent. Its tree of children is persisted under state
-key `subagents.v1`; see `registry` for how changes are committed, `api` for
-the functions a notebook widget uses.
+key `subagents.v1`.
+
+A package shaped like `teams`: free functions taking the root agent (`_api`:
+`list_subagents(root)`, `preview(root, path)`, …), the extension that plugs
+subagents into a runtime (`_extension`), and behind them the tree and how its
+changes are committed (`_registry`, `_tree`), the tools, mail and previews.
 """
 
 from mentra_nb.runtime._config import SubagentLimits

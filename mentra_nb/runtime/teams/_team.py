@@ -123,8 +123,10 @@ class Team:
         """Teammates by name (the lead is not one of them), loaded once from the store."""
         if self._members is None:
             members: dict[str, _Member] = {}
-            for record in self.store.list_agents():
-                if record.kind != "teammate" or record.parent_id != self.id:
+            # Only this lead's children: reading every agent here made resuming
+            # N leads read N² rows (each lead's first snapshot asks for members).
+            for record in self.store.list_agents(parent_id=self.id):
+                if record.kind != "teammate":
                     continue
                 state = self.store.load_state(record.id, MEMBER_STATE_KEY) or {}
                 status = TeamMemberStatus.model_validate(state.get("status") or {"name": "idle"})
