@@ -16,12 +16,24 @@ from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
 from tests.conftest import wait_until
 from tests.mcp.memory import PNG, memory_server
 
+_OPEN: list[Runtime] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_runtimes():
+    """Every runtime a test made is closed, stopping its servers, pass or fail."""
+    yield
+    while _OPEN:
+        await _OPEN.pop().aclose()
+
 
 def _runtime(*scripts, servers=None, **kwargs) -> tuple[Runtime, ScriptedProvider]:
     provider = ScriptedProvider("s", list(scripts))
     if servers is None:
         servers = [MCPServer.in_process("mem", memory_server())]
-    return Runtime.empty(providers=[provider], mcp_servers=servers, **kwargs), provider
+    runtime = Runtime.empty(providers=[provider], mcp_servers=servers, **kwargs)
+    _OPEN.append(runtime)
+    return runtime, provider
 
 
 def _call(tool: str, arguments: dict | None = None, call_id: str = "c1"):
@@ -243,11 +255,12 @@ async def test_servers_added_by_two_runtimes_of_one_notebook_are_both_kept(db_pa
 
     first = Runtime.empty(store=SqliteStore(db_path), runtime_id="nb")
     second = Runtime.empty(store=SqliteStore(db_path), runtime_id="nb")
+    _OPEN.extend([first, second])
     assert mcp.servers(second) == []  # read before the first adds anything
     first.add_mcp_server(MCPServer.stdio("time", ["python", "-m", "mcp_server_time"]))
     second.add_mcp_server(MCPServer.http("docs", "http://127.0.0.1:9/mcp"))
     third = Runtime.empty(store=SqliteStore(db_path), runtime_id="nb")
+    other = Runtime.empty(store=SqliteStore(db_path), runtime_id="other")
+    _OPEN.extend([third, other])
     assert [s.name for s in mcp.servers(third)] == ["time", "docs"]
-    assert mcp.servers(Runtime.empty(store=SqliteStore(db_path), runtime_id="other")) == []
-    for rt in (first, second, third):
-        await rt.aclose()
+    assert mcp.servers(other) == []
