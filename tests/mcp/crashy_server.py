@@ -22,6 +22,12 @@ def pid() -> str:
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def getenv(name: str) -> str:
+    """The value of an environment variable of the server's process."""
+    return os.environ.get(name, "(unset)")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def crash() -> str:
     """Exit the server process in the middle of this call."""
     print("crashy: exiting mid-call on purpose", file=sys.stderr, flush=True)

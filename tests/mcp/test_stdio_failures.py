@@ -101,3 +101,27 @@ async def test_aclose_stops_the_server_process():
     if process is not None:  # reaped a moment later at most; a zombie is a stopped process
         await asyncio.to_thread(process.wait, 10)
     assert not psutil.pid_exists(pid)
+
+
+async def test_env_values_name_variables_of_the_environment_or_a_dotenv_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a .env in the working folder, as beside a notebook
+    (tmp_path / ".env").write_text("MENTRA_TEST_FROM_DOTENV=from-the-dotenv-file\n")
+    monkeypatch.setenv("MENTRA_TEST_FROM_ENV", "from-the-environment")
+    monkeypatch.setenv("MENTRA_TEST_NOT_PASSED", "the child does not inherit this")
+    server = MCPServer.stdio("crashy", ["python", CRASHY], env={
+        "A": "$MENTRA_TEST_FROM_ENV", "B": "${MENTRA_TEST_FROM_DOTENV}!", "C": "plain"})
+    calls = [tool_use_stream(f"c{i}", "mcp__crashy__getenv", f'{{"name": "{name}"}}')
+             for i, name in enumerate(["A", "B", "C", "MENTRA_TEST_NOT_PASSED"])]
+    rt = _runtime(server, *(s for call in calls for s in (call, text_stream("ok"))))
+    agent = rt.spawn("a", "s:m", AgentConfig(mcp_servers=["crashy"]))
+    try:
+        seen = []
+        for _ in calls:
+            await agent.send("read it")
+            seen.append(agent.history[-2].tool_results[0].content.split("\n")[0])
+        # The child saw the .env value; the runtime masks .env values in every tool
+        # result (issue 14), so it shows as [redacted], followed by the literal "!".
+        assert seen == ["from-the-environment", "[redacted]!", "plain", "(unset)"]
+        assert "MENTRA_TEST_FROM_DOTENV" not in __import__("os").environ  # read, not loaded
+    finally:
+        await rt.aclose()

@@ -6,7 +6,8 @@
 The configuration is stored (so a resumed runtime finds its servers again), so
 it must never hold a secret: env and header values may name environment
 variables (`"$GITHUB_TOKEN"`, `"Bearer ${GITHUB_TOKEN}"`), which are read from
-the environment each time the server starts, and a literal value under a name
+the environment (or a `.env` beside the notebook) each time the server starts,
+and a literal value under a name
 that looks secret (Authorization, *token*, *key*, *secret*, *password*, cookie)
 is refused with a message saying to use a variable instead.
 """
@@ -61,7 +62,8 @@ def expand_variables(value: str, environ: Mapping[str, str], *, server: str, whe
         if found is None:
             raise MCPServerError(
                 f"MCP server '{server}': {where} names ${name}, which is not set in this "
-                f"kernel's environment; set it (os.environ['{name}'] = ...) and try again"
+                f"kernel's environment nor in a .env beside the notebook; set it there "
+                f"(or os.environ['{name}'] = ...) and try again"
             )
         return found
 

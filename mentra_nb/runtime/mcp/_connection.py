@@ -25,10 +25,12 @@ import importlib.util
 import logging
 import os
 import tempfile
+from collections import ChainMap
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO
 
 from mentra_nb.errors import MCPServerError
+from mentra_nb.providers import find_dotenv_files, read_dotenv
 from mentra_nb.runtime.mcp._config import MCPServer
 
 if TYPE_CHECKING:
@@ -89,6 +91,12 @@ class ServerConnection:
     @property
     def name(self) -> str:
         return self.config.name
+
+    def variables(self) -> Mapping[str, str]:
+        """Where `$NAME` in env and header values is looked up, read afresh at each
+        start: the environment, then a `.env` beside the notebook or in the working
+        folder, as for provider keys (the file is read, never loaded into os.environ)."""
+        return ChainMap(dict(self._environ), *(read_dotenv(path) for path in find_dotenv_files()))
 
     @property
     def tools(self) -> list[Tool] | None:
@@ -187,14 +195,14 @@ class ServerConnection:
         if config.transport == "stdio":
             program, args = config.program()
             params = StdioServerParameters(command=program, args=args,
-                                           env=config.resolved_env(self._environ), cwd=config.cwd)
+                                           env=config.resolved_env(self.variables()), cwd=config.cwd)
             assert self._stderr is not None
             async with Client(stdio_client(params, errlog=self._stderr), **options) as client:
                 yield client
         elif config.transport == "http":
             import httpx2
 
-            headers = config.resolved_headers(self._environ)
+            headers = config.resolved_headers(self.variables())
             timeout = httpx2.Timeout(30.0, read=300.0)  # a server may hold a response stream open
             async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http, \
                     Client(streamable_http_client(str(config.url), http_client=http), **options) as client:
