@@ -264,3 +264,20 @@ async def test_servers_added_by_two_runtimes_of_one_notebook_are_both_kept(db_pa
     _OPEN.extend([third, other])
     assert [s.name for s in mcp.servers(third)] == ["time", "docs"]
     assert mcp.servers(other) == []
+
+
+async def test_a_damaged_stored_server_is_skipped_and_logged_without_its_values(db_path, caplog):
+    from mentra_nb import SqliteStore
+
+    store = SqliteStore(db_path)
+    store.save_runtime_state("nb", mcp.STATE_KEY, [
+        {"name": "good", "transport": "stdio", "command": ["python", "-m", "mcp_server_time"]},
+        {"name": "leaky", "transport": "http", "url": "https://example.com/mcp",
+         "headers": {"Authorization": "Bearer sk-planted-secret-123"}},
+        "not even an object",
+    ])
+    rt = Runtime.empty(store=store, runtime_id="nb")
+    _OPEN.append(rt)
+    assert [s.name for s in mcp.servers(rt)] == ["good"]
+    assert "ignoring a stored MCP server" in caplog.text
+    assert "sk-planted-secret-123" not in caplog.text

@@ -109,8 +109,11 @@ class MCPExtension(RuntimeExtension):
             try:
                 server = MCPServer.model_validate(raw)
             except ValidationError as err:
-                # One damaged entry must not cost the others (or the runtime).
-                log.warning("ignoring a stored MCP server of runtime %s: %s", services.runtime_id, err)
+                # One damaged entry must not cost the others (or the runtime). The
+                # problems are logged without the values, which could hold a secret.
+                problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'entry'}: {e['msg']}"
+                                     for e in err.errors(include_url=False, include_input=False))
+                log.warning("ignoring a stored MCP server of runtime %s: %s", services.runtime_id, problems)
                 continue
             self._servers.setdefault(server.name, server)
 
