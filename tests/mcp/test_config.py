@@ -73,3 +73,19 @@ def test_tool_names_follow_the_providers_rules_and_stay_distinct():
     first = model_tool_name("s", "a.b")
     second = model_tool_name("s", "a_b", taken={first})
     assert first == "mcp__s__a_b" and second != first and len(second) <= 64
+
+
+def test_a_literal_secret_on_the_command_line_is_refused_and_a_variable_is_expanded_at_start():
+    with pytest.raises(ConfigError, match=r"the command's --api-key looks secret.*--api-key \"\$MY_API_KEY\""):
+        MCPServer.stdio("x", ["server", "--api-key", "abc123"])
+    with pytest.raises(ConfigError, match=r"the command's --token looks secret"):
+        MCPServer.stdio("x", ["server", "--token=abc123"])
+    ok = MCPServer.stdio("x", ["server", "--token", "$X_TOKEN", "--verbose", "--tz", "UTC"])
+    assert ok.program({"X_TOKEN": "t0k"})[1] == ["--token", "t0k", "--verbose", "--tz", "UTC"]
+    assert ok.command[2] == "$X_TOKEN"  # stored as written
+
+
+def test_names_of_files_and_harmless_flags_are_not_mistaken_for_secrets():
+    MCPServer.stdio("x", ["server", "--key-file", "/etc/keys/server.pem", "--auth-method", "oauth"],
+                    env={"GOOGLE_APPLICATION_CREDENTIALS": "~/gcloud/key.json", "TZ": "UTC"})
+    MCPServer.http("x", "https://example.com/mcp", headers={"Accept": "application/json"})

@@ -9,7 +9,9 @@ variables (`"$GITHUB_TOKEN"`, `"Bearer ${GITHUB_TOKEN}"`), which are read from
 the environment (or a `.env` beside the notebook) each time the server starts,
 and a literal value under a name
 that looks secret (Authorization, *token*, *key*, *secret*, *password*, cookie)
-is refused with a message saying to use a variable instead.
+is refused with a message saying to use a variable instead. The same holds for
+a stdio command's `--token VALUE` / `--api-key=VALUE` style arguments, which
+may name variables too.
 """
 
 from __future__ import annotations
@@ -47,8 +49,18 @@ _VARIABLE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)\}|(?P<plain>[
 _THIS_PYTHON = ("python", "python3")
 
 
+# A command-line flag that takes a secret: --token, --api-key, --client-secret, --password.
+_SECRET_FLAG = re.compile(r"(token|secret|passw(or)?d|api[-_]?key|access[-_]?key)$", re.IGNORECASE)
+
+
 def _names_a_variable(value: str) -> bool:
     return any(m.group("braced") or m.group("plain") for m in _VARIABLE.finditer(value))
+
+
+def _may_be_secret(value: str) -> bool:
+    """A literal that could be a credential: not a variable, not a file's path
+    (GOOGLE_APPLICATION_CREDENTIALS=/path/key.json names a file; it is not one)."""
+    return bool(value) and not _names_a_variable(value) and not value.startswith(("/", "~", "./", "../"))
 
 
 def expand_variables(value: str, environ: Mapping[str, str], *, server: str, where: str) -> str:
@@ -140,6 +152,13 @@ class MCPServer(BaseModel):
         if self.transport == "stdio" and (not self.command or not all(self.command)):
             raise ValueError("a stdio server needs a command: a non-empty list of words, "
                              "e.g. ['python', '-m', 'mcp_server_time']")
+        for flag, value in _flag_values(self.command):
+            if _SECRET_FLAG.search(flag) and _may_be_secret(value):
+                raise ValueError(
+                    f"the command's {flag} looks secret and the configuration is stored: put the "
+                    f"value in an environment variable and give its name, e.g. {flag} "
+                    f"\"$MY_{_slug(flag)}\""
+                )
         if self.transport == "http":
             parts = urlsplit(self.url or "")
             if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -149,12 +168,12 @@ class MCPServer(BaseModel):
                                  "send it as a header naming a variable, e.g. "
                                  "{'Authorization': 'Bearer $TOKEN'}")
             for key, value in parse_qsl(parts.query):
-                if _SECRET_NAME.search(key) and not _names_a_variable(value):
+                if _SECRET_NAME.search(key) and _may_be_secret(value):
                     raise ValueError(f"the URL's query parameter {key!r} looks secret and would be "
                                      "stored; send it as a header naming a variable instead")
         for kind, values in (("env", self.env), ("header", self.headers)):
             for key, value in values.items():
-                if _SECRET_NAME.search(key) and not _names_a_variable(value):
+                if _SECRET_NAME.search(key) and _may_be_secret(value):
                     raise ValueError(
                         f"{kind} {key!r} looks secret and the configuration is stored: put the value "
                         f"in an environment variable and give its name, e.g. {key}=\"$MY_{_slug(key)}\""
@@ -180,9 +199,13 @@ class MCPServer(BaseModel):
             return str(self.url)
         return f"in-process {type(self._server).__name__}"
 
-    def program(self) -> tuple[str, list[str]]:
-        """The executable and its arguments for a stdio server."""
+    def program(self, environ: Mapping[str, str] | None = None) -> tuple[str, list[str]]:
+        """The executable and its arguments for a stdio server (with `$NAME` in the
+        arguments taken from `environ`, when given)."""
         first, *rest = self.command
+        if environ is not None:
+            rest = [expand_variables(word, environ, server=self.name, where=f"argument {word!r}")
+                    for word in rest]
         return (sys.executable if first in _THIS_PYTHON else first), rest
 
     def resolved_env(self, environ: Mapping[str, str]) -> dict[str, str]:
@@ -192,6 +215,20 @@ class MCPServer(BaseModel):
     def resolved_headers(self, environ: Mapping[str, str]) -> dict[str, str]:
         return {key: expand_variables(value, environ, server=self.name, where=f"header {key!r}")
                 for key, value in self.headers.items()}
+
+
+def _flag_values(words: list[str]) -> list[tuple[str, str]]:
+    """`--flag value` and `--flag=value` pairs of a command line."""
+    pairs = []
+    for index, word in enumerate(words[1:], start=1):
+        if not word.startswith("-") or word in ("-", "--"):
+            continue
+        flag, equals, value = word.partition("=")
+        if equals:
+            pairs.append((flag, value))
+        elif index + 1 < len(words) and not words[index + 1].startswith("-"):
+            pairs.append((flag, words[index + 1]))
+    return pairs
 
 
 def _slug(key: str) -> str:

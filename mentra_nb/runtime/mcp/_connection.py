@@ -193,9 +193,10 @@ class ServerConnection:
         options: dict[str, Any] = {"mode": "legacy", "cache": None,
                                    "message_handler": self._on_message}
         if config.transport == "stdio":
-            program, args = config.program()
+            variables = self.variables()
+            program, args = config.program(variables)
             params = StdioServerParameters(command=program, args=args,
-                                           env=config.resolved_env(self.variables()), cwd=config.cwd)
+                                           env=config.resolved_env(variables), cwd=config.cwd)
             assert self._stderr is not None
             async with Client(stdio_client(params, errlog=self._stderr), **options) as client:
                 yield client
