@@ -10,7 +10,15 @@ from __future__ import annotations
 import shlex
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from mentra_nb.runtime import AGENT_NAME_PATTERN, AGENT_NAME_RULE
 from mentra_nb.runtime.mcp import DEFAULT_START_TIMEOUT, SERVER_NAME_PATTERN
@@ -237,38 +245,44 @@ ServerName = Annotated[str, Field(pattern=SERVER_NAME_PATTERN)]
 class McpAddArgs(Command):
     command = "mcp add"
     summary = ("give this notebook's agents an MCP server: a command after -- (stdio; `python` is this "
-               "kernel's), or --url for streamable HTTP with --header K=V (write a secret as $VARIABLE)")
+               "kernel's; --env K=V for its environment), or --url for streamable HTTP with --header K=V "
+               "(write a secret as $VARIABLE)")
     positionals = ("name",)
     argv = "command_line"
-    repeatable = ("header",)
-    metavars = {"name": "NAME", "url": "URL", "header": "K=V", "command_line": "COMMAND [ARGS...]",
-                "start_timeout": "SECONDS"}
+    repeatable = ("header", "env")
+    metavars = {"name": "NAME", "url": "URL", "header": "K=V", "env": "K=V",
+                "command_line": "COMMAND [ARGS...]", "start_timeout": "SECONDS"}
     name: ServerName
     url: str | None = None
     header: list[str] = Field(default_factory=list)
+    env: list[str] = Field(default_factory=list)
     start_timeout: float = Field(default=DEFAULT_START_TIMEOUT, gt=0)
     command_line: list[str] = Field(default_factory=list)
 
-    @field_validator("header")
+    @field_validator("header", "env")
     @classmethod
-    def _key_equals_value(cls, headers: list[str]) -> list[str]:
-        for header in headers:
-            key, equals, _value = header.partition("=")
+    def _key_equals_value(cls, pairs: list[str], info: ValidationInfo) -> list[str]:
+        for pair in pairs:
+            key, equals, _value = pair.partition("=")
             if not equals or not key.strip():
-                raise ValueError(f"--header takes KEY=VALUE, got {header!r}")
-        return headers
+                raise ValueError(f"--{info.field_name} takes KEY=VALUE, got {pair!r}")
+        return pairs
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpAddArgs:
         if bool(self.url) == bool(self.command_line):
             raise ValueError("give the server's command after -- or its --url, one of the two")
         if self.header and not self.url:
-            raise ValueError("--header is for a --url server; a command's server takes env through Python "
-                             "(MCPServer.stdio(..., env=...))")
+            raise ValueError("--header is for a --url server; a command's server takes --env K=V")
+        if self.env and self.url:
+            raise ValueError("--env is for a command's server; a --url server takes --header K=V")
         return self
 
     def headers(self) -> dict[str, str]:
         return dict(h.partition("=")[::2] for h in self.header)
+
+    def environment(self) -> dict[str, str]:
+        return dict(e.partition("=")[::2] for e in self.env)
 
 
 class McpListArgs(Command):

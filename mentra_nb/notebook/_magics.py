@@ -169,7 +169,8 @@ class MentraMagics(Magics):
             server = MCPServer.http(command.name, command.url, headers=command.headers(),
                                     start_timeout=command.start_timeout)
         else:
-            server = MCPServer.stdio(command.name, command.command_line, start_timeout=command.start_timeout)
+            server = MCPServer.stdio(command.name, command.command_line, env=command.environment(),
+                                     start_timeout=command.start_timeout)
         replaced = self.session.add_mcp_server(server)
         print(f"mentra: MCP server '{server.name}' {'replaced' if replaced else 'added'} "
               f"({server.describe()}); it starts when an agent first uses it. "

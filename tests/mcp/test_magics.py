@@ -30,7 +30,11 @@ def test_add_with_a_url_keeps_a_header_variable_as_written(ip, session, capsys, 
 
 
 def test_add_with_a_command_then_spawn_with_mcp_then_remove(ip, session, capsys):  # noqa: F811
-    mentra(ip, "mcp add time -- python -m mcp_server_time --local-timezone UTC")
+    mentra(ip, "mcp add time --env GITHUB_TOKEN=$GITHUB_TOKEN --env TZ=UTC "
+               "-- python -m mcp_server_time --local-timezone UTC")
+    [server] = session.call(lambda: session.runtime.services.extension(mcp.MCPExtension)
+                            .servers(session.runtime.services))
+    assert server.env == {"GITHUB_TOKEN": "$GITHUB_TOKEN", "TZ": "UTC"}
     agent = mentra(ip, "spawn clock --mcp time")
     assert agent.config.mcp_servers == ["time"]
     mentra(ip, "mcp add time -- python -m mcp_server_time --local-timezone Europe/Paris")
@@ -45,6 +49,8 @@ def test_add_with_a_command_then_spawn_with_mcp_then_remove(ip, session, capsys)
     ("mcp add time", "give the server's command after -- or its --url"),
     ("mcp add 'a b' -- x", "not a valid MCP server name"),
     ("mcp add t --header X=1 -- x", "--header is for a --url server"),
+    ("mcp add t --env X=1 --url http://h/mcp", "--env is for a command's server"),
+    ("mcp add t --env X -- x", "--env takes KEY=VALUE"),
     ("mcp add t --url http://h/mcp --header nonsense", "--header takes KEY=VALUE"),
 ])
 def test_bad_mcp_lines_are_usage_errors_with_the_usage_line(ip, line, said):  # noqa: F811
