@@ -4,10 +4,10 @@ kernels that are stopped whatever happens, and small waits."""
 from __future__ import annotations
 
 import asyncio
-import atexit
+import gc
 import sqlite3
+import sys
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,11 +20,15 @@ from tests.kernels import Kernel
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    # llama-cpp-python opens two module-level /dev/null files it never closes; at
-    # interpreter exit they would print ResourceWarnings after pytest's summary line,
-    # which must stay the last thing a run prints. pytest restores the warning filters
-    # when it ends, so the filter is set at exit, before modules are torn down.
-    atexit.register(warnings.simplefilter, "ignore", ResourceWarning)
+    # llama-cpp-python opens two module-level /dev/null files it never closes; left to
+    # the interpreter's teardown they print ResourceWarnings (past any warning filter)
+    # after pytest's summary line, which must stay the last thing a run prints. Once the
+    # models are collected nothing writes to them, so they are closed here.
+    utils = sys.modules.get("llama_cpp._utils")
+    if utils is not None:
+        gc.collect()
+        for name in ("outnull_file", "errnull_file"):
+            getattr(utils, name).close()
 
 
 @pytest.fixture
