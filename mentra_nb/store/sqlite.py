@@ -933,6 +933,9 @@ def _holder_is_live(holder: LeaseRecord, claim: LeaseClaim, now: float, ttl: flo
     return now - holder.heartbeat_at < ttl
 
 
+START_TIME_SLACK = 2.5  # seconds
+
+
 def process_is_alive(pid: int, started_at: float) -> bool:
     """True if `pid` runs and is the same process that started at `started_at`
     (a recycled pid belongs to another process; a zombie is dead)."""
@@ -940,7 +943,11 @@ def process_is_alive(pid: int, started_at: float) -> bool:
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:
             return False
-        return abs(proc.create_time() - started_at) < 1.0
+        # A process's start time is its boot-relative start plus the boot time, which
+        # /proc/stat gives in whole seconds recomputed from a wall clock that NTP slews:
+        # two processes can read it a second apart. A recycled pid would have to start
+        # within the slack of the dead process's start to be mistaken for it.
+        return abs(proc.create_time() - started_at) < START_TIME_SLACK
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return False
 

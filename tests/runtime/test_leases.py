@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 
+import psutil
 import pytest
 
 from mentra_nb import (
@@ -126,3 +127,16 @@ def test_a_tool_blocking_the_loop_never_loses_the_lease_to_a_claimer(db_path, tm
     assert claimer.resume_agent(agent_id).status.name == "finished"  # the owner is gone now
     asyncio.run(claimer.aclose())
     watcher.close()
+
+
+def test_a_start_time_read_a_second_apart_still_names_the_living_process():
+    """Two processes compute a start time from /proc/stat's boot time, whole seconds
+    from a slewed wall clock, so they may disagree by a second: that must never make a
+    living owner look dead (its agents would be taken from it). A start time far off is
+    another process that got the same pid."""
+    from mentra_nb.store.sqlite import process_is_alive
+
+    started = psutil.Process().create_time()
+    assert process_is_alive(os.getpid(), started + 1.0)
+    assert process_is_alive(os.getpid(), started - 1.0)
+    assert not process_is_alive(os.getpid(), started + 60)
