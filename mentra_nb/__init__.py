@@ -7,6 +7,7 @@
 """
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ below
@@ -147,15 +148,16 @@ _NOTEBOOK_EXTRA = {"IPython", "ipykernel", "ipywidgets", "anywidget", "traitlets
 
 def load_ipython_extension(shell: object) -> None:
     """`%load_ext mentra_nb` (the notebook layer is imported only then)."""
-    try:
-        from mentra_nb.notebook import load_ipython_extension as load
-    except ModuleNotFoundError as err:
-        if err.name not in _NOTEBOOK_EXTRA:
-            raise
+    # Checked here, by name, because the notebook layer imports its widgets only
+    # when a command first needs them.
+    missing = sorted(name for name in _NOTEBOOK_EXTRA if importlib.util.find_spec(name) is None)
+    if missing:
         raise ModuleNotFoundError(
-            f"%load_ext mentra_nb needs mentra-nb's `notebook` extra, and {err.name} is not "
-            "installed in this kernel's environment: run `%pip install 'mentra-nb[notebook]'`, "
-            "then restart the kernel", name=err.name) from None
+            f"%load_ext mentra_nb needs mentra-nb's `notebook` extra, and {', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not installed in this kernel's environment: "
+            "run `%pip install 'mentra-nb[notebook]'`, then restart the kernel", name=missing[0])
+    from mentra_nb.notebook import load_ipython_extension as load
+
     load(shell)
 
 

@@ -102,12 +102,12 @@ def test_load_ext_without_the_notebook_extra_says_what_to_install():
     assert "%pip install 'mentra-nb[notebook]'" in out.stdout
 
 
-def test_importing_mentra_nb_and_loading_the_extension_build_no_model_schema():
-    """Schemas are built on first use, not at import: most sessions never touch most
-    models (other providers' events, subagents, teams), and building them was most of
-    `import mentra_nb`'s cost. (tests/benchmarks/bench_import.py prints the ratios.)"""
+def test_importing_mentra_nb_and_loading_the_extension_build_no_model_schema(tmp_path):
+    """Loading the extension registers the magics and nothing more: the runtime, the
+    widgets and pydantic's schemas load with the first `%mentra` command that needs them.
+    (tests/benchmarks/bench_import.py prints what that saves.)"""
     code = (
-        "import pydantic, mentra_nb\n"
+        "import sys, pydantic, mentra_nb\n"
         "from IPython.core.interactiveshell import InteractiveShell\n"
         "def built():\n"
         "    todo, seen = [pydantic.BaseModel], []\n"
@@ -118,9 +118,16 @@ def test_importing_mentra_nb_and_loading_the_extension_build_no_model_schema():
         "                seen.append(sub.__qualname__)\n"
         "    return seen\n"
         "print('import:', built())\n"
-        "InteractiveShell.instance().run_line_magic('load_ext', 'mentra_nb')\n"
-        "print('load_ext:', built())\n"
+        "shell = InteractiveShell.instance()\n"
+        "shell.run_line_magic('load_ext', 'mentra_nb')\n"
+        "print('load_ext:', built(), 'mentra_nb.runtime._agent' in sys.modules)\n"
+        "agent = shell.run_line_magic('mentra', 'spawn writer --model test')\n"
+        "print('spawn:', 'mentra_nb.runtime._agent' in sys.modules)\n"
+        "formatter = shell.display_formatter.ipython_display_formatter\n"
+        "print('shown as a view:', formatter.lookup(agent) is not None)\n"
+        "shell.run_line_magic('unload_ext', 'mentra_nb')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=REPO)
-    assert out.stdout.splitlines() == ["import: []", "load_ext: ['StoreLocation']"]
+                         cwd=tmp_path)
+    assert out.stdout.splitlines()[:2] == ["import: []", "load_ext: [] False"]
+    assert out.stdout.splitlines()[-2:] == ["spawn: True", "shown as a view: True"]

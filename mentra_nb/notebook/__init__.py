@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from mentra_nb.notebook.agent_view import AgentView
-from mentra_nb.notebook.session import NotebookSession
-from mentra_nb.notebook.turn import Turn
+if TYPE_CHECKING:
+    from mentra_nb.notebook._session import NotebookSession
+    from mentra_nb.notebook.agent_view import AgentView
+    from mentra_nb.notebook.turn import Turn
 
 __all__ = [
     "AgentView",
@@ -18,18 +20,38 @@ __all__ = [
     "unload_ipython_extension",
 ]
 
+# The widgets and the session, imported on first use (PEP 562): `%load_ext` only
+# registers the magics, and the runtime loads with the first `%mentra` command.
+# (The session's module is `_session`: a submodule named `session` would replace the
+# `session()` function below on the package when it is first imported.)
+_EXPORTS = {"AgentView": "mentra_nb.notebook.agent_view",
+            "NotebookSession": "mentra_nb.notebook._session", "Turn": "mentra_nb.notebook.turn"}
+_LOADED_ATTR = "_mentra_loaded"
 _SESSION_ATTR = "_mentra_session"
+# Where Agent is defined: the display hook names it, so loading imports no runtime.
+_AGENT_CLASS = ("mentra_nb.runtime._agent", "Agent")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'mentra_nb.notebook' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
 
 
 def session(shell: Any = None) -> NotebookSession:
-    """This kernel's session (the one `%load_ext mentra_nb` made)."""
+    """This kernel's session, made on first use after `%load_ext mentra_nb`."""
     if shell is None:
         from IPython import get_ipython
 
         shell = get_ipython()
-    current: NotebookSession | None = getattr(shell, _SESSION_ATTR, None) if shell is not None else None
-    if current is None:
+    if shell is None or not getattr(shell, _LOADED_ATTR, False):
         raise RuntimeError("mentra-nb is not loaded in this kernel; run %load_ext mentra_nb first")
+    current: NotebookSession | None = getattr(shell, _SESSION_ATTR, None)
+    if current is None:
+        from mentra_nb.notebook._session import NotebookSession
+
+        current = NotebookSession(shell.user_ns)
+        setattr(shell, _SESSION_ATTR, current)
     return current
 
 
@@ -38,31 +60,30 @@ def load_ipython_extension(shell: Any) -> None:
     cell) keeps the same session, runtime and leases."""
     from mentra_nb.errors import MentraError
     from mentra_nb.notebook._magics import MentraMagics
-    from mentra_nb.runtime import Agent
 
-    current = getattr(shell, _SESSION_ATTR, None)
-    if current is None:
-        current = NotebookSession(shell.user_ns)
-        setattr(shell, _SESSION_ATTR, current)
-        magics = MentraMagics(shell, current)
-        shell.register_magics(magics)
-        shell.configurables.append(magics)  # so %config MentraMagics.default_model works
-        formatter = shell.display_formatter.ipython_display_formatter
-        formatter.for_type(Agent, lambda agent: _display_agent(current, agent))
-        shell.set_custom_exc((MentraError,), _show_mentra_error)
+    if getattr(shell, _LOADED_ATTR, False):
+        return
+    setattr(shell, _LOADED_ATTR, True)
+    magics = MentraMagics(shell, lambda: session(shell))
+    shell.register_magics(magics)
+    shell.configurables.append(magics)  # so %config MentraMagics.default_model works
+    formatter = shell.display_formatter.ipython_display_formatter
+    formatter.for_type_by_name(*_AGENT_CLASS, lambda agent: _display_agent(shell, agent))
+    shell.set_custom_exc((MentraError,), _show_mentra_error)
 
 
 def unload_ipython_extension(shell: Any) -> None:
     current = getattr(shell, _SESSION_ATTR, None)
     if current is not None:
         current.close()
-        setattr(shell, _SESSION_ATTR, None)
+    setattr(shell, _SESSION_ATTR, None)
+    setattr(shell, _LOADED_ATTR, False)
 
 
-def _display_agent(current: NotebookSession, agent: Any) -> None:
+def _display_agent(shell: Any, agent: Any) -> None:
     from mentra_nb.notebook._display import display
 
-    display(current.view(agent))
+    display(session(shell).view(agent))
 
 
 def _show_mentra_error(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> None:

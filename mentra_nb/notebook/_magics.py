@@ -4,18 +4,28 @@ from __future__ import annotations
 
 import functools
 import string
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from traitlets import Unicode
 
+from mentra_nb._lazy import lazy_import
 from mentra_nb.errors import MentraError
-from mentra_nb.notebook import _arguments as args
 from mentra_nb.notebook._display import display
-from mentra_nb.notebook.session import NotebookSession
-from mentra_nb.notebook.turn import Turn
-from mentra_nb.runtime import APPROVAL_INTERRUPTED_RESULT, Agent, AgentConfig, MCPServer
+
+if TYPE_CHECKING:
+    from mentra_nb import runtime
+    from mentra_nb.notebook import _arguments as args
+    from mentra_nb.notebook._session import NotebookSession
+    from mentra_nb.notebook.turn import Turn
+    from mentra_nb.runtime import Agent
+else:
+    # `%load_ext` registers these magics; the parser (pydantic) and the runtime load
+    # with the first `%mentra` command, so loading the extension stays cheap.
+    args = lazy_import("mentra_nb.notebook._arguments")
+    runtime = lazy_import("mentra_nb.runtime")
 
 __all__ = ["MentraMagics"]
 
@@ -30,9 +40,14 @@ class MentraMagics(Magics):
         "Empty: the offline `test` model.",
     ).tag(config=True)
 
-    def __init__(self, shell: Any, session: NotebookSession) -> None:
+    def __init__(self, shell: Any, session: Callable[[], NotebookSession]) -> None:
         super().__init__(shell)
-        self.session = session
+        self._session = session
+
+    @property
+    def session(self) -> NotebookSession:
+        """The kernel's session, opened by the first command that needs it."""
+        return self._session()
 
     # no_var_expand: IPython would replace `$NAME` in the line with a kernel variable
     # of that name; `$NAME` here names an environment variable (an MCP header or env
@@ -61,9 +76,10 @@ class MentraMagics(Magics):
         hidden = [] if command.tools is not None else self.session.tools_hidden_from(model, enabled)
         servers = command.mcp or []
         self.session.check_mcp_servers(servers)
-        config = AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
-                             subagents=command.subagents, team=command.team, read_only=command.read_only,
-                             auto_approve=command.auto_approve or [], mcp_servers=servers)
+        config = runtime.AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
+                                     subagents=command.subagents, team=command.team,
+                                     read_only=command.read_only, auto_approve=command.auto_approve or [],
+                                     mcp_servers=servers)
         return self.session.spawn(command.agent, model, config)
 
     def _do_approve(self, command: args.ApproveArgs) -> None:
@@ -131,7 +147,7 @@ class MentraMagics(Magics):
             print(f"mentra: resumed '{agent.name}', {agent.snapshot.history_len} messages, "
                   f"{agent.status}{note}")
             last = agent.last_message
-            if last is not None and any(r.content == APPROVAL_INTERRUPTED_RESULT for r in last.tool_results):
+            if last is not None and any(r.content == runtime.APPROVAL_INTERRUPTED_RESULT for r in last.tool_results):
                 print(f"mentra: '{agent.name}' was waiting for your approval when the kernel stopped; that "
                       "call was not run (agent.resume() lets it ask again)")
             if agent.config.mcp_servers:
@@ -166,11 +182,11 @@ class MentraMagics(Magics):
 
     def _do_mcp_add(self, command: args.McpAddArgs) -> None:
         if command.url:
-            server = MCPServer.http(command.name, command.url, headers=command.headers(),
-                                    start_timeout=command.start_timeout)
+            server = runtime.MCPServer.http(command.name, command.url, headers=command.headers(),
+                                            start_timeout=command.start_timeout)
         else:
-            server = MCPServer.stdio(command.name, command.command_line, env=command.environment(),
-                                     start_timeout=command.start_timeout)
+            server = runtime.MCPServer.stdio(command.name, command.command_line,
+                                             env=command.environment(), start_timeout=command.start_timeout)
         replaced = self.session.add_mcp_server(server)
         print(f"mentra: MCP server '{server.name}' {'replaced' if replaced else 'added'} "
               f"({server.describe()}); it starts when an agent first uses it. "

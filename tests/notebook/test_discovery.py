@@ -44,7 +44,7 @@ def test_a_dotenv_and_cassette_beside_a_vs_code_notebook_are_found_like_its_stat
 ):
     """One rule finds the notebook for everyone: VS Code names it only in the
     kernel's variables, and the providers (which have none) used to miss it."""
-    from mentra_nb.notebook.session import NotebookSession
+    from mentra_nb.notebook import NotebookSession
     from mentra_nb.providers._keys import resolve_key
     from mentra_nb.providers.replay import default_cassette_path
 
