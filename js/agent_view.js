@@ -176,7 +176,10 @@ export function render({ model, el }) {
     badge.dataset.status = approvals.length ? "waiting" : status.name;
     run.textContent = `run ${model.get("run_generation") ?? 0}`;
     const u = model.get("usage") ?? {};
-    usage.textContent = `${u.input_tokens ?? 0} in / ${u.output_tokens ?? 0} out tokens`;
+    // The cost text is made in the kernel ("cost unknown" when a model has no price).
+    const cost = model.get("cost");
+    usage.textContent = `${u.input_tokens ?? 0} in / ${u.output_tokens ?? 0} out tokens` +
+      (cost ? ` · ${cost}` : "");
     const running = RUNNING.has(status.name);
     stopButton.disabled = !running;
     interruptButton.disabled = !running;
@@ -288,7 +291,7 @@ export function render({ model, el }) {
 
   const unsubscribe = subscribe(model, [
     ["comm_live_update", onDisconnect],
-    ...["agent_name", "model_key", "status", "run_generation", "usage", "progress"].map(
+    ...["agent_name", "model_key", "status", "run_generation", "usage", "cost", "progress"].map(
       (trait) => /** @type {[string, () => void]} */ ([`change:${trait}`, renderHeader])),
     ["change:pending_tools", renderLive],
     ["change:approvals", () => { renderApprovals(); renderHeader(); }],

@@ -8,6 +8,7 @@ const STATE = {
   status: { name: "finished" },
   run_generation: 2,
   usage: { input_tokens: 120, output_tokens: 30 },
+  cost: "$0.0123 · $0.0456 with team",
   pending_tools: [],
 };
 const ITEMS = [
@@ -30,6 +31,15 @@ describe("AgentView", () => {
     document.body.replaceChildren(el);
   });
 
+  it("shows an unknown cost as such and no cost text when none is set", () => {
+    const model = new FakeModel({ ...STATE, cost: "cost unknown" });
+    render({ model, el });
+    expect(el.querySelector(".mentra-usage")?.textContent).toBe("120 in / 30 out tokens · cost unknown");
+    model.set("cost", "");
+    model.emit("change:cost");
+    expect(el.querySelector(".mentra-usage")?.textContent).toBe("120 in / 30 out tokens");
+  });
+
   it("renders header, transcript and tool calls from state", () => {
     const model = new FakeModel(STATE);
     render({ model, el });
@@ -37,7 +47,8 @@ describe("AgentView", () => {
     expect(el.querySelector(".mentra-name")?.textContent).toBe("writer");
     expect(el.querySelector(".mentra-badge")?.textContent).toBe("finished");
     expect(el.querySelector(".mentra-badge")?.getAttribute("data-status")).toBe("finished");
-    expect(el.querySelector(".mentra-usage")?.textContent).toBe("120 in / 30 out tokens");
+    expect(el.querySelector(".mentra-usage")?.textContent)
+      .toBe("120 in / 30 out tokens · $0.0123 · $0.0456 with team");
     expect(el.querySelector(".mentra-run")?.textContent).toBe("run 2");
     const tool = el.querySelector("details.mentra-tool");
     expect(tool?.querySelector("summary")?.textContent).toBe("tool call: grep");

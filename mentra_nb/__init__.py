@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
         AgentError,
         AgentExists,
         AgentNotFound,
+        BudgetExceeded,
         ConfigError,
         InvalidRequest,
         LeaseLost,
@@ -97,8 +98,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
 # `%load_ext mentra_nb` before its first command, costs little more than Python.
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "mentra_nb.errors": (
-        "AgentBusy", "AgentError", "AgentExists", "AgentNotFound", "ConfigError",
-        "InvalidRequest", "LeaseLost", "LeaseUnavailable", "MaxRoundsExceeded", "MCPServerError", "MentraError",
+        "AgentBusy", "AgentError", "AgentExists", "AgentNotFound", "BudgetExceeded", "ConfigError",
+        "InvalidRequest", "LeaseLost", "LeaseUnavailable", "MaxRoundsExceeded", "MCPServerError",
+        "MentraError",
         "ModelNotFound", "NoResumableTurn", "ProviderAuthError", "ProviderError", "StoreError",
         "StreamError", "ToolError", "TransientProviderError", "UnknownProvider",
     ),
@@ -126,7 +128,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
 
+# Public submodules reachable as attributes (`mentra_nb.pricing.register(...)`).
+_SUBMODULES = ("pricing",)
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"mentra_nb.{name}")
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module 'mentra_nb' has no attribute {name!r}")
@@ -179,6 +187,7 @@ __all__ = [
     "AgentNotFound",
     "AgentSnapshot",
     "AgentStatus",
+    "BudgetExceeded",
     "ConfigError",
     "ContentBlock",
     "ContentBlockDelta",

@@ -17,7 +17,8 @@
     │   ├── AgentExists
     │   ├── AgentBusy             a run is already in progress
     │   ├── NoResumableTurn       `agent.resume()` with nothing to resume
-    │   └── MaxRoundsExceeded     the turn loop hit `AgentConfig.max_rounds`
+    │   ├── MaxRoundsExceeded     the turn loop hit `AgentConfig.max_rounds`
+    │   └── BudgetExceeded        the next model call would pass the agent's budget
     ├── ToolError                 a tool definition is unusable
     └── MCPServerError            an MCP server cannot be started, reached or configured
 
@@ -33,6 +34,7 @@ __all__ = [
     "AgentError",
     "AgentExists",
     "AgentNotFound",
+    "BudgetExceeded",
     "ConfigError",
     "InvalidRequest",
     "LeaseLost",
@@ -138,6 +140,12 @@ class NoResumableTurn(AgentError):
 
 class MaxRoundsExceeded(AgentError):
     pass
+
+
+class BudgetExceeded(AgentError):
+    """A run stopped at a round boundary because its next model call would pass
+    `AgentConfig.max_cost_usd` or `max_tokens_total`. The work so far is kept;
+    raise the budget and call `agent.resume()` to continue."""
 
 
 class ToolError(MentraError):

@@ -13,7 +13,7 @@ import warnings
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mentra_nb._utf8 import valid_utf8
 
@@ -162,7 +162,15 @@ def _blocks(content: tuple[str | ContentBlock, ...]) -> list[Any]:
 
 
 class Usage(BaseModel):
-    """Token counts. Adding two usages sums every field."""
+    """Token counts and what they cost. Adding two usages sums every field.
+
+    `input_tokens` are the prompt tokens read at the full price; the prompt
+    tokens served from the provider's cache are `cache_read_tokens` and those
+    written to it `cache_creation_tokens` (so a prompt is the sum of the three).
+    `cost_usd` is what the tokens cost at the price table's prices when they were
+    counted (`mentra_nb.pricing`), or None when any model call in the sum had no
+    price: an unknown cost is never shown as a number.
+    """
 
     model_config = ConfigDict(defer_build=True, frozen=True)
 
@@ -170,15 +178,37 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
+    cost_usd: float | None = 0.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unpriced_tokens_cost_unknown(cls, data: Any) -> Any:
+        # Tokens counted without a price (a provider's report before the runtime
+        # prices it, or a row stored before costs were tracked) have an unknown
+        # cost, not a zero one; no tokens at all cost nothing.
+        if isinstance(data, dict) and "cost_usd" not in data and any(
+            data.get(k) for k in ("input_tokens", "output_tokens", "cache_read_tokens",
+                                  "cache_creation_tokens")
+        ):
+            return {**data, "cost_usd": None}
+        return data
 
     def __add__(self, other: Usage) -> Usage:
+        cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_creation_tokens=self.cache_creation_tokens + other.cache_creation_tokens,
+            cost_usd=cost,
         )
 
     @property
+    def prompt_tokens(self) -> int:
+        """Every prompt token: full-price, read from the cache and written to it."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_creation_tokens
+
+    @property
     def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
+        """Every token of the calls: the whole prompt (cached or not) and the output."""
+        return self.prompt_tokens + self.output_tokens

@@ -57,8 +57,9 @@ def kernels(tmp_path: Path):
 
 @pytest.fixture(scope="session")
 def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The python of a fresh venv holding the wheel (with JupyterLab, for a browser test)."""
-    return install_wheel(tmp_path_factory.mktemp("wheel"), extras=["jupyterlab"])
+    """The python of a fresh venv holding the wheel (with JupyterLab and Notebook 7, for the
+    browser tests)."""
+    return install_wheel(tmp_path_factory.mktemp("wheel"), extras=["jupyterlab", "notebook>=7"])
 
 
 @pytest.fixture

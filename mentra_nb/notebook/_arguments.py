@@ -28,6 +28,7 @@ __all__ = [
     "ApproveArgs",
     "CellArgs",
     "Command",
+    "CostArgs",
     "DbArgs",
     "DenyArgs",
     "HelpArgs",
@@ -216,6 +217,15 @@ class SubagentsArgs(Command):
     agent: AgentName
 
 
+class CostArgs(Command):
+    command = "cost"
+    summary = ("what NAME (or every agent) has cost: its own calls, its team's and its subagents', "
+               "at the price table's prices")
+    positionals = ("agent",)
+    metavars = {"agent": "NAME"}
+    agent: AgentName | None = None
+
+
 class DbArgs(Command):
     command = "db"
     summary = "show where this notebook's agents are stored, or move to PATH"
@@ -320,8 +330,9 @@ class CellArgs(Command):
 
 COMMANDS: dict[str, type[Command]] = {
     c.command: c for c in (SpawnArgs, SendArgs, ListAgentsArgs, ResumeArgs, ApproveArgs, DenyArgs,
-                           TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, DbArgs,
-                           McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs, HelpArgs)
+                           TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
+                           DbArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
+                           HelpArgs)
 }
 
 

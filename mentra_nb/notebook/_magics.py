@@ -9,25 +9,32 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
-from traitlets import Unicode
+from traitlets import Dict, Unicode, observe
 
 from mentra_nb._lazy import lazy_import
 from mentra_nb.errors import MentraError
 from mentra_nb.notebook._display import display
 
 if TYPE_CHECKING:
-    from mentra_nb import runtime
+    from mentra_nb import pricing, runtime
+    from mentra_nb.messages import Usage
     from mentra_nb.notebook import _arguments as args
     from mentra_nb.notebook._session import NotebookSession
     from mentra_nb.notebook.turn import Turn
     from mentra_nb.runtime import Agent
 else:
-    # `%load_ext` registers these magics; the parser (pydantic) and the runtime load
-    # with the first `%mentra` command, so loading the extension stays cheap.
+    # `%load_ext` registers these magics; the parser (pydantic), the runtime and the
+    # price table load with the first `%mentra` command, so loading stays cheap.
     args = lazy_import("mentra_nb.notebook._arguments")
     runtime = lazy_import("mentra_nb.runtime")
+    pricing = lazy_import("mentra_nb.pricing")
 
 __all__ = ["MentraMagics"]
+
+
+def _tokens(usage: Usage) -> str:
+    cached = f", {usage.cache_read_tokens:,} read from cache" if usage.cache_read_tokens else ""
+    return f"{usage.total_tokens:,} tokens{cached}"
 
 
 @magics_class
@@ -39,6 +46,25 @@ class MentraMagics(Magics):
         help="Model for `%mentra spawn` without --model, as 'provider:model'. "
         "Empty: the offline `test` model.",
     ).tag(config=True)
+
+    prices = Dict(
+        help="Prices in USD per million tokens by model, added to the built-in table: "
+        "{'provider:model' or 'provider:*': {'input': .., 'output': .., 'cache_read': .., "
+        "'cache_write': ..}}.",
+    ).tag(config=True)
+
+    @observe("prices")
+    def _prices_changed(self, change: dict[str, Any]) -> None:
+        # A key dropped from the dict goes back to the built-in price (or none).
+        old = change["old"] if isinstance(change["old"], dict) else {}  # unset at first
+        new = change["new"] if isinstance(change["new"], dict) else {}
+        for model in set(old) - set(new):
+            pricing.unregister(model)
+        for model, price in new.items():
+            try:
+                pricing.register(model, price)
+            except MentraError as err:
+                raise UsageError(f"MentraMagics.prices: {err}") from None
 
     def __init__(self, shell: Any, session: Callable[[], NotebookSession]) -> None:
         super().__init__(shell)
@@ -125,7 +151,35 @@ class MentraMagics(Magics):
             where = "live" if r.id in live else "stored"
             print(f"  {r.name:<{width}}  {where:<6}  {r.model:<24}  {r.status!s:<16}  "
                   f"{r.run_generation:>3} turns  {r.message_count:>4} messages  "
-                  f"{r.usage.input_tokens}/{r.usage.output_tokens} tokens{kind}")
+                  f"{r.usage.input_tokens}/{r.usage.output_tokens} tokens  "
+                  f"{pricing.format_cost(r.usage.cost_usd)}{kind}")
+
+    def _do_cost(self, command: args.CostArgs) -> None:
+        records = self.session.records()
+        if command.agent is not None:
+            wanted = [r for r in records if r.name == command.agent and r.kind == "agent"]
+            if not wanted:
+                raise UsageError(f"no stored agent named '{command.agent}'; %mentra list shows them")
+        else:
+            wanted = [r for r in records if r.kind == "agent"]
+        if not wanted:
+            print("  none yet: %mentra spawn NAME")
+            return
+        total = None
+        for r in wanted:
+            spent = runtime.spending_from_records(records, r.id)
+            print(f"{r.name} ({r.model}): {pricing.format_cost(spent.total.cost_usd)}, "
+                  f"{_tokens(spent.total)}")
+            if spent.members:  # a lead or a delegating agent: say where the money went
+                for label, usage in (("own calls", spent.agent), ("team", spent.team),
+                                     ("subagents", spent.subagents)):
+                    print(f"  {label:<10} {pricing.format_cost(usage.cost_usd):>14}  {_tokens(usage)}")
+            total = spent.total if total is None else total + spent.total
+        if command.agent is None and total is not None and len(wanted) > 1:
+            print(f"all agents: {pricing.format_cost(total.cost_usd)}, {total.total_tokens:,} tokens")
+        if total is not None and total.cost_usd is None:
+            print("(cost unknown: a model has no price; mentra_nb.pricing.register(...) or "
+                  "%config MentraMagics.prices adds one)")
 
     def _do_resume(self, command: args.ResumeArgs) -> None:
         if command.agent and command.all:

@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import traitlets
 from pydantic import Field, TypeAdapter
 
+from mentra_nb import pricing
 from mentra_nb.errors import AgentError
 from mentra_nb.messages import Message, Role, TextBlock, ThinkingBlock
 from mentra_nb.notebook._assets import static_file
 from mentra_nb.notebook._rendering import md_code, md_text, message_items, transcript_markdown
 from mentra_nb.notebook._stream_refs import encode_html
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
-from mentra_nb.runtime import Agent, AgentEvent, PendingApproval
+from mentra_nb.runtime import Agent, AgentEvent, AgentSnapshot, PendingApproval, spending
 
 if TYPE_CHECKING:
     from mentra_nb.notebook._host import RuntimeHost
@@ -97,6 +98,8 @@ class AgentView(MentraWidget):
     status = traitlets.Dict().tag(sync=True)
     run_generation = traitlets.Int(0).tag(sync=True)
     usage = traitlets.Dict().tag(sync=True)
+    # "$0.0123", "cost unknown", or with what its team and subagents spent too.
+    cost = traitlets.Unicode("").tag(sync=True)
     pending_tools: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     # The running tool call's latest progress report (an MCP server's progress
     # notifications, `ctx.report_progress`); "" when none.
@@ -121,6 +124,8 @@ class AgentView(MentraWidget):
         self._sent_thinking = 0
         self._tool_json: dict[str, str] = {}  # tool id -> input JSON sent so far
         self._timer: asyncio.TimerHandle | None = None
+        self._cost_key: tuple[object, ...] | None = None
+        self._tree_cost = ""
         self.on_msg(self._on_browser_message)
         host.call(self._attach)
 
@@ -196,6 +201,21 @@ class AgentView(MentraWidget):
         else:
             self._reset_stream()
 
+    def _cost_text(self, snapshot: AgentSnapshot) -> str:
+        own = pricing.format_cost(snapshot.usage.cost_usd)
+        if not snapshot.teammates and not snapshot.subagents:
+            return own
+        # The tree's sum is read again only when the agent's usage or its members
+        # changed (a member's run ends with a status change), not on every delta.
+        key = (snapshot.usage, snapshot.teammates, snapshot.subagents)
+        if key != self._cost_key:
+            self._cost_key = key
+            total = spending(self._agent).total
+            what = " and ".join(w for w, present in (("team", snapshot.teammates),
+                                                     ("subagents", snapshot.subagents)) if present)
+            self._tree_cost = f" · {pricing.format_cost(total.cost_usd)} with {what}"
+        return own + self._tree_cost
+
     def _reset_stream(self) -> None:
         self._sent_text = self._sent_thinking = 0
         self._tool_json.clear()
@@ -223,6 +243,9 @@ class AgentView(MentraWidget):
             self.status = snapshot.status.model_dump()
             self.run_generation = snapshot.run_generation
             self.usage = snapshot.usage.model_dump()
+            cost = self._cost_text(snapshot)
+            if cost != self.cost:
+                self.cost = cost
             self.pending_tools = [p.model_dump() for p in snapshot.pending_tool_uses]
             approvals = [approval_item(p) for p in snapshot.pending_approvals]
             if approvals != self.approvals:

@@ -7,6 +7,15 @@
 Thinking blocks come back with a signature and redacted thinking with opaque
 data; both are replayed byte-for-byte on the next request, which the API
 requires when a tool result follows thinking.
+
+With `ProviderRequest.prompt_cache` (agents ask for it unless
+`AgentConfig(prompt_cache=False)`) the request marks three cache breakpoints
+(`cache_control: {"type": "ephemeral"}`, the 5-minute cache), in the order the
+API builds its prompt: the last tool definition (caching every tool), the
+system prompt, and the last block of the conversation's last message. The next
+turn re-sends that whole prefix, so it is read from the cache at a tenth of the
+input price; each breakpoint caches a prefix the one after it extends, so a
+changed system prompt does not lose the tools' cache.
 """
 
 from __future__ import annotations
@@ -87,6 +96,8 @@ class AnthropicProvider(HTTPProvider):
                 body["tool_choice"] = _tool_choice(request.tool_choice)
         elif request.tool_choice == "none":
             body["tool_choice"] = {"type": "none"}
+        if request.prompt_cache:
+            _mark_cache_breakpoints(body)
         if self.thinking_budget:
             # The API requires max_tokens above the thinking budget and no temperature.
             body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
@@ -156,6 +167,30 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     if tool.description:
         spec["description"] = tool.description
     return spec
+
+
+EPHEMERAL = {"type": "ephemeral"}
+# Blocks the API accepts a cache_control on (thinking blocks are cached with
+# their turn but cannot carry the marker themselves).
+_CACHEABLE = frozenset({"text", "image", "tool_use", "tool_result"})
+
+
+def _mark_cache_breakpoints(body: dict[str, Any]) -> None:
+    """Put `cache_control` on the last tool, the system prompt and the last
+    cacheable block of the last message (the body's dicts are this request's own)."""
+    tools = body.get("tools")
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": dict(EPHEMERAL)}
+    system = body.get("system")
+    if isinstance(system, str):
+        body["system"] = [{"type": "text", "text": system, "cache_control": dict(EPHEMERAL)}]
+    messages = body.get("messages")
+    if messages:
+        content = messages[-1]["content"]
+        for i in range(len(content) - 1, -1, -1):
+            if content[i].get("type") in _CACHEABLE:
+                content[i] = {**content[i], "cache_control": dict(EPHEMERAL)}
+                break
 
 
 def _tool_choice(choice: ToolChoice) -> dict[str, Any]:

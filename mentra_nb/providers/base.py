@@ -71,6 +71,10 @@ class ProviderRequest(BaseModel):
     tool_choice: ToolChoice | None = None
     temperature: float | None = None
     max_output_tokens: int | None = None
+    # Mark cache breakpoints where the provider needs them (Anthropic); providers
+    # that cache on their own ignore it. Agents ask for it unless
+    # AgentConfig(prompt_cache=False).
+    prompt_cache: bool = False
 
 
 @runtime_checkable

@@ -2,11 +2,12 @@
 
 The public face of the package; the implementation lives in `_`-prefixed
 modules. `events` and `tools` are public modules (event types, tool authoring),
-and `teams`, `subagents` and `mcp` are the extension packages (free functions
-taking the agent or the runtime). See the README's "Architecture" section for the shape.
+and `cost`, `teams`, `subagents` and `mcp` are the extension packages (free
+functions taking the agent or the runtime). See the README's "Architecture"
+section for the shape.
 """
 
-from mentra_nb.runtime import mcp, subagents, teams
+from mentra_nb.runtime import cost, mcp, subagents, teams
 from mentra_nb.runtime._agent import Agent, MessageInput, OwningRuntime
 from mentra_nb.runtime._approvals import APPROVAL_INTERRUPTED_RESULT
 from mentra_nb.runtime._config import AgentConfig, SubagentLimits
@@ -34,6 +35,7 @@ from mentra_nb.runtime._snapshot import (
     TeamMemberStatus,
 )
 from mentra_nb.runtime._state import AgentState
+from mentra_nb.runtime.cost import CostExtension, Spending, spending, spending_from_records
 from mentra_nb.runtime.events import AgentEvent
 from mentra_nb.runtime.mcp import MCPExtension, MCPServer
 from mentra_nb.runtime.subagents import SubagentError, SubagentsExtension
@@ -65,6 +67,7 @@ __all__ = [
     "AgentState",
     "AgentStatus",
     "BoundedOutput",
+    "CostExtension",
     "FunctionTool",
     "HasServices",
     "MCPExtension",
@@ -77,6 +80,7 @@ __all__ = [
     "RuntimeExtension",
     "Services",
     "SnapshotFields",
+    "Spending",
     "SubagentError",
     "SubagentLimits",
     "SubagentSummary",
@@ -94,10 +98,13 @@ __all__ = [
     "Workspace",
     "WorkspaceRefusal",
     "agent_name_problem",
+    "cost",
     "default_extensions",
     "file_tools",
     "mcp",
     "shell_tool",
+    "spending",
+    "spending_from_records",
     "subagents",
     "teams",
     "tool",

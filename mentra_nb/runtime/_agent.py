@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
-from mentra_nb.errors import AgentBusy, AgentError, AgentNotFound, NoResumableTurn, StoreError
+from mentra_nb.errors import (
+    AgentBusy,
+    AgentError,
+    AgentNotFound,
+    ConfigError,
+    NoResumableTurn,
+    StoreError,
+)
 from mentra_nb.messages import ContentBlock, Message, Role, Usage
 from mentra_nb.providers.base import ModelInfo
 from mentra_nb.providers.registry import ProviderRegistry
@@ -231,6 +238,19 @@ class Agent:
         )
         self.config = config
         self.role = role
+
+    def configure(self, **changes: Any) -> AgentConfig:
+        """Change some of the agent's config (persisted), e.g. raise its budget:
+
+            agent.configure(max_cost_usd=2.0)
+            await agent.resume()
+        """
+        try:
+            config = AgentConfig.model_validate({**self.config.model_dump(), **changes})
+        except ValidationError as err:
+            raise ConfigError(f"invalid config for agent '{self.name}': {err}") from None
+        self.update_profile(role=self.role, config=config)
+        return config
 
     # --- observing -----------------------------------------------------------
 

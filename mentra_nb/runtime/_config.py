@@ -44,6 +44,16 @@ class AgentConfig(BaseModel):
     `mcp__time__*`); `read_only=True` hides every tool whose spec is not read-only
     (file writes, python, shell, …). `mcp_servers` names the runtime's MCP
     servers whose tools the agent gets (`rt.add_mcp_server(...)`).
+
+    Budgets bound what the agent spends over its life (every run, not each):
+    `max_cost_usd` in dollars at the price table's prices, `max_tokens_total` in
+    tokens (prompt, cached or not, plus output). A run stops at the round boundary
+    once its next model call would pass either, with `BudgetExceeded`; its work is
+    kept, and `agent.resume()` continues after `agent.configure(...)` raises the
+    budget. A cost budget on a model without a price stops the run before its
+    first call: an unknown cost cannot be checked. `prompt_cache` asks Anthropic
+    to cache the tools, the system prompt and the conversation so far (OpenAI
+    and Gemini cache on their own).
     """
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
@@ -62,6 +72,9 @@ class AgentConfig(BaseModel):
     read_only: bool = False
     # Names of the runtime's MCP servers whose tools this agent sees (default: none).
     mcp_servers: list[str] = Field(default_factory=list)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_tokens_total: int | None = Field(default=None, gt=0)
+    prompt_cache: bool = True
 
     @field_validator("subagents", mode="before")
     @classmethod

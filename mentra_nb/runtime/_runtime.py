@@ -31,6 +31,7 @@ from mentra_nb.runtime._leases import DEFAULT_LEASE_TTL, LeaseKeeper
 from mentra_nb.runtime._names import agent_name_problem
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import AgentHandle, Services
+from mentra_nb.runtime.cost import CostExtension
 from mentra_nb.runtime.mcp import MCPExtension, MCPServer
 from mentra_nb.runtime.subagents import SubagentsExtension
 from mentra_nb.runtime.teams import TeamExtension
@@ -42,12 +43,13 @@ __all__ = ["Runtime", "default_extensions"]
 
 
 def default_extensions() -> list[RuntimeExtension]:
-    """The extensions a `Runtime` gets unless it is given a list: teams (first, so
-    a team inbox precedes other injected messages), subagents (used only by
-    agents with `AgentConfig(subagents=...)`) and MCP (used only by agents with
+    """The extensions a `Runtime` gets unless it is given a list: budgets (first:
+    a run they stop has not yet taken a team's mail), teams (so a team inbox precedes
+    other injected messages), subagents (used only by agents with
+    `AgentConfig(subagents=...)`) and MCP (used only by agents with
     `AgentConfig(mcp_servers=[...])`). To add one of yours, pass
     `extensions=[*default_extensions(), Mine()]`."""
-    return [TeamExtension(), SubagentsExtension(), MCPExtension()]
+    return [CostExtension(), TeamExtension(), SubagentsExtension(), MCPExtension()]
 
 
 def _builtin_tools(workspace: Workspace) -> list[Tool]:
@@ -66,7 +68,9 @@ class Runtime:
     `workspace` is the folder the built-in file tools may not leave (default:
     the current folder; pass a `Workspace(root, secret_files=...)` to change
     which files they refuse as secret). `extensions` are the registered
-    extensions (default: `default_extensions()`: teams, subagents, MCP).
+    extensions (default: `default_extensions()`: budgets, teams, subagents, MCP).
+    `tracer_provider` is an OpenTelemetry TracerProvider for the runs' spans
+    (default: the global one when one is configured; none, no spans).
     `mcp_servers` are MCP servers for agents whose config names them
     (persisted; see `add_mcp_server`).
     """
@@ -83,6 +87,7 @@ class Runtime:
         lease_ttl: float = DEFAULT_LEASE_TTL,
         owner_label: str | None = None,
         workspace: str | os.PathLike[str] | Workspace | None = None,
+        tracer_provider: object | None = None,
         mcp_servers: Iterable[MCPServer] = (),
     ) -> None:
         if not isinstance(runtime_id, str) or not runtime_id.strip():
@@ -106,7 +111,7 @@ class Runtime:
             providers=self.providers, create_agent=self._create_agent, load_agent=self.resume_agent,
             live_agent=self._agents.get, is_closed=lambda: self._closed,
             prepare_run=self._prepare_run, extensions=self._extensions,
-            workspace_root=self.workspace.root,
+            workspace_root=self.workspace.root, tracer_provider=tracer_provider,
         )
         # Released when the runtime is garbage collected or the interpreter exits,
         # so a dropped runtime never blocks the next one.

@@ -1,7 +1,7 @@
 """The narrow handle the turn loop and the extensions get, instead of `Runtime` privates.
 
 `Services` is what they may use of the runtime that drives an agent: the store
-and this runtime's lease token (every write goes through it), `create_agent` /
+and this runtime's lease token (every write goes through it), the tracer provider, `create_agent` /
 `load_agent` / `live_agent`, the provider registry, whether the runtime is
 closed, and the other registered extensions. `AgentHandle` is an agent as they
 see it: its identity and config, its `AgentState` (read it; change it through
@@ -97,6 +97,7 @@ class Services:
         create_agent: CreateAgent, load_agent: Callable[[str], AgentHandle],
         live_agent: Callable[[str], AgentHandle | None], is_closed: Callable[[], bool],
         prepare_run: Callable[[], None], extensions: Sequence[object], workspace_root: Path,
+        tracer_provider: object | None = None,
     ) -> None:
         self.runtime_id = runtime_id
         # The built-in file tools' folder: its .env files hold secrets to scrub from tool results.
@@ -110,6 +111,8 @@ class Services:
         self._is_closed = is_closed
         self._prepare_run = prepare_run
         self._extensions = extensions
+        # OpenTelemetry's TracerProvider for runs' spans (None: the global one, if set).
+        self.tracer_provider = tracer_provider
 
     def __repr__(self) -> str:
         return f"<Services of runtime {self.runtime_id!r}>"

@@ -5,7 +5,9 @@ so what observers see is what a crash would leave behind. The half-streamed
 message is checkpointed at most every 250 ms (and when a block ends), never per
 token. A provider error or a hard cancel rolls the run back to where it began,
 keeping its user message for `agent.resume()`; hitting `max_rounds` keeps the
-work done and fails with `MaxRoundsExceeded`.
+work done and fails with `MaxRoundsExceeded`, and so does a budget that the
+next model call would pass (`BudgetExceeded`, raised by the cost extension
+before a round). Each call's usage is priced here, once, when it ends.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mentra_nb import pricing
 from mentra_nb._utf8 import valid_utf8
-from mentra_nb.errors import LeaseLost, MaxRoundsExceeded, MentraError
+from mentra_nb.errors import BudgetExceeded, LeaseLost, MaxRoundsExceeded, MentraError
 from mentra_nb.messages import ImageBlock, Message, Role, ToolResultBlock, ToolUseBlock, Usage
 from mentra_nb.providers.base import ProviderRequest
 from mentra_nb.providers.events import (
@@ -34,6 +37,7 @@ from mentra_nb.runtime._assembly import MAX_TOOL_INPUT_DEPTH, MessageAssembler, 
 from mentra_nb.runtime._extensions import AgentExtension
 from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._services import AgentHandle
+from mentra_nb.runtime._tracing import RunTrace, run_trace
 from mentra_nb.runtime.events import (
     ReasoningDelta,
     RetryAttempted,
@@ -72,13 +76,34 @@ class TurnLoop:
         self.stop_requested = stop_requested
         self.generation = self.state.run_generation + 1
         self._checkpoint: _PendingCheckpoint | None = None
-        self._usage = Usage()
+        self._usage = Usage()  # the last model call's, priced
+        self._run_usage = Usage()  # this run's calls, for its trace
+        self._stop_reason: str | None = None
+        self._response: tuple[str, str] = ("", "")  # the reply's id and model, for its trace
         self._images: dict[str, list[ImageBlock]] = {}  # tool call id -> images its output showed
+        model = agent.model
+        self.trace: RunTrace | None = run_trace(
+            agent.services.tracer_provider, agent_id=agent.id, agent_name=agent.name,
+            provider=model.provider, model=model.id)
 
     def _event_fields(self) -> dict[str, Any]:
         return {"agent_id": self.agent.id, "run_generation": self.generation}
 
     async def execute(self) -> Message:
+        trace = self.trace
+        if trace is None:
+            return await self._execute()
+        with trace.run():
+            error: BaseException | None = None
+            try:
+                return await self._execute()
+            except BaseException as err:
+                error = err
+                raise
+            finally:
+                trace.run_ended(self._run_usage, error)
+
+    async def _execute(self) -> Message:
         agent, state = self.agent, self.state
         baseline = state.begin_run(self.opening)
         succeeded = False
@@ -90,7 +115,7 @@ class TurnLoop:
             self._roll_back(baseline, AgentStatus.idle())
             state.emit(RunCancelled(**self._event_fields()))
             raise
-        except MaxRoundsExceeded as err:
+        except (MaxRoundsExceeded, BudgetExceeded) as err:
             state.fail_run(AgentStatus.failed(str(err)))
             state.emit(RunFailed(**self._event_fields(), error=str(err), rolled_back=False))
             raise
@@ -148,16 +173,36 @@ class TurnLoop:
     # --- streaming -------------------------------------------------------------
 
     async def _stream_message(self) -> tuple[Message, dict[str, str]]:
-        agent, state = self.agent, self.state
-        provider = agent.services.providers.get(agent.model.provider)
+        agent = self.agent
         request = ProviderRequest(
             model=agent.model.id,
-            messages=list(state.transcript),
+            messages=list(self.state.transcript),
             system=agent.config.system,
             tools=[t.spec.definition() for t in self.tools()],
             temperature=agent.config.temperature,
             max_output_tokens=agent.config.max_output_tokens,
+            prompt_cache=agent.config.prompt_cache,
         )
+        trace = self.trace
+        if trace is None:
+            return await self._stream(request)
+        span = trace.chat_started(messages=request.messages, system=request.system,
+                                  temperature=request.temperature,
+                                  max_tokens=request.max_output_tokens)
+        try:
+            message, invalid = await self._stream(request)
+        except BaseException as err:
+            trace.chat_ended(span, usage=None, finish_reason=None, response_id=None,
+                             response_model=None, reply=None, error=err)
+            raise
+        trace.chat_ended(span, usage=self._usage, finish_reason=self._stop_reason,
+                         response_id=self._response[0], response_model=self._response[1],
+                         reply=message, error=None)
+        return message, invalid
+
+    async def _stream(self, request: ProviderRequest) -> tuple[Message, dict[str, str]]:
+        agent, state = self.agent, self.state
+        provider = agent.services.providers.get(agent.model.provider)
         assembler = MessageAssembler()
         checkpoint = self._checkpoint = _PendingCheckpoint(self)
         state.stream_from(assembler)
@@ -202,6 +247,7 @@ class TurnLoop:
                 # One snapshot per event: from the status change, or else from changed().
                 notified = False
                 if isinstance(event, MessageStarted):
+                    self._response = (event.id, event.model)
                     notified = state.set_status(AgentStatus.streaming())
                 elif isinstance(event, ContentBlockStarted):
                     notified = state.set_status(AgentStatus.streaming())
@@ -229,7 +275,10 @@ class TurnLoop:
                 with contextlib.suppress(Exception):
                     await closer()
         message = assembler.finish()
-        self._usage = assembler.usage
+        # Priced once per call, at the table's prices now (never per delta).
+        self._usage = pricing.priced(agent.model.key, assembler.usage)
+        self._run_usage += self._usage
+        self._stop_reason = assembler.stop_reason
         return message, assembler.invalid_tool_inputs
 
     def _emit_stream_delta(self, event: ContentBlockDelta) -> None:
@@ -277,6 +326,18 @@ class TurnLoop:
 
     async def _run_one(self, use: ToolUseBlock, available: dict[str, Tool], invalid: dict[str, str],
                        running: list[ToolUseBlock]) -> ToolResultBlock:
+        trace = self.trace
+        if trace is None:
+            return await self._run_tool(use, available, invalid, running)
+        # The span is current while the tool runs: a subagent it starts is its child.
+        tool = available.get(use.name)
+        with trace.tool(use, tool.spec.description if tool is not None else None) as span:
+            result = await self._run_tool(use, available, invalid, running)
+            trace.tool_ended(span, result)
+            return result
+
+    async def _run_tool(self, use: ToolUseBlock, available: dict[str, Tool], invalid: dict[str, str],
+                        running: list[ToolUseBlock]) -> ToolResultBlock:
         state = self.state
         tool = available.get(use.name)
         if use.id in invalid:

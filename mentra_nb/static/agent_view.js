@@ -239,7 +239,8 @@ function render({ model, el }) {
     badge.dataset.status = approvals.length ? "waiting" : status.name;
     run.textContent = `run ${model.get("run_generation") ?? 0}`;
     const u = model.get("usage") ?? {};
-    usage.textContent = `${u.input_tokens ?? 0} in / ${u.output_tokens ?? 0} out tokens`;
+    const cost = model.get("cost");
+    usage.textContent = `${u.input_tokens ?? 0} in / ${u.output_tokens ?? 0} out tokens` + (cost ? ` \xB7 ${cost}` : "");
     const running = RUNNING.has(status.name);
     stopButton.disabled = !running;
     interruptButton.disabled = !running;
@@ -339,7 +340,7 @@ function render({ model, el }) {
   };
   const unsubscribe = subscribe(model, [
     ["comm_live_update", onDisconnect],
-    ...["agent_name", "model_key", "status", "run_generation", "usage", "progress"].map(
+    ...["agent_name", "model_key", "status", "run_generation", "usage", "cost", "progress"].map(
       (trait) => (
         /** @type {[string, () => void]} */
         [`change:${trait}`, renderHeader]

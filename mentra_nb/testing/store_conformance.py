@@ -124,6 +124,19 @@ class StoreConformance:
 
     # --- runs ----------------------------------------------------------------------
 
+    def test_usage_keeps_its_cost_and_an_unknown_cost_stays_unknown(self, store: Store) -> None:
+        agent_id, token = _spawn(store)
+        _start(store, agent_id, token)
+        priced = Usage(input_tokens=100, output_tokens=3, cache_read_tokens=2000, cost_usd=0.00123)
+        store.commit_assistant(agent_id, Message.assistant("one"), usage=priced,
+                               status=AgentStatus.streaming(), token=token)
+        assert _loaded(store, agent_id).record.usage == priced
+        unknown = priced + Usage(input_tokens=5)  # a call without a price
+        assert unknown.cost_usd is None
+        store.finish_run(agent_id, status=AgentStatus.finished(), token=token, usage=unknown)
+        assert _loaded(store, agent_id).record.usage.cost_usd is None
+        assert store.list_agents()[0].usage == unknown
+
     def test_a_committed_turn_is_appended_and_ends_the_pending_turn(self, store: Store) -> None:
         agent_id, token = _spawn(store)
         _start(store, agent_id, token)

@@ -1,6 +1,6 @@
 """Run the benchmarks, print their tables, and write RESULTS.md.
 
-    python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency
+    python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tests.benchmarks import (
     bench_concurrency,
+    bench_cost,
     bench_import,
     bench_resume,
     bench_storage,
@@ -25,6 +26,7 @@ BENCHMARKS = {
     "resume": bench_resume.run,
     "import": bench_import.run,
     "concurrency": bench_concurrency.run,
+    "cost": bench_cost.run,
 }
 RESULTS = Path(__file__).with_name("RESULTS.md")
 

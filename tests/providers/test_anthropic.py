@@ -63,11 +63,23 @@ async def test_tool_calls_run_and_their_results_go_back_in_the_next_request(
         ToolUseBlock(id="toolu_01JtD2b7UpzL1B1e6YhUVaY8", name="get_time",
                      input={"timezone": "America/Los_Angeles"}),
     ]
-    # Cache tokens from message_start survive the cumulative message_delta.
-    assert agent.snapshot.usage == Usage(input_tokens=472 + 25, output_tokens=89 + 15,
-                                         cache_read_tokens=2048, cache_creation_tokens=100)
+    # Cache tokens from message_start survive the cumulative message_delta, and each
+    # call is priced at the table's claude-sonnet-4-5 row ($3 in, $15 out, $0.30
+    # cache read, $3.75 cache write per million tokens).
+    usage = agent.snapshot.usage
+    assert usage.model_dump(exclude={"cost_usd"}) == Usage(
+        input_tokens=472 + 25, output_tokens=89 + 15, cache_read_tokens=2048,
+        cache_creation_tokens=100).model_dump(exclude={"cost_usd"})
+    first = (472 * 3 + 89 * 15 + 2048 * 0.30 + 100 * 3.75) / 1e6
+    second_call = (25 * 3 + 15 * 15) / 1e6
+    assert usage.cost_usd == pytest.approx(first + second_call)
     second = server.requests[1].json()
-    assert second["system"] == "You check weather."
+    # Prompt caching is on by default: breakpoints on the last tool, the system
+    # prompt and the last block of the last message, nowhere else.
+    assert second["system"] == [{"type": "text", "text": "You check weather.",
+                                 "cache_control": {"type": "ephemeral"}}]
+    assert [t["name"] for t in second["tools"] if "cache_control" in t] == [second["tools"][-1]["name"]]
+    assert second["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     assert {t["name"] for t in second["tools"]} == {"check_gcd", "get_time", "get_weather"}
     weather = next(t for t in second["tools"] if t["name"] == "get_weather")
     assert weather["input_schema"]["required"] == ["location"]
@@ -85,9 +97,35 @@ async def test_tool_calls_run_and_their_results_go_back_in_the_next_request(
             {"type": "tool_result", "tool_use_id": "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
              "content": "18 degrees fahrenheit in San Francisco, CA"},
             {"type": "tool_result", "tool_use_id": "toolu_01JtD2b7UpzL1B1e6YhUVaY8",
-             "content": "12:00 in America/Los_Angeles"},
+             "content": "12:00 in America/Los_Angeles", "cache_control": {"type": "ephemeral"}},
         ]},
     ]
+    first_request = server.requests[0].json()
+    assert first_request["messages"][-1]["content"] == [
+        {"type": "text", "text": "Weather and time in SF?", "cache_control": {"type": "ephemeral"}}]
+
+
+async def test_prompt_cache_false_sends_no_cache_control(server, provider, db_path) -> None:
+    server.queue(Stream(wire("anthropic_tool_use.sse")), Stream(wire("anthropic_text.sse")))
+    async with runtime_with(provider, db_path) as rt:
+        agent = rt.spawn("w", "anthropic:claude-sonnet-4-5",
+                         AgentConfig(system="You check weather.", prompt_cache=False))
+        await agent.send("Weather and time in SF?")
+    for request in server.requests:
+        assert "cache_control" not in request.body.decode()
+        assert request.json()["system"] == "You check weather."
+
+
+def test_the_cache_breakpoint_skips_a_trailing_thinking_block(provider) -> None:
+    # A thinking block cannot carry cache_control; the marker goes on the block before it.
+    body = provider.request_body(ProviderRequest(
+        model="m", prompt_cache=True, messages=[Message.user("hi"), Message.assistant(
+            TextBlock(text="Let me think."), ThinkingBlock(thinking="hmm", signature="sig"))]))
+    assert body["messages"][-1]["content"] == [
+        {"type": "text", "text": "Let me think.", "cache_control": {"type": "ephemeral"}},
+        {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+    ]
+    assert "system" not in body and "tools" not in body
 
 
 async def test_thinking_signatures_and_redacted_thinking_are_replayed_byte_for_byte(

@@ -30,6 +30,7 @@ from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._recovery import INTERRUPTED_TOOL_RESULT
 from mentra_nb.runtime._services import AgentHandle, Services
 from mentra_nb.runtime._snapshot import TeammateInfo, TeamMemberStatus
+from mentra_nb.runtime._tracing import note_mail_to
 from mentra_nb.runtime.teams._actor import TeammateActor
 from mentra_nb.store.base import Store, TeamMessage, TeamRequest, TeamRequestStatus
 
@@ -341,6 +342,9 @@ class Team:
             raise AgentNotFound(f"'{sender}' is not a member of {self.lead_name}'s team")
 
     def _delivered(self, name: str) -> None:
+        # The recipient's next run is traced as a child of the run that mailed it.
+        member = self.members.get(name)  # the lead is no member; a team's id is its lead's
+        note_mail_to(member.agent_id if member is not None else self.id)
         self.mail_changed(name)
         actor = self._actors.get(name)
         if actor is not None:
