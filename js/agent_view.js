@@ -1,7 +1,7 @@
 // AgentView: one agent's status, transcript, live stream and controls.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { appendTranscript, approvalBox, element, subscribe } from "./dom.js";
+import { appendTranscript, approvalBox, element, subscribe, toolLabel } from "./dom.js";
 
 /**
  * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null}} Status
@@ -17,25 +17,32 @@ import { appendTranscript, approvalBox, element, subscribe } from "./dom.js";
 
 const RUNNING = new Set(["awaiting_model", "streaming", "executing_tool"]);
 
-/** @param {Status} status */
-export function statusLabel(status) {
+/**
+ * @param {Status} status
+ * @param {string} [progress] the running call's latest progress report
+ */
+export function statusLabel(status, progress = "") {
   if (!status || !status.name) return "idle";
-  if (status.name === "executing_tool") return `running ${status.tool_name ?? "tool"}`;
+  if (status.name === "executing_tool") {
+    const running = `running ${toolLabel(status.tool_name ?? "tool")}`;
+    return progress ? `${running}: ${progress}` : running;
+  }
   if (status.name === "failed") return `failed: ${status.error ?? ""}`;
   return status.name.replace("_", " ");
 }
 
 /**
- * The header badge: a paused run says what it waits for.
+ * The header badge: a paused run says what it waits for, a running call its progress.
  * @param {Status} status
  * @param {Approval[]} approvals
+ * @param {string} [progress]
  */
-export function badgeLabel(status, approvals) {
+export function badgeLabel(status, approvals, progress = "") {
   if (approvals && approvals.length) {
-    const names = [...new Set(approvals.map((a) => a.name))].join(", ");
+    const names = [...new Set(approvals.map((a) => toolLabel(a.name)))].join(", ");
     return `waiting for approval: ${names}`;
   }
-  return statusLabel(status);
+  return statusLabel(status, progress);
 }
 
 /** @param {string} text */
@@ -165,7 +172,7 @@ export function render({ model, el }) {
     const status = model.get("status") ?? { name: "idle" };
     /** @type {Approval[]} */
     const approvals = model.get("approvals") ?? [];
-    badge.textContent = badgeLabel(status, approvals);
+    badge.textContent = badgeLabel(status, approvals, model.get("progress") ?? "");
     badge.dataset.status = approvals.length ? "waiting" : status.name;
     run.textContent = `run ${model.get("run_generation") ?? 0}`;
     const u = model.get("usage") ?? {};
@@ -214,7 +221,7 @@ export function render({ model, el }) {
     /** @type {Approval[]} */
     const approvals = model.get("approvals") ?? [];
     for (const a of approvals) {
-      const call = { id: a.id, title: `${a.name} wants to run`, input: a.input,
+      const call = { id: a.id, title: `${toolLabel(a.name)} wants to run`, input: a.input,
         alwaysTitle: `Run this call, and let this agent call ${a.name} without asking from now on` };
       approvalsBox.append(approvalBox(call, ({ approve, always, reason }) => model.send(approve
         ? { kind: "approve", call_id: a.id, always }
@@ -284,7 +291,7 @@ export function render({ model, el }) {
 
   const unsubscribe = subscribe(model, [
     ["comm_live_update", onDisconnect],
-    ...["agent_name", "model_key", "status", "run_generation", "usage", "cost"].map(
+    ...["agent_name", "model_key", "status", "run_generation", "usage", "cost", "progress"].map(
       (trait) => /** @type {[string, () => void]} */ ([`change:${trait}`, renderHeader])),
     ["change:pending_tools", renderLive],
     ["change:approvals", () => { renderApprovals(); renderHeader(); }],

@@ -311,3 +311,28 @@ describe("AgentView after its kernel stopped", () => {
     expect(el.querySelectorAll(".mentra-live")[1].textContent).toBe("");
   });
 });
+
+describe("AgentView MCP calls", () => {
+  it("names an MCP tool's server, and shows a running call's progress in the badge", () => {
+    const el = document.createElement("div");
+    const model = new FakeModel({
+      ...STATE,
+      status: { name: "executing_tool", tool_id: "c1", tool_name: "mcp__every__trigger-long-running-operation" },
+    });
+    render({ model, el });
+    transcript(model, 1, [
+      { index: 0, role: "assistant", kind: "tool_use", id: "c1", name: "mcp__time__get_current_time", input: "{}" },
+    ]);
+    expect(el.querySelector(".mentra-tool summary")?.textContent).toBe("tool call: get_current_time · MCP time");
+    const badge = () => el.querySelector(".mentra-badge")?.textContent;
+    expect(badge()).toBe("running trigger-long-running-operation · MCP every");
+    model.set("progress", "2/3");
+    expect(badge()).toBe("running trigger-long-running-operation · MCP every: 2/3");
+    model.set("progress", "");
+    model.set("status", { name: "executing_tool", tool_id: "c2", tool_name: "grep" });
+    expect(badge()).toBe("running grep");
+    model.set("approvals", [{ id: "c3", name: "mcp__git__git_add", input: "{}" }]);
+    expect(badge()).toBe("waiting for approval: git_add · MCP git");
+    expect(el.querySelector(".mentra-approval .mentra-name")?.textContent).toBe("git_add · MCP git wants to run");
+  });
+});

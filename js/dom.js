@@ -76,7 +76,7 @@ export function appendTranscript(container, items, calls) {
       node.append(fold);
     } else if (item.kind === "tool_use") {
       const fold = element("details", "mentra-tool");
-      fold.append(element("summary", "", `tool call: ${item.name}`));
+      fold.append(element("summary", "", `tool call: ${toolLabel(item.name ?? "")}`));
       fold.append(element("pre", "", item.input ?? ""));
       node.append(fold);
       if (item.id) calls.set(item.id, fold);
@@ -88,6 +88,19 @@ export function appendTranscript(container, items, calls) {
     }
     container.append(node);
   }
+}
+
+/**
+ * A tool's name as people read it: an MCP tool `mcp__<server>__<tool>` says which
+ * server it belongs to ("get_current_time · MCP time"); other names are as is.
+ * @param {string} name
+ */
+export function toolLabel(name) {
+  if (!name.startsWith("mcp__")) return name;
+  const rest = name.slice("mcp__".length);
+  const cut = rest.indexOf("__");
+  if (cut <= 0 || cut + 2 >= rest.length) return name;
+  return `${rest.slice(cut + 2)} · MCP ${rest.slice(0, cut)}`;
 }
 
 /**

@@ -1,7 +1,7 @@
 // TeamView: a lead, its teammates and the requests waiting for the lead.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { approvalBox, element, subscribe } from "./dom.js";
+import { approvalBox, element, subscribe, toolLabel } from "./dom.js";
 
 /**
  * @typedef {{name: string, role: string, model: string, status: string, error?: string|null,
@@ -108,7 +108,7 @@ export function render({ model, el }) {
     /** @type {CallApproval[]} */
     const list = model.get("approvals") ?? [];
     for (const a of list) {
-      const call = { id: a.id, title: `${a.agent} wants to run ${a.name}`, input: a.input,
+      const call = { id: a.id, title: `${a.agent} wants to run ${toolLabel(a.name)}`, input: a.input,
         alwaysTitle: `Run this call, and let ${a.agent} call ${a.name} without asking from now on` };
       approvals.append(approvalBox(call, ({ approve, always, reason }) => model.send(approve
         ? { kind: "approve_call", agent: a.agent, call_id: a.id, always }

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
         LeaseLost,
         LeaseUnavailable,
         MaxRoundsExceeded,
+        MCPServerError,
         MentraError,
         ModelNotFound,
         NoResumableTurn,
@@ -68,6 +69,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
         AgentExtension,
         AgentSnapshot,
         AgentStatus,
+        MCPServer,
         PendingApproval,
         PendingToolUse,
         Runtime,
@@ -97,7 +99,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "mentra_nb.errors": (
         "AgentBusy", "AgentError", "AgentExists", "AgentNotFound", "BudgetExceeded", "ConfigError",
-        "InvalidRequest", "LeaseLost", "LeaseUnavailable", "MaxRoundsExceeded", "MentraError",
+        "InvalidRequest", "LeaseLost", "LeaseUnavailable", "MaxRoundsExceeded", "MCPServerError",
+        "MentraError",
         "ModelNotFound", "NoResumableTurn", "ProviderAuthError", "ProviderError", "StoreError",
         "StreamError", "ToolError", "TransientProviderError", "UnknownProvider",
     ),
@@ -112,7 +115,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "mentra_nb.runtime": (
         "APPROVAL_INTERRUPTED_RESULT", "INTERRUPTED_TOOL_RESULT", "Agent", "AgentConfig",
-        "AgentEvent", "AgentExtension", "AgentSnapshot", "AgentStatus", "PendingApproval",
+        "AgentEvent", "AgentExtension", "AgentSnapshot", "AgentStatus", "MCPServer", "PendingApproval",
         "PendingToolUse", "Runtime", "RuntimeExtension", "SubagentError", "SubagentLimits",
         "SubagentsExtension", "SubagentSummary", "TeammateInfo", "TeamMemberStatus", "Tool",
         "ToolContext", "ToolDurability", "ToolOutput", "ToolSideEffectLevel", "ToolSpec",
@@ -194,6 +197,8 @@ __all__ = [
     "InvalidRequest",
     "LeaseLost",
     "LeaseUnavailable",
+    "MCPServer",
+    "MCPServerError",
     "MaxRoundsExceeded",
     "MentraError",
     "Message",

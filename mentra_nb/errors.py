@@ -19,7 +19,8 @@
     │   ├── NoResumableTurn       `agent.resume()` with nothing to resume
     │   ├── MaxRoundsExceeded     the turn loop hit `AgentConfig.max_rounds`
     │   └── BudgetExceeded        the next model call would pass the agent's budget
-    └── ToolError                 a tool definition is unusable
+    ├── ToolError                 a tool definition is unusable
+    └── MCPServerError            an MCP server cannot be started, reached or configured
 
 Every message says what was wrong and what to do about it.
 """
@@ -38,6 +39,7 @@ __all__ = [
     "InvalidRequest",
     "LeaseLost",
     "LeaseUnavailable",
+    "MCPServerError",
     "MaxRoundsExceeded",
     "MentraError",
     "ModelNotFound",
@@ -148,3 +150,9 @@ class BudgetExceeded(AgentError):
 
 class ToolError(MentraError):
     """A tool is defined in a way the runtime cannot use."""
+
+
+class MCPServerError(MentraError):
+    """An MCP server failed to start, stopped answering, or is configured in a way
+    that cannot work. The message names the server (and, for a stdio server, ends
+    with the last lines it wrote to stderr)."""

@@ -10,9 +10,18 @@ from __future__ import annotations
 import shlex
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from mentra_nb.runtime import AGENT_NAME_PATTERN, AGENT_NAME_RULE
+from mentra_nb.runtime.mcp import DEFAULT_START_TIMEOUT, SERVER_NAME_PATTERN
 
 __all__ = [
     "COMMANDS",
@@ -25,6 +34,10 @@ __all__ = [
     "HelpArgs",
     "InterruptArgs",
     "ListAgentsArgs",
+    "McpAddArgs",
+    "McpListArgs",
+    "McpRemoveArgs",
+    "McpToolsArgs",
     "ModelsArgs",
     "ParseError",
     "ResumeArgs",
@@ -50,10 +63,12 @@ class ParseError(ValueError):
 class Command(BaseModel):
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
-    command: ClassVar[str]
+    command: ClassVar[str]  # one word, or two for a group's subcommand ("mcp add")
     summary: ClassVar[str]
     positionals: ClassVar[tuple[str, ...]] = ()
     rest: ClassVar[str | None] = None  # the field that takes the rest of the line
+    argv: ClassVar[str | None] = None  # the field that takes the words after `--`, as a list
+    repeatable: ClassVar[tuple[str, ...]] = ()  # options that may be given more than once
     metavars: ClassVar[dict[str, str]] = {}
 
     @classmethod
@@ -66,13 +81,16 @@ class Command(BaseModel):
         if cls.rest:
             words.append(cls.metavars.get(cls.rest, cls.rest.upper()))
         for name, field in cls.model_fields.items():
-            if name in cls.positionals or name == cls.rest:
+            if name in cls.positionals or name in (cls.rest, cls.argv):
                 continue
             flag = "--" + name.replace("_", "-")
             if field.annotation is bool:
                 words.append(f"[{flag}]")
             else:
-                words.append(f"[{flag} {cls.metavars.get(name, name.upper())}]")
+                again = "..." if name in cls.repeatable else ""
+                words.append(f"[{flag} {cls.metavars.get(name, name.upper())}]{again}")
+        if cls.argv:
+            words.append(f"[-- {cls.metavars.get(cls.argv, cls.argv.upper())}]")
         return " ".join(words)
 
 
@@ -86,10 +104,11 @@ class SpawnArgs(Command):
     command = "spawn"
     summary = ("create an agent and show its view (--subagents: it may delegate; --team: it may lead a team; "
                "--python/--shell: enable those tools, each call approved by you; --read-only: no tool that "
-               "changes anything; --auto-approve: tools that run without asking)")
+               "changes anything; --auto-approve: tools that run without asking, globs like mcp__time__*; "
+               "--mcp: the MCP servers whose tools it gets)")
     positionals = ("agent",)
     metavars = {"agent": "NAME", "model": "PROVIDER:MODEL", "system": "TEXT", "tools": "A,B",
-                "auto_approve": "A,B"}
+                "auto_approve": "A,B", "mcp": "SERVER,SERVER"}
     agent: AgentName
     model: str | None = None
     system: str | None = None
@@ -101,7 +120,9 @@ class SpawnArgs(Command):
     read_only: bool = False
     auto_approve: list[str] | None = None
 
-    _tools = field_validator("tools", "auto_approve", mode="before")(_split_commas)
+    mcp: list[str] | None = None
+
+    _tools = field_validator("tools", "auto_approve", "mcp", mode="before")(_split_commas)
 
 
 class SendArgs(Command):
@@ -227,6 +248,74 @@ class HelpArgs(Command):
     topic: str | None = None
 
 
+# MCP server names follow the runtime's rule, checked while parsing.
+ServerName = Annotated[str, Field(pattern=SERVER_NAME_PATTERN)]
+
+
+class McpAddArgs(Command):
+    command = "mcp add"
+    summary = ("give this notebook's agents an MCP server: a command after -- (stdio; `python` is this "
+               "kernel's; --env K=V for its environment), or --url for streamable HTTP with --header K=V "
+               "(write a secret as $VARIABLE)")
+    positionals = ("name",)
+    argv = "command_line"
+    repeatable = ("header", "env")
+    metavars = {"name": "NAME", "url": "URL", "header": "K=V", "env": "K=V",
+                "command_line": "COMMAND [ARGS...]", "start_timeout": "SECONDS"}
+    name: ServerName
+    url: str | None = None
+    header: list[str] = Field(default_factory=list)
+    env: list[str] = Field(default_factory=list)
+    start_timeout: float = Field(default=DEFAULT_START_TIMEOUT, gt=0)
+    command_line: list[str] = Field(default_factory=list)
+
+    @field_validator("header", "env")
+    @classmethod
+    def _key_equals_value(cls, pairs: list[str], info: ValidationInfo) -> list[str]:
+        for pair in pairs:
+            key, equals, _value = pair.partition("=")
+            if not equals or not key.strip():
+                raise ValueError(f"--{info.field_name} takes KEY=VALUE, got {pair!r}")
+        return pairs
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpAddArgs:
+        if bool(self.url) == bool(self.command_line):
+            raise ValueError("give the server's command after -- or its --url, one of the two")
+        if self.header and not self.url:
+            raise ValueError("--header is for a --url server; a command's server takes --env K=V")
+        if self.env and self.url:
+            raise ValueError("--env is for a command's server; a --url server takes --header K=V")
+        return self
+
+    def headers(self) -> dict[str, str]:
+        return dict(h.partition("=")[::2] for h in self.header)
+
+    def environment(self) -> dict[str, str]:
+        return dict(e.partition("=")[::2] for e in self.env)
+
+
+class McpListArgs(Command):
+    command = "mcp list"
+    summary = "this notebook's MCP servers: how they are reached, running or not, how many tools"
+
+
+class McpToolsArgs(Command):
+    command = "mcp tools"
+    summary = "start MCP server NAME if needed and list its tools as agents see them"
+    positionals = ("name",)
+    metavars = {"name": "NAME"}
+    name: ServerName
+
+
+class McpRemoveArgs(Command):
+    command = "mcp remove"
+    summary = "forget MCP server NAME and stop it"
+    positionals = ("name",)
+    metavars = {"name": "NAME"}
+    name: ServerName
+
+
 class CellArgs(Command):
     """`%%mentra NAME [--wait] [--no-interpolate]`: the cell body is the prompt."""
 
@@ -242,8 +331,23 @@ class CellArgs(Command):
 COMMANDS: dict[str, type[Command]] = {
     c.command: c for c in (SpawnArgs, SendArgs, ListAgentsArgs, ResumeArgs, ApproveArgs, DenyArgs,
                            TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
-                           DbArgs, ModelsArgs, HelpArgs)
+                           DbArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
+                           HelpArgs)
 }
+
+
+def _groups() -> dict[str, list[str]]:
+    """Commands that take a subcommand ("mcp" → add, list, tools, remove)."""
+    groups: dict[str, list[str]] = {}
+    for name in COMMANDS:
+        group, _, sub = name.partition(" ")
+        if sub:
+            groups.setdefault(group, []).append(sub)
+    return groups
+
+
+def _command_words() -> str:
+    return ", ".join(dict.fromkeys(name.partition(" ")[0] for name in COMMANDS))
 
 
 def parse_line(line: str) -> Command:
@@ -251,10 +355,17 @@ def parse_line(line: str) -> Command:
     if not words:
         raise ParseError(f"say what to do; for example: {SpawnArgs.usage()}\n(%mentra help lists every command)")
     name, *args = words
+    subcommands = _groups().get(name)
+    if subcommands is not None:
+        if not args or f"{name} {args[0]}" not in COMMANDS:
+            given = f" '{args[0]}'" if args else ""
+            raise ParseError(f"%mentra {name} needs a subcommand{given and ' other than' + given}: "
+                             f"{', '.join(subcommands)}\nusage: %mentra help {name}")
+        name, args = f"{name} {args[0]}", args[1:]
     command = COMMANDS.get(name)
     if command is None:
-        known = ", ".join(COMMANDS)
-        raise ParseError(f"unknown command '{name}'; the commands are: {known}\nusage: %mentra help")
+        raise ParseError(f"unknown command '{name}'; the commands are: {_command_words()}\n"
+                         "usage: %mentra help")
     return _build(command, args)
 
 
@@ -264,9 +375,13 @@ def parse_cell(line: str) -> CellArgs:
 
 def help_text(topic: str | None = None) -> str:
     if topic:
+        group = _groups().get(topic)
+        if group is not None:
+            return "\n".join(f"{COMMANDS[f'{topic} {sub}'].usage()}\n    {COMMANDS[f'{topic} {sub}'].summary}"
+                             for sub in group)
         command = COMMANDS.get(topic)
         if command is None:
-            raise ParseError(f"no command '{topic}'; the commands are: {', '.join(COMMANDS)}")
+            raise ParseError(f"no command '{topic}'; the commands are: {_command_words()}")
         return f"{command.usage()}\n    {command.summary}"
     lines = ["mentra-nb magics (state lives in a SQLite file beside the notebook):", ""]
     for command in COMMANDS.values():
@@ -291,18 +406,25 @@ def _build(command: type[Command], words: list[str], prefix: str = "%mentra") ->
     i = 0
     while i < len(words):
         word = words[i]
+        if word == "--" and command.argv:
+            values[command.argv] = words[i + 1:]
+            break
         if word.startswith("--") and len(word) > 2:
             name = word[2:].replace("-", "_")
             field = fields.get(name)
-            if field is None or name in command.positionals or name == command.rest:
-                options = [f"--{n.replace('_', '-')}" for n in fields if n not in command.positionals and n != command.rest]
+            if field is None or name in command.positionals or name in (command.rest, command.argv):
+                options = [f"--{n.replace('_', '-')}" for n in fields
+                           if n not in command.positionals and n not in (command.rest, command.argv)]
                 raise ParseError(f"unknown option {word}; options: {', '.join(options) or 'none'}\nusage: {usage}")
             if field.annotation is bool:
                 values[name] = True
             else:
                 if i + 1 >= len(words):
                     raise ParseError(f"{word} needs a value\nusage: {usage}")
-                values[name] = words[i + 1]
+                if name in command.repeatable:
+                    values.setdefault(name, []).append(words[i + 1])
+                else:
+                    values[name] = words[i + 1]
                 i += 1
         else:
             positional.append(word)
@@ -325,9 +447,14 @@ def _build(command: type[Command], words: list[str], prefix: str = "%mentra") ->
             meta = command.metavars.get(name, name.upper())
             if e["type"] == "missing":
                 problems.append(f"{meta} is missing")
+            elif e["type"] == "string_pattern_mismatch" and command.command.startswith("mcp "):
+                problems.append(f"{meta} {values.get(name)!r} is not a valid MCP server name "
+                                "(letters, digits, '_', '.' or '-', at most 48)")
             elif e["type"] == "string_pattern_mismatch":
                 problems.append(f"{meta} {values.get(name)!r} is not a valid agent name "
                                 f"({AGENT_NAME_RULE})")
+            elif not e["loc"]:
+                problems.append(str(e["msg"]).removeprefix("Value error, "))
             else:
-                problems.append(f"{meta}: {e['msg']}")
+                problems.append(f"{meta}: {str(e['msg']).removeprefix('Value error, ')}")
         raise ParseError(f"{'; '.join(problems)}\nusage: {usage}") from None

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from traitlets import Dict, Unicode, observe
 
 from mentra_nb._lazy import lazy_import
@@ -75,6 +75,10 @@ class MentraMagics(Magics):
         """The kernel's session, opened by the first command that needs it."""
         return self._session()
 
+    # no_var_expand: IPython would replace `$NAME` in the line with a kernel variable
+    # of that name; `$NAME` here names an environment variable (an MCP header or env
+    # value that must not be stored), and prompts take kernel variables as {name}.
+    @no_var_expand
     @line_cell_magic
     def mentra(self, line: str, cell: str | None = None) -> Any:
         try:
@@ -83,7 +87,7 @@ class MentraMagics(Magics):
             command = args.parse_line(line)
         except args.ParseError as err:
             raise UsageError(str(err)) from None
-        handler = getattr(self, f"_do_{command.command}")
+        handler = getattr(self, f"_do_{command.command.replace(' ', '_')}")
         return handler(command)
 
     # --- commands -----------------------------------------------------------------
@@ -96,9 +100,12 @@ class MentraMagics(Magics):
         for name in enabled:
             self.session.enable_tool(name)
         hidden = [] if command.tools is not None else self.session.tools_hidden_from(model, enabled)
+        servers = command.mcp or []
+        self.session.check_mcp_servers(servers)
         config = runtime.AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
-                             subagents=command.subagents, team=command.team, read_only=command.read_only,
-                             auto_approve=command.auto_approve or [])
+                                     subagents=command.subagents, team=command.team,
+                                     read_only=command.read_only, auto_approve=command.auto_approve or [],
+                                     mcp_servers=servers)
         return self.session.spawn(command.agent, model, config)
 
     def _do_approve(self, command: args.ApproveArgs) -> None:
@@ -197,6 +204,13 @@ class MentraMagics(Magics):
             if last is not None and any(r.content == runtime.APPROVAL_INTERRUPTED_RESULT for r in last.tool_results):
                 print(f"mentra: '{agent.name}' was waiting for your approval when the kernel stopped; that "
                       "call was not run (agent.resume() lets it ask again)")
+            if agent.config.mcp_servers:
+                configured = {s.name for s in self.session.mcp_servers()}
+                missing = [n for n in agent.config.mcp_servers if n not in configured]
+                print(f"mentra: '{agent.name}' uses MCP servers {', '.join(agent.config.mcp_servers)} "
+                      "(started on first use)" + (
+                          f"; not configured here: {', '.join(missing)} (add with %mentra mcp add; "
+                          "an in-process server is not stored)" if missing else ""))
             display(self.session.view(agent))
 
     def _do_interrupt(self, command: args.InterruptArgs) -> None:
@@ -217,6 +231,46 @@ class MentraMagics(Magics):
 
     def _do_subagents(self, command: args.SubagentsArgs) -> None:
         display(self.session.picker(self.session.agent(command.agent)))
+
+    # --- MCP servers ----------------------------------------------------------------
+
+    def _do_mcp_add(self, command: args.McpAddArgs) -> None:
+        if command.url:
+            server = runtime.MCPServer.http(command.name, command.url, headers=command.headers(),
+                                            start_timeout=command.start_timeout)
+        else:
+            server = runtime.MCPServer.stdio(command.name, command.command_line,
+                                             env=command.environment(), start_timeout=command.start_timeout)
+        replaced = self.session.add_mcp_server(server)
+        print(f"mentra: MCP server '{server.name}' {'replaced' if replaced else 'added'} "
+              f"({server.describe()}); it starts when an agent first uses it. "
+              f"Give an agent its tools with %mentra spawn NAME --mcp {server.name}")
+
+    def _do_mcp_list(self, _command: args.McpListArgs) -> None:
+        servers = self.session.mcp_servers()
+        print(f"MCP servers of '{self.session.location.runtime_id}':")
+        if not servers:
+            print("  none yet: %mentra mcp add NAME -- COMMAND [ARGS...]  or  %mentra mcp add NAME --url URL")
+            return
+        width = max(len(s.name) for s in servers)
+        for s in servers:
+            tools = f"{'?' if s.tool_count is None else s.tool_count:>3} tools"
+            note = "" if s.persisted else "  (in this process only)"
+            print(f"  {s.name:<{width}}  {s.transport:<5}  {s.state:<8}  {tools}  {s.target}{note}")
+            if s.state == "failed" and s.error:
+                print(f"  {'':<{width}}  {s.error.splitlines()[0]}")
+
+    def _do_mcp_tools(self, command: args.McpToolsArgs) -> None:
+        tools = self.session.mcp_tools(command.name)
+        print(f"MCP server '{command.name}': {len(tools)} tools")
+        for t in tools:
+            asks = "read-only" if not t.requires_approval else "asks approval"
+            first = t.description.strip().splitlines()[0] if t.description.strip() else ""
+            print(f"  {t.name}  ({asks})  {first}")
+
+    def _do_mcp_remove(self, command: args.McpRemoveArgs) -> None:
+        self.session.remove_mcp_server(command.name)
+        print(f"mentra: MCP server '{command.name}' removed and stopped")
 
     def _do_db(self, command: args.DbArgs) -> None:
         location = self.session.use_store(command.path) if command.path else self.session.location

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mentra_nb._notebook_path import use_namespace
-from mentra_nb.errors import AgentBusy, AgentNotFound, ConfigError, MentraError
+from mentra_nb.errors import AgentBusy, AgentNotFound, ConfigError, MCPServerError, MentraError
 from mentra_nb.notebook._discovery import StoreLocation, discover_store
 from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook._kernel_tools import KERNEL_TOOL_NAMES, kernel_tools, python_tool
@@ -23,7 +23,16 @@ from mentra_nb.notebook.subagent_picker import SubagentPickerView
 from mentra_nb.notebook.team_view import TeamView
 from mentra_nb.notebook.turn import Turn
 from mentra_nb.providers.test import TestProvider
-from mentra_nb.runtime import FILE_TOOL_NAMES, Agent, AgentConfig, Runtime, Tool, shell_tool
+from mentra_nb.runtime import (
+    FILE_TOOL_NAMES,
+    Agent,
+    AgentConfig,
+    MCPServer,
+    Runtime,
+    Tool,
+    mcp,
+    shell_tool,
+)
 from mentra_nb.store import AgentRecord, SqliteStore
 
 __all__ = ["NotebookSession"]
@@ -194,6 +203,43 @@ class NotebookSession:
             self._runtime = None
         self.host.stop()
         use_namespace(None)
+
+    # --- MCP servers ----------------------------------------------------------------
+
+    def add_mcp_server(self, server: MCPServer) -> bool:
+        """Configure `server` for this notebook's agents; True if it replaced one."""
+        runtime = self.runtime
+
+        def add() -> bool:
+            replaced = any(s.name == server.name for s in mcp.servers(runtime))
+            runtime.add_mcp_server(server)
+            return replaced
+
+        return self.host.call(add)
+
+    def remove_mcp_server(self, name: str) -> None:
+        runtime = self.runtime
+        self.host.call(lambda: runtime.remove_mcp_server(name))
+
+    def mcp_servers(self) -> list[mcp.ServerInfo]:
+        runtime = self.runtime
+        return self.host.call(lambda: mcp.servers(runtime))
+
+    def mcp_tools(self, name: str) -> list[mcp.MCPToolInfo]:
+        """Start server `name` if needed (on the runtime's loop) and list its tools."""
+        runtime = self.runtime
+        timeout = next((s.start_timeout for s in self.mcp_servers() if s.name == name), 30.0)
+        return self.host.submit(mcp.list_tools(runtime, name)).result(timeout + 30)
+
+    def check_mcp_servers(self, names: list[str]) -> None:
+        """Fail now, in the cell, if an agent is to use servers this notebook lacks."""
+        known = {s.name for s in self.mcp_servers()}
+        missing = [n for n in names if n not in known]
+        if missing:
+            raise MCPServerError(
+                f"no MCP server named {', '.join(repr(n) for n in missing)} in this notebook "
+                f"(configured: {', '.join(sorted(known)) or 'none'}); add it first with "
+                f"%mentra mcp add {missing[0]} -- COMMAND [ARGS...]")
 
     # --- agents -------------------------------------------------------------------
 

@@ -101,6 +101,9 @@ class AgentView(MentraWidget):
     # "$0.0123", "cost unknown", or with what its team and subagents spent too.
     cost = traitlets.Unicode("").tag(sync=True)
     pending_tools: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
+    # The running tool call's latest progress report (an MCP server's progress
+    # notifications, `ctx.report_progress`); "" when none.
+    progress = traitlets.Unicode("").tag(sync=True)
     approvals: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # calls waiting for Approve / Deny / Always allow
     # What `agent.resume()` would do: {"kind": "replay", "text": ...} for a rolled-back
     # user turn, {"kind": "continue"} after cut tool calls, {} when there is nothing.
@@ -139,6 +142,10 @@ class AgentView(MentraWidget):
     def _on_event(self, event: AgentEvent) -> None:
         if event.type == "run_started":
             self._poll_while_running()
+        if event.type == "tool_execution_progress":
+            self.progress = event.message
+        elif event.type in ("tool_execution_finished", "run_finished", "run_failed", "run_cancelled"):
+            self.progress = ""
         if event.type == "assistant_message_committed":
             self._commit(event.message)
         else:

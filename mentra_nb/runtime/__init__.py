@@ -2,11 +2,12 @@
 
 The public face of the package; the implementation lives in `_`-prefixed
 modules. `events` and `tools` are public modules (event types, tool authoring),
-and `cost`, `teams` and `subagents` are the extension packages (free functions
-taking the agent). See the README's "Architecture" section for the shape.
+and `cost`, `teams`, `subagents` and `mcp` are the extension packages (free
+functions taking the agent or the runtime). See the README's "Architecture"
+section for the shape.
 """
 
-from mentra_nb.runtime import cost, subagents, teams
+from mentra_nb.runtime import cost, mcp, subagents, teams
 from mentra_nb.runtime._agent import Agent, MessageInput, OwningRuntime
 from mentra_nb.runtime._approvals import APPROVAL_INTERRUPTED_RESULT
 from mentra_nb.runtime._config import AgentConfig, SubagentLimits
@@ -36,6 +37,7 @@ from mentra_nb.runtime._snapshot import (
 from mentra_nb.runtime._state import AgentState
 from mentra_nb.runtime.cost import CostExtension, Spending, spending, spending_from_records
 from mentra_nb.runtime.events import AgentEvent
+from mentra_nb.runtime.mcp import MCPExtension, MCPServer
 from mentra_nb.runtime.subagents import SubagentError, SubagentsExtension
 from mentra_nb.runtime.teams import Team, TeamExtension
 from mentra_nb.runtime.tools import (
@@ -68,6 +70,8 @@ __all__ = [
     "CostExtension",
     "FunctionTool",
     "HasServices",
+    "MCPExtension",
+    "MCPServer",
     "MessageInput",
     "OwningRuntime",
     "PendingApproval",
@@ -97,6 +101,7 @@ __all__ = [
     "cost",
     "default_extensions",
     "file_tools",
+    "mcp",
     "shell_tool",
     "spending",
     "spending_from_records",

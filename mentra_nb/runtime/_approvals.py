@@ -1,7 +1,8 @@
 """Approvals: tool calls that wait for the user's yes before they run.
 
 A tool whose `ToolSpec.requires_approval` is set pauses the run on each call,
-unless its name is in the agent's `AgentConfig.auto_approve` or the user chose
+unless its name matches an entry of the agent's `AgentConfig.auto_approve` (a
+name or a glob such as `mcp__time__*`) or the user chose
 "always allow" for this agent. The user answers with `agent.approve(call_id,
 always=False)` or `agent.deny(call_id, reason)` (the AgentView's buttons call
 the same). A denied call goes back to the model as an error result with the
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fnmatch
 import time
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -106,7 +108,10 @@ class Approvals:
     def required(self, spec: ToolSpec) -> bool:
         if not spec.requires_approval:
             return False
-        return spec.name not in self._agent.config.auto_approve and spec.name not in self.always_allow
+        if spec.name in self.always_allow:
+            return False
+        # Globs, so one entry can trust a whole MCP server: "mcp__time__*".
+        return not any(fnmatch.fnmatchcase(spec.name, pattern) for pattern in self._agent.config.auto_approve)
 
     async def wait(self, use: ToolUseBlock, run_generation: int) -> ApprovalDecision:
         """Persist the pending call, announce it, and wait for the user's answer."""

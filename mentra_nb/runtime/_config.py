@@ -40,8 +40,10 @@ class AgentConfig(BaseModel):
     removed from whatever remains. `max_rounds` bounds model calls per run.
     `subagents` lets the agent delegate (True or `SubagentLimits(...)`; None: no
     subagent tools). `auto_approve` names tools whose calls run without asking
-    the user even though their spec requires approval; `read_only=True` hides
-    every tool whose spec is not read-only (file writes, python, shell, …).
+    the user even though their spec requires approval (names or globs such as
+    `mcp__time__*`); `read_only=True` hides every tool whose spec is not read-only
+    (file writes, python, shell, …). `mcp_servers` names the runtime's MCP
+    servers whose tools the agent gets (`rt.add_mcp_server(...)`).
 
     Budgets bound what the agent spends over its life (every run, not each):
     `max_cost_usd` in dollars at the price table's prices, `max_tokens_total` in
@@ -68,6 +70,8 @@ class AgentConfig(BaseModel):
     subagents: SubagentLimits | None = None
     auto_approve: list[str] = Field(default_factory=list)
     read_only: bool = False
+    # Names of the runtime's MCP servers whose tools this agent sees (default: none).
+    mcp_servers: list[str] = Field(default_factory=list)
     max_cost_usd: float | None = Field(default=None, gt=0)
     max_tokens_total: int | None = Field(default=None, gt=0)
     prompt_cache: bool = True
@@ -83,4 +87,5 @@ class AgentConfig(BaseModel):
     def allows_tool(self, name: str) -> bool:
         if name in self.hidden_tools:
             return False
-        return self.tools is None or name in self.tools
+        # MCP tools are chosen by `mcp_servers`; `tools` narrows the runtime's own.
+        return self.tools is None or name in self.tools or name.startswith("mcp__")

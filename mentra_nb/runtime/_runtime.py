@@ -22,6 +22,7 @@ from pathlib import Path
 from mentra_nb.errors import AgentNotFound, ConfigError, MentraError
 from mentra_nb.providers.base import ModelInfo, Provider
 from mentra_nb.providers.registry import ProviderRegistry
+from mentra_nb.runtime import mcp
 from mentra_nb.runtime._agent import Agent
 from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._extensions import RuntimeExtension
@@ -31,6 +32,7 @@ from mentra_nb.runtime._names import agent_name_problem
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import AgentHandle, Services
 from mentra_nb.runtime.cost import CostExtension
+from mentra_nb.runtime.mcp import MCPExtension, MCPServer
 from mentra_nb.runtime.subagents import SubagentsExtension
 from mentra_nb.runtime.teams import TeamExtension
 from mentra_nb.runtime.tools import Tool
@@ -43,10 +45,11 @@ __all__ = ["Runtime", "default_extensions"]
 def default_extensions() -> list[RuntimeExtension]:
     """The extensions a `Runtime` gets unless it is given a list: budgets (first:
     a run they stop has not yet taken a team's mail), teams (so a team inbox precedes
-    other injected messages) and subagents (used only by agents with
-    `AgentConfig(subagents=...)`). To add one of yours, pass
+    other injected messages), subagents (used only by agents with
+    `AgentConfig(subagents=...)`) and MCP (used only by agents with
+    `AgentConfig(mcp_servers=[...])`). To add one of yours, pass
     `extensions=[*default_extensions(), Mine()]`."""
-    return [CostExtension(), TeamExtension(), SubagentsExtension()]
+    return [CostExtension(), TeamExtension(), SubagentsExtension(), MCPExtension()]
 
 
 def _builtin_tools(workspace: Workspace) -> list[Tool]:
@@ -65,9 +68,11 @@ class Runtime:
     `workspace` is the folder the built-in file tools may not leave (default:
     the current folder; pass a `Workspace(root, secret_files=...)` to change
     which files they refuse as secret). `extensions` are the registered
-    extensions (default: `default_extensions()`, teams and subagents).
+    extensions (default: `default_extensions()`: budgets, teams, subagents, MCP).
     `tracer_provider` is an OpenTelemetry TracerProvider for the runs' spans
     (default: the global one when one is configured; none, no spans).
+    `mcp_servers` are MCP servers for agents whose config names them
+    (persisted; see `add_mcp_server`).
     """
 
     def __init__(
@@ -83,6 +88,7 @@ class Runtime:
         owner_label: str | None = None,
         workspace: str | os.PathLike[str] | Workspace | None = None,
         tracer_provider: object | None = None,
+        mcp_servers: Iterable[MCPServer] = (),
     ) -> None:
         if not isinstance(runtime_id, str) or not runtime_id.strip():
             raise ConfigError("runtime_id must be a non-empty string, e.g. the notebook's name")
@@ -110,6 +116,8 @@ class Runtime:
         # Released when the runtime is garbage collected or the interpreter exits,
         # so a dropped runtime never blocks the next one.
         self._finalizer = weakref.finalize(self, self._leases.close)
+        for server in mcp_servers:
+            self.add_mcp_server(server)
 
     @classmethod
     def empty(cls, **kwargs: object) -> Runtime:
@@ -145,6 +153,18 @@ class Runtime:
         if spec.name in self._tools:
             raise ConfigError(f"a tool named '{spec.name}' is already registered; rename one of them")
         self._tools[spec.name] = tool
+
+    # --- MCP servers (runtime/mcp/) ----------------------------------------------
+
+    def add_mcp_server(self, server: MCPServer) -> None:
+        """Offer MCP `server` to agents whose `AgentConfig.mcp_servers` names it. Its
+        configuration (never a secret) is persisted under this runtime id, so a
+        resumed runtime has it again; it starts on first use."""
+        mcp.add_server(self, server)
+
+    def remove_mcp_server(self, name: str) -> None:
+        """Forget MCP server `name` (persisted) and stop it."""
+        mcp.remove_server(self, name)
 
     # --- agents ---------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from typing import Any
 from mentra_nb import pricing
 from mentra_nb._utf8 import valid_utf8
 from mentra_nb.errors import BudgetExceeded, LeaseLost, MaxRoundsExceeded, MentraError
-from mentra_nb.messages import Message, Role, ToolResultBlock, ToolUseBlock, Usage
+from mentra_nb.messages import ImageBlock, Message, Role, ToolResultBlock, ToolUseBlock, Usage
 from mentra_nb.providers.base import ProviderRequest
 from mentra_nb.providers.events import (
     ContentBlockDelta,
@@ -80,6 +80,7 @@ class TurnLoop:
         self._run_usage = Usage()  # this run's calls, for its trace
         self._stop_reason: str | None = None
         self._response: tuple[str, str] = ("", "")  # the reply's id and model, for its trace
+        self._images: dict[str, list[ImageBlock]] = {}  # tool call id -> images its output showed
         model = agent.model
         self.trace: RunTrace | None = run_trace(
             agent.services.tracer_provider, agent_id=agent.id, agent_name=agent.name,
@@ -151,7 +152,8 @@ class TurnLoop:
                 return message
             self._commit_assistant(message, AgentStatus.executing_tool(uses[0].id, uses[0].name))
             results = await self._run_tools(uses, invalid_inputs)
-            state.append_tool_results(Message(role=Role.USER, content=results))
+            images = [image for use in uses for image in self._images.pop(use.id, [])]
+            state.append_tool_results(Message(role=Role.USER, content=[*results, *images]))
             if self.stop_requested():
                 state.finish_run(AgentStatus.finished())
                 state.emit(RunFinished(**self._event_fields(), message=message))
@@ -387,6 +389,8 @@ class TurnLoop:
         except Exception as err:
             return _error(use, f"tool '{use.name}' failed: {type(err).__name__}: {err}")
         if isinstance(output, ToolOutput):
+            if output.images:
+                self._images[use.id] = list(output.images)
             return ToolResultBlock(tool_use_id=use.id, content=output.content, is_error=output.is_error)
         return ToolResultBlock(tool_use_id=use.id, content=str(output))
 

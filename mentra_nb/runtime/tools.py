@@ -21,9 +21,10 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, Protocol, get_type_hints, overload, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from mentra_nb.errors import ToolError
+from mentra_nb.messages import ImageBlock
 from mentra_nb.providers.base import ToolDefinition
 from mentra_nb.runtime._services import AgentHandle
 from mentra_nb.runtime.events import ToolExecutionProgress
@@ -77,12 +78,15 @@ class ToolSpec(ToolDefinition):
 
 
 class ToolOutput(BaseModel):
-    """Return this from a tool to mark its result as an error without raising."""
+    """Return this from a tool to mark its result as an error without raising, or
+    to show the model images: they follow the tool results in the same message
+    (providers take images there, not inside a result)."""
 
     model_config = ConfigDict(defer_build=True)
 
     content: str
     is_error: bool = False
+    images: list[ImageBlock] = Field(default_factory=list)
 
 
 class ToolInputError(Exception):

@@ -38,7 +38,7 @@ function appendTranscript(container, items, calls) {
       node.append(fold);
     } else if (item.kind === "tool_use") {
       const fold = element("details", "mentra-tool");
-      fold.append(element("summary", "", `tool call: ${item.name}`));
+      fold.append(element("summary", "", `tool call: ${toolLabel(item.name ?? "")}`));
       fold.append(element("pre", "", item.input ?? ""));
       node.append(fold);
       if (item.id) calls.set(item.id, fold);
@@ -53,6 +53,13 @@ function appendTranscript(container, items, calls) {
     }
     container.append(node);
   }
+}
+function toolLabel(name) {
+  if (!name.startsWith("mcp__")) return name;
+  const rest = name.slice("mcp__".length);
+  const cut = rest.indexOf("__");
+  if (cut <= 0 || cut + 2 >= rest.length) return name;
+  return `${rest.slice(cut + 2)} \xB7 MCP ${rest.slice(0, cut)}`;
 }
 function approvalBox(call, onAnswer, signal) {
   const box = element("div", "mentra-approval");
@@ -100,18 +107,21 @@ function subscribe(model, subscriptions) {
 
 // agent_view.js
 var RUNNING = /* @__PURE__ */ new Set(["awaiting_model", "streaming", "executing_tool"]);
-function statusLabel(status) {
+function statusLabel(status, progress = "") {
   if (!status || !status.name) return "idle";
-  if (status.name === "executing_tool") return `running ${status.tool_name ?? "tool"}`;
+  if (status.name === "executing_tool") {
+    const running = `running ${toolLabel(status.tool_name ?? "tool")}`;
+    return progress ? `${running}: ${progress}` : running;
+  }
   if (status.name === "failed") return `failed: ${status.error ?? ""}`;
   return status.name.replace("_", " ");
 }
-function badgeLabel(status, approvals) {
+function badgeLabel(status, approvals, progress = "") {
   if (approvals && approvals.length) {
-    const names = [...new Set(approvals.map((a) => a.name))].join(", ");
+    const names = [...new Set(approvals.map((a) => toolLabel(a.name)))].join(", ");
     return `waiting for approval: ${names}`;
   }
-  return statusLabel(status);
+  return statusLabel(status, progress);
 }
 function escapeHtml(text) {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -225,7 +235,7 @@ function render({ model, el }) {
     modelName.textContent = model.get("model_key");
     const status = model.get("status") ?? { name: "idle" };
     const approvals = model.get("approvals") ?? [];
-    badge.textContent = badgeLabel(status, approvals);
+    badge.textContent = badgeLabel(status, approvals, model.get("progress") ?? "");
     badge.dataset.status = approvals.length ? "waiting" : status.name;
     run.textContent = `run ${model.get("run_generation") ?? 0}`;
     const u = model.get("usage") ?? {};
@@ -269,7 +279,7 @@ function render({ model, el }) {
     for (const a of approvals) {
       const call = {
         id: a.id,
-        title: `${a.name} wants to run`,
+        title: `${toolLabel(a.name)} wants to run`,
         input: a.input,
         alwaysTitle: `Run this call, and let this agent call ${a.name} without asking from now on`
       };
@@ -330,7 +340,7 @@ function render({ model, el }) {
   };
   const unsubscribe = subscribe(model, [
     ["comm_live_update", onDisconnect],
-    ...["agent_name", "model_key", "status", "run_generation", "usage", "cost"].map(
+    ...["agent_name", "model_key", "status", "run_generation", "usage", "cost", "progress"].map(
       (trait) => (
         /** @type {[string, () => void]} */
         [`change:${trait}`, renderHeader]

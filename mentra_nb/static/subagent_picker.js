@@ -42,7 +42,7 @@ function appendTranscript(container, items, calls) {
       node.append(fold);
     } else if (item.kind === "tool_use") {
       const fold = element("details", "mentra-tool");
-      fold.append(element("summary", "", `tool call: ${item.name}`));
+      fold.append(element("summary", "", `tool call: ${toolLabel(item.name ?? "")}`));
       fold.append(element("pre", "", item.input ?? ""));
       node.append(fold);
       if (item.id) calls.set(item.id, fold);
@@ -57,6 +57,13 @@ function appendTranscript(container, items, calls) {
     }
     container.append(node);
   }
+}
+function toolLabel(name) {
+  if (!name.startsWith("mcp__")) return name;
+  const rest = name.slice("mcp__".length);
+  const cut = rest.indexOf("__");
+  if (cut <= 0 || cut + 2 >= rest.length) return name;
+  return `${rest.slice(cut + 2)} \xB7 MCP ${rest.slice(0, cut)}`;
 }
 function subscribe(model, subscriptions) {
   for (const [event, handler] of subscriptions) model.on(event, handler);

@@ -7,6 +7,13 @@ function element(tag, className, text) {
   if (text !== void 0) node.textContent = text;
   return node;
 }
+function toolLabel(name) {
+  if (!name.startsWith("mcp__")) return name;
+  const rest = name.slice("mcp__".length);
+  const cut = rest.indexOf("__");
+  if (cut <= 0 || cut + 2 >= rest.length) return name;
+  return `${rest.slice(cut + 2)} \xB7 MCP ${rest.slice(0, cut)}`;
+}
 function approvalBox(call, onAnswer, signal) {
   const box = element("div", "mentra-approval");
   box.dataset.id = call.id;
@@ -144,7 +151,7 @@ function render({ model, el }) {
     for (const a of list) {
       const call = {
         id: a.id,
-        title: `${a.agent} wants to run ${a.name}`,
+        title: `${a.agent} wants to run ${toolLabel(a.name)}`,
         input: a.input,
         alwaysTitle: `Run this call, and let ${a.agent} call ${a.name} without asking from now on`
       };

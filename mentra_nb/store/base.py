@@ -252,6 +252,14 @@ class Store(Protocol):
 
     def save_state(self, agent_id: str, key: str, value: Any, *, token: str) -> None: ...
 
+    # --- key/value state of a whole runtime (its MCP servers, say) ----------
+    # Not fenced by a lease: it belongs to the runtime id, whichever process writes.
+    def load_runtime_state(self, runtime_id: str, key: str) -> Any | None: ...
+
+    def save_runtime_state(self, runtime_id: str, key: str, value: Any) -> None:
+        """Store `value` (JSON) under `key`; `None` deletes it."""
+        ...
+
     # --- leases -------------------------------------------------------------
     def acquire_lease(self, agent_id: str, claim: LeaseClaim, *, ttl: float) -> None:
         """Take the lease or raise `LeaseUnavailable` naming the live holder."""

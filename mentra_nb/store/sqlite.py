@@ -54,7 +54,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteStore", "is_network_filesy
 log = logging.getLogger("mentra_nb.store")
 
 APPLICATION_ID = 0x4D4E4231  # "MNB1" in the SQLite header marks a mentra-nb file
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _NETWORK_FILESYSTEMS = {
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "afs", "9p", "ncpfs", "fuse.sshfs", "fuse.s3fs",
@@ -164,6 +164,16 @@ _MIGRATIONS: list[str] = [
             SELECT min(rowid) FROM agents WHERE kind = 'agent' GROUP BY runtime_id, name);
     CREATE UNIQUE INDEX agents_unique_lead_name ON agents (runtime_id, name) WHERE kind = 'agent';
     CREATE INDEX agents_by_parent ON agents (parent_id, created_at);
+    """,
+    # 4: settings of a whole runtime (not of one agent), e.g. its MCP servers. No
+    # lease fences them: they belong to the notebook, whichever kernel writes.
+    """
+    CREATE TABLE runtime_state (
+        runtime_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (runtime_id, key)
+    ) WITHOUT ROWID;
     """,
 ]
 
@@ -544,6 +554,22 @@ class SqliteStore:
                 "INSERT OR REPLACE INTO state (agent_id, key, value) VALUES (?, ?, ?)",
                 (agent_id, key, encoded),
             )
+
+    def load_runtime_state(self, runtime_id: str, key: str) -> Any | None:
+        rows = self._read("SELECT value FROM runtime_state WHERE runtime_id = ? AND key = ?",
+                          (runtime_id, key))
+        return json.loads(rows[0][0]) if rows else None
+
+    def save_runtime_state(self, runtime_id: str, key: str, value: Any) -> None:
+        with self._write() as cur:
+            if value is None:
+                cur.execute("DELETE FROM runtime_state WHERE runtime_id = ? AND key = ?",
+                            (runtime_id, key))
+            else:
+                cur.execute(
+                    "INSERT OR REPLACE INTO runtime_state (runtime_id, key, value) VALUES (?, ?, ?)",
+                    (runtime_id, key, json.dumps(value)),
+                )
 
     # --- leases ---------------------------------------------------------------
 

@@ -231,6 +231,16 @@ class StoreConformance:
         assert reopen().load_state(agent_id, "subagents.v1") == value
         assert store.load_state(agent_id, "other") is None
 
+    def test_runtime_state_round_trips_per_runtime_and_key_and_none_deletes(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        servers = [{"name": "time", "transport": "stdio", "command": ["python", "-m", "x"]}]
+        store.save_runtime_state("nb", "mcp.servers.v1", servers)
+        assert reopen().load_runtime_state("nb", "mcp.servers.v1") == servers
+        assert store.load_runtime_state("other-nb", "mcp.servers.v1") is None
+        store.save_runtime_state("nb", "mcp.servers.v1", None)
+        assert reopen().load_runtime_state("nb", "mcp.servers.v1") is None
+
     # --- leases --------------------------------------------------------------------------
 
     def test_a_write_without_the_lease_is_refused_and_changes_nothing(self, store: Store) -> None:

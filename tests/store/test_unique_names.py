@@ -72,7 +72,7 @@ def test_a_file_that_already_holds_twins_is_migrated_keeping_both(db_path):
     conn.commit()
     conn.close()
     store = SqliteStore(db_path)
-    assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert [(r.id, r.name) for r in store.list_agents("nb")] == [
         ("aaaaaaaa1", "writer"), ("bbbbbbbb2", "writer-bbbbbbbb")]
     store.close()

@@ -1,0 +1,43 @@
+"""MCP: agents use the tools of any Model Context Protocol server.
+
+Configure servers on the runtime (`Runtime(mcp_servers=[...])`,
+`rt.add_mcp_server(MCPServer.stdio(...))`), then give an agent
+`AgentConfig(mcp_servers=["time"])`: it sees the server's tools as
+`mcp__time__<tool>`. Servers start on first use, are shared by the runtime's
+agents, restart after a crash and stop with `rt.aclose()`; their configuration
+(never a secret) is persisted, so a resumed runtime has them again. Needs the
+`mcp` extra (`pip install 'mentra-nb[mcp]'`).
+"""
+
+from mentra_nb.runtime.mcp._api import (
+    MCPToolInfo,
+    ServerInfo,
+    add_server,
+    list_tools,
+    remove_server,
+    servers,
+)
+from mentra_nb.runtime.mcp._config import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_START_TIMEOUT,
+    SERVER_NAME_PATTERN,
+    MCPServer,
+)
+from mentra_nb.runtime.mcp._extension import STATE_KEY, MCPExtension
+from mentra_nb.runtime.mcp._names import model_tool_name
+
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_START_TIMEOUT",
+    "SERVER_NAME_PATTERN",
+    "STATE_KEY",
+    "MCPExtension",
+    "MCPServer",
+    "MCPToolInfo",
+    "ServerInfo",
+    "add_server",
+    "list_tools",
+    "model_tool_name",
+    "remove_server",
+    "servers",
+]

@@ -1,0 +1,210 @@
+"""How MCP plugs into a `Runtime`: `MCPExtension`.
+
+One of a runtime's default extensions. It keeps the runtime's MCP servers
+(persisted under the runtime state key `mcp.servers.v1`, read back the first
+time they are needed, so a resumed runtime has them again) and one shared
+connection per server. An agent whose `AgentConfig.mcp_servers` names servers
+gets an `MCPAgentExtension`: before each model call it starts those servers if
+they are not running (first use, or after a crash) and lists their tools again
+if a server said its list changed; `tools()` then offers them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Mapping
+
+from pydantic import ValidationError
+
+from mentra_nb.errors import ConfigError, MCPServerError
+from mentra_nb.messages import Message
+from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
+from mentra_nb.runtime._services import AgentHandle, Services
+from mentra_nb.runtime.mcp._config import MCPServer
+from mentra_nb.runtime.mcp._connection import ServerConnection, require_sdk
+from mentra_nb.runtime.mcp._names import model_tool_name
+from mentra_nb.runtime.mcp._tools import MCPTool
+from mentra_nb.runtime.tools import Tool
+
+__all__ = ["STATE_KEY", "MCPAgentExtension", "MCPExtension"]
+
+log = logging.getLogger("mentra_nb.runtime.mcp")
+
+STATE_KEY = "mcp.servers.v1"
+
+
+class MCPExtension(RuntimeExtension):
+    """The runtime-wide half: the configured servers and their connections."""
+
+    def __init__(self, *, environ: Mapping[str, str] = os.environ) -> None:
+        self._environ = environ
+        self._servers: dict[str, MCPServer] = {}
+        self._connections: dict[str, ServerConnection] = {}
+        self._loaded = False
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def __repr__(self) -> str:
+        return f"<MCPExtension {sorted(self._servers)}>"
+
+    # --- configuration ----------------------------------------------------------------
+
+    def servers(self, services: Services) -> list[MCPServer]:
+        """The configured servers, in the order they were added."""
+        self._load(services)
+        return list(self._servers.values())
+
+    def server(self, services: Services, name: str) -> MCPServer:
+        self._load(services)
+        found = self._servers.get(name)
+        if found is None:
+            known = ", ".join(self._servers) or "none"
+            raise MCPServerError(
+                f"no MCP server named '{name}' in runtime '{services.runtime_id}' (configured: "
+                f"{known}); add it with rt.add_mcp_server(MCPServer.stdio('{name}', [...])) or "
+                f"%mentra mcp add {name} -- COMMAND"
+            )
+        return found
+
+    def add(self, services: Services, server: MCPServer) -> None:
+        """Configure `server` (persisted unless it lives in this process); a server of
+        the same name is replaced, and its connection stopped if its configuration changed."""
+        if not isinstance(server, MCPServer):
+            raise ConfigError(f"{server!r} is not an MCPServer; build one with MCPServer.stdio(...) "
+                              "or MCPServer.http(...)")
+        require_sdk()
+        self._reload(services)
+        previous = self._servers.get(server.name)
+        self._servers[server.name] = server
+        try:
+            self._persist(services)
+        except Exception:
+            if previous is None:
+                del self._servers[server.name]
+            else:
+                self._servers[server.name] = previous
+            raise
+        if previous is not None and (previous != server or previous.sdk_server is not server.sdk_server):
+            self._close_connection(server.name)
+
+    def remove(self, services: Services, name: str) -> None:
+        """Forget server `name` (persisted) and stop it."""
+        self._reload(services)
+        self.server(services, name)  # a clear error for an unknown name
+        removed = self._servers.pop(name)
+        try:
+            self._persist(services)
+        except Exception:
+            self._servers[name] = removed
+            raise
+        self._close_connection(name)
+
+    def _load(self, services: Services) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        stored = services.store.load_runtime_state(services.runtime_id, STATE_KEY) or []
+        for raw in stored if isinstance(stored, list) else []:
+            try:
+                server = MCPServer.model_validate(raw)
+            except ValidationError as err:
+                # One damaged entry must not cost the others (or the runtime). The
+                # problems are logged without the values, which could hold a secret.
+                problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'entry'}: {e['msg']}"
+                                     for e in err.errors(include_url=False, include_input=False))
+                log.warning("ignoring a stored MCP server of runtime %s: %s", services.runtime_id, problems)
+                continue
+            self._servers.setdefault(server.name, server)
+
+    def _persist(self, services: Services) -> None:
+        stored = [s.model_dump(mode="json") for s in self._servers.values() if s.persistable]
+        services.store.save_runtime_state(services.runtime_id, STATE_KEY, stored or None)
+
+    def _reload(self, services: Services) -> None:
+        """Take in servers another kernel of this notebook stored since we last read,
+        so our next write does not drop them (ours win on a name both have)."""
+        self._loaded = False
+        self._load(services)
+
+    # --- connections ------------------------------------------------------------------
+
+    def connection(self, services: Services, name: str) -> ServerConnection:
+        """The shared connection to server `name` (created, not started, on first ask)."""
+        connection = self._connections.get(name)
+        if connection is None:
+            connection = ServerConnection(self.server(services, name), self._environ)
+            self._connections[name] = connection
+        return connection
+
+    def live_connection(self, name: str) -> ServerConnection | None:
+        return self._connections.get(name)
+
+    def _close_connection(self, name: str) -> None:
+        connection = self._connections.pop(name, None)
+        if connection is None:
+            return
+        # Called from sync code on the runtime's loop (a connection only exists
+        # where a loop started it); the stop finishes in the background.
+        task = asyncio.get_running_loop().create_task(connection.aclose())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    # --- RuntimeExtension -------------------------------------------------------------
+
+    def attach(self, agent: AgentHandle) -> AgentExtension | None:
+        if not agent.config.mcp_servers:
+            return None
+        return MCPAgentExtension(self, agent)
+
+    async def aclose(self) -> None:
+        connections = list(self._connections.values())
+        self._connections.clear()
+        await asyncio.gather(*(c.aclose() for c in connections), *self._closing,
+                             return_exceptions=True)
+
+
+class MCPAgentExtension(AgentExtension):
+    """Offers one agent the tools of the servers its config names."""
+
+    def __init__(self, extension: MCPExtension, agent: AgentHandle) -> None:
+        self._extension = extension
+        self._agent = agent
+        self._tools: list[Tool] = []
+        self._built_from: list[tuple[str, int]] = []  # (server, tools_version) last built
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools)
+
+    async def before_round(self) -> list[Message]:
+        services = self._agent.services
+        connections = [self._extension.connection(services, name)
+                       for name in self._agent.config.mcp_servers]
+        for connection in connections:
+            if connection.tools is None:
+                # First use: a server that cannot start fails the run, with its stderr.
+                await connection.ensure_ready()
+            elif connection.state == "running" and connection.needs_refresh:
+                # It said its tools changed. If listing them fails, the old list stays:
+                # a call of a tool that is gone gets an error result from the server.
+                try:
+                    await connection.ensure_ready()
+                except Exception as err:
+                    log.info("could not list the tools of MCP server %s again: %s", connection.name, err)
+            # A server that died (state "failed") keeps its last tools: the next call
+            # of one starts it again, and the model gets an error result if it cannot.
+        self._rebuild(connections)
+        return []
+
+    def _rebuild(self, connections: list[ServerConnection]) -> None:
+        built_from = [(c.name, c.tools_version) for c in connections]
+        if built_from == self._built_from:
+            return
+        taken: set[str] = set()
+        tools: list[Tool] = []
+        for connection in connections:
+            for remote in connection.tools or []:
+                name = model_tool_name(connection.name, remote.name, taken)
+                taken.add(name)
+                tools.append(MCPTool(connection, remote, name))
+        self._tools, self._built_from = tools, built_from
