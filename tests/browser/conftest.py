@@ -14,7 +14,6 @@ Without chromium the tests are skipped, except under CI where that is a failure.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
 import sys
@@ -25,6 +24,7 @@ from typing import Literal
 import pytest
 
 from tests.browser.lab_server import REPO, LabServer, copy_notebooks
+from tests.conftest import missing
 
 ARTIFACTS = REPO / "artifacts" / "browser"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -49,10 +49,7 @@ def _chromium() -> str:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
     if path:
         return path
-    message = "Debian's chromium is not installed: apt-get install -y chromium"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+    missing("Debian's chromium is not installed: apt-get install -y chromium")
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
+from tests.conftest import missing
 
 __all__ = ["CRASHY", "EVERYTHING", "HERE", "HttpServer", "everything_command", "free_port",
            "http_everything", "python_command"]
@@ -34,10 +34,7 @@ LOOPBACK = HERE / "loopback.cjs"
 def _need_everything() -> None:
     if EVERYTHING.exists() and shutil.which("node"):
         return
-    message = "the npm MCP server is not installed: cd tests/mcp && npm ci"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+    missing("the npm MCP server is not installed: cd tests/mcp && npm ci")
 
 
 def everything_command(transport: str = "stdio") -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import filecmp
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,17 +14,16 @@ from mentra_nb.notebook._assets import STATIC_DIR, static_file
 from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.notebook.subagent_picker import SubagentPickerView
 from mentra_nb.notebook.team_view import TeamView
+from tests.conftest import missing
 
 JS_SOURCE = Path(__file__).resolve().parents[2] / "js"
 WIDGET_MODULES = ["agent_view.js", "team_view.js", "subagent_picker.js"]
 
 
 def _needs(tool: str | None, why: str) -> str:
-    """The tool's path; a missing one skips the test, except under CI where it fails."""
+    """The tool's path, or a skip (a failure under CI) if it is missing."""
     if tool is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{why} is missing, and CI must run this test")
-        pytest.skip(f"{why} is missing")
+        missing(f"{why} is missing")
     return tool
 
 
