@@ -220,8 +220,11 @@ class TurnLoop:
                 # unless someone listens to every delta.
                 if type(event) is ContentBlockDelta:
                     if not event.value.isascii():
-                        # A lone surrogate ("\ud800" in the provider's JSON) cannot be stored.
-                        event = event.model_copy(update={"value": valid_utf8(event.value)})
+                        # A lone surrogate ("\ud800" in the provider's JSON) cannot be stored;
+                        # only a delta that holds one is copied (most non-ASCII text is fine).
+                        value = valid_utf8(event.value)
+                        if value is not event.value:
+                            event = event.model_copy(update={"value": value})
                     if event.index != hot_index or event.kind != hot_kind:
                         hot_parts = assembler.stream_parts(event.index, event.kind)
                         if hot_parts is not None:
