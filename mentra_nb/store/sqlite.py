@@ -457,7 +457,9 @@ class SqliteStore:
 
     def load_messages(self, agent_id: str, start: int = 0, end: int | None = None) -> list[Message]:
         rows = self._read(
-            "SELECT message FROM messages WHERE agent_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
+            # As bytes: the decoder joins them into one JSON array without re-encoding.
+            "SELECT CAST(message AS BLOB) FROM messages WHERE agent_id = ? AND seq >= ? AND seq < ?"
+            " ORDER BY seq",
             (agent_id, start, end if end is not None else 2**62),
         )
         with self._decoding(f"message of agent {agent_id}"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 
@@ -31,6 +32,7 @@ from mentra_nb import (
     Usage,
     tool,
 )
+from mentra_nb.runtime._turn_loop import FIRST_CHECKPOINT
 from mentra_nb.testing import (
     ScriptedProvider,
     controlled_stream,
@@ -39,7 +41,6 @@ from mentra_nb.testing import (
     text_stream,
     tool_use_stream,
 )
-from mentra_nb.runtime._turn_loop import FIRST_CHECKPOINT
 from tests.conftest import wait_until
 
 
@@ -420,7 +421,7 @@ async def test_the_pending_turn_is_checkpointed_after_a_second_then_at_doubling_
     control.send(MessageStopped())
     await send
     times = [started] + [at for at, _ in writes]
-    gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     # Never sooner than due (timers do not fire early): 1 s, then 2 s, 4 s, ...
     assert all(gap >= FIRST_CHECKPOINT * 2**i - 0.01 for i, gap in enumerate(gaps)), gaps
     assert SqliteStore(db_path).load_agent(agent.id).pending_turn is None
