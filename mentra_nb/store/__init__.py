@@ -3,6 +3,8 @@
 from mentra_nb.store.base import (
     AgentKind,
     AgentRecord,
+    BranchRecord,
+    Checkpoint,
     LeaseClaim,
     LeaseRecord,
     PendingTurn,
@@ -18,6 +20,8 @@ from mentra_nb.store.sqlite import SqliteStore
 __all__ = [
     "AgentKind",
     "AgentRecord",
+    "BranchRecord",
+    "Checkpoint",
     "LeaseClaim",
     "LeaseRecord",
     "PendingTurn",
