@@ -29,10 +29,10 @@ from mentra_nb.providers.registry import ProviderRegistry
 from mentra_nb.runtime import teams
 from mentra_nb.runtime._approvals import ApprovalDecision, Approvals, load_approval_state
 from mentra_nb.runtime._config import AgentConfig
+from mentra_nb.runtime._export import ExportFormat, ExportHeader, export_transcript
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import Services
-from mentra_nb.runtime._export import ExportFormat, ExportHeader, export_transcript
 from mentra_nb.runtime._snapshot import AgentSnapshot, SnapshotFields, TeammateInfo
 from mentra_nb.runtime._state import AgentState
 from mentra_nb.runtime._time_travel import Branch, check_index

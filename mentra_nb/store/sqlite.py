@@ -557,12 +557,12 @@ class SqliteStore:
     ) -> None:
         with self._write(agent_id, token) as cur:
             head = _head(cur, agent_id)
-            if head.count != run.baseline:
+            if head.length != run.baseline:
                 raise StoreError(
-                    f"agent {agent_id} has {head.count} stored messages but the run starts at "
+                    f"agent {agent_id} has {head.length} stored messages but the run starts at "
                     f"{run.baseline}; reload the agent (rt.resume_agent) before sending"
                 )
-            _append(cur, head.branch, head.count, run.generation, messages)
+            _append(cur, head.branch, head.length, run.generation, messages)
             if clear_resumable:
                 cur.execute("DELETE FROM resumable_turns WHERE agent_id = ?", (agent_id,))
             cur.execute(
@@ -571,7 +571,7 @@ class SqliteStore:
                 (run.baseline, int(run.assistant_committed), run.started_at or time.time(), agent_id),
             )
             _update_agent(cur, agent_id, status=status, run_generation=run.generation,
-                          message_count=head.count + len(messages))
+                          message_count=head.length + len(messages))
 
     def checkpoint_pending(self, agent_id: str, pending: PendingTurn, *, token: str) -> None:
         with self._write(agent_id, token) as cur:
@@ -584,16 +584,16 @@ class SqliteStore:
     ) -> None:
         with self._write(agent_id, token) as cur:
             head = _head(cur, agent_id)
-            _append(cur, head.branch, head.count, head.generation, [message])
+            _append(cur, head.branch, head.length, head.generation, [message])
             cur.execute("UPDATE agents SET run_assistant_committed = 1, pending_turn = NULL WHERE id = ?",
                         (agent_id,))
-            _update_agent(cur, agent_id, status=status, usage=usage, message_count=head.count + 1)
+            _update_agent(cur, agent_id, status=status, usage=usage, message_count=head.length + 1)
 
     def append_messages(self, agent_id: str, messages: list[Message], *, token: str) -> None:
         with self._write(agent_id, token) as cur:
             head = _head(cur, agent_id)
-            _append(cur, head.branch, head.count, head.generation, messages)
-            _update_agent(cur, agent_id, message_count=head.count + len(messages))
+            _append(cur, head.branch, head.length, head.generation, messages)
+            _update_agent(cur, agent_id, message_count=head.length + len(messages))
 
     def finish_run(
         self, agent_id: str, *, status: AgentStatus, token: str, append: list[Message] | None = None,
@@ -601,7 +601,7 @@ class SqliteStore:
     ) -> None:
         with self._write(agent_id, token) as cur:
             head = _head(cur, agent_id)
-            count = head.count
+            count = head.length
             if append:
                 _append(cur, head.branch, count, head.generation, append)
                 count += len(append)
@@ -613,7 +613,7 @@ class SqliteStore:
     ) -> None:
         with self._write(agent_id, token) as cur:
             head = _head(cur, agent_id)
-            count = head.count
+            count = head.length
             if head.run_baseline is not None:
                 count = head.run_baseline
                 forked_after = cur.execute(
@@ -653,12 +653,12 @@ class SqliteStore:
         with self._write(agent_id, token) as cur:
             head = _head(cur, agent_id)
             _refuse_during_run(head, agent_id, "rewind")
-            if not 0 <= to <= head.count:
+            if not 0 <= to <= head.length:
                 raise StoreError(
-                    f"cannot rewind agent {agent_id} to {to}: it has {head.count} messages"
+                    f"cannot rewind agent {agent_id} to {to}: it has {head.length} messages"
                 )
             cur.execute("DELETE FROM resumable_turns WHERE agent_id = ?", (agent_id,))
-            if to == head.count:
+            if to == head.length:
                 return head.branch
             if _is_bare_pointer(cur, head.branch):
                 # The head holds nothing of its own (a rewind's pointer): point it
@@ -1119,7 +1119,7 @@ def _end(end: int | None) -> int:
 
 class _Head(NamedTuple):
     branch: str
-    count: int
+    length: int
     generation: int
     run_baseline: int | None
 
