@@ -218,8 +218,9 @@ class AgentState:
         forked child's inherited turns)."""
         if not messages:
             return
+        history = self._history()  # read before the write, or the read would hold them too
         self._store.append_messages(self.agent_id, list(messages), token=self._token)
-        self._history().extend(messages)
+        history.extend(messages)
         self.changed()
 
     def stream_from(self, assembler: MessageAssembler) -> None:
