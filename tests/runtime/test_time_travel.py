@@ -239,8 +239,9 @@ async def test_forks_rewinds_and_branches_survive_a_process_restart(db_path):
         "       for a in rt.resume()}\n"
         "print(json.dumps(out))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script, str(db_path)], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+    done = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-c", script, str(db_path)], cwd=REPO, capture_output=True,
+        text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["fork"]["history"] == ["question 0", "You said: question 0", "fork's own",
