@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mentra_nb._notebook_path import use_namespace
-from mentra_nb.errors import AgentBusy, AgentNotFound, ConfigError, MCPServerError, MentraError
+from mentra_nb.errors import (
+    AgentBusy,
+    AgentExists,
+    AgentNotFound,
+    ConfigError,
+    MCPServerError,
+    MentraError,
+)
 from mentra_nb.notebook._discovery import StoreLocation, discover_store
 from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook._kernel_tools import KERNEL_TOOL_NAMES, kernel_tools, python_tool
@@ -295,6 +302,34 @@ class NotebookSession:
 
     def stop(self, agent: Agent) -> None:
         self.host.call(agent.stop)
+
+    def fork(self, source: Agent, new: str, at: int | None) -> tuple[Agent, bool]:
+        """`source.fork(new, at)`, or the stored fork `new` of `source` at that point
+        brought back (a re-run cell); True when it was made now."""
+        runtime = self.runtime
+        existing = next((r for r in self.records() if r.name == new and r.kind == "agent"), None)
+        if existing is not None and existing.forked_from == source.id and at in (None, existing.fork_index):
+            live = next((a for a in runtime.agents if a.id == existing.id), None)
+            return live or self.host.call(lambda: runtime.resume_agent(existing.id)), False
+        if existing is not None:
+            raise AgentExists(
+                f"an agent named '{new}' already exists and is not a fork of '{source.name}'"
+                + (f" at {at}" if at is not None else "") + "; pick another name, or delete it "
+                f"with %mentra rm {new}"
+            )
+        return self.host.call(lambda: source.fork(new, at)), True
+
+    def delete(self, name: str, *, with_forks: bool) -> list[str]:
+        """Delete stored agent `name` (and what `rt.delete_agent` takes with it);
+        their views stop updating."""
+        runtime = self.runtime
+        deleted = self.host.submit(runtime.delete_agent(name, with_forks=with_forks)).result(60)
+        for agent_id in deleted:
+            for views in (self._views, self._pickers, self._teams):
+                view = views.pop(agent_id, None)
+                if view is not None:
+                    view.close()
+        return deleted
 
     def interrupt(self, agent: Agent) -> None:
         self.host.call(agent.cancel)

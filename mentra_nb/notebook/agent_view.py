@@ -160,6 +160,8 @@ class AgentView(MentraWidget):
             self.progress = ""
         if event.type == "assistant_message_committed":
             self._commit(event.message)
+        elif event.type == "history_replaced":
+            self._replace_transcript()
         else:
             with self.hold_sync():  # one state message for the status and the rest
                 self._flush()
@@ -296,6 +298,16 @@ class AgentView(MentraWidget):
         self._rendered_messages = snapshot.history_len
         self._send_items(start, new, stream)
         return stream is not None
+
+    def _replace_transcript(self) -> None:
+        """A rewind, an edit or a switch of branch: the transcript is another one,
+        perhaps as long as the old, so it is rendered and sent again from the start."""
+        self._sync_state()
+        if self._items is not None:
+            history = self._agent.history
+            self._items = self._render(history, 0)
+            self._rendered_messages = len(history)
+            self._send_items(0, self._items)
 
     @property
     def items(self) -> list[dict[str, Any]]:
