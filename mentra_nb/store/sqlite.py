@@ -207,6 +207,10 @@ _MIGRATIONS: list[str] = [
     # row instead of copying a transcript. Every agent's existing messages become
     # its first branch, whose id is the agent's. The messages table is rebuilt
     # (once) to hang its rows on branches and record each message's run.
+    # A fork writes a handful of pages, so each index it touches counts: an agent's
+    # branches are found from its first branch (whose id is the agent's) down the
+    # parent index, not by an index of their own, and only agents with a parent
+    # (teammates, subagents) are in the parent index.
     """
     CREATE TABLE branches (
         id TEXT PRIMARY KEY,
@@ -215,8 +219,9 @@ _MIGRATIONS: list[str] = [
         fork_index INTEGER NOT NULL DEFAULT 0,
         created_at REAL NOT NULL
     ) WITHOUT ROWID;
-    CREATE INDEX branches_by_agent ON branches (agent_id, created_at);
     CREATE INDEX branches_by_parent ON branches (parent_id, fork_index);
+    DROP INDEX agents_by_parent;
+    CREATE INDEX agents_by_parent ON agents (parent_id, created_at) WHERE parent_id IS NOT NULL;
     INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at)
         SELECT id, id, NULL, 0, created_at FROM agents;
     ALTER TABLE agents ADD COLUMN branch_id TEXT;
@@ -691,10 +696,14 @@ class SqliteStore:
         with self._lock:
             head = self._read("SELECT branch_id FROM agents WHERE id = ?", (agent_id,))
             rows = self._read(
-                "SELECT b.id, b.agent_id, b.parent_id, b.fork_index, b.created_at,"
+                # The agent's branches form a tree under its first branch (id = agent id).
+                "WITH RECURSIVE tree(id) AS (SELECT id FROM branches WHERE id = ? AND agent_id = ?"
+                " UNION ALL SELECT b.id FROM branches b JOIN tree ON b.parent_id = tree.id"
+                " WHERE b.agent_id = ?)"
+                " SELECT b.id, b.agent_id, b.parent_id, b.fork_index, b.created_at,"
                 " (SELECT max(seq) FROM messages m WHERE m.branch_id = b.id)"
-                " FROM branches b WHERE b.agent_id = ? ORDER BY b.created_at, b.id",
-                (agent_id,),
+                " FROM tree JOIN branches b ON b.id = tree.id ORDER BY b.created_at, b.id",
+                (agent_id, agent_id, agent_id),
             )
         return [
             BranchRecord(id=row[0], agent_id=row[1], parent_id=row[2], fork_index=row[3],

@@ -1,6 +1,6 @@
 """Run the benchmarks, print their tables, and write RESULTS.md.
 
-    python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost wire
+    python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost wire fork
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 from tests.benchmarks import (
     bench_concurrency,
     bench_cost,
+    bench_fork,
     bench_import,
     bench_resume,
     bench_storage,
@@ -29,6 +30,7 @@ BENCHMARKS = {
     "concurrency": bench_concurrency.run,
     "cost": bench_cost.run,
     "wire": bench_wire.run,
+    "fork": bench_fork.run,
 }
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
