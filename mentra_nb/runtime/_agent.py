@@ -441,8 +441,12 @@ class Agent:
         """The committed transcript as `"markdown"`, `"json"` or `"ipynb"` text,
         tool calls and results included (no config, no key); written to `path`
         too when given."""
+        parent = None
+        if self.forked_from is not None:
+            stored = self._services.store.load_agent(self.forked_from, transcript=False)
+            parent = stored.record.name if stored is not None else f"a deleted agent ({self.forked_from})"
         header = ExportHeader(name=self.name, agent_id=self.id, model=self.model.key,
-                              forked_from=self.forked_from, fork_index=self.fork_index)
+                              forked_from=parent, fork_index=self.fork_index)
         return export_transcript(header, self.history, format, path)
 
     def _ensure_at_rest(self, what: str) -> None:

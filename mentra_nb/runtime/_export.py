@@ -34,7 +34,8 @@ EXPORT_FORMATS: tuple[ExportFormat, ...] = ("markdown", "json", "ipynb")
 
 
 class ExportHeader:
-    """Who the transcript belongs to, for the export's title and metadata."""
+    """Who the transcript belongs to, for the export's title and metadata
+    (`forked_from`: the name of the agent it was forked from)."""
 
     def __init__(self, *, name: str, agent_id: str, model: str,
                  forked_from: str | None = None, fork_index: int | None = None) -> None:
