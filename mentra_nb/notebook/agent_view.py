@@ -26,13 +26,20 @@ import traitlets
 from pydantic import Field, TypeAdapter
 
 from mentra_nb import pricing
-from mentra_nb.errors import AgentError
+from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.messages import Message, Role, TextBlock, ThinkingBlock
 from mentra_nb.notebook._assets import static_file
 from mentra_nb.notebook._rendering import md_code, md_text, message_items, transcript_markdown
 from mentra_nb.notebook._stream_refs import encode_html
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
-from mentra_nb.runtime import Agent, AgentEvent, AgentSnapshot, PendingApproval, spending
+from mentra_nb.runtime import (
+    AGENT_NAME_PATTERN,
+    Agent,
+    AgentEvent,
+    AgentSnapshot,
+    PendingApproval,
+    spending,
+)
 
 if TYPE_CHECKING:
     from mentra_nb.notebook._host import RuntimeHost
@@ -72,6 +79,22 @@ class _Resume(BrowserMessage):
     kind: Literal["resume"]
 
 
+class _Fork(BrowserMessage):
+    """"Fork from here": a new agent `name` with this one's first `at` messages."""
+
+    kind: Literal["fork"]
+    at: int = Field(ge=0)
+    name: str = Field(pattern=AGENT_NAME_PATTERN)
+
+
+class _Edit(BrowserMessage):
+    """"Edit": send `text` in place of the user message at `index`."""
+
+    kind: Literal["edit"]
+    index: int = Field(ge=0)
+    text: str = Field(min_length=1, max_length=100_000)
+
+
 class _Approve(BrowserMessage):
     kind: Literal["approve"]
     call_id: str = Field(min_length=1, max_length=200)
@@ -85,7 +108,7 @@ class _Deny(BrowserMessage):
 
 
 _browser_message: TypeAdapter[Any] = browser_messages(
-    Annotated[_Hello | _Stop | _Interrupt | _Send | _Resume | _Approve | _Deny,
+    Annotated[_Hello | _Stop | _Interrupt | _Send | _Resume | _Approve | _Deny | _Fork | _Edit,
               Field(discriminator="kind")]
 )
 
@@ -116,6 +139,10 @@ class AgentView(MentraWidget):
     # What `agent.resume()` would do: {"kind": "replay", "text": ...} for a rolled-back
     # user turn, {"kind": "continue"} after cut tool calls, {} when there is nothing.
     resumable = traitlets.Dict().tag(sync=True)
+    # A fork's origin for its header, {"parent": name, "at": messages it began with}; {} otherwise.
+    fork_origin = traitlets.Dict().tag(sync=True)
+    # What the last "Fork from here" or "Edit" click did, or why it could not ("" at first).
+    notice = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, agent: Agent, host: RuntimeHost) -> None:
         super().__init__()
@@ -147,6 +174,7 @@ class AgentView(MentraWidget):
         agent = self._agent
         self.agent_name = agent.name
         self.model_key = agent.model.key
+        self.fork_origin = _fork_origin(agent)
         self._sync_state()
         self._unsubscribe = agent.on_event(self._on_event, deltas=False)
         self._poll_while_running()
@@ -365,6 +393,31 @@ class AgentView(MentraWidget):
             self._host.call_soon(_answer, agent.name, agent.approve, message.call_id, message.always)
         elif isinstance(message, _Deny):
             self._host.call_soon(_answer, agent.name, agent.deny, message.call_id, message.reason)
+        elif isinstance(message, _Fork):
+            self._host.call_soon(self._fork_from_here, message.at, message.name)
+        elif isinstance(message, _Edit):
+            future = self._host.submit(agent.edit(message.index, message.text))
+            future.add_done_callback(self._report_edit)
+
+    # --- time travel from the browser (runs on the runtime thread) -----------------
+
+    def _fork_from_here(self, at: int, name: str) -> None:
+        try:
+            fork = self._agent.fork(name, at=at)
+        except MentraError as err:
+            self.notice = f"could not fork: {err}"
+            return
+        self.notice = (f"forked as '{fork.name}' with the first {at} messages; "
+                       f"nb.session().agent('{fork.name}') in a cell shows it")
+
+    def _report_edit(self, future: Any) -> None:
+        if future.cancelled():
+            return
+        error = future.exception()
+        if isinstance(error, MentraError):
+            self.notice = f"could not edit: {error}"
+        elif error is not None:
+            log.warning("an edit sent from %s's widget failed: %s", self._agent.name, error)
 
     # --- static outputs -----------------------------------------------------------
 
@@ -375,6 +428,9 @@ class AgentView(MentraWidget):
     def _markdown(self) -> str:
         agent = self._agent
         header = f"**{md_text(agent.name)}** · {md_code(agent.model.key)} · {md_text(str(agent.status))}"
+        if self.fork_origin:
+            header += (f" · fork of **{md_text(self.fork_origin['parent'])}** at message "
+                       f"{self.fork_origin['at']}")
         recent = agent.recent_messages(STATIC_MESSAGES)
         earlier = agent.snapshot.history_len - len(recent)
         if earlier > 0:
@@ -417,6 +473,14 @@ def _answer(name: str, answer: Any, *args: Any) -> None:
         answer(*args)
     except AgentError as err:
         log.warning("an approval answer from %s's widget was ignored: %s", name, err)
+
+
+def _fork_origin(agent: Agent) -> dict[str, Any]:
+    if agent.forked_from is None:
+        return {}
+    parent = agent.services.store.load_agent(agent.forked_from, transcript=False)
+    return {"parent": parent.record.name if parent is not None else "a deleted agent",
+            "at": agent.fork_index}
 
 
 RESUMABLE_PREVIEW_CHARS = 300
