@@ -5,10 +5,20 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from mentra_nb import Runtime
+from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.agent_view import AgentView
 from tests.conftest import until
-from tests.notebook.test_agent_view import host, opened, replay_as_the_browser_does  # noqa: F401
+from tests.notebook.test_agent_view import opened, replay_as_the_browser_does
+
+
+@pytest.fixture
+def host():
+    h = RuntimeHost()
+    yield h
+    h.stop()
 
 
 def conversation(host, turns: int = 2):
