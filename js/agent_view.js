@@ -2,6 +2,7 @@
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
 import { appendTranscript, approvalBox, element, subscribe, toolLabel } from "./dom.js";
+import { addMessageActions, forkOriginLabel, setEditable } from "./time_travel.js";
 
 /**
  * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null}} Status
@@ -144,13 +145,15 @@ export function render({ model, el }) {
   const badge = element("span", "mentra-badge");
   const run = element("span", "mentra-run");
   const usage = element("span", "mentra-usage");
-  header.append(name, modelName, badge, run, usage);
+  const forkOrigin = element("span", "mentra-fork-origin");
+  header.append(name, modelName, badge, run, usage, forkOrigin);
   const transcript = element("div", "mentra-transcript");
   const liveThinking = element("div", "mentra-live mentra-thinking");
   const liveText = element("div", "mentra-live");
   const liveTools = element("div", "mentra-live-tools");
   const approvalsBox = element("div", "mentra-approvals");
   const resumeBox = element("div", "mentra-resumable");
+  const notice = element("div", "mentra-time-travel-notice");
   const controls = element("div", "mentra-controls");
   const input = /** @type {HTMLTextAreaElement} */ (element("textarea"));
   input.placeholder = "Message the agent (Ctrl+Enter sends)";
@@ -160,7 +163,8 @@ export function render({ model, el }) {
   const interruptButton = /** @type {HTMLButtonElement} */ (element("button", "mentra-interrupt", "Interrupt"));
   interruptButton.title = "Abort now; the turn is rolled back and can be resumed";
   controls.append(input, sendButton, stopButton, interruptButton);
-  root.append(header, transcript, liveThinking, liveText, liveTools, approvalsBox, resumeBox, controls);
+  root.append(header, transcript, liveThinking, liveText, liveTools, approvalsBox, resumeBox, notice,
+    controls);
   el.append(root);
 
   const live = new LiveStream();
@@ -184,6 +188,8 @@ export function render({ model, el }) {
     stopButton.disabled = !running;
     interruptButton.disabled = !running;
     sendButton.disabled = running;
+    forkOrigin.textContent = forkOriginLabel(model.get("fork_origin"));
+    setEditable(transcript, !running && root.dataset.connected !== "false");
   };
   /** @type {Map<string, HTMLElement>} */
   let calls = new Map();
@@ -199,6 +205,10 @@ export function render({ model, el }) {
       appendTranscript(transcript, live.items.slice(from), calls);
     }
     renderedItems = live.items.length;
+    const running = RUNNING.has((model.get("status") ?? {}).name);
+    addMessageActions(transcript, live.items, {
+      agentName: model.get("agent_name"), send: (request) => model.send(request),
+      editable: !running && root.dataset.connected !== "false", signal });
   };
   const renderLive = () => {
     liveText.textContent = live.text;
@@ -289,6 +299,8 @@ export function render({ model, el }) {
       "its kernel stopped: run %mentra resume in the new kernel for a live view"));
   };
 
+  const renderNotice = () => { notice.textContent = model.get("notice") ?? ""; };
+
   const unsubscribe = subscribe(model, [
     ["comm_live_update", onDisconnect],
     ...["agent_name", "model_key", "status", "run_generation", "usage", "cost", "progress"].map(
@@ -296,6 +308,8 @@ export function render({ model, el }) {
     ["change:pending_tools", renderLive],
     ["change:approvals", () => { renderApprovals(); renderHeader(); }],
     ["change:resumable", renderResumable],
+    ["change:fork_origin", renderHeader],
+    ["change:notice", renderNotice],
     ["msg:custom", onCustom],
   ]);
 
@@ -303,6 +317,7 @@ export function render({ model, el }) {
   renderLive();
   renderApprovals();
   renderResumable();
+  renderNotice();
   hello();
 
   return () => {

@@ -18,6 +18,7 @@ function appendTranscript(container, items, calls) {
       } else {
         const orphan = element("div", "mentra-item mentra-tool");
         orphan.dataset.role = item.role;
+        orphan.dataset.index = String(item.index);
         orphan.append(result);
         container.append(orphan);
       }
@@ -25,6 +26,7 @@ function appendTranscript(container, items, calls) {
     }
     const node = element("div", "mentra-item");
     node.dataset.role = item.role;
+    node.dataset.index = String(item.index);
     node.dataset.kind = item.kind;
     if (item.kind === "text" || item.kind === "notice") {
       node.innerHTML = item.html ?? "";
@@ -103,6 +105,122 @@ function subscribe(model, subscriptions) {
   return () => {
     for (const [event, handler] of subscriptions) model.off(event, handler);
   };
+}
+
+// time_travel.js
+function forkOriginLabel(origin) {
+  if (!origin || !origin.parent) return "";
+  return `fork of ${origin.parent} at message ${origin.at ?? 0}`;
+}
+function forkPoint(items, index) {
+  const answered = items.some((i) => i.index === index + 1 && i.kind === "tool_result");
+  return answered ? index + 2 : index + 1;
+}
+function addMessageActions(container, items, { agentName, send, editable, signal }) {
+  for (const row of container.querySelectorAll(":scope > .mentra-message-actions")) row.remove();
+  const lastBlock = /* @__PURE__ */ new Map();
+  for (const node of container.children) {
+    const index = (
+      /** @type {HTMLElement} */
+      node.dataset.index
+    );
+    if (index !== void 0) lastBlock.set(Number(index), node);
+  }
+  for (const [index, node] of lastBlock) {
+    const words = items.find((i) => i.index === index && i.role === "user" && i.kind === "text" && typeof i.text === "string");
+    const row = element("div", "mentra-message-actions");
+    row.dataset.index = String(index);
+    const at = forkPoint(items, index);
+    const fork = button(
+      "mentra-fork",
+      "Fork from here",
+      `A new agent with messages 0\u2013${at - 1} of ${agentName}; ${agentName} is unchanged`
+    );
+    fork.addEventListener("click", () => openForkForm(row, agentName, at, send, signal), { signal });
+    row.append(fork);
+    if (words) {
+      const edit = button(
+        "mentra-edit",
+        "Edit",
+        "Send new words in place of this message; the old branch is kept"
+      );
+      edit.disabled = !editable;
+      edit.addEventListener("click", () => openEditForm(row, index, words.text ?? "", send, signal), { signal });
+      row.append(edit);
+    }
+    node.after(row);
+  }
+}
+function setEditable(container, editable) {
+  for (const edit of container.querySelectorAll(".mentra-message-actions .mentra-edit")) {
+    edit.disabled = !editable;
+  }
+}
+function openForkForm(row, agentName, at, send, signal) {
+  const form = inlineForm(row);
+  const name = (
+    /** @type {HTMLInputElement} */
+    element("input", "mentra-fork-name")
+  );
+  name.value = `${agentName}-fork-${at}`;
+  name.setAttribute("aria-label", "name of the new agent");
+  const submit = () => {
+    const chosen = name.value.trim();
+    if (!chosen) return;
+    send({ kind: "fork", at, name: chosen });
+    form.remove();
+  };
+  const confirm = button("mentra-fork-confirm", "Fork", `Fork the first ${at} messages`);
+  confirm.addEventListener("click", submit, { signal });
+  name.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") submit();
+  }, { signal });
+  form.append(element("span", "", "new agent:"), name, confirm, cancelButton(form, signal));
+  name.focus();
+}
+function openEditForm(row, index, words, send, signal) {
+  const form = inlineForm(row);
+  const text = (
+    /** @type {HTMLTextAreaElement} */
+    element("textarea", "mentra-edit-text")
+  );
+  text.value = words;
+  const submit = () => {
+    const edited = text.value.trim();
+    if (!edited) return;
+    send({ kind: "edit", index, text: edited });
+    form.remove();
+  };
+  const confirm = button(
+    "mentra-edit-confirm",
+    "Send in its place",
+    "Rewind to before this message and send the new words; the old branch is kept"
+  );
+  confirm.addEventListener("click", submit, { signal });
+  text.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) submit();
+  }, { signal });
+  form.append(text, confirm, cancelButton(form, signal));
+  text.focus();
+}
+function inlineForm(row) {
+  row.querySelector(".mentra-inline-form")?.remove();
+  const form = element("div", "mentra-inline-form");
+  row.append(form);
+  return form;
+}
+function cancelButton(form, signal) {
+  const cancel = button("mentra-cancel", "Cancel", "");
+  cancel.addEventListener("click", () => form.remove(), { signal });
+  return cancel;
+}
+function button(className, label, title) {
+  const node = (
+    /** @type {HTMLButtonElement} */
+    element("button", className, label)
+  );
+  if (title) node.title = title;
+  return node;
 }
 
 // agent_view.js
@@ -199,13 +317,15 @@ function render({ model, el }) {
   const badge = element("span", "mentra-badge");
   const run = element("span", "mentra-run");
   const usage = element("span", "mentra-usage");
-  header.append(name, modelName, badge, run, usage);
+  const forkOrigin = element("span", "mentra-fork-origin");
+  header.append(name, modelName, badge, run, usage, forkOrigin);
   const transcript = element("div", "mentra-transcript");
   const liveThinking = element("div", "mentra-live mentra-thinking");
   const liveText = element("div", "mentra-live");
   const liveTools = element("div", "mentra-live-tools");
   const approvalsBox = element("div", "mentra-approvals");
   const resumeBox = element("div", "mentra-resumable");
+  const notice = element("div", "mentra-time-travel-notice");
   const controls = element("div", "mentra-controls");
   const input = (
     /** @type {HTMLTextAreaElement} */
@@ -227,7 +347,17 @@ function render({ model, el }) {
   );
   interruptButton.title = "Abort now; the turn is rolled back and can be resumed";
   controls.append(input, sendButton, stopButton, interruptButton);
-  root.append(header, transcript, liveThinking, liveText, liveTools, approvalsBox, resumeBox, controls);
+  root.append(
+    header,
+    transcript,
+    liveThinking,
+    liveText,
+    liveTools,
+    approvalsBox,
+    resumeBox,
+    notice,
+    controls
+  );
   el.append(root);
   const live = new LiveStream();
   const renderHeader = () => {
@@ -245,6 +375,8 @@ function render({ model, el }) {
     stopButton.disabled = !running;
     interruptButton.disabled = !running;
     sendButton.disabled = running;
+    forkOrigin.textContent = forkOriginLabel(model.get("fork_origin"));
+    setEditable(transcript, !running && root.dataset.connected !== "false");
   };
   let calls = /* @__PURE__ */ new Map();
   let renderedItems = 0;
@@ -258,6 +390,13 @@ function render({ model, el }) {
       appendTranscript(transcript, live.items.slice(from), calls);
     }
     renderedItems = live.items.length;
+    const running = RUNNING.has((model.get("status") ?? {}).name);
+    addMessageActions(transcript, live.items, {
+      agentName: model.get("agent_name"),
+      send: (request) => model.send(request),
+      editable: !running && root.dataset.connected !== "false",
+      signal
+    });
   };
   const renderLive = () => {
     liveText.textContent = live.text;
@@ -320,13 +459,13 @@ function render({ model, el }) {
     const resumable = model.get("resumable") ?? {};
     if (!resumable.kind) return;
     const label = resumable.kind === "replay" ? `This turn was cut and rolled back: \u201C${resumable.text ?? ""}\u201D` : "Tool calls were cut before they finished.";
-    const button = element("button", "mentra-resume", resumable.kind === "replay" ? "Replay it" : "Continue");
-    button.addEventListener("click", () => model.send({ kind: "resume" }), { signal });
-    resumeBox.append(element("span", "mentra-notice-item", label), button);
+    const button2 = element("button", "mentra-resume", resumable.kind === "replay" ? "Replay it" : "Continue");
+    button2.addEventListener("click", () => model.send({ kind: "resume" }), { signal });
+    resumeBox.append(element("span", "mentra-notice-item", label), button2);
   };
   const onDisconnect = () => {
     root.dataset.connected = "false";
-    for (const button of root.querySelectorAll("button")) button.disabled = true;
+    for (const button2 of root.querySelectorAll("button")) button2.disabled = true;
     input.disabled = true;
     badge.textContent = "disconnected";
     badge.dataset.status = "idle";
@@ -337,6 +476,9 @@ function render({ model, el }) {
       "mentra-notice-item",
       "its kernel stopped: run %mentra resume in the new kernel for a live view"
     ));
+  };
+  const renderNotice = () => {
+    notice.textContent = model.get("notice") ?? "";
   };
   const unsubscribe = subscribe(model, [
     ["comm_live_update", onDisconnect],
@@ -352,12 +494,15 @@ function render({ model, el }) {
       renderHeader();
     }],
     ["change:resumable", renderResumable],
+    ["change:fork_origin", renderHeader],
+    ["change:notice", renderNotice],
     ["msg:custom", onCustom]
   ]);
   renderHeader();
   renderLive();
   renderApprovals();
   renderResumable();
+  renderNotice();
   hello();
   return () => {
     controller.abort();

@@ -22,6 +22,7 @@ function appendTranscript(container, items, calls) {
       } else {
         const orphan = element("div", "mentra-item mentra-tool");
         orphan.dataset.role = item.role;
+        orphan.dataset.index = String(item.index);
         orphan.append(result);
         container.append(orphan);
       }
@@ -29,6 +30,7 @@ function appendTranscript(container, items, calls) {
     }
     const node = element("div", "mentra-item");
     node.dataset.role = item.role;
+    node.dataset.index = String(item.index);
     node.dataset.kind = item.kind;
     if (item.kind === "text" || item.kind === "notice") {
       node.innerHTML = item.html ?? "";
