@@ -32,9 +32,9 @@ export function forkPoint(items, index) {
 
 /**
  * Put an actions row after the last rendered block of each committed message in
- * `container` (blocks carry `data-index`): "Fork from here" on every message, and
- * "Edit" on the user's own text. Rows from an earlier call are replaced, so call it
- * after every render.
+ * `container` (blocks carry `data-index`; the row shows on hover or focus):
+ * "Fork from here" on every message, and "Edit" on the user's own text. Rows from
+ * an earlier call are replaced, so call it after every render.
  * @param {HTMLElement} container
  * @param {Item[]} items
  * @param {{agentName: string, send: (request: Request) => void, editable: boolean, signal: AbortSignal}} options
@@ -95,7 +95,7 @@ function openForkForm(row, agentName, at, send, signal) {
     const chosen = name.value.trim();
     if (!chosen) return;
     send({ kind: "fork", at, name: chosen });
-    form.remove();
+    closeForm(form);
   };
   const confirm = button("mentra-fork-confirm", "Fork", `Fork the first ${at} messages`);
   confirm.addEventListener("click", submit, { signal });
@@ -119,7 +119,7 @@ function openEditForm(row, index, words, send, signal) {
     const edited = text.value.trim();
     if (!edited) return;
     send({ kind: "edit", index, text: edited });
-    form.remove();
+    closeForm(form);
   };
   const confirm = button("mentra-edit-confirm", "Send in its place",
     "Rewind to before this message and send the new words; the old branch is kept");
@@ -136,7 +136,14 @@ function inlineForm(row) {
   row.querySelector(".mentra-inline-form")?.remove();
   const form = element("div", "mentra-inline-form");
   row.append(form);
+  row.classList.add("mentra-open"); // stays shown, on a line of its own, while the form is open
   return form;
+}
+
+/** @param {HTMLElement} form */
+function closeForm(form) {
+  form.parentElement?.classList.remove("mentra-open");
+  form.remove();
 }
 
 /**
@@ -145,7 +152,7 @@ function inlineForm(row) {
  */
 function cancelButton(form, signal) {
   const cancel = button("mentra-cancel", "Cancel", "");
-  cancel.addEventListener("click", () => form.remove(), { signal });
+  cancel.addEventListener("click", () => closeForm(form), { signal });
   return cancel;
 }
 

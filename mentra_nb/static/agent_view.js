@@ -168,7 +168,7 @@ function openForkForm(row, agentName, at, send, signal) {
     const chosen = name.value.trim();
     if (!chosen) return;
     send({ kind: "fork", at, name: chosen });
-    form.remove();
+    closeForm(form);
   };
   const confirm = button("mentra-fork-confirm", "Fork", `Fork the first ${at} messages`);
   confirm.addEventListener("click", submit, { signal });
@@ -189,7 +189,7 @@ function openEditForm(row, index, words, send, signal) {
     const edited = text.value.trim();
     if (!edited) return;
     send({ kind: "edit", index, text: edited });
-    form.remove();
+    closeForm(form);
   };
   const confirm = button(
     "mentra-edit-confirm",
@@ -207,11 +207,16 @@ function inlineForm(row) {
   row.querySelector(".mentra-inline-form")?.remove();
   const form = element("div", "mentra-inline-form");
   row.append(form);
+  row.classList.add("mentra-open");
   return form;
+}
+function closeForm(form) {
+  form.parentElement?.classList.remove("mentra-open");
+  form.remove();
 }
 function cancelButton(form, signal) {
   const cancel = button("mentra-cancel", "Cancel", "");
-  cancel.addEventListener("click", () => form.remove(), { signal });
+  cancel.addEventListener("click", () => closeForm(form), { signal });
   return cancel;
 }
 function button(className, label, title) {
