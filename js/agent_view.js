@@ -2,7 +2,7 @@
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
 import { appendTranscript, approvalBox, element, subscribe, toolLabel } from "./dom.js";
-import { addMessageActions, forkOriginLabel, setEditable } from "./time_travel.js";
+import { Sources, addMessageActions, forkOriginLabel, setEditable } from "./time_travel.js";
 
 /**
  * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null}} Status
@@ -168,6 +168,7 @@ export function render({ model, el }) {
   el.append(root);
 
   const live = new LiveStream();
+  const sources = new Sources((request) => model.send(request));
 
   const renderHeader = () => {
     name.textContent = model.get("agent_name");
@@ -207,7 +208,7 @@ export function render({ model, el }) {
     renderedItems = live.items.length;
     const running = RUNNING.has((model.get("status") ?? {}).name);
     addMessageActions(transcript, live.items, {
-      agentName: model.get("agent_name"), send: (request) => model.send(request),
+      agentName: model.get("agent_name"), send: (request) => model.send(request), sources,
       editable: !running && root.dataset.connected !== "false", signal });
   };
   const renderLive = () => {
@@ -245,6 +246,11 @@ export function render({ model, el }) {
   };
   /** @param {StreamMessage} message */
   const onCustom = (message) => {
+    const other = /** @type {{kind?: string}} */ (message);
+    if (other?.kind === "source") { // the words "Edit" asked for, not part of the stream
+      sources.receive(/** @type {import("./time_travel.js").Source} */ (other));
+      return;
+    }
     const changed = live.apply(message);
     if (changed === "live") renderLive();
     if (changed === "items") {

@@ -5,10 +5,45 @@
 import { element } from "./dom.js";
 
 /**
- * @typedef {import("./dom.js").Item & {text?: string}} Item
+ * @typedef {import("./dom.js").Item} Item
  * @typedef {{parent?: string, at?: number}} ForkOrigin
- * @typedef {{kind: "fork", at: number, name: string} | {kind: "edit", index: number, text: string}} Request
+ * @typedef {{kind: "fork", at: number, name: string} | {kind: "edit", index: number, text: string}
+ *   | {kind: "edit_source", index: number}} Request
+ * @typedef {{kind: "source", index: number, text: string}} Source
  */
+
+/**
+ * The words of user messages, fetched from the kernel when "Edit" opens (sending
+ * them with every message would put each prompt on the wire twice).
+ */
+export class Sources {
+  /** @param {(request: Request) => void} send */
+  constructor(send) {
+    this.send = send;
+    /** @type {Map<number, ((text: string) => void)[]>} */
+    this.waiting = new Map();
+  }
+
+  /**
+   * @param {number} index
+   * @returns {Promise<string>}
+   */
+  request(index) {
+    return new Promise((resolve) => {
+      const queue = this.waiting.get(index) ?? [];
+      queue.push(resolve);
+      this.waiting.set(index, queue);
+      if (queue.length === 1) this.send({ kind: "edit_source", index });
+    });
+  }
+
+  /** @param {Source} message the kernel's answer */
+  receive(message) {
+    const queue = this.waiting.get(message.index) ?? [];
+    this.waiting.delete(message.index);
+    for (const resolve of queue) resolve(message.text ?? "");
+  }
+}
 
 /**
  * The header's note on a fork: "fork of writer at message 4", or "" for an agent that is none.
@@ -37,9 +72,10 @@ export function forkPoint(items, index) {
  * an earlier call are replaced, so call it after every render.
  * @param {HTMLElement} container
  * @param {Item[]} items
- * @param {{agentName: string, send: (request: Request) => void, editable: boolean, signal: AbortSignal}} options
+ * @param {{agentName: string, send: (request: Request) => void, sources: Sources, editable: boolean,
+ *   signal: AbortSignal}} options
  */
-export function addMessageActions(container, items, { agentName, send, editable, signal }) {
+export function addMessageActions(container, items, { agentName, send, sources, editable, signal }) {
   for (const row of container.querySelectorAll(":scope > .mentra-message-actions")) row.remove();
   /** @type {Map<number, Element>} */
   const lastBlock = new Map();
@@ -48,8 +84,7 @@ export function addMessageActions(container, items, { agentName, send, editable,
     if (index !== undefined) lastBlock.set(Number(index), node);
   }
   for (const [index, node] of lastBlock) {
-    const words = items.find((i) => i.index === index && i.role === "user" && i.kind === "text"
-      && typeof i.text === "string");
+    const own = items.some((i) => i.index === index && i.role === "user" && i.kind === "text");
     const row = element("div", "mentra-message-actions");
     row.dataset.index = String(index);
     const at = forkPoint(items, index);
@@ -57,11 +92,11 @@ export function addMessageActions(container, items, { agentName, send, editable,
       `A new agent with messages 0–${at - 1} of ${agentName}; ${agentName} is unchanged`);
     fork.addEventListener("click", () => openForkForm(row, agentName, at, send, signal), { signal });
     row.append(fork);
-    if (words) {
+    if (own) {
       const edit = button("mentra-edit", "Edit",
         "Send new words in place of this message; the old branch is kept");
       edit.disabled = !editable;
-      edit.addEventListener("click", () => openEditForm(row, index, words.text ?? "", send, signal), { signal });
+      edit.addEventListener("click", () => openEditForm(row, index, sources, send, signal), { signal });
       row.append(edit);
     }
     node.after(row);
@@ -107,17 +142,18 @@ function openForkForm(row, agentName, at, send, signal) {
 /**
  * @param {HTMLElement} row
  * @param {number} index
- * @param {string} words
+ * @param {Sources} sources
  * @param {(request: Request) => void} send
  * @param {AbortSignal} signal
  */
-function openEditForm(row, index, words, send, signal) {
+function openEditForm(row, index, sources, send, signal) {
   const form = inlineForm(row);
   const text = /** @type {HTMLTextAreaElement} */ (element("textarea", "mentra-edit-text"));
-  text.value = words;
+  text.disabled = true;
+  text.placeholder = "loading the message…";
   const submit = () => {
     const edited = text.value.trim();
-    if (!edited) return;
+    if (!edited || text.disabled) return;
     send({ kind: "edit", index, text: edited });
     closeForm(form);
   };
@@ -128,7 +164,12 @@ function openEditForm(row, index, words, send, signal) {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) submit();
   }, { signal });
   form.append(text, confirm, cancelButton(form, signal));
-  text.focus();
+  sources.request(index).then((words) => {
+    if (signal.aborted) return;
+    text.value = words;
+    text.disabled = false;
+    text.focus();
+  });
 }
 
 /** @param {HTMLElement} row */

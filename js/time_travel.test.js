@@ -12,7 +12,7 @@ const STATE = {
   pending_tools: [],
 };
 const ITEMS = [
-  { index: 0, role: "user", kind: "text", html: "<p>plot <em>it</em></p>", text: "plot *it*" },
+  { index: 0, role: "user", kind: "text", html: "<p>plot <em>it</em></p>" },
   { index: 1, role: "assistant", kind: "tool_use", id: "t1", name: "plot", input: "{}" },
   { index: 2, role: "user", kind: "tool_result", id: "t1", content: "ok" },
   { index: 3, role: "assistant", kind: "text", html: "<p>done</p>" },
@@ -67,19 +67,24 @@ describe("time travel in the AgentView", () => {
     expect(el.querySelector(".mentra-inline-form")).toBeNull();
   });
 
-  it("edits from the words as written and sends them in place", () => {
+  it("edits from the words as written, fetched when Edit opens, and sends them in place", async () => {
     const { el, model } = opened();
     /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-edit")).click();
     const text = /** @type {HTMLTextAreaElement} */ (el.querySelector(".mentra-edit-text"));
+    expect(model.sent).toEqual([{ kind: "edit_source", index: 0 }]);
+    expect(text.disabled).toBe(true);
+    model.emit("msg:custom", { kind: "source", index: 0, text: "plot *it*" });
+    await Promise.resolve();
+    expect(text.disabled).toBe(false);
     expect(text.value).toBe("plot *it*");
     text.value = "plot it as bars";
     /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-edit-confirm")).click();
-    expect(model.sent).toEqual([{ kind: "edit", index: 0, text: "plot it as bars" }]);
+    expect(model.sent.at(-1)).toEqual({ kind: "edit", index: 0, text: "plot it as bars" });
   });
 
   it("cancel closes a form without sending anything", () => {
     const { el, model } = opened();
-    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-edit")).click();
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-fork")).click();
     /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-cancel")).click();
     expect(el.querySelector(".mentra-inline-form")).toBeNull();
     expect(model.sent).toEqual([]);
@@ -97,7 +102,7 @@ describe("time travel in the AgentView", () => {
   it("keeps one row per message when the transcript grows or is replaced", () => {
     const { el, model } = opened();
     model.emit("msg:custom", { kind: "items", seq: 2, start: 4, items: [
-      { index: 4, role: "user", kind: "text", html: "<p>more</p>", text: "more" }] });
+      { index: 4, role: "user", kind: "text", html: "<p>more</p>" }] });
     expect(rows(el).map((r) => r.index)).toEqual([0, 1, 3, 4]);
     model.emit("msg:custom", { kind: "items", seq: 3, start: 0, items: ITEMS.slice(0, 1) });
     expect(rows(el).map((r) => r.index)).toEqual([0]);

@@ -157,10 +157,6 @@ def message_items(message: Message, index: int) -> list[dict[str, Any]]:
             notices = mail_notices(block.text)
             if notices is not None:
                 items.append({**base, "kind": "notice", "html": _markdown.render("\n\n".join(notices))})
-            elif message.role is Role.USER:
-                # The words as written, for "Edit" to start from.
-                items.append({**base, "kind": "text", "html": _markdown.render(block.text),
-                              "text": block.text})
             else:
                 items.append({**base, "kind": "text", "html": _markdown.render(block.text)})
         elif isinstance(block, ThinkingBlock):

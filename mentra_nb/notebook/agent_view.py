@@ -87,6 +87,13 @@ class _Fork(BrowserMessage):
     name: str = Field(pattern=AGENT_NAME_PATTERN)
 
 
+class _EditSource(BrowserMessage):
+    """"Edit" was clicked: the words of the user message at `index`, as written."""
+
+    kind: Literal["edit_source"]
+    index: int = Field(ge=0)
+
+
 class _Edit(BrowserMessage):
     """"Edit": send `text` in place of the user message at `index`."""
 
@@ -108,7 +115,8 @@ class _Deny(BrowserMessage):
 
 
 _browser_message: TypeAdapter[Any] = browser_messages(
-    Annotated[_Hello | _Stop | _Interrupt | _Send | _Resume | _Approve | _Deny | _Fork | _Edit,
+    Annotated[_Hello | _Stop | _Interrupt | _Send | _Resume | _Approve | _Deny | _Fork | _EditSource
+              | _Edit,
               Field(discriminator="kind")]
 )
 
@@ -395,6 +403,8 @@ class AgentView(MentraWidget):
             self._host.call_soon(_answer, agent.name, agent.deny, message.call_id, message.reason)
         elif isinstance(message, _Fork):
             self._host.call_soon(self._fork_from_here, message.at, message.name)
+        elif isinstance(message, _EditSource):
+            self._host.call_soon(self._send_source, message.index)
         elif isinstance(message, _Edit):
             future = self._host.submit(agent.edit(message.index, message.text))
             future.add_done_callback(self._report_edit)
@@ -409,6 +419,12 @@ class AgentView(MentraWidget):
             return
         self.notice = (f"forked as '{fork.name}' with the first {at} messages; "
                        f"nb.session().agent('{fork.name}') in a cell shows it")
+
+    def _send_source(self, index: int) -> None:
+        # On request, not with every item: a prompt would cross the wire twice.
+        history = self._agent.history
+        text = history[index].text if index < len(history) else ""
+        self.send({"kind": "source", "index": index, "text": text})
 
     def _report_edit(self, future: Any) -> None:
         if future.cancelled():

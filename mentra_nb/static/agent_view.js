@@ -108,6 +108,31 @@ function subscribe(model, subscriptions) {
 }
 
 // time_travel.js
+var Sources = class {
+  /** @param {(request: Request) => void} send */
+  constructor(send) {
+    this.send = send;
+    this.waiting = /* @__PURE__ */ new Map();
+  }
+  /**
+   * @param {number} index
+   * @returns {Promise<string>}
+   */
+  request(index) {
+    return new Promise((resolve) => {
+      const queue = this.waiting.get(index) ?? [];
+      queue.push(resolve);
+      this.waiting.set(index, queue);
+      if (queue.length === 1) this.send({ kind: "edit_source", index });
+    });
+  }
+  /** @param {Source} message the kernel's answer */
+  receive(message) {
+    const queue = this.waiting.get(message.index) ?? [];
+    this.waiting.delete(message.index);
+    for (const resolve of queue) resolve(message.text ?? "");
+  }
+};
 function forkOriginLabel(origin) {
   if (!origin || !origin.parent) return "";
   return `fork of ${origin.parent} at message ${origin.at ?? 0}`;
@@ -116,7 +141,7 @@ function forkPoint(items, index) {
   const answered = items.some((i) => i.index === index + 1 && i.kind === "tool_result");
   return answered ? index + 2 : index + 1;
 }
-function addMessageActions(container, items, { agentName, send, editable, signal }) {
+function addMessageActions(container, items, { agentName, send, sources, editable, signal }) {
   for (const row of container.querySelectorAll(":scope > .mentra-message-actions")) row.remove();
   const lastBlock = /* @__PURE__ */ new Map();
   for (const node of container.children) {
@@ -127,7 +152,7 @@ function addMessageActions(container, items, { agentName, send, editable, signal
     if (index !== void 0) lastBlock.set(Number(index), node);
   }
   for (const [index, node] of lastBlock) {
-    const words = items.find((i) => i.index === index && i.role === "user" && i.kind === "text" && typeof i.text === "string");
+    const own = items.some((i) => i.index === index && i.role === "user" && i.kind === "text");
     const row = element("div", "mentra-message-actions");
     row.dataset.index = String(index);
     const at = forkPoint(items, index);
@@ -138,14 +163,14 @@ function addMessageActions(container, items, { agentName, send, editable, signal
     );
     fork.addEventListener("click", () => openForkForm(row, agentName, at, send, signal), { signal });
     row.append(fork);
-    if (words) {
+    if (own) {
       const edit = button(
         "mentra-edit",
         "Edit",
         "Send new words in place of this message; the old branch is kept"
       );
       edit.disabled = !editable;
-      edit.addEventListener("click", () => openEditForm(row, index, words.text ?? "", send, signal), { signal });
+      edit.addEventListener("click", () => openEditForm(row, index, sources, send, signal), { signal });
       row.append(edit);
     }
     node.after(row);
@@ -178,16 +203,17 @@ function openForkForm(row, agentName, at, send, signal) {
   form.append(element("span", "", "new agent:"), name, confirm, cancelButton(form, signal));
   name.focus();
 }
-function openEditForm(row, index, words, send, signal) {
+function openEditForm(row, index, sources, send, signal) {
   const form = inlineForm(row);
   const text = (
     /** @type {HTMLTextAreaElement} */
     element("textarea", "mentra-edit-text")
   );
-  text.value = words;
+  text.disabled = true;
+  text.placeholder = "loading the message\u2026";
   const submit = () => {
     const edited = text.value.trim();
-    if (!edited) return;
+    if (!edited || text.disabled) return;
     send({ kind: "edit", index, text: edited });
     closeForm(form);
   };
@@ -201,7 +227,12 @@ function openEditForm(row, index, words, send, signal) {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) submit();
   }, { signal });
   form.append(text, confirm, cancelButton(form, signal));
-  text.focus();
+  sources.request(index).then((words) => {
+    if (signal.aborted) return;
+    text.value = words;
+    text.disabled = false;
+    text.focus();
+  });
 }
 function inlineForm(row) {
   row.querySelector(".mentra-inline-form")?.remove();
@@ -365,6 +396,7 @@ function render({ model, el }) {
   );
   el.append(root);
   const live = new LiveStream();
+  const sources = new Sources((request) => model.send(request));
   const renderHeader = () => {
     name.textContent = model.get("agent_name");
     modelName.textContent = model.get("model_key");
@@ -399,6 +431,7 @@ function render({ model, el }) {
     addMessageActions(transcript, live.items, {
       agentName: model.get("agent_name"),
       send: (request) => model.send(request),
+      sources,
       editable: !running && root.dataset.connected !== "false",
       signal
     });
@@ -436,6 +469,17 @@ function render({ model, el }) {
     model.send({ kind: "hello" });
   };
   const onCustom = (message) => {
+    const other = (
+      /** @type {{kind?: string}} */
+      message
+    );
+    if (other?.kind === "source") {
+      sources.receive(
+        /** @type {import("./time_travel.js").Source} */
+        other
+      );
+      return;
+    }
     const changed = live.apply(message);
     if (changed === "live") renderLive();
     if (changed === "items") {

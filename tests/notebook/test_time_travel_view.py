@@ -67,8 +67,19 @@ def test_edit_replaces_the_transcript_in_the_view_and_keeps_the_old_branch(host)
     shown = replay_as_the_browser_does(sent)
     assert [i["index"] for i in shown if i["kind"] == "text"] == [0, 1, 2, 3]
     assert "question 1, again" in texts(shown)[2] and "You said: question 1, again" in texts(shown)[3]
-    assert shown[2]["text"] == "question 1, again"  # user items carry their words, for Edit
     assert len(host.call(agent.branches)) == 2
+
+
+def test_edit_fetches_the_words_as_written_only_when_asked(host):
+    rt, agent = conversation(host, 1)
+    host.submit(agent.send("see `df.head()` and *this*")).result(10)
+    view = AgentView(agent, host)
+    sent = opened(view)
+    assert all("text" not in item for m in sent if m["kind"] == "items" for item in m["items"])
+    view._on_browser_message(view, {"kind": "edit_source", "index": 2}, [])
+    until(lambda: any(m["kind"] == "source" for m in sent))
+    assert [m for m in sent if m["kind"] == "source"] == [
+        {"kind": "source", "index": 2, "text": "see `df.head()` and *this*"}]
 
 
 def test_an_edit_of_a_reply_says_why_it_cannot(host):
