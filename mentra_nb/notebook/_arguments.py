@@ -102,7 +102,8 @@ def _split_commas(value: Any) -> Any:
 
 class SpawnArgs(Command):
     command = "spawn"
-    summary = ("create an agent and show its view (--subagents: it may delegate; --team: it may lead a team; "
+    summary = ("create an agent and show its view; rerun, it attaches to the stored agent of that name "
+               "(--replace: start over, the stored one kept renamed) (--subagents: it may delegate; --team: it may lead a team; "
                "--python/--shell: enable those tools, each call approved by you; --read-only: no tool that "
                "changes anything; --auto-approve: tools that run without asking, globs like mcp__time__*; "
                "--mcp: the MCP servers whose tools it gets)")
@@ -121,6 +122,7 @@ class SpawnArgs(Command):
     auto_approve: list[str] | None = None
 
     mcp: list[str] | None = None
+    replace: bool = False
 
     _tools = field_validator("tools", "auto_approve", "mcp", mode="before")(_split_commas)
 

@@ -93,20 +93,31 @@ class MentraMagics(Magics):
     # --- commands -----------------------------------------------------------------
 
     def _do_spawn(self, command: args.SpawnArgs) -> Agent:
-        model, note = self.session.spawn_model(command.agent, command.model, self.default_model)
-        if note:
-            print(f"mentra: {note}")
+        session = self.session
+        # Everything that would fail later fails here, before anything is stored.
+        if command.model:
+            session.check_credentials(command.model)
+        if command.tools:
+            session.check_tools(command.tools)
+        servers = command.mcp or []
+        session.check_mcp_servers(servers)
+        model, note = session.spawn_model(command.agent, command.model, self.default_model)
         enabled = [name for name, on in (("python", command.python), ("shell", command.shell)) if on]
         for name in enabled:
-            self.session.enable_tool(name)
-        hidden = [] if command.tools is not None else self.session.tools_hidden_from(model, enabled)
-        servers = command.mcp or []
-        self.session.check_mcp_servers(servers)
+            session.enable_tool(name)
+        hidden = [] if command.tools is not None else session.tools_hidden_from(model, enabled)
         config = runtime.AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
                                      subagents=command.subagents, team=command.team,
                                      read_only=command.read_only, auto_approve=command.auto_approve or [],
                                      mcp_servers=servers)
-        return self.session.spawn(command.agent, model, config)
+        agent, attached = session.spawn_or_attach(command.agent, model, config,
+                                                  model_given=command.model is not None,
+                                                  replace=command.replace)
+        if note and agent.snapshot.history_len == 0:  # the fallback matters to a new agent only
+            print(f"mentra: {note}")
+        if attached:
+            print(f"mentra: {attached}")
+        return agent
 
     def _do_approve(self, command: args.ApproveArgs) -> None:
         self.session.approve(self.session.agent(command.agent), command.call_id, always=command.always)

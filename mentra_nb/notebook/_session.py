@@ -8,14 +8,23 @@ store work, never for an agent's turn.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from mentra_nb._notebook_path import use_namespace
-from mentra_nb.errors import AgentBusy, AgentNotFound, ConfigError, MCPServerError, MentraError
-from mentra_nb.notebook._discovery import StoreLocation, discover_store
+from mentra_nb.errors import (
+    AgentBusy,
+    AgentExists,
+    AgentNotFound,
+    ConfigError,
+    MCPServerError,
+    MentraError,
+    StoreError,
+)
+from mentra_nb.notebook._discovery import EXPLICIT_SOURCE, StoreLocation, discover_store, migrate_store
 from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook._kernel_tools import KERNEL_TOOL_NAMES, kernel_tools, python_tool
 from mentra_nb.notebook.agent_view import AgentView
@@ -52,6 +61,18 @@ def _kernel_label() -> str | None:
 
 OPT_IN_TOOLS = ("python", "shell")
 OFFLINE_MODEL = "test"
+# The settings `%mentra spawn` sets, compared when a rerun attaches to a stored agent.
+SPAWN_SETTINGS = ("system", "tools", "subagents", "team", "read_only", "auto_approve", "mcp_servers")
+
+
+def _setting(value: object) -> str:
+    if isinstance(value, list):
+        return ",".join(map(str, value)) or "none"
+    if value is None:
+        return "unset"
+    if hasattr(value, "model_dump"):
+        return "on"
+    return repr(value) if isinstance(value, str) else str(value).lower()
 
 
 class NotebookSession:
@@ -80,6 +101,7 @@ class NotebookSession:
         if self._runtime is None:
             location = self.location
             workspace = self.workspace
+            self._prepare_folder(location)
 
             def open_runtime() -> Runtime:
                 return Runtime(
@@ -94,6 +116,22 @@ class NotebookSession:
 
             self._runtime = self.host.call(open_runtime)
         return self._runtime
+
+    @staticmethod
+    def _prepare_folder(location: StoreLocation) -> None:
+        """Make the state folder, move an earlier version's state file into it, and
+        say where state goes when the kernel cannot tell which notebook it runs."""
+        try:
+            moved = migrate_store(location)
+        except OSError as err:
+            raise StoreError(f"cannot prepare {location.path}: {err}; %mentra db PATH picks another "
+                             "state file") from err
+        if moved is not None:
+            print(f"mentra: moved this notebook's state from {moved.name} to {location.path}")
+        if location.notebook is None and location.source != EXPLICIT_SOURCE:
+            print(f"mentra: this kernel does not know its notebook's path, so agents are kept in "
+                  f"{location.path} (runtime id '{location.runtime_id}'); to give this notebook a file "
+                  "of its own, add %mentra db NAME.sqlite to its first cell")
 
     @property
     def workspace(self) -> Path:
@@ -142,16 +180,8 @@ class NotebookSession:
                 "(pass --model provider:model or set %config MentraMagics.default_model)"
             )
         # The configured default may need a key this machine lacks: say so and stay offline.
-        runtime = self.runtime
-
-        def check_credentials() -> None:
-            provider, _ = runtime.providers.resolve(default_model)
-            find_key = getattr(provider, "api_key", None)  # HTTP providers look keys up lazily
-            if callable(find_key):
-                find_key()
-
         try:
-            self.host.call(check_credentials)
+            self.check_credentials(default_model)
         except MentraError as err:
             return OFFLINE_MODEL, f"{err}\nmentra: so '{agent}' uses the offline test model"
         return default_model, None
@@ -256,6 +286,91 @@ class NotebookSession:
     def spawn(self, name: str, model: str, config: AgentConfig) -> Agent:
         runtime = self.runtime
         return self.host.call(lambda: runtime.spawn(name, model, config=config))
+
+    def spawn_or_attach(self, name: str, model: str, config: AgentConfig, *, model_given: bool,
+                        replace: bool = False) -> tuple[Agent, str | None]:
+        """The agent `name` as a spawn cell asks for it, and a note for the cell.
+
+        A rerun of the cell (the same kernel, a restarted one, a scheduled run)
+        attaches to the agent stored under that name when its model (if the cell
+        names one) and its settings match; otherwise it says what differs and
+        that `--replace` starts over. `replace` renames the stored agent (nothing
+        is deleted) and spawns a new one."""
+        runtime = self.runtime
+        was_live = any(a.name == name and not a.is_teammate for a in runtime.agents)
+        existing = self._lead_named(name)
+        if existing is None:
+            return self.spawn(name, model, config), None
+        differences = self._differences(existing, model if model_given else None, config)
+        if not differences:
+            if was_live:
+                return existing, None
+            return existing, (f"'{name}' was stored: attached to it ({existing.snapshot.history_len} "
+                              f"messages, {existing.status}); --replace would start over")
+        if not replace:
+            raise AgentExists(
+                f"'{name}' is stored with other settings ({'; '.join(differences)}). Rerunning a spawn "
+                f"cell attaches to the stored agent only when they match: change the cell back, or start "
+                f"over with %mentra spawn {name} ... --replace (the stored one is kept, renamed)")
+        taken = {r.name for r in self.records()}
+        retired = next(f"{name[:50]}.replaced-{n}" for n in range(1, 10_000)
+                       if f"{name[:50]}.replaced-{n}" not in taken)
+        self.host.call(lambda: runtime.retire_agent(existing.id, retired))
+        self._views.pop(existing.id, None)
+        agent = self.spawn(name, model, config)
+        return agent, f"the earlier '{name}' is kept as '{retired}' (%mentra resume {retired})"
+
+    def _lead_named(self, name: str) -> Agent | None:
+        """The lead agent `name`: live in this kernel, or loaded from the store."""
+        runtime = self.runtime
+        live = next((a for a in runtime.agents if a.name == name and not a.is_teammate), None)
+        if live is not None:
+            return live
+        record = next((r for r in self.records() if r.name == name and r.kind == "agent"), None)
+        if record is None:
+            return None
+        return self.host.call(lambda: runtime.resume_agent(record.id))
+
+    def _differences(self, agent: Agent, model: str | None, config: AgentConfig) -> list[str]:
+        """What a spawn cell asks for that `agent` was not created with: the model
+        (when the cell names one) and the settings the magic sets."""
+        differences = []
+        if model is not None:
+            runtime = self.runtime
+            key = self.host.call(lambda: runtime.providers.resolve(model)[1].key)
+            if key != agent.model.key:
+                differences.append(f"model {agent.model.key}, not {key}")
+        stored = agent.config
+        for field in SPAWN_SETTINGS:
+            old, new = getattr(stored, field), getattr(config, field)
+            if old != new:
+                differences.append(f"{field} {_setting(old)}, not {_setting(new)}")
+        return differences
+
+    def check_tools(self, names: list[str]) -> None:
+        """Fail now, in the cell, on a tool name no agent here could be offered."""
+        runtime = self.runtime
+        known = [*self.host.call(runtime.tool_names), *OPT_IN_TOOLS]
+        unknown = [n for n in names if n not in known and not n.startswith("mcp__")]
+        if unknown:
+            suggestion = difflib.get_close_matches(unknown[0], known, n=1)
+            hint = f"; did you mean '{suggestion[0]}'?" if suggestion else ""
+            raise ConfigError(
+                f"unknown tool {', '.join(repr(n) for n in unknown)} in --tools{hint} Known: "
+                f"{', '.join(sorted(known))} (register your own with nb.session().register_tool(fn) "
+                "before spawning; MCP tools come with --mcp SERVER)")
+
+    def check_credentials(self, model: str) -> None:
+        """Fail now, in the cell, when `model`'s provider has no key here."""
+        runtime = self.runtime
+
+        def check() -> None:
+            provider, _ = runtime.providers.resolve(model)
+            find_key = getattr(provider, "api_key", None)  # HTTP providers look keys up lazily
+            if callable(find_key):
+                find_key()
+
+        self.host.call(check)
 
     def agent(self, name: str) -> Agent:
         runtime = self.runtime
