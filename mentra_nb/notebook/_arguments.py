@@ -42,6 +42,7 @@ __all__ = [
     "ParseError",
     "ResumeArgs",
     "SendArgs",
+    "ShowArgs",
     "SpawnArgs",
     "StopArgs",
     "SubagentsArgs",
@@ -129,7 +130,8 @@ class SpawnArgs(Command):
 
 class SendArgs(Command):
     command = "send"
-    summary = "send NAME a message; returns a Turn at once (--wait blocks until it answers)"
+    summary = ("send NAME a message; shows that turn and returns a Turn at once (--wait blocks and returns "
+               "the reply, a Message whose .turn is the Turn)")
     positionals = ("agent",)
     rest = "text"
     metavars = {"agent": "NAME"}
@@ -165,7 +167,17 @@ class InterruptArgs(Command):
 
 class StopArgs(Command):
     command = "stop"
-    summary = "let NAME finish its current round, then stop, keeping the work"
+    summary = ("let NAME finish its current round, then stop, keeping the work (--now: end the reply "
+               "where it is, kept and marked as cut)")
+    positionals = ("agent",)
+    metavars = {"agent": "NAME"}
+    agent: AgentName
+    now: bool = False
+
+
+class ShowArgs(Command):
+    command = "show"
+    summary = "show NAME's whole conversation, live (a %%mentra cell shows its own turn only)"
     positionals = ("agent",)
     metavars = {"agent": "NAME"}
     agent: AgentName
@@ -332,7 +344,7 @@ class CellArgs(Command):
 
 COMMANDS: dict[str, type[Command]] = {
     c.command: c for c in (SpawnArgs, SendArgs, ListAgentsArgs, ResumeArgs, ApproveArgs, DenyArgs,
-                           TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
+                           ShowArgs, TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
                            DbArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
                            HelpArgs)
 }

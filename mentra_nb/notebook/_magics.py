@@ -19,13 +19,15 @@ if TYPE_CHECKING:
     from mentra_nb import pricing, runtime
     from mentra_nb.messages import Usage
     from mentra_nb.notebook import _arguments as args
+    from mentra_nb.notebook import turn as turns
     from mentra_nb.notebook._session import NotebookSession
-    from mentra_nb.notebook.turn import Turn
+    from mentra_nb.notebook.turn import Reply, Turn
     from mentra_nb.runtime import Agent
 else:
     # `%load_ext` registers these magics; the parser (pydantic), the runtime and the
     # price table load with the first `%mentra` command, so loading stays cheap.
     args = lazy_import("mentra_nb.notebook._arguments")
+    turns = lazy_import("mentra_nb.notebook.turn")
     runtime = lazy_import("mentra_nb.runtime")
     pricing = lazy_import("mentra_nb.pricing")
 
@@ -125,10 +127,10 @@ class MentraMagics(Magics):
     def _do_deny(self, command: args.DenyArgs) -> None:
         self.session.deny(self.session.agent(command.agent), command.call_id, command.reason)
 
-    def _do_send(self, command: args.SendArgs) -> Turn:
+    def _do_send(self, command: args.SendArgs) -> Turn | Reply:
         return self._send(self.session.agent(command.agent), command.text, wait=command.wait)
 
-    def _cell(self, command: args.CellArgs, body: str) -> Turn:
+    def _cell(self, command: args.CellArgs, body: str) -> Turn | Reply:
         prompt = body.strip()
         if not prompt:
             raise UsageError(f"the cell is empty: write the prompt below the magic line\n"
@@ -137,16 +139,13 @@ class MentraMagics(Magics):
             prompt = self._interpolate(prompt)
         return self._send(self.session.agent(command.agent), prompt, wait=command.wait)
 
-    def _send(self, agent: Agent, text: str, *, wait: bool) -> Turn:
-        view = self.session.view(agent)
-        if not wait:
-            display(view)  # live: the view streams while the cell returns at once
-        turn = self.session.send(agent, text)
+    def _send(self, agent: Agent, text: str, *, wait: bool) -> Turn | Reply:
+        # The cell shows its own turn, live; when the turn ends that output becomes
+        # the turn's static transcript (what a saved notebook keeps).
+        turn, view = self.session.start_turn(agent, text)
+        view.show()
         if wait:
-            try:
-                turn.result()
-            finally:
-                display(view)  # shown once finished, so saved outputs are stable
+            return turns.Reply.of(turn.result(), turn)
         return turn
 
     def _do_list(self, _command: args.ListAgentsArgs) -> None:
@@ -228,7 +227,10 @@ class MentraMagics(Magics):
         self.session.interrupt(self.session.agent(command.agent))
 
     def _do_stop(self, command: args.StopArgs) -> None:
-        self.session.stop(self.session.agent(command.agent))
+        self.session.stop(self.session.agent(command.agent), now=command.now)
+
+    def _do_show(self, command: args.ShowArgs) -> None:
+        display(self.session.view(self.session.agent(command.agent)))
 
     def _do_team(self, command: args.TeamArgs) -> None:
         display(self.session.team_view(self.session.agent(command.lead)))

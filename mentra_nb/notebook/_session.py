@@ -24,10 +24,15 @@ from mentra_nb.errors import (
     MentraError,
     StoreError,
 )
-from mentra_nb.notebook._discovery import EXPLICIT_SOURCE, StoreLocation, discover_store, migrate_store
+from mentra_nb.notebook._discovery import (
+    EXPLICIT_SOURCE,
+    StoreLocation,
+    discover_store,
+    migrate_store,
+)
 from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook._kernel_tools import KERNEL_TOOL_NAMES, kernel_tools, python_tool
-from mentra_nb.notebook.agent_view import AgentView
+from mentra_nb.notebook.agent_view import AgentView, TurnScope
 from mentra_nb.notebook.subagent_picker import SubagentPickerView
 from mentra_nb.notebook.team_view import TeamView
 from mentra_nb.notebook.turn import Turn
@@ -128,7 +133,8 @@ class NotebookSession:
                              "state file") from err
         if moved is not None:
             print(f"mentra: moved this notebook's state from {moved.name} to {location.path}")
-        if location.notebook is None and location.source != EXPLICIT_SOURCE:
+        # In a kernel only: a terminal IPython has no notebook to find.
+        if location.notebook is None and location.source != EXPLICIT_SOURCE and _kernel_label() is not None:
             print(f"mentra: this kernel does not know its notebook's path, so agents are kept in "
                   f"{location.path} (runtime id '{location.runtime_id}'); to give this notebook a file "
                   "of its own, add %mentra db NAME.sqlite to its first cell")
@@ -356,7 +362,7 @@ class NotebookSession:
             suggestion = difflib.get_close_matches(unknown[0], known, n=1)
             hint = f"; did you mean '{suggestion[0]}'?" if suggestion else ""
             raise ConfigError(
-                f"unknown tool {', '.join(repr(n) for n in unknown)} in --tools{hint} Known: "
+                f"unknown tool {', '.join(repr(n) for n in unknown)} in --tools{hint}. Known: "
                 f"{', '.join(sorted(known))} (register your own with nb.session().register_tool(fn) "
                 "before spawning; MCP tools come with --mcp SERVER)")
 
@@ -397,7 +403,21 @@ class NotebookSession:
                                 f"(stored: {known})")
         return [self.host.call(lambda: runtime.resume_agent(record.id))]
 
+    def start_turn(self, agent: Agent, text: str) -> tuple[Turn, AgentView]:
+        """Send `text` to `agent` as `send` does, with a view of this turn alone
+        (made before the run starts, so it misses nothing of it)."""
+        self._check_idle(agent)
+        snapshot = agent.snapshot
+        view = AgentView(agent, self.host,
+                         turn=TurnScope(first=snapshot.history_len, generation=snapshot.run_generation + 1))
+        return self.send(agent, text), view
+
     def send(self, agent: Agent, text: str) -> Turn:
+        self._check_idle(agent)
+        generation = agent.snapshot.run_generation + 1
+        return Turn(agent.name, generation, self.host.submit(agent.send(text)))
+
+    def _check_idle(self, agent: Agent) -> None:
         if agent.is_running:
             # Say so now, in the cell, rather than through a Turn that fails later.
             raise AgentBusy(
@@ -405,11 +425,9 @@ class NotebookSession:
                 f"wait for it (turn.result()), or %mentra stop {agent.name} / %mentra interrupt "
                 f"{agent.name} first"
             )
-        generation = agent.snapshot.run_generation + 1
-        return Turn(agent.name, generation, self.host.submit(agent.send(text)))
 
-    def stop(self, agent: Agent) -> None:
-        self.host.call(agent.stop)
+    def stop(self, agent: Agent, *, now: bool = False) -> None:
+        self.host.call(lambda: agent.stop(now=now))
 
     def interrupt(self, agent: Agent) -> None:
         self.host.call(agent.cancel)

@@ -25,7 +25,15 @@ from typing import Any, Literal
 from mentra_nb import pricing
 from mentra_nb._utf8 import valid_utf8
 from mentra_nb.errors import BudgetExceeded, LeaseLost, MaxRoundsExceeded, MentraError
-from mentra_nb.messages import ImageBlock, Message, Role, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from mentra_nb.messages import (
+    ImageBlock,
+    Message,
+    Role,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
 from mentra_nb.providers.base import ProviderRequest
 from mentra_nb.providers.events import (
     ContentBlockDelta,

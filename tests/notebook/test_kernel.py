@@ -37,7 +37,7 @@ def _pending_text(db: Path) -> str:
 
 
 def test_kill_minus_nine_mid_stream_then_resume_in_a_new_kernel(kernels, tmp_path):
-    db = tmp_path / "analysis.mentra.sqlite"
+    db = tmp_path / ".mentra" / "analysis.sqlite"
     first = kernels()
     first.run("%load_ext mentra_nb")
     first.run(SLOW_PROVIDER.format(delay=0.05))

@@ -30,6 +30,7 @@ from mentra_nb import (
     Usage,
     tool,
 )
+from mentra_nb.runtime import STOPPED_TOOL_RESULT
 from mentra_nb.testing import (
     ScriptedProvider,
     controlled_stream,
@@ -38,7 +39,6 @@ from mentra_nb.testing import (
     text_stream,
     tool_use_stream,
 )
-from mentra_nb.runtime import STOPPED_TOOL_RESULT
 from tests.conftest import wait_until
 
 

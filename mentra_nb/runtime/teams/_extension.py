@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
 from mentra_nb.runtime._services import AgentHandle, Services
 from mentra_nb.runtime.teams._inbox import TeamInbox
-from mentra_nb.runtime.teams._team import Team
-from mentra_nb.runtime.teams._team import TEAMMATE_TOOL_NAMES
+from mentra_nb.runtime.teams._team import TEAMMATE_TOOL_NAMES, Team
 from mentra_nb.runtime.teams._tools import LEAD_TOOL_NAMES, team_tools_for
 
 __all__ = ["TeamExtension"]
