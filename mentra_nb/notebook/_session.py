@@ -243,13 +243,14 @@ class NotebookSession:
     # --- MCP servers ----------------------------------------------------------------
 
     def add_mcp_server(self, server: MCPServer) -> bool:
-        """Configure `server` for this notebook's agents; True if it replaced one."""
+        """Configure `server` for this notebook's agents; True if it replaced one
+        that was set up differently."""
         runtime = self.runtime
 
         def add() -> bool:
-            replaced = any(s.name == server.name for s in mcp.servers(runtime))
+            before = next((s for s in mcp.servers(runtime) if s.name == server.name), None)
             runtime.add_mcp_server(server)
-            return replaced
+            return before is not None and before.target != server.describe()
 
         return self.host.call(add)
 
@@ -301,41 +302,35 @@ class NotebookSession:
         attaches to the agent stored under that name when its model (if the cell
         names one) and its settings match; otherwise it says what differs and
         that `--replace` starts over. `replace` renames the stored agent (nothing
-        is deleted) and spawns a new one."""
+        is deleted) and spawns a new one, whatever its settings."""
         runtime = self.runtime
-        was_live = any(a.name == name and not a.is_teammate for a in runtime.agents)
-        existing = self._lead_named(name)
-        if existing is None:
+        live = next((a for a in runtime.agents if a.name == name and not a.is_teammate), None)
+        record = None if live is not None else next(
+            (r for r in self.records() if r.name == name and r.kind == "agent"), None)
+        stored_id = live.id if live is not None else record.id if record is not None else None
+        if stored_id is None:
             return self.spawn(name, model, config), None
+        agent_id: str = stored_id
+        if replace:
+            # Retired without being resumed: its teammates are not woken to be left behind.
+            taken = {r.name for r in self.records()}
+            retired = next(f"{name[:50]}.replaced-{n}" for n in range(1, 10_000)
+                           if f"{name[:50]}.replaced-{n}" not in taken)
+            self.host.call(lambda: runtime.retire_agent(agent_id, retired))
+            self._views.pop(agent_id, None)
+            agent = self.spawn(name, model, config)
+            return agent, f"the earlier '{name}' is kept as '{retired}' (%mentra resume {retired})"
+        existing = live if live is not None else self.host.call(lambda: runtime.resume_agent(agent_id))
         differences = self._differences(existing, model if model_given else None, config)
-        if not differences:
-            if was_live:
-                return existing, None
-            return existing, (f"'{name}' was stored: attached to it ({existing.snapshot.history_len} "
-                              f"messages, {existing.status}); --replace would start over")
-        if not replace:
+        if differences:
             raise AgentExists(
                 f"'{name}' is stored with other settings ({'; '.join(differences)}). Rerunning a spawn "
                 f"cell attaches to the stored agent only when they match: change the cell back, or start "
                 f"over with %mentra spawn {name} ... --replace (the stored one is kept, renamed)")
-        taken = {r.name for r in self.records()}
-        retired = next(f"{name[:50]}.replaced-{n}" for n in range(1, 10_000)
-                       if f"{name[:50]}.replaced-{n}" not in taken)
-        self.host.call(lambda: runtime.retire_agent(existing.id, retired))
-        self._views.pop(existing.id, None)
-        agent = self.spawn(name, model, config)
-        return agent, f"the earlier '{name}' is kept as '{retired}' (%mentra resume {retired})"
-
-    def _lead_named(self, name: str) -> Agent | None:
-        """The lead agent `name`: live in this kernel, or loaded from the store."""
-        runtime = self.runtime
-        live = next((a for a in runtime.agents if a.name == name and not a.is_teammate), None)
         if live is not None:
-            return live
-        record = next((r for r in self.records() if r.name == name and r.kind == "agent"), None)
-        if record is None:
-            return None
-        return self.host.call(lambda: runtime.resume_agent(record.id))
+            return existing, None
+        return existing, (f"'{name}' was stored: attached to it ({existing.snapshot.history_len} "
+                          f"messages, {existing.status}); --replace would start over")
 
     def _differences(self, agent: Agent, model: str | None, config: AgentConfig) -> list[str]:
         """What a spawn cell asks for that `agent` was not created with: the model

@@ -427,6 +427,9 @@ class AgentView(MentraWidget):
 
     def __repr__(self) -> str:
         agent = self._agent
+        if self._turn is not None and not self._ended:
+            # Deterministic while it runs: a cell's saved text must not depend on timing.
+            return f"AgentView({agent.name}, turn {self._turn.generation})"
         if self._turn is not None:
             return (f"AgentView({agent.name}, turn {self._turn.generation}, {self._turn_status()}, "
                     f"{len(self._turn_messages())} messages)")
@@ -443,6 +446,10 @@ class AgentView(MentraWidget):
 
     def _markdown(self) -> str:
         agent = self._agent
+        if self._turn is not None and not self._ended:
+            # Deterministic while it runs (saved text must not depend on timing); the
+            # turn's transcript replaces it when the turn ends.
+            return f"**{md_text(agent.name)}** · turn {self._turn.generation} · *running…*"
         if self._turn is not None:
             header = (f"**{md_text(agent.name)}** · turn {self._turn.generation} · "
                       f"{md_text(self._turn_status())}")

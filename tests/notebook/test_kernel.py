@@ -149,7 +149,7 @@ def test_wait_returns_the_reply_and_the_cell_shows_only_its_turn(kernels, tmp_pa
                                       output_hook=messages.append)
     [shown] = [m for m in messages if m["msg_type"] == "display_data"]
     assert "application/vnd.jupyter.widget-view+json" in shown["content"]["data"]
-    assert shown["content"]["data"]["text/plain"].startswith("AgentView(writer, turn 2, ")
+    assert shown["content"]["data"]["text/plain"] == "AgentView(writer, turn 2)"
     display_id = shown["content"]["transient"]["display_id"]
     # When the turn ended, the cell's view became the turn's static transcript.
     [update] = [m for m in messages if m["msg_type"] == "update_display_data"]

@@ -130,7 +130,7 @@ def test_a_cell_sends_its_body_and_interpolates_kernel_variables(ip, capsys):
     assert pretty(reply) == "You said: We have 120 rows."  # the cell's result reads as the reply
     assert repr(reply.turn) == "Turn(writer, run 1)" and reply.turn.done()
     # The cell showed its turn alone (not the spawn's whole view).
-    assert "AgentView(writer, turn 1, " in capsys.readouterr().out
+    assert "AgentView(writer, turn 1)" in capsys.readouterr().out
 
 
 def test_no_interpolate_sends_braces_as_written(ip):
