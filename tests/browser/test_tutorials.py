@@ -23,4 +23,4 @@ def test_a_tutorial_runs_in_jupyterlab_without_errors(notebook, name):
     for badge in views.locator(".mentra-header .mentra-badge").all():
         expect(badge).to_have_attribute("data-status", "finished", timeout=30_000)
     location = nb.kernel.value("[str(nb.session().location.path.name), nb.session().location.source]")
-    assert location == [name.replace(".ipynb", ".mentra.sqlite"), "beside the notebook (from JPY_SESSION_NAME)"]
+    assert location == [name.replace(".ipynb", ".sqlite"), "beside the notebook (from JPY_SESSION_NAME)"]
