@@ -237,6 +237,14 @@ class MentraMagics(Magics):
 
     def _do_teammate(self, command: args.TeammateArgs) -> None:
         lead = self.session.agent(command.lead)
+        mates = self.session.call(lambda: lead.teammates)
+        present = next((m for m in mates if m.name == command.agent and m.status.name != "shutdown"), None)
+        if present is not None and present.role == command.role:
+            # A rerun of the cell: the teammate is there, and its first mail went out before.
+            print(f"mentra: '{present.name}' is on {lead.name}'s team already ({present.role}, "
+                  f"{present.status.name}); nothing was sent again")
+            display(self.session.team_view(lead))
+            return
         spawn = lead.spawn_teammate(command.agent, command.role, command.prompt, model=command.model)
         teammate = self.session.host.submit(spawn).result(60)
         print(f"mentra: '{teammate.name}' joined {lead.name}'s team as {command.role}")

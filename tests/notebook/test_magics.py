@@ -303,6 +303,21 @@ def test_teammate_joins_a_team_and_team_shows_it(ip, capsys):
         mentra(ip, "teammate lead bob")
 
 
+def test_rerunning_a_teammate_cell_keeps_the_teammate_and_sends_nothing_again(ip, session, capsys):
+    lead = mentra(ip, "spawn lead --team")
+    mentra(ip, "teammate lead alice --role researcher --prompt 'Find sources'")
+    mail = session.call(lambda: lead.teammates)[0]
+    capsys.readouterr()
+    mentra(ip, "teammate lead alice --role researcher --prompt 'Find sources'")
+    out = capsys.readouterr().out
+    assert "'alice' is on lead's team already (researcher" in out and "nothing was sent again" in out
+    [again] = session.call(lambda: lead.teammates)
+    assert again.agent_id == mail.agent_id
+    # Another role is another request: the runtime says the name is taken.
+    with pytest.raises(AgentExists, match="already alive"):
+        mentra(ip, "teammate lead alice --role editor")
+
+
 def test_a_cell_can_register_a_tool_and_call_agent_methods_on_the_runtime_thread(ip, session):
     from mentra_nb import tool
 
