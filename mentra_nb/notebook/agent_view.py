@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -142,8 +143,10 @@ class AgentView(MentraWidget):
         # when the widget is first displayed.
         self._items: list[dict[str, Any]] | None = None
         self._rendered_messages = self._first
-        self._shown: list[Shown] = []
+        self._shown: list[Shown] = []  # where a turn view was displayed
         self._ended = False
+        self._end: int | None = None  # a turn view's message count when its turn ended
+        self._shown_lock = threading.Lock()  # `show` (shell thread) against `_end_turn` (runtime thread)
         # How much of the current message's stream the browser has.
         self._sent_text = 0
         self._sent_thinking = 0
@@ -196,16 +199,22 @@ class AgentView(MentraWidget):
     def _end_turn(self) -> None:
         """The turn this view shows is over: stop following the agent, and put
         the turn as static markdown where the view was shown."""
-        self._ended = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        bundle = {"text/plain": repr(self), "text/markdown": self._markdown()}
-        for shown in self._shown:
-            shown.replace(bundle)
+        with self._shown_lock:
+            self._end = self._agent.snapshot.history_len
+            self._ended = True
+            shown = list(self._shown)
+        bundle = self._static_bundle()
+        for place in shown:
+            place.replace(bundle)
+
+    def _static_bundle(self) -> dict[str, Any]:
+        return {"text/plain": repr(self), "text/markdown": self._markdown()}
 
     def show(self) -> None:
         """Display this view in the running cell (a turn view's place is replaced
@@ -213,10 +222,12 @@ class AgentView(MentraWidget):
         shown = show(self)
         if shown is None:
             return
-        if self._ended:  # the turn ended before the cell showed it (a --wait cell)
-            shown.replace({"text/plain": repr(self), "text/markdown": self._markdown()})
-        else:
-            self._shown.append(shown)
+        with self._shown_lock:
+            ended = self._ended
+            if not ended:
+                self._shown.append(shown)
+        if ended:  # the turn ended before the cell showed it
+            shown.replace(self._host.call(self._static_bundle))
 
     def _status(self) -> dict[str, Any]:
         """The status trait: the agent's, with `stopping` ("now" / "round") while a
@@ -441,8 +452,11 @@ class AgentView(MentraWidget):
         return f"failed: {status.get('error')}" if name == "failed" else name
 
     def _turn_messages(self) -> list[Message]:
+        """This turn's messages (not later turns', once it ended)."""
         agent = self._agent
-        return agent.recent_messages(agent.snapshot.history_len - self._first)
+        count = agent.snapshot.history_len
+        end = count if self._end is None else min(self._end, count)
+        return agent.recent_messages(count - self._first)[: max(0, end - self._first)]
 
     def _markdown(self) -> str:
         agent = self._agent
