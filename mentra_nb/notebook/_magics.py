@@ -264,7 +264,7 @@ class MentraMagics(Magics):
                                              env=command.environment(), start_timeout=command.start_timeout)
         replaced = self.session.add_mcp_server(server)
         # A rerun of the cell (the server stored by an earlier run) reads as the first run did.
-        print(f"mentra: MCP server '{server.name}' {'changed' if replaced else 'added'} "
+        print(f"mentra: MCP server '{server.name}' {'replaced' if replaced else 'added'} "
               f"({server.describe()}); it starts when an agent first uses it. "
               f"Give an agent its tools with %mentra spawn NAME --mcp {server.name}")
 
