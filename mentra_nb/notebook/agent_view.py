@@ -146,6 +146,7 @@ class AgentView(MentraWidget):
         self._shown: list[Shown] = []  # where a turn view was displayed
         self._ended = False
         self._end: int | None = None  # a turn view's message count when its turn ended
+        self._partial = ""  # the reply streamed so far, as last read
         self._shown_lock = threading.Lock()  # `show` (shell thread) against `_end_turn` (runtime thread)
         # How much of the current message's stream the browser has.
         self._sent_text = 0
@@ -194,6 +195,8 @@ class AgentView(MentraWidget):
         if self._turn is not None and event.type in ("run_finished", "run_failed", "run_cancelled"):
             if event.type == "run_cancelled":  # rolled back: the agent is idle, this turn was cut
                 self.status = AgentStatus.interrupted().model_dump()
+            else:
+                self._partial = ""
             self._end_turn()
 
     def _end_turn(self) -> None:
@@ -263,6 +266,8 @@ class AgentView(MentraWidget):
         if status != self.status:
             self.status = status
         text, thinking = snapshot.current_text, snapshot.current_thinking
+        if text:
+            self._partial = text  # what an Interrupt would cut (a turn view keeps showing it)
         if len(text) < self._sent_text or len(thinking) < self._sent_thinking:
             self._resend_stream()  # the stream restarted without an event we act on
             return
@@ -479,6 +484,9 @@ class AgentView(MentraWidget):
         resumable = agent.resumable_turn
         if self._turn is not None and not recent and resumable is not None:
             body = f"*rolled back (`agent.resume()` replays it):* {md_text(resumable.text)}"
+            if self._partial.strip():
+                # Interrupt rolls the turn back; what had streamed stays readable here.
+                body += f"\n\n*the reply so far, not kept:*\n\n{md_text(self._partial)}"
         waiting = [f"*waiting for approval:* {md_code(p.tool_name)} (`%mentra approve` "
                    f"{md_code(agent.name)} {md_code(p.reference)})"
                    for p in agent.snapshot.pending_approvals]

@@ -371,3 +371,25 @@ def test_finish_round_from_the_view_is_todays_stop(host):
     host.call_soon(control.close)
     reply = future.result(10)
     assert reply.text == "all of it" and not reply.truncated
+
+
+def test_an_interrupted_turns_view_keeps_the_reply_so_far_readable(host):
+    """Issue 15.6: Interrupt discarded the partial text (the turn is still rolled back)."""
+    from mentra_nb.notebook.agent_view import TurnScope
+
+    script, control = controlled_stream()
+    agent = spawn(host, ScriptedProvider("s", [script]))
+    view = AgentView(agent, host, turn=TurnScope(first=0, generation=1))
+    future = host.submit(agent.send("write a lot"))
+    for event in (MessageStarted(id="m", model="m"), ContentBlockStarted.text(0),
+                  ContentBlockDelta.text(0, "The part that streamed")):
+        host.call_soon(control.send, event)
+    until(lambda: view._partial == "The part that streamed")
+    view._on_browser_message(view, {"kind": "interrupt"}, [])
+    until(future.done)
+    host.call(lambda: None)
+    assert agent.history == [] and agent.resumable_turn.text == "write a lot"
+    markdown = view._markdown()
+    assert "rolled back" in markdown and "write a lot" in markdown
+    assert "The part that streamed" in markdown
+    assert repr(view) == "AgentView(writer, turn 1, interrupted, 0 messages)"
