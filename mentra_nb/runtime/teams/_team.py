@@ -401,10 +401,6 @@ class Team:
                 f"only the addressee '{request.recipient}' may answer request {request_id} "
                 f"({request.protocol} from {request.sender}), not '{responder}'"
             )
-        if request.status == ("approved" if approve else "rejected"):
-            # The same answer again (a click in the TeamView, then the cell that says the
-            # same) is no error: the request stays as it was answered first.
-            return request
         if request.status != "pending":
             raise AgentError(
                 f"request {request_id} ({request.protocol} from {request.sender}) was already "
