@@ -136,6 +136,39 @@ export class LiveStream {
   }
 }
 
+/**
+ * One LiveStream per widget model, fed from the model's creation on (issue 15.9):
+ * the kernel sends a view's transcript when it displays it, without waiting for a
+ * hello that a kernel busy with Run All would answer only after the last cell.
+ * Every view of the model renders from it.
+ */
+class ModelStream {
+  constructor() {
+    this.live = new LiveStream();
+    /** @type {Set<(changed: string, message: StreamMessage) => void>} */
+    this.views = new Set();
+    /** @param {StreamMessage} message */
+    this.receive = (message) => {
+      const changed = this.live.apply(message);
+      for (const view of this.views) view(changed, message);
+    };
+  }
+}
+
+/** @type {WeakMap<Model, ModelStream>} */
+const modelStreams = new WeakMap();
+
+/** @param {{model: Model}} context */
+export function initialize({ model }) {
+  const stream = new ModelStream();
+  modelStreams.set(model, stream);
+  model.on("msg:custom", stream.receive);
+  return () => {
+    model.off("msg:custom", stream.receive);
+    modelStreams.delete(model);
+  };
+}
+
 /** @param {{model: Model, el: HTMLElement}} context */
 export function render({ model, el }) {
   const root = element("div", "mentra-agent");
@@ -167,7 +200,10 @@ export function render({ model, el }) {
     controls);
   el.append(root);
 
-  const live = new LiveStream();
+  // Without `initialize` (a host that skips it) the view keeps a stream of its own.
+  const shared = modelStreams.get(model);
+  const stream = shared ?? new ModelStream();
+  const live = stream.live;
   const sources = new Sources((request) => model.send(request));
 
   const renderHeader = () => {
@@ -244,14 +280,13 @@ export function render({ model, el }) {
     helloPending = true;
     model.send({ kind: "hello" }); // the transcript and the half-streamed text we missed
   };
-  /** @param {StreamMessage} message */
-  const onCustom = (message) => {
+  /** @param {string} changed @param {StreamMessage} message */
+  const onStream = (changed, message) => {
     const other = /** @type {{kind?: string}} */ (message);
     if (other?.kind === "source") { // the words "Edit" asked for, not part of the stream
       sources.receive(/** @type {import("./time_travel.js").Source} */ (other));
       return;
     }
-    const changed = live.apply(message);
     if (changed === "live") renderLive();
     if (changed === "items") {
       if (message.start === 0 && !message.basis) helloPending = false;
@@ -316,21 +351,24 @@ export function render({ model, el }) {
     ["change:resumable", renderResumable],
     ["change:fork_origin", renderHeader],
     ["change:notice", renderNotice],
-    ["msg:custom", onCustom],
+    ...(shared ? [] : [/** @type {[string, (m: StreamMessage) => void]} */ (["msg:custom", stream.receive])]),
   ]);
+  stream.views.add(onStream);
 
   renderHeader();
+  renderItems();
   renderLive();
   renderApprovals();
   renderResumable();
   renderNotice();
-  hello();
+  if (live.seq < 0) hello(); // nothing received yet: ask (answered once the kernel is free)
 
   return () => {
     controller.abort();
     unsubscribe();
+    stream.views.delete(onStream);
     root.remove();
   };
 }
 
-export default { render };
+export default { initialize, render };

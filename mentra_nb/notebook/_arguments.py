@@ -47,6 +47,7 @@ __all__ = [
     "RewindArgs",
     "RmArgs",
     "SendArgs",
+    "ShowArgs",
     "SpawnArgs",
     "StopArgs",
     "SubagentsArgs",
@@ -107,7 +108,8 @@ def _split_commas(value: Any) -> Any:
 
 class SpawnArgs(Command):
     command = "spawn"
-    summary = ("create an agent and show its view (--subagents: it may delegate; --team: it may lead a team; "
+    summary = ("create an agent and show its view; rerun, it attaches to the stored agent of that name "
+               "(--replace: start over, the stored one kept renamed) (--subagents: it may delegate; --team: it may lead a team; "
                "--python/--shell: enable those tools, each call approved by you; --read-only: no tool that "
                "changes anything; --auto-approve: tools that run without asking, globs like mcp__time__*; "
                "--mcp: the MCP servers whose tools it gets)")
@@ -126,13 +128,15 @@ class SpawnArgs(Command):
     auto_approve: list[str] | None = None
 
     mcp: list[str] | None = None
+    replace: bool = False
 
     _tools = field_validator("tools", "auto_approve", "mcp", mode="before")(_split_commas)
 
 
 class SendArgs(Command):
     command = "send"
-    summary = "send NAME a message; returns a Turn at once (--wait blocks until it answers)"
+    summary = ("send NAME a message; shows that turn and returns a Turn at once (--wait blocks and returns "
+               "the reply, a Message whose .turn is the Turn)")
     positionals = ("agent",)
     rest = "text"
     metavars = {"agent": "NAME"}
@@ -168,7 +172,17 @@ class InterruptArgs(Command):
 
 class StopArgs(Command):
     command = "stop"
-    summary = "let NAME finish its current round, then stop, keeping the work"
+    summary = ("let NAME finish its current round, then stop, keeping the work (--now: end the reply "
+               "where it is, kept and marked as cut)")
+    positionals = ("agent",)
+    metavars = {"agent": "NAME"}
+    agent: AgentName
+    now: bool = False
+
+
+class ShowArgs(Command):
+    command = "show"
+    summary = "show NAME's whole conversation, live (a %%mentra cell shows its own turn only)"
     positionals = ("agent",)
     metavars = {"agent": "NAME"}
     agent: AgentName
@@ -237,12 +251,14 @@ class CostArgs(Command):
 class ForkArgs(Command):
     command = "fork"
     summary = ("a new agent NEW whose history is NAME's first N messages (all without --at); "
-               "nothing is copied, NAME is unchanged")
+               "nothing is copied, NAME is unchanged; a rerun attaches to the fork it made "
+               "(--replace: start over, a stored NEW kept renamed)")
     positionals = ("agent", "new")
     metavars = {"agent": "NAME", "new": "NEW", "at": "N"}
     agent: AgentName
     new: AgentName
     at: int | None = Field(default=None, ge=0)
+    replace: bool = False
 
 
 class RewindArgs(Command):
@@ -388,8 +404,9 @@ class CellArgs(Command):
 
 COMMANDS: dict[str, type[Command]] = {
     c.command: c for c in (SpawnArgs, SendArgs, ListAgentsArgs, ResumeArgs, ApproveArgs, DenyArgs,
-                           TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
-                           ForkArgs, RewindArgs, HistoryArgs, ExportArgs, RmArgs, DbArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
+                           ShowArgs, TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
+                           ForkArgs, RewindArgs, HistoryArgs, ExportArgs, RmArgs,
+                           DbArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
                            HelpArgs)
 }
 

@@ -8,6 +8,7 @@ read the store, so they work while the root is running.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -60,6 +61,10 @@ _browser_message: TypeAdapter[Any] = browser_messages(
 )
 
 
+LIVE_INTERVAL = 0.25  # seconds between reads of the open child's streaming text
+LIVE_PREVIEW_CHARS = 4_000
+
+
 class SubagentPickerView(MentraWidget):
     _esm = static_file("subagent_picker.js")
     _css = static_file("mentra.css")
@@ -69,12 +74,16 @@ class SubagentPickerView(MentraWidget):
     options: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # [{label, status, model, path, agent_id}]
     preview = traitlets.Dict().tag(sync=True)  # {path, status, model, items, has_older, ...}
     notice = traitlets.Unicode("").tag(sync=True)
+    # The open child's reply as it streams (its last LIVE_PREVIEW_CHARS), "" when it is
+    # not streaming: a running subagent's preview shows more than its committed turns.
+    preview_live = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, root: Agent, host: RuntimeHost) -> None:
         super().__init__()
         self._root = root
         self._host = host
         self._older: str | None = None  # cursor of the turn before the oldest one shown
+        self._live_timer: asyncio.TimerHandle | None = None
         self.on_msg(self._on_browser_message)
         host.call(self._attach)
 
@@ -111,6 +120,21 @@ class SubagentPickerView(MentraWidget):
         items = self.preview.get("items", []) if older else []
         self.preview = self._page(page, prepend_to=items, loaded_older=older)
         self._older = page.older
+        self._follow_live()
+
+    def _follow_live(self) -> None:
+        """Read the open child's streaming text now and again every LIVE_INTERVAL
+        while it runs (a trait of its own: the preview's items are not resent)."""
+        if self._live_timer is not None:
+            self._live_timer.cancel()
+            self._live_timer = None
+        path = self.preview.get("path")
+        child = subagents.subagent(self._root, path) if path else None
+        text = child.snapshot.current_text[-LIVE_PREVIEW_CHARS:] if child is not None else ""
+        if text != self.preview_live:
+            self.preview_live = text
+        if child is not None and child.is_running and self.comm is not None:
+            self._live_timer = asyncio.get_running_loop().call_later(LIVE_INTERVAL, self._follow_live)
 
     @staticmethod
     def _page(page: PreviewPage, *, prepend_to: list[dict[str, Any]], loaded_older: bool) -> dict[str, Any]:
@@ -120,6 +144,10 @@ class SubagentPickerView(MentraWidget):
             "items": [*items, *prepend_to], "has_older": page.has_older,
             "truncated": page.truncated, "error": page.error, "loaded_older": loaded_older,
         }
+
+    def _close_preview(self) -> None:
+        self.preview = {}
+        self._follow_live()  # stops following: no child is open
 
     def _interrupt(self, path: str) -> None:
         try:
@@ -138,7 +166,7 @@ class SubagentPickerView(MentraWidget):
             if self.preview.get("path") and self._older is not None:
                 self._host.call_soon(lambda: self._show(self.preview["path"], older=True))
         elif isinstance(message, _Close):
-            self._host.call_soon(setattr, self, "preview", {})
+            self._host.call_soon(self._close_preview)
         elif isinstance(message, _Interrupt):
             self._host.call_soon(self._interrupt, message.path)
 

@@ -36,7 +36,7 @@ from mentra_nb.runtime._services import Services
 from mentra_nb.runtime._snapshot import AgentSnapshot, SnapshotFields, TeammateInfo
 from mentra_nb.runtime._state import AgentState
 from mentra_nb.runtime._time_travel import Branch, check_index
-from mentra_nb.runtime._turn_loop import TurnLoop
+from mentra_nb.runtime._turn_loop import StopKind, TurnLoop
 from mentra_nb.runtime.events import AgentEvent
 from mentra_nb.runtime.mcp import MCPServer
 from mentra_nb.runtime.tools import Tool
@@ -121,7 +121,7 @@ class Agent:
         self._state = AgentState(self.id, self.name, self._services.store, self._services.token,
                                  persisted, lambda: self.snapshot)
         self._run_task: asyncio.Task[Message] | None = None
-        self._stop_requested = False
+        self._stop_requested: StopKind | None = None
         self._approvals = Approvals(self, load_approval_state(self._services.store, self.id))
         self._extensions: list[AgentExtension] = []
         for extension in extensions:
@@ -318,7 +318,7 @@ class Agent:
                 "wait for it, or call agent.stop() / agent.cancel()"
             )
         self._services.prepare_run()
-        self._stop_requested = False
+        self._stop_requested = None
         loop = TurnLoop(self, opening, approvals=self._approvals, extensions=self._extensions,
                         tools=self.tools, stop_requested=lambda: self._stop_requested)
         self._run_task = asyncio.get_running_loop().create_task(
@@ -326,13 +326,27 @@ class Agent:
         )
         return await self._run_task
 
-    def stop(self) -> None:
-        """Finish the current run at the next round boundary, keeping the transcript.
+    def stop(self, now: bool = False) -> None:
+        """Stop the current run, keeping its work.
 
-        Calls waiting for approval are denied, so the round can end."""
-        if self.is_running:
-            self._stop_requested = True
-            self._approvals.deny_all("the user stopped the run before answering")
+        By default the run finishes its current round first (the model's reply
+        and its tool calls). `now=True` ends it at once: a reply being streamed
+        is committed as far as it got, marked `truncated`; running tool calls are
+        cancelled and answered "stopped". Calls waiting for approval are denied."""
+        if not self.is_running:
+            return
+        if now:
+            self._stop_requested = "now"
+            if self._run_task is not None:
+                self._run_task.cancel()
+        elif self._stop_requested is None:
+            self._stop_requested = "round"
+        self._approvals.deny_all("the user stopped the run before answering")
+
+    @property
+    def stopping(self) -> StopKind | None:
+        """How the running turn was asked to stop ("now" or "round"), or None."""
+        return self._stop_requested if self.status.is_running else None
 
     def cancel(self) -> None:
         """Abort the current run now; it is rolled back (its message stays resumable)."""

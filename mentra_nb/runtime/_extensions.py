@@ -53,6 +53,11 @@ class RuntimeExtension:
     def attach(self, agent: AgentHandle) -> AgentExtension | None:
         return None
 
+    def tool_names(self) -> tuple[str, ...]:
+        """Every tool an attached extension may offer an agent (so a tool list
+        naming one is not refused as unknown before the agent exists)."""
+        return ()
+
     def after_resume(self, runtime_id: str, agents: Sequence[AgentHandle]) -> None:
         """A resume path loaded these agents (leads, teammates or subagents) of `runtime_id`."""
 

@@ -169,6 +169,14 @@ class Runtime:
             raise ConfigError(f"a tool named '{spec.name}' is already registered; rename one of them")
         self._tools[spec.name] = tool
 
+    def tool_names(self) -> list[str]:
+        """Every tool name an agent's `AgentConfig.tools` may list: the registered
+        tools and those the extensions offer (team and subagent tools)."""
+        names = list(self._tools)
+        for extension in self._extensions:
+            names.extend(extension.tool_names())
+        return list(dict.fromkeys(names))
+
     # --- MCP servers (runtime/mcp/) ----------------------------------------------
 
     def add_mcp_server(self, server: MCPServer) -> None:
@@ -349,6 +357,19 @@ class Runtime:
         agent = Agent(self, persisted, self._extensions)  # the extensions attach themselves
         self._agents[agent.id] = agent
         return agent
+
+    def retire_agent(self, agent_id: str, new_name: str) -> None:
+        """Rename a stored lead agent to `new_name` and stop driving it, so its old
+        name is free for a new agent; nothing of it is deleted (resume it by its
+        new name). Refused while it runs."""
+        agent = self._load(agent_id)
+        if agent.is_running:
+            raise AgentBusy(f"agent '{agent.name}' is running; stop or interrupt it before replacing it")
+        self.store.rename_agent(agent_id, new_name, token=self._leases.token)
+        del self._agents[agent_id]
+        agent.state.close()
+        self.store.release_leases(self._leases.token, [agent_id])
+        self._leases.held.discard(agent_id)
 
     def _after_resume(self, runtime_id: str, agents: Sequence[AgentHandle]) -> None:
         for extension in self._extensions:

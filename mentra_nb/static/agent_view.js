@@ -345,6 +345,26 @@ var LiveStream = class {
     return "items";
   }
 };
+var ModelStream = class {
+  constructor() {
+    this.live = new LiveStream();
+    this.views = /* @__PURE__ */ new Set();
+    this.receive = (message) => {
+      const changed = this.live.apply(message);
+      for (const view of this.views) view(changed, message);
+    };
+  }
+};
+var modelStreams = /* @__PURE__ */ new WeakMap();
+function initialize({ model }) {
+  const stream = new ModelStream();
+  modelStreams.set(model, stream);
+  model.on("msg:custom", stream.receive);
+  return () => {
+    model.off("msg:custom", stream.receive);
+    modelStreams.delete(model);
+  };
+}
 function render({ model, el }) {
   const root = element("div", "mentra-agent");
   const header = element("div", "mentra-header");
@@ -395,7 +415,9 @@ function render({ model, el }) {
     controls
   );
   el.append(root);
-  const live = new LiveStream();
+  const shared = modelStreams.get(model);
+  const stream = shared ?? new ModelStream();
+  const live = stream.live;
   const sources = new Sources((request) => model.send(request));
   const renderHeader = () => {
     name.textContent = model.get("agent_name");
@@ -468,7 +490,7 @@ function render({ model, el }) {
     helloPending = true;
     model.send({ kind: "hello" });
   };
-  const onCustom = (message) => {
+  const onStream = (changed, message) => {
     const other = (
       /** @type {{kind?: string}} */
       message
@@ -480,7 +502,6 @@ function render({ model, el }) {
       );
       return;
     }
-    const changed = live.apply(message);
     if (changed === "live") renderLive();
     if (changed === "items") {
       if (message.start === 0 && !message.basis) helloPending = false;
@@ -545,25 +566,32 @@ function render({ model, el }) {
     ["change:resumable", renderResumable],
     ["change:fork_origin", renderHeader],
     ["change:notice", renderNotice],
-    ["msg:custom", onCustom]
+    ...shared ? [] : [
+      /** @type {[string, (m: StreamMessage) => void]} */
+      ["msg:custom", stream.receive]
+    ]
   ]);
+  stream.views.add(onStream);
   renderHeader();
+  renderItems();
   renderLive();
   renderApprovals();
   renderResumable();
   renderNotice();
-  hello();
+  if (live.seq < 0) hello();
   return () => {
     controller.abort();
     unsubscribe();
+    stream.views.delete(onStream);
     root.remove();
   };
 }
-var agent_view_default = { render };
+var agent_view_default = { initialize, render };
 export {
   LiveStream,
   badgeLabel,
   agent_view_default as default,
+  initialize,
   render,
   resolveHtml,
   statusLabel

@@ -7,10 +7,18 @@ import logging
 
 import pytest
 
-from mentra_nb import AgentConfig, Runtime, SqliteStore
+from mentra_nb import (
+    AgentConfig,
+    ContentBlockDelta,
+    ContentBlockStarted,
+    MessageStarted,
+    Runtime,
+    SqliteStore,
+)
 from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.subagent_picker import SubagentPickerView
-from mentra_nb.testing import text_stream, tool_use_stream
+from mentra_nb.testing import controlled_stream, text_stream, tool_use_stream
+from tests.conftest import until
 from tests.subagents.helpers import RoutedProvider, call
 
 
@@ -99,3 +107,30 @@ def test_an_agent_without_subagents_gets_a_clear_error(host, db_path):
     plain = host.call(lambda: rt.spawn("plain", "test"))
     with pytest.raises(Exception, match="subagents=True"):
         SubagentPickerView(plain, host)
+
+
+def test_a_running_childs_preview_shows_its_live_text(host, db_path):
+    """Issue 15.8: a running subagent's preview showed its committed turns only."""
+    child, control = controlled_stream()
+    provider = RoutedProvider(
+        root=[tool_use_stream(*spawn_call("s1", "alpha", "Write it")), call("w1", "wait_agent"),
+              text_stream("done")],
+        child=[child],
+    )
+    rt = host.call(lambda: Runtime.empty(store=SqliteStore(db_path), providers=[provider]))
+    root = host.call(lambda: rt.spawn("lead", "anthropic:root", config=AgentConfig(subagents=True)))
+    view = SubagentPickerView(root, host)
+    turn = host.submit(root.send("go"))
+    until(lambda: [(o["label"], o["status"]) for o in view.options] == [("alpha", "running")], 10)
+    view._on_browser_message(view, {"kind": "open", "path": "/root/alpha"}, [])
+    for event in (MessageStarted(id="c1", model="child"), ContentBlockStarted.text(0),
+                  ContentBlockDelta.text(0, "half a sentence")):
+        host.call_soon(control.send, event)
+    until(lambda: view.preview_live == "half a sentence", 10)
+    assert view.preview["status"] == "running"
+    for event in text_stream(" and the rest").events[2:]:  # the same block goes on, then ends
+        host.call_soon(control.send, event)
+    host.call_soon(control.close)
+    assert turn.result(10).text == "done"
+    until(lambda: view.preview_live == "", 10)
+    host.submit(rt.aclose()).result(10)

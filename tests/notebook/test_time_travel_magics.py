@@ -26,11 +26,14 @@ def test_fork_makes_a_fork_and_a_rerun_attaches_to_it(ip, capsys):
     assert "'alt' is a fork of 'writer' at message 2" in capsys.readouterr().out
     again = mentra(ip, "fork writer alt --at 2")  # a re-run cell
     assert again.id == fork.id
-    assert "'alt' was already a fork of 'writer'" in capsys.readouterr().out
-    with pytest.raises(AgentExists, match="not a fork of 'writer' at 3"):
+    assert "it was forked before: attached to it" in capsys.readouterr().out
+    with pytest.raises(AgentExists, match="not a fork of 'writer' at 3.*--replace"):
         mentra(ip, "fork writer alt --at 3")
     with pytest.raises(AgentExists, match="not a fork"):
         mentra(ip, "fork alt writer")
+    fresh = mentra(ip, "fork writer alt --at 3 --replace")
+    assert fresh.id != fork.id and len(fresh.history) == 3
+    assert "the earlier 'alt' is kept as 'alt.replaced-1'" in capsys.readouterr().out
 
 
 def test_rewind_and_history_show_checkpoints_and_branches(ip, capsys):
@@ -71,7 +74,7 @@ def test_rm_deletes_and_a_rerun_says_there_is_nothing_left(ip, session, capsys):
     mentra(ip, "rm writer")
     assert "nothing to delete" in capsys.readouterr().out
     mentra(ip, "rm alt --with-forks")
-    assert [r.name for r in session.records()] == ["other"]
+    assert [r.name for r in session.records() if r.kind == "agent"] == ["other"]
     assert source.forked_from is None
 
 

@@ -259,7 +259,8 @@ async def test_only_the_addressee_answers_and_only_while_pending(db_path):
     with pytest.raises(AgentError, match="only the addressee 'alice' may answer"):
         lead.approve_request(theirs.id)
     lead.approve_request(mine.id, "go ahead")
-    with pytest.raises(AgentError, match="already approved; only pending requests"):
+    with pytest.raises(AgentError, match=r"already approved; only pending requests can be answered "
+                                         r"\(pending ones: lead.team_requests\('pending'\) in Python"):
         lead.reject_request(mine.id, "changed my mind")
     with pytest.raises(AgentNotFound, match="no team request 'req-x'"):
         lead.approve_request("req-x")

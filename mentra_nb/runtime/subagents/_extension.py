@@ -23,7 +23,7 @@ from mentra_nb.runtime.subagents._errors import SubagentError, SubagentLimitReac
 from mentra_nb.runtime.subagents._fork import ForkTurns, fork_history
 from mentra_nb.runtime.subagents._mailbox import mail_markers, render_mail
 from mentra_nb.runtime.subagents._registry import SubagentRegistry
-from mentra_nb.runtime.subagents._tools import subagent_tools
+from mentra_nb.runtime.subagents._tools import subagent_tool_specs, subagent_tools
 from mentra_nb.runtime.subagents._tree import ROOT_PATH
 from mentra_nb.runtime.tools import Tool
 
@@ -41,6 +41,9 @@ class SubagentsExtension(RuntimeExtension):
         self.registry = registry or SubagentRegistry()
         self._runs: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._handles: dict[tuple[str, str], _ChildRun] = {}
+
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(subagent_tool_specs())
 
     def attach(self, agent: AgentHandle) -> AgentExtension | None:
         if agent.kind == "subagent":

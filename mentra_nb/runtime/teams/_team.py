@@ -403,8 +403,10 @@ class Team:
             )
         if request.status != "pending":
             raise AgentError(
-                f"request {request_id} was already {request.status}; only pending requests can "
-                "be answered (team_list_requests status='pending' lists them)"
+                f"request {request_id} ({request.protocol} from {request.sender}) was already "
+                f"{request.status}; only pending requests can be answered (pending ones: "
+                "lead.team_requests('pending') in Python, %mentra team LEAD in a notebook, the "
+                "team_list_requests tool for a model)"
             )
         reason = reason.strip() if isinstance(reason, str) and reason.strip() else None
         response = TeamMessage(
