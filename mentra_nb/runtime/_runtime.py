@@ -298,9 +298,17 @@ class Runtime:
         busy = [a.name for i in doomed if (a := self._agents.get(i)) is not None and a.is_running]
         if busy:
             raise AgentBusy(f"cannot delete while {', '.join(busy)} runs; stop or cancel it first")
-        for agent_id in doomed:
-            if agent_id not in self._leases.held:
-                self._leases.acquire(agent_id)
+        taken: list[str] = []
+        try:
+            for agent_id in doomed:
+                if agent_id not in self._leases.held:
+                    self._leases.acquire(agent_id)
+                    taken.append(agent_id)
+        except MentraError:
+            # Another runtime drives one of them: delete nothing, and let go of the rest.
+            self.store.release_leases(self._leases.token, taken)
+            self._leases.held.difference_update(taken)
+            raise
         for agent_id in doomed:
             live = self._agents.pop(agent_id, None)
             if live is not None:

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
 import sqlite3
 import subprocess
 import sys
 
 import nbformat
+import psutil
 import pytest
 
 from mentra_nb import (
@@ -19,6 +22,7 @@ from mentra_nb import (
     AgentNotFound,
     AgentStatus,
     ConfigError,
+    LeaseUnavailable,
     Message,
     Runtime,
     SqliteStore,
@@ -26,6 +30,7 @@ from mentra_nb import (
     tool,
 )
 from mentra_nb.runtime.events import HistoryReplaced
+from mentra_nb.store import LeaseClaim, TeamMessage
 from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream, tool_use_stream
 from tests.children import REPO
 from tests.conftest import clear_leases, wait_until
@@ -282,7 +287,6 @@ async def test_a_fork_takes_no_teammates_subagents_approvals_or_mail(db_path):
     rt = runtime(db_path)
     lead = await conversation(rt, 1, "lead")
     rt.store.save_state(lead.id, "subagents.v1", {"children": ["x"]}, token=rt.services.token)
-    from mentra_nb.store.base import TeamMessage
     rt.store.post_team_mail(lead.id, "lead", TeamMessage(sender="alice", content="unread"))
     fork = lead.fork("fork")
     assert rt.store.load_state(fork.id, "subagents.v1") is None
@@ -346,4 +350,22 @@ async def test_export_writes_the_transcript_with_its_tool_traffic(db_path, tmp_p
     assert len(notebook.cells) == 1 + len(agent.history)
     with pytest.raises(ConfigError, match="choose one of markdown, json, ipynb"):
         agent.export("pdf")  # type: ignore[arg-type]
+    await rt.aclose()
+
+
+async def test_an_agent_another_runtime_drives_is_not_deleted(db_path):
+    rt = runtime(db_path)
+    source = await conversation(rt, 1)
+    fork = source.fork("fork")
+    await rt.aclose()
+    rt = runtime(db_path)
+    # Another runtime, alive (it names this very process), drives the fork.
+    other = LeaseClaim(owner_id="another-runtime", token="another-token", runtime_id="nb",
+                       pid=os.getpid(), host=socket.gethostname(),
+                       process_started_at=psutil.Process().create_time())
+    rt.store.acquire_lease(fork.id, other, ttl=30)
+    with pytest.raises(LeaseUnavailable):
+        await rt.delete_agent("writer", with_forks=True)
+    assert {r.name for r in rt.list_persisted_agents()} == {"writer", "fork"}
+    assert rt.store.lease_holder(source.id) is None  # taken for the deletion, given back
     await rt.aclose()
