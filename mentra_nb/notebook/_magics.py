@@ -158,8 +158,11 @@ class MentraMagics(Magics):
             print("  none yet: %mentra spawn NAME")
             return
         width = max(len(r.name) for r in records)
+        names = {r.id: r.name for r in records}
         for r in records:
             kind = "" if r.kind == "agent" else f" ({r.kind})"
+            if r.forked_from is not None:
+                kind += f" (fork of {names.get(r.forked_from, 'a deleted agent')} at {r.fork_index})"
             where = "live" if r.id in live else "stored"
             print(f"  {r.name:<{width}}  {where:<6}  {r.model:<24}  {r.status!s:<16}  "
                   f"{r.run_generation:>3} turns  {r.message_count:>4} messages  "

@@ -71,6 +71,7 @@ def test_rm_deletes_and_a_rerun_says_there_is_nothing_left(ip, session, capsys):
     mentra(ip, "list")
     listed = capsys.readouterr().out
     assert "alt" in listed and "other" in listed and "writer " not in listed
+    assert "(fork of a deleted agent at 2)" in listed
     mentra(ip, "rm writer")
     assert "nothing to delete" in capsys.readouterr().out
     mentra(ip, "rm alt --with-forks")
