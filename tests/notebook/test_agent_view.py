@@ -217,7 +217,7 @@ def test_browser_buttons_send_stop_and_interrupt(host):
     assert agent.history[-1].text == "first"
     view._on_browser_message(view, {"kind": "send", "text": "again"}, [])
     # The second run is waiting on the controlled stream once the model has been asked.
-    while agent.status != AgentStatus.awaiting_model() and time.monotonic() < deadline:
+    while agent.status != AgentStatus.streaming() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert agent.is_running
     view._on_browser_message(view, {"kind": "interrupt"}, [])

@@ -35,7 +35,11 @@ from mentra_nb.runtime.subagents._events import (
     SubagentEvent,
     SubagentNotice,
 )
-from mentra_nb.runtime.subagents._extension import SubagentsExtension
+from mentra_nb.runtime.subagents._extension import (
+    HEADLESS_REFUSAL,
+    SubagentAgentExtension,
+    SubagentsExtension,
+)
 from mentra_nb.runtime.subagents._picker import (
     PickerOption,
     SubagentInfo,
@@ -55,6 +59,7 @@ from mentra_nb.runtime.subagents._tree import (
 )
 
 __all__ = [
+    "HEADLESS_REFUSAL",
     "MAX_MAILBOX_ITEMS",
     "MAX_MESSAGE_BYTES",
     "PREVIEW_MAX_BYTES",
@@ -66,6 +71,7 @@ __all__ = [
     "PickerUpdated",
     "PreviewPage",
     "SubagentCheckpointError",
+    "SubagentAgentExtension",
     "SubagentError",
     "SubagentEvent",
     "SubagentInfo",
