@@ -13,7 +13,10 @@ changes are committed (`_registry`, `_tree`), the tools, mail and previews.
 
 from mentra_nb.runtime._config import SubagentLimits
 from mentra_nb.runtime.subagents._api import (
+    approve_call,
+    deny_call,
     interrupt_subagent,
+    pending_approvals,
     list_subagents,
     preview,
     subagent,
@@ -87,8 +90,11 @@ __all__ = [
     "SubagentTree",
     "SubagentsExtension",
     "UnknownSubagent",
+    "approve_call",
+    "deny_call",
     "interrupt_subagent",
     "list_subagents",
+    "pending_approvals",
     "preview",
     "subagent",
     "subagent_picker",
