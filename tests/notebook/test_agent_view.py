@@ -20,6 +20,7 @@ from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream, tool_use_stream
+from tests.notebook.conftest import open_runtime
 
 
 @pytest.fixture
@@ -30,7 +31,7 @@ def host():
 
 
 def spawn(host, *providers, tools=()):
-    rt = host.call(lambda: Runtime.empty(providers=list(providers), tools=tools))
+    rt = open_runtime(host, lambda: Runtime.empty(providers=list(providers), tools=tools))
     return host.call(lambda: rt.spawn("writer", f"{providers[0].name}:m"))
 
 
@@ -280,7 +281,7 @@ def test_a_resumed_agents_view_reads_its_transcript_only_when_a_browser_asks(hos
 
     path = tmp_path / "long.mentra.sqlite"
     turns = 30
-    rt = host.call(lambda: Runtime.empty(store=SqliteStore(path), providers=[
+    rt = open_runtime(host, lambda: Runtime.empty(store=SqliteStore(path), providers=[
         ScriptedProvider("s", [text_stream(f"answer {i}") for i in range(turns)])]))
     agent = host.call(lambda: rt.spawn("writer", "s:m"))
     for i in range(turns):
@@ -288,7 +289,7 @@ def test_a_resumed_agents_view_reads_its_transcript_only_when_a_browser_asks(hos
     host.submit(rt.aclose()).result(10)
 
     store = CountingStore(path)
-    rt = host.call(lambda: Runtime.empty(store=store, providers=[ScriptedProvider("s", [])]))
+    rt = open_runtime(host, lambda: Runtime.empty(store=store, providers=[ScriptedProvider("s", [])]))
     [resumed] = host.call(rt.resume)
     view = AgentView(resumed, host)
     assert store.messages_read <= 1  # the last message, for the resume offer

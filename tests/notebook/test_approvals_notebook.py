@@ -14,7 +14,7 @@ from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
 from tests.conftest import until
-from tests.notebook.conftest import mentra
+from tests.notebook.conftest import mentra, open_runtime
 
 RAN: list[str] = []
 
@@ -36,7 +36,7 @@ def host():
 
 def waiting_agent(host, *scripts, db=None):
     provider = ScriptedProvider("s", [tool_use_stream("c1", "publish", '{"title": "Q1"}'), *scripts])
-    rt = host.call(lambda: Runtime.empty(providers=[provider], tools=[publish]))
+    rt = open_runtime(host, lambda: Runtime.empty(providers=[provider], tools=[publish]))
     agent = host.call(lambda: rt.spawn("writer", "s:m"))
     view = AgentView(agent, host)
     future = host.submit(agent.send("publish it"))

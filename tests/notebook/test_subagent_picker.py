@@ -12,6 +12,7 @@ from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.subagent_picker import SubagentPickerView
 from mentra_nb.testing import text_stream, tool_use_stream
 from tests.conftest import until
+from tests.notebook.conftest import open_runtime
 from tests.subagents.helpers import RoutedProvider, call
 
 
@@ -41,7 +42,7 @@ def delegated(host, db_path):
         ],
         child=[text_stream("A is long"), text_stream("B is fine"), text_stream("A, short")],
     )
-    rt = host.call(lambda: Runtime.empty(store=SqliteStore(db_path), providers=[provider]))
+    rt = open_runtime(host, lambda: Runtime.empty(store=SqliteStore(db_path), providers=[provider]))
     root = host.call(lambda: rt.spawn("lead", "anthropic:root", config=AgentConfig(subagents=True)))
     return root
 
@@ -96,7 +97,7 @@ def test_invalid_picker_messages_are_ignored(host, delegated, caplog):
 
 
 def test_an_agent_without_subagents_gets_a_clear_error(host, db_path):
-    rt = host.call(lambda: Runtime.empty(store=SqliteStore(db_path)))
+    rt = open_runtime(host, lambda: Runtime.empty(store=SqliteStore(db_path)))
     plain = host.call(lambda: rt.spawn("plain", "test"))
     with pytest.raises(Exception, match="subagents=True"):
         SubagentPickerView(plain, host)
@@ -109,7 +110,7 @@ def test_a_child_waiting_for_approval_is_shown_and_answered_in_the_picker(host, 
               call("w1", "wait_agent"), call("w2", "wait_agent"), text_stream("written")],
         child=[call("c1", "write_file", path="out.txt", content="hello"), text_stream("wrote out.txt")],
     )
-    rt = host.call(lambda: Runtime(store=SqliteStore(tmp_path / "s.sqlite"), providers=[provider],
+    rt = open_runtime(host, lambda: Runtime(store=SqliteStore(tmp_path / "s.sqlite"), providers=[provider],
                                    workspace=tmp_path))
     root = host.call(lambda: rt.spawn("lead", "anthropic:root", config=AgentConfig(subagents=True)))
     view = SubagentPickerView(root, host)

@@ -20,7 +20,7 @@ from mentra_nb import (
     SqliteStore,
     Usage,
 )
-from mentra_nb.runtime.subagents import SubagentLimits, list_subagents, subagent
+from mentra_nb.runtime.subagents import SubagentLimits, list_subagents
 from mentra_nb.testing import controlled_stream, ok_stream, text_stream
 from tests.conftest import wait_until
 from tests.subagents.helpers import RoutedProvider, finish_text, run_tool, standalone_registry

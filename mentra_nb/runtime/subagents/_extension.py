@@ -20,6 +20,12 @@ from mentra_nb.messages import Message
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
 from mentra_nb.runtime._services import AgentHandle
 from mentra_nb.runtime._snapshot import SnapshotFields, SubagentStatus
+from mentra_nb.runtime.events import (
+    AgentEvent,
+    AssistantMessageCommitted,
+    ToolApprovalRequested,
+    ToolApprovalResolved,
+)
 from mentra_nb.runtime.subagents._errors import SubagentError, SubagentLimitReached, UnknownSubagent
 from mentra_nb.runtime.subagents._fork import ForkTurns, fork_history
 from mentra_nb.runtime.subagents._mailbox import mail_markers, render_mail
@@ -27,12 +33,6 @@ from mentra_nb.runtime.subagents._preamble import child_config
 from mentra_nb.runtime.subagents._registry import SubagentRegistry
 from mentra_nb.runtime.subagents._tools import subagent_tools
 from mentra_nb.runtime.subagents._tree import ROOT_PATH
-from mentra_nb.runtime.events import (
-    AgentEvent,
-    AssistantMessageCommitted,
-    ToolApprovalRequested,
-    ToolApprovalResolved,
-)
 from mentra_nb.runtime.tools import Tool
 
 __all__ = ["HEADLESS_REFUSAL", "SubagentAgentExtension", "SubagentsExtension"]
