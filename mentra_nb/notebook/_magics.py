@@ -140,8 +140,11 @@ class MentraMagics(Magics):
 
     def _do_list(self, _command: args.ListAgentsArgs) -> None:
         records = self.session.records()
-        agents = {a.id: a for a in self.session.runtime.agents}
-        live = set(agents)
+        runtime = self.session.runtime
+        live = {a.id for a in runtime.agents}
+        # Read on the runtime's thread, where approvals come and go.
+        waiting = self.session.host.call(
+            lambda: {a.id: a.snapshot.pending_approvals for a in runtime.agents})
         print(f"agents of '{self.session.location.runtime_id}' in {self.session.location.path}:")
         if not records:
             print("  none yet: %mentra spawn NAME")
@@ -155,10 +158,9 @@ class MentraMagics(Magics):
                   f"{r.usage.input_tokens}/{r.usage.output_tokens} tokens  "
                   f"{pricing.format_cost(r.usage.cost_usd)}{kind}")
             # A teammate or subagent without a view of its own must not wait unseen.
-            agent = agents.get(r.id)
-            for waiting in agent.snapshot.pending_approvals if agent is not None else []:
-                print(f"  {'':<{width}}  waiting for approval: {waiting.tool_name}  "
-                      f"(%mentra approve {r.name} {waiting.reference}, or %mentra deny)")
+            for call in waiting.get(r.id, []):
+                print(f"  {'':<{width}}  waiting for approval: {call.tool_name}  "
+                      f"(%mentra approve {r.name} {call.reference}, or %mentra deny)")
 
     def _do_cost(self, command: args.CostArgs) -> None:
         records = self.session.records()
