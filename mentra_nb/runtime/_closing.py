@@ -7,14 +7,18 @@ the tasks driving them (runs, teammates' wake cycles, subagents) reach their
 runtime only through weak references, so a runtime the user no longer holds is
 collected even while such tasks are pending; its finaliser (`on_dropped`) then
 runs the same close on the runtime's event loop: the tasks are cancelled and
-roll back as a crash would leave them, and only then are the leases released,
-so no task is destroyed pending and no lease stays behind.
+roll back, and only then are the leases released, so no task is destroyed
+pending and no lease stays behind. At interpreter exit the finaliser only
+releases the leases: the process ends as a crash would, and the next runtime's
+recovery marks its cut turns interrupted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
@@ -93,6 +97,12 @@ def on_dropped(parts: RuntimeParts) -> None:
     """The finaliser of a runtime collected without `aclose()` (or at exit)."""
     if parts.closed:
         return
+    if _interpreter_exiting():
+        # The process ends now: leave every run as a crash would (the next runtime's
+        # recovery marks it interrupted and keeps it resumable) and free the leases.
+        parts.closed = True
+        parts.leases.close()
+        return
     if not any(agent.current_run is not None for agent in parts.agents.values()):
         # Nothing to roll back first: the leases go now, as when a dropped runtime
         # is collected between runs (spec/000); the close below stops the rest.
@@ -109,6 +119,11 @@ def on_dropped(parts: RuntimeParts) -> None:
     except RuntimeError:  # the loop closed meanwhile
         parts.closed = True
         parts.leases.close()
+
+
+def _interpreter_exiting() -> bool:
+    # Finalisers registered for exit run after the main thread has stopped.
+    return sys.is_finalizing() or not threading.main_thread().is_alive()
 
 
 def _start_close(parts: RuntimeParts) -> None:

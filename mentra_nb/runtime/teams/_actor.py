@@ -50,6 +50,7 @@ class TeammateActor:
         # pends on the loop, so a dropped runtime with idle teammates is collected
         # quietly, its finaliser releasing their leases.
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def alive(self) -> bool:
@@ -65,7 +66,7 @@ class TeammateActor:
         if self._started:
             return True
         try:
-            asyncio.get_running_loop()
+            self._loop = asyncio.get_running_loop()
         except RuntimeError:
             return False
         self._started = True
@@ -79,9 +80,16 @@ class TeammateActor:
             self._work_soon()
 
     def _work_soon(self) -> None:
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(
-                self._work(), name=f"mentra-teammate-{self.agent.name}")
+        loop = self._loop
+        assert loop is not None  # set by start(), which comes first
+        try:
+            on_loop = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            on_loop = False
+        if not on_loop:  # woken from another thread: start the cycle on the actor's loop
+            loop.call_soon_threadsafe(self._work_soon)
+        elif self._task is None or self._task.done():
+            self._task = loop.create_task(self._work(), name=f"mentra-teammate-{self.agent.name}")
 
     async def aclose(self) -> None:
         was_alive = self.alive
