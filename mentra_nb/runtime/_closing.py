@@ -115,6 +115,15 @@ def on_dropped(parts: RuntimeParts) -> None:
         parts.leases.close()
         return
     try:
+        on_loop = asyncio.get_running_loop() is loop
+    except RuntimeError:
+        on_loop = False
+    if on_loop:
+        # At once, not on the next iteration: a script's asyncio.run may be ending,
+        # and it cancels (and so finishes) only the tasks that exist by then.
+        _start_close(parts)
+        return
+    try:
         loop.call_soon_threadsafe(_start_close, parts)
     except RuntimeError:  # the loop closed meanwhile
         parts.closed = True
@@ -136,8 +145,12 @@ def _start_close(parts: RuntimeParts) -> None:
 async def _close_dropped(parts: RuntimeParts) -> None:
     try:
         await parts.close()
-    except (MentraError, OSError) as err:  # nobody is left to tell; release what we hold
+    except (MentraError, OSError) as err:  # nobody is left to tell
         log.warning("closing a dropped runtime '%s' failed: %s", parts.runtime_id, err)
+    finally:
+        # Also when the loop's own shutdown cancels this close: its runs are being
+        # cancelled too, and what they could not roll back is recovered as after a crash.
+        parts.closed = True
         parts.leases.close()
 
 

@@ -8,6 +8,8 @@ import asyncio
 import gc
 import logging
 import sqlite3
+import subprocess
+import sys
 import weakref
 
 import pytest
@@ -114,3 +116,29 @@ async def test_an_agent_whose_runtime_was_dropped_says_so(db_path):
     assert leases(db_path) == 0
     with pytest.raises(MentraError, match="was garbage collected, which closed it; keep a reference"):
         await agent.send("hello")
+
+
+SCRIPT = """
+import asyncio, sys
+from mentra_nb import Runtime, SqliteStore
+
+async def main():
+    rt = Runtime.empty(store=SqliteStore(sys.argv[1]))
+    writer = rt.spawn("writer", "test")
+    lead = rt.spawn("lead", "test")
+    await lead.spawn_teammate("alice", "researcher", "hello")  # still working when main returns
+    print((await writer.send("hi")).text)
+
+asyncio.run(main())
+"""
+
+
+def test_a_script_that_ends_while_a_teammate_works_leaves_no_lease(db_path):
+    """The runtime is dropped as `main()` returns, inside the loop that asyncio.run
+    then shuts down: its close must finish there, not on an iteration that never comes."""
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(db_path)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "You said: hi\n"
+    assert "Task was destroyed" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert leases(db_path) == 0
