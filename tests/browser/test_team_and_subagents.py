@@ -216,10 +216,14 @@ lead_model = ScriptedProvider("lead_model", [
     text_stream("The writer is done."),
 ])
 nb.session().runtime.providers.register(lead_model)
-nb.session().runtime.providers.register(ScriptedProvider("writer_model", [
-    tool_use_stream("c1", "write_file", '{"path": "notes.txt", "content": "tide pools"}'),
-    text_stream("Wrote notes.txt."),
-]))
+from mentra_nb.testing import controlled_stream
+held, control = controlled_stream()
+nb.session().runtime.providers.register(ScriptedProvider("writer_model", [held, text_stream("Wrote notes.txt.")]))
+
+def release_writer():
+    """The writer's model asks to write, once the test says so."""
+    for event in tool_use_stream("c1", "write_file", '{"path": "notes.txt", "content": "tide pools"}').events:
+        on_loop(lambda event=event: control.send(event))
 '''
 
 
@@ -232,6 +236,9 @@ def test_a_subagents_write_waits_for_approval_in_the_picker_and_the_root_gets_it
         "turn = %mentra send lead Get the notes written.",
     ])
     nb.run_all(4)
+    # The writer asks once the root waits for it (as a slower model would).
+    poll(lambda: nb.kernel.value("len(lead_model.requests)") >= 2, message="the root's second step")
+    nb.kernel.run("release_writer()")
     picker = nb.output(2).locator(".mentra-picker")
     writer = picker.locator('li[data-path="/root/writer"]')
     expect(writer.locator(".mentra-badge")).to_have_text("waiting for approval: write_file", timeout=20_000)

@@ -17,7 +17,7 @@ from mentra_nb.runtime.subagents import (
     subagent,
     subagent_picker,
 )
-from mentra_nb.testing import text_stream
+from mentra_nb.testing import controlled_stream, text_stream
 from tests.conftest import wait_until
 from tests.subagents.helpers import RoutedProvider, call, mail_texts, run_tool, tool_results
 
@@ -27,22 +27,32 @@ def delegating(approvals: str = "ask") -> AgentConfig:
 
 
 def writer_tree(tmp_path, root_steps):
-    """A root that spawns `/root/writer`, whose model calls write_file (which needs approval)."""
+    """A root that spawns `/root/writer`, whose model calls write_file (which needs
+    approval) when the test calls `release()`, so the test decides what the root has
+    done by then."""
+    held, control = controlled_stream()
     provider = RoutedProvider(
         root=[call("s1", "spawn_agent", task_name="writer", message="Write out.txt",
                    model="anthropic:child"), *root_steps],
-        child=[call("c1", "write_file", path="out.txt", content="hello"), text_stream("wrote out.txt")],
+        child=[held, text_stream("wrote out.txt")],
     )
     # The built-in file tools, confined to tmp_path: write_file asks for approval.
     rt = Runtime(store=SqliteStore(tmp_path / "state.sqlite"), providers=[provider], workspace=tmp_path)
-    return rt, provider
+
+    def release() -> None:
+        for event in call("c1", "write_file", path="out.txt", content="hello").events:
+            control.send(event)
+
+    return rt, provider, release
 
 
 async def test_a_child_waiting_for_approval_is_reported_and_answered_from_the_root(tmp_path):
-    rt, provider = writer_tree(tmp_path, [call("w1", "wait_agent"), call("w2", "wait_agent"),
-                                          text_stream("the writer is done")])
+    rt, provider, release = writer_tree(tmp_path, [call("w1", "wait_agent"), call("w2", "wait_agent"),
+                                                   text_stream("the writer is done")])
     root = rt.spawn("lead", "anthropic:root", config=delegating())
     sending = asyncio.create_task(root.send("Get out.txt written"))
+    await wait_until(lambda: len(provider.requests("root")) == 2)  # the root is about to wait
+    release()
 
     # The child pauses on its write; the root's wait_agent returns for it, it does not time out.
     await wait_until(lambda: len(provider.requests("root")) >= 3, timeout=10)
@@ -81,9 +91,10 @@ async def test_a_child_waiting_for_approval_is_reported_and_answered_from_the_ro
 
 
 async def test_an_approval_answered_before_the_parent_reads_leaves_no_stale_notice(tmp_path):
-    rt, provider = writer_tree(tmp_path, [text_stream("spawned it")])
+    rt, provider, release = writer_tree(tmp_path, [text_stream("spawned it")])
     root = rt.spawn("lead", "anthropic:root", config=delegating())
     await root.send("Get out.txt written")  # the root's turn ends; nobody reads its mail yet
+    release()
     await wait_until(lambda: pending_approvals(root) != [], timeout=10)
     assert [m["kind"] for m in rt.store.load_state(root.id, "subagents.v1")["mailbox"]] == ["approval"]
 
@@ -98,10 +109,13 @@ async def test_an_approval_answered_before_the_parent_reads_leaves_no_stale_noti
 
 
 async def test_approvals_deny_refuses_a_childs_call_at_once(tmp_path):
-    rt, provider = writer_tree(tmp_path, [call("w1", "wait_agent"), text_stream("done")])
+    rt, provider, release = writer_tree(tmp_path, [call("w1", "wait_agent"), text_stream("done")])
     root = rt.spawn("lead", "anthropic:root", config=delegating("deny"))
 
-    reply = await asyncio.wait_for(root.send("Get out.txt written"), 10)
+    sending = asyncio.create_task(root.send("Get out.txt written"))
+    await wait_until(lambda: provider.requests("child"))
+    release()
+    reply = await asyncio.wait_for(sending, 10)
 
     assert reply.text == "done"
     result = provider.requests("child")[1].messages[-1].tool_results[0]
