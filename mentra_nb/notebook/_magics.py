@@ -152,7 +152,11 @@ class MentraMagics(Magics):
 
     def _do_list(self, _command: args.ListAgentsArgs) -> None:
         records = self.session.records()
-        live = {a.id for a in self.session.runtime.agents}
+        runtime = self.session.runtime
+        live = {a.id for a in runtime.agents}
+        # Read on the runtime's thread, where approvals come and go.
+        waiting = self.session.host.call(
+            lambda: {a.id: a.snapshot.pending_approvals for a in runtime.agents})
         print(f"agents of '{self.session.location.runtime_id}' in {self.session.location.path}:")
         if not records:
             print("  none yet: %mentra spawn NAME")
@@ -168,6 +172,10 @@ class MentraMagics(Magics):
                   f"{r.run_generation:>3} turns  {r.message_count:>4} messages  "
                   f"{r.usage.input_tokens}/{r.usage.output_tokens} tokens  "
                   f"{pricing.format_cost(r.usage.cost_usd)}{kind}")
+            # A teammate or subagent without a view of its own must not wait unseen.
+            for call in waiting.get(r.id, []):
+                print(f"  {'':<{width}}  waiting for approval: {call.tool_name}  "
+                      f"(%mentra approve {r.name} {call.reference}, or %mentra deny)")
 
     def _do_cost(self, command: args.CostArgs) -> None:
         records = self.session.records()

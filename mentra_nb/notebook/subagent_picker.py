@@ -3,7 +3,9 @@
 The badge (count and tone) and the list follow every change of the tree as it
 is committed; a click on a child opens a read-only preview of its transcript,
 one turn at a time, with "load older" prepending the turn before. Previews
-read the store, so they work while the root is running.
+read the store, so they work while the root is running. A child's tool call
+that waits for the user shows on its row ("waiting for approval: TOOL") and
+gets Approve / Always allow / Deny, as a teammate's does in the TeamView.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import traitlets
 from pydantic import Field, TypeAdapter
 
-from mentra_nb.errors import MentraError
+from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.notebook._assets import static_file
 from mentra_nb.notebook._rendering import md_cell, md_code, md_text, message_items
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
+from mentra_nb.notebook.agent_view import approval_item
 from mentra_nb.runtime import Agent, subagents
 from mentra_nb.runtime.subagents import (
     PickerRemoved,
@@ -56,8 +59,22 @@ class _Interrupt(BrowserMessage):
     path: Annotated[str, _PATH]
 
 
+class _ApproveCall(BrowserMessage):
+    kind: Literal["approve_call"]
+    path: Annotated[str, _PATH]
+    call_id: str = Field(min_length=1, max_length=200)
+    always: bool = False
+
+
+class _DenyCall(BrowserMessage):
+    kind: Literal["deny_call"]
+    path: Annotated[str, _PATH]
+    call_id: str = Field(min_length=1, max_length=200)
+    reason: str = Field(default="", max_length=2_000)
+
+
 _browser_message: TypeAdapter[Any] = browser_messages(
-    Annotated[_Open | _Older | _Close | _Interrupt, Field(discriminator="kind")]
+    Annotated[_Open | _Older | _Close | _Interrupt | _ApproveCall | _DenyCall, Field(discriminator="kind")]
 )
 
 
@@ -73,6 +90,7 @@ class SubagentPickerView(MentraWidget):
     badge = traitlets.Dict().tag(sync=True)  # {count, text, tone}
     options: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # [{label, status, model, path, agent_id}]
     preview = traitlets.Dict().tag(sync=True)  # {path, status, model, items, has_older, ...}
+    approvals: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # children's calls waiting for the user
     notice = traitlets.Unicode("").tag(sync=True)
     # The open child's reply as it streams (its last LIVE_PREVIEW_CHARS), "" when it is
     # not streaming: a running subagent's preview shows more than its committed turns.
@@ -99,6 +117,7 @@ class SubagentPickerView(MentraWidget):
                 self.badge = {"count": event.picker.count, "text": event.picker.text,
                               "tone": event.picker.tone}
                 self.options = [o.model_dump() for o in event.picker.options]
+                self._refresh_approvals()
                 open_path = self.preview.get("path")
                 # Follow the open child's latest turn, unless the reader went back in time.
                 if open_path and not self.preview.get("loaded_older"):
@@ -108,6 +127,7 @@ class SubagentPickerView(MentraWidget):
                 self.badge = {}
                 self.options = []
                 self.preview = {}
+                self.approvals = []
         elif isinstance(event, SubagentNotice):
             self.notice = event.text
 
@@ -149,6 +169,25 @@ class SubagentPickerView(MentraWidget):
         self.preview = {}
         self._follow_live()  # stops following: no child is open
 
+    def _refresh_approvals(self) -> None:
+        # The tree records which children wait (each change commits and lands here);
+        # the calls themselves are read from the live children.
+        approvals = [{"path": path, **approval_item(call)}
+                     for path, call in subagents.pending_approvals(self._root)]
+        if approvals != self.approvals:
+            self.approvals = approvals
+
+    def _answer_call(self, message: _ApproveCall | _DenyCall) -> None:
+        try:
+            if isinstance(message, _ApproveCall):
+                subagents.approve_call(self._root, message.path, message.call_id, always=message.always)
+            else:
+                subagents.deny_call(self._root, message.path, message.call_id, message.reason)
+            self.notice = ""
+        except (AgentError, MentraError) as err:  # answered twice, or the run ended meanwhile
+            self.notice = str(err)
+        self._refresh_approvals()
+
     def _interrupt(self, path: str) -> None:
         try:
             previous = subagents.interrupt_subagent(self._root, path)
@@ -169,6 +208,8 @@ class SubagentPickerView(MentraWidget):
             self._host.call_soon(self._close_preview)
         elif isinstance(message, _Interrupt):
             self._host.call_soon(self._interrupt, message.path)
+        elif isinstance(message, (_ApproveCall, _DenyCall)):
+            self._host.call_soon(self._answer_call, message)
 
     # --- static outputs --------------------------------------------------------
 
@@ -176,7 +217,16 @@ class SubagentPickerView(MentraWidget):
         return f"SubagentPickerView({self._root.name}, {len(self.options)} subagents)"
 
     def _markdown(self) -> str:
-        rows = [f"| {md_code(str(o['path']))} | {md_cell(o['status'])} | {md_code(str(o['model']))} |"
+        rows = [f"| {md_code(str(o['path']))} | {md_cell(_status_label(o))} | {md_code(str(o['model']))} |"
                 for o in self.options]
         table = "\n".join(["| subagent | status | model |", "|---|---|---|", *rows]) if rows else ""
-        return f"**{md_text(self._root.name)}** · {len(self.options)} subagents\n\n{table}".rstrip()
+        waiting = "\n".join(f"- *{md_text(str(a['path']))} waits for approval:* {md_code(str(a['name']))} "
+                            f"(`subagents.approve_call(root, {a['path']!r}, {a['ref']!r})`)"
+                            for a in self.approvals)
+        return "\n\n".join(part for part in (
+            f"**{md_text(self._root.name)}** · {len(self.options)} subagents", table, waiting) if part)
+
+
+def _status_label(option: dict[str, Any]) -> str:
+    waiting = option.get("waiting_for_approval") or []
+    return f"waiting for approval: {', '.join(waiting)}" if waiting else str(option["status"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -20,6 +21,7 @@ from mentra_nb.errors import (
     AgentError,
     AgentNotFound,
     ConfigError,
+    MentraError,
     NoResumableTurn,
     StoreError,
 )
@@ -97,7 +99,9 @@ class Agent:
     def __init__(self, runtime: OwningRuntime, persisted: PersistedAgent,
                  extensions: Sequence[RuntimeExtension] = ()) -> None:
         record = persisted.record
-        self._runtime = runtime
+        # Weak: an agent (and every task driving it) must not keep alive a runtime its
+        # user dropped; that runtime's finaliser closes it (see _closing.py).
+        self._runtime = weakref.ref(runtime)
         self._services = runtime.services
         self.id = record.id
         self.name = record.name
@@ -140,7 +144,13 @@ class Agent:
 
     @property
     def runtime(self) -> OwningRuntime:
-        return self._runtime
+        runtime = self._runtime()
+        if runtime is None:
+            raise MentraError(
+                f"the runtime of agent '{self.name}' was garbage collected, which closed it; keep a "
+                "reference to the Runtime for as long as its agents work"
+            )
+        return runtime
 
     @property
     def services(self) -> Services:
@@ -228,7 +238,7 @@ class Agent:
     def tools(self) -> list[Tool]:
         """The tools this agent may call: the runtime's and its extensions',
         filtered by its config (`tools`, `hidden_tools`, `read_only`)."""
-        offered = [*self._runtime.tools, *(t for e in self._extensions for t in e.tools())]
+        offered = [*self.runtime.tools, *(t for e in self._extensions for t in e.tools())]
         return [
             t for t in offered
             if self.config.allows_tool(t.spec.name) and (t.spec.read_only or not self.config.read_only)

@@ -264,6 +264,9 @@ class TurnLoop:
         self._assembler = assembler
         state.stream_from(assembler)
         stream = provider.stream(request)
+        # The request is on its way: a slow first token shows as streaming, not as a
+        # model that was never asked (spec/000 waits for Streaming before any event).
+        state.set_status(AgentStatus.streaming())
         events, snapshots = state.events, state.snapshots
         # The block the last text or thinking delta went to, its parts list in the
         # assembler and the state's live parts list of that kind.
@@ -412,11 +415,17 @@ class TurnLoop:
             state.set_status(AgentStatus.executing_tool(use.id, use.name))
             try:
                 decision = None
+                refusal = None
                 if self.approvals.required(tool.spec):
-                    # The run pauses here (status stays executing_tool, the
-                    # snapshot lists the call) until the user answers.
-                    decision = await self.approvals.wait(use, self.generation)
-                if decision is not None and not decision.approved:
+                    refusal = next((text for e in self.extensions
+                                    if (text := e.refuse_approval(use.name)) is not None), None)
+                    if refusal is None:
+                        # The run pauses here (status stays executing_tool, the
+                        # snapshot lists the call) until the user answers.
+                        decision = await self.approvals.wait(use, self.generation)
+                if refusal is not None:
+                    result = _error(use, refusal)
+                elif decision is not None and not decision.approved:
                     result = _error(use, denial_result(use.name, decision.reason))
                 else:
                     state.emit(ToolExecutionStarted(**self._event_fields(), tool_use_id=use.id,

@@ -23,6 +23,7 @@ from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream, tool_use_stream
 from tests.conftest import until
+from tests.notebook.conftest import open_runtime
 
 
 @pytest.fixture
@@ -33,7 +34,7 @@ def host():
 
 
 def spawn(host, *providers, tools=()):
-    rt = host.call(lambda: Runtime.empty(providers=list(providers), tools=tools))
+    rt = open_runtime(host, lambda: Runtime.empty(providers=list(providers), tools=tools))
     return host.call(lambda: rt.spawn("writer", f"{providers[0].name}:m"))
 
 
@@ -262,7 +263,7 @@ def test_browser_buttons_send_stop_and_interrupt(host):
     assert agent.history[-1].text == "first"
     view._on_browser_message(view, {"kind": "send", "text": "again"}, [])
     # The second run is waiting on the controlled stream once the model has been asked.
-    while agent.status != AgentStatus.awaiting_model() and time.monotonic() < deadline:
+    while agent.status != AgentStatus.streaming() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert agent.is_running
     view._on_browser_message(view, {"kind": "interrupt"}, [])
@@ -327,7 +328,7 @@ def test_a_resumed_agents_view_reads_its_transcript_only_when_displayed_and_send
 
     path = tmp_path / "long.mentra.sqlite"
     turns = 30
-    rt = host.call(lambda: Runtime.empty(store=SqliteStore(path), providers=[
+    rt = open_runtime(host, lambda: Runtime.empty(store=SqliteStore(path), providers=[
         ScriptedProvider("s", [text_stream(f"answer {i}") for i in range(turns)])]))
     agent = host.call(lambda: rt.spawn("writer", "s:m"))
     for i in range(turns):
@@ -335,7 +336,7 @@ def test_a_resumed_agents_view_reads_its_transcript_only_when_displayed_and_send
     host.submit(rt.aclose()).result(10)
 
     store = CountingStore(path)
-    rt = host.call(lambda: Runtime.empty(store=store, providers=[ScriptedProvider("s", [])]))
+    rt = open_runtime(host, lambda: Runtime.empty(store=store, providers=[ScriptedProvider("s", [])]))
     [resumed] = host.call(rt.resume)
     view = AgentView(resumed, host)
     host.call(lambda: None)

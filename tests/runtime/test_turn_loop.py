@@ -103,6 +103,22 @@ async def test_observers_see_every_status_and_the_text_grow_then_clear(make):
     assert reply.text == "All done here"
 
 
+async def test_the_status_is_streaming_from_the_request_on_not_from_the_first_token(make):
+    script, control = controlled_stream()
+    agent, provider = make([script])
+    sending = asyncio.create_task(agent.send("hi"))
+    # The model was asked and has not answered yet: a slow first token shows as streaming.
+    await wait_until(lambda: provider.requests and agent.status == AgentStatus.streaming())
+    assert agent.snapshot.current_text == ""
+    control.send(MessageStarted(id="m", model="model"))
+    control.send(ContentBlockStarted.text(0))
+    control.send(ContentBlockDelta.text(0, "hello"))
+    control.send(ContentBlockStopped(index=0))
+    control.send(MessageDelta(stop_reason="end_turn", usage=Usage(input_tokens=1, output_tokens=1)))
+    control.send(MessageStopped())
+    assert (await sending).text == "hello"
+
+
 async def test_pending_tool_uses_show_partial_input_while_streaming(make):
     script, control = controlled_stream()
     agent, _ = make([script, text_stream("ok")], tools=[lookup])

@@ -473,7 +473,7 @@ def _teammate_config(lead: AgentHandle, name: str, role: str, max_rounds: int | 
         "system": teammate_system_prompt(name, role, lead.name, config.system),
         "tools": allowed,
         "hidden_tools": hidden,
-        "max_rounds": max_rounds if max_rounds is not None else config.max_rounds,
+        "max_rounds": max_rounds if max_rounds is not None else config.teammate_max_rounds,
         "team": False,  # a teammate never leads a team of its own
     })
 
