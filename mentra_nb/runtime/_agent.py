@@ -404,7 +404,7 @@ class Agent:
         id and lease. Nothing is copied: the fork reads this agent's stored messages.
         A running agent is forked at its last committed message. Teammates,
         subagents, pending approvals and inbox mail are not part of a fork."""
-        return self._runtime.fork_agent(self, new_name, at)
+        return self.runtime.fork_agent(self, new_name, at)
 
     def rewind(self, to: int) -> None:
         """Make the history its first `to` messages for the next turn. Nothing is
