@@ -267,7 +267,7 @@ async def test_a_fork_cut_mid_stream_is_recovered_on_its_own_branch(db_path):
     [source] = rt.resume()
     fork = source.fork("fork")
     run = asyncio.create_task(fork.send("half-written"))
-    await wait_until(lambda: fork.status == AgentStatus.awaiting_model())
+    await wait_until(lambda: fork.status.is_running)  # the run began: its user message is stored
     # The kernel dies here.
     clear_leases(db_path)
     again = runtime(db_path)
