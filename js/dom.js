@@ -27,14 +27,35 @@ export function element(tag, className, text) {
 }
 
 /**
+ * A button in JupyterLab's own look: `tone` "accept" (blue), "warn" (red),
+ * "reject" (grey) are its dialog buttons; "minimal" its small toolbar buttons.
+ * The classes are JupyterLab's (Notebook 7 shares them); mentra.css styles the
+ * same buttons in hosts without them.
+ * @param {string} className
+ * @param {string} text
+ * @param {"accept"|"warn"|"reject"|"minimal"} tone
+ * @returns {HTMLButtonElement}
+ */
+export function button(className, text, tone) {
+  const classes = tone === "minimal"
+    ? "jp-Button jp-mod-minimal jp-mod-small"
+    : `jp-Button jp-mod-styled jp-mod-${tone}`;
+  const node = /** @type {HTMLButtonElement} */ (element("button", `${classes} ${className}`, text));
+  node.type = "button";
+  return node;
+}
+
+/**
  * Render the committed transcript. Tool results are shown inside the
  * collapsible block of the call they answer.
  * @param {HTMLElement} container
  * @param {Item[]} items
+ * @param {ClampWatcher|null} [watcher]
  */
-export function renderTranscript(container, items) {
+export function renderTranscript(container, items, watcher = null) {
+  watcher?.clear();
   container.replaceChildren();
-  appendTranscript(container, items, new Map());
+  appendTranscript(container, items, new Map(), watcher);
 }
 
 /**
@@ -43,8 +64,9 @@ export function renderTranscript(container, items) {
  * @param {HTMLElement} container
  * @param {Item[]} items
  * @param {Map<string, HTMLElement>} calls
+ * @param {ClampWatcher|null} [watcher] measures long messages for "Show more"
  */
-export function appendTranscript(container, items, calls) {
+export function appendTranscript(container, items, calls, watcher = null) {
   for (const item of items) {
     if (item.kind === "tool_result") {
       const result = element("pre", item.is_error ? "mentra-error" : "", item.content ?? "");
@@ -65,13 +87,25 @@ export function appendTranscript(container, items, calls) {
     node.dataset.kind = item.kind;
     if (item.kind === "text" || item.kind === "notice") {
       // Rendered by markdown-it in the kernel with raw HTML disabled.
-      node.innerHTML = item.html ?? "";
+      const body = element("div", "mentra-body");
+      body.innerHTML = item.html ?? "";
+      addCodeTools(body);
+      node.append(body);
       if (item.kind === "notice") node.classList.add("mentra-notice-item");
+      if (item.kind === "text") {
+        clamp(node, body, item.role === "user" ? "prompt" : "message");
+        watcher?.watch(body);
+      }
+      if (item.truncated) {
+        node.dataset.truncated = "true";
+        node.append(element("div", "mentra-truncated", "stopped here: the rest of this reply was not generated"));
+      }
     } else if (item.kind === "thinking") {
       const fold = element("details", "mentra-thinking");
       fold.append(element("summary", "", "thinking"));
-      const body = element("div");
+      const body = element("div", "mentra-body");
       body.innerHTML = item.html ?? "";
+      addCodeTools(body);
       fold.append(body);
       node.append(fold);
     } else if (item.kind === "tool_use") {
@@ -83,11 +117,156 @@ export function appendTranscript(container, items, calls) {
     } else if (item.kind === "image") {
       const img = /** @type {HTMLImageElement} */ (element("img"));
       img.src = `data:${item.media_type};base64,${item.data}`;
-      img.style.maxWidth = "100%";
       node.append(img);
     }
     container.append(node);
   }
+}
+
+/**
+ * Long messages are clamped to a height (mentra.css: a message 24 lines, a
+ * prompt 6) with a "Show more" toggle. Whether one overflows is known only once
+ * the browser has laid it out, so the toggle starts hidden and a `ClampWatcher`
+ * shows it; a message that fits shows none.
+ * @param {HTMLElement} node the item
+ * @param {HTMLElement} body its clamped content
+ * @param {"message"|"prompt"} size
+ */
+function clamp(node, body, size) {
+  body.classList.add("mentra-clamp");
+  body.dataset.clamp = size;
+  const toggle = button("mentra-more", "Show more", "minimal");
+  toggle.hidden = true;
+  toggle.addEventListener("click", () => {
+    const open = node.classList.toggle("mentra-expanded");
+    toggle.textContent = open ? "Show less" : "Show more";
+  });
+  node.append(toggle);
+}
+
+/**
+ * Show the "Show more" toggle of a clamped body that overflows its limit.
+ * @param {Element} body
+ */
+export function measureClamped(body) {
+  const toggle = /** @type {HTMLElement|null} */ (body.parentElement?.querySelector(":scope > .mentra-more"));
+  if (!toggle || body.parentElement?.classList.contains("mentra-expanded")) return;
+  toggle.hidden = !(body.scrollHeight > body.clientHeight + 1);
+}
+
+/**
+ * A view's watcher of its clamped messages: it measures each once the browser
+ * has laid it out (and again when it resizes, e.g. a hidden output shown).
+ * Without a layout engine (a test's DOM) it does nothing; tests call
+ * `measureClamped` themselves.
+ */
+export class ClampWatcher {
+  constructor() {
+    this.observer = typeof ResizeObserver === "undefined" ? null
+      : new ResizeObserver((entries) => { for (const entry of entries) measureClamped(entry.target); });
+  }
+
+  /** @param {Element} body a clamped message body */
+  watch(body) {
+    this.observer?.observe(body);
+  }
+
+  /** Stop watching everything (before a re-render, and when the view closes). */
+  clear() {
+    this.observer?.disconnect();
+  }
+}
+
+/**
+ * Code blocks get a small toolbar: Copy, and "Insert as cell" when this output
+ * sits in a JupyterLab or Notebook 7 notebook.
+ * @param {HTMLElement} body
+ */
+function addCodeTools(body) {
+  for (const pre of body.querySelectorAll("pre")) {
+    const code = pre.querySelector("code");
+    if (!code) continue;
+    const bar = element("div", "mentra-code-tools");
+    const copy = button("mentra-copy", "Copy", "minimal");
+    copy.title = "Copy this code";
+    copy.addEventListener("click", () => {
+      copyText(code.textContent ?? "").then(
+        () => flash(copy, "Copied"),
+        () => flash(copy, "Copy failed"));
+    });
+    const insert = button("mentra-insert", "Insert as cell", "minimal");
+    insert.title = "Insert this code as a new cell below the one that shows it";
+    insert.addEventListener("click", () => {
+      flash(insert, insertCell(insert, code.textContent ?? "") ? "Inserted" : "No notebook here");
+    });
+    bar.append(copy, insert);
+    const frame = element("div", "mentra-code");
+    pre.replaceWith(frame);
+    frame.append(bar, pre);
+  }
+}
+
+/** @param {HTMLButtonElement} node @param {string} text */
+function flash(node, text) {
+  const label = node.dataset.label ?? node.textContent ?? "";
+  node.dataset.label = label;
+  node.textContent = text;
+  setTimeout(() => { node.textContent = label; }, 1500);
+}
+
+/**
+ * The clipboard API where the page may use it, else the older copy command.
+ * @param {string} text
+ * @returns {Promise<void>}
+ */
+export async function copyText(text) {
+  if (navigator.clipboard?.writeText) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return;
+    } catch {
+      // Not allowed here (an insecure origin, a denied permission): try the old way.
+    }
+  }
+  const area = /** @type {HTMLTextAreaElement} */ (element("textarea"));
+  area.value = text;
+  area.style.position = "fixed";
+  area.style.opacity = "0";
+  document.body.append(area);
+  area.select();
+  const copied = document.execCommand("copy");
+  area.remove();
+  if (!copied) throw new Error("the browser refused to copy");
+}
+
+/**
+ * Insert `source` as a new code cell right below the notebook cell that holds
+ * `from`. A widget has no handle on JupyterLab's application, so this speaks the
+ * notebook's own protocol for a drop of cells from another notebook (Lumino's
+ * `lm-drop` event carrying `application/vnd.jupyter.cells`): the notebook
+ * inserts them before the cell they are dropped on, or at the end when dropped
+ * on the notebook itself. JupyterLab and Notebook 7 share that notebook widget.
+ * @param {Element} from
+ * @param {string} source
+ * @returns {boolean} whether a notebook was found to insert into
+ */
+export function insertCell(from, source) {
+  const cell = from.closest(".jp-Cell");
+  const notebook = cell?.closest(".jp-Notebook");
+  if (!cell || !notebook) return false;
+  let next = cell.nextElementSibling;
+  while (next && !next.classList.contains("jp-Cell")) next = next.nextElementSibling;
+  const target = next ?? notebook;
+  const cells = [{ cell_type: "code", source, metadata: {}, outputs: [], execution_count: null }];
+  const mime = "application/vnd.jupyter.cells";
+  const drop = new Event("lm-drop", { bubbles: true, cancelable: true });
+  Object.assign(drop, {
+    mimeData: { hasData: (/** @type {string} */ type) => type === mime, getData: () => cells, types: () => [mime] },
+    proposedAction: "copy", supportedActions: "copy", dropAction: "none", source: null,
+    clientX: 0, clientY: 0,
+  });
+  target.dispatchEvent(drop);
+  return true;
 }
 
 /**
@@ -116,12 +295,12 @@ export function approvalBox(call, onAnswer, signal) {
   const box = element("div", "mentra-approval");
   box.dataset.id = call.id;
   box.append(element("div", "mentra-name", call.title), element("pre", "", call.input));
-  const approve = /** @type {HTMLButtonElement} */ (element("button", "mentra-approve", "Approve"));
-  const always = /** @type {HTMLButtonElement} */ (element("button", "mentra-always", "Always allow"));
+  const approve = button("mentra-approve", "Approve", "accept");
+  const always = button("mentra-always", "Always allow", "reject");
   always.title = call.alwaysTitle;
-  const reason = /** @type {HTMLInputElement} */ (element("input", "mentra-reason"));
+  const reason = /** @type {HTMLInputElement} */ (element("input", "jp-mod-styled mentra-reason"));
   reason.placeholder = "reason for the model (optional)";
-  const deny = /** @type {HTMLButtonElement} */ (element("button", "mentra-deny", "Deny"));
+  const deny = button("mentra-deny", "Deny", "warn");
   /** @param {boolean} approved @param {boolean} alwaysAllow */
   const answer = (approved, alwaysAllow) => {
     for (const control of [approve, always, deny, reason]) control.disabled = true;

@@ -7,7 +7,16 @@ function element(tag, className, text) {
   if (text !== void 0) node.textContent = text;
   return node;
 }
-function appendTranscript(container, items, calls) {
+function button(className, text, tone) {
+  const classes = tone === "minimal" ? "jp-Button jp-mod-minimal jp-mod-small" : `jp-Button jp-mod-styled jp-mod-${tone}`;
+  const node = (
+    /** @type {HTMLButtonElement} */
+    element("button", `${classes} ${className}`, text)
+  );
+  node.type = "button";
+  return node;
+}
+function appendTranscript(container, items, calls, watcher = null) {
   for (const item of items) {
     if (item.kind === "tool_result") {
       const result = element("pre", item.is_error ? "mentra-error" : "", item.content ?? "");
@@ -27,13 +36,25 @@ function appendTranscript(container, items, calls) {
     node.dataset.role = item.role;
     node.dataset.kind = item.kind;
     if (item.kind === "text" || item.kind === "notice") {
-      node.innerHTML = item.html ?? "";
+      const body = element("div", "mentra-body");
+      body.innerHTML = item.html ?? "";
+      addCodeTools(body);
+      node.append(body);
       if (item.kind === "notice") node.classList.add("mentra-notice-item");
+      if (item.kind === "text") {
+        clamp(node, body, item.role === "user" ? "prompt" : "message");
+        watcher?.watch(body);
+      }
+      if (item.truncated) {
+        node.dataset.truncated = "true";
+        node.append(element("div", "mentra-truncated", "stopped here: the rest of this reply was not generated"));
+      }
     } else if (item.kind === "thinking") {
       const fold = element("details", "mentra-thinking");
       fold.append(element("summary", "", "thinking"));
-      const body = element("div");
+      const body = element("div", "mentra-body");
       body.innerHTML = item.html ?? "";
+      addCodeTools(body);
       fold.append(body);
       node.append(fold);
     } else if (item.kind === "tool_use") {
@@ -48,11 +69,119 @@ function appendTranscript(container, items, calls) {
         element("img")
       );
       img.src = `data:${item.media_type};base64,${item.data}`;
-      img.style.maxWidth = "100%";
       node.append(img);
     }
     container.append(node);
   }
+}
+function clamp(node, body, size) {
+  body.classList.add("mentra-clamp");
+  body.dataset.clamp = size;
+  const toggle = button("mentra-more", "Show more", "minimal");
+  toggle.hidden = true;
+  toggle.addEventListener("click", () => {
+    const open = node.classList.toggle("mentra-expanded");
+    toggle.textContent = open ? "Show less" : "Show more";
+  });
+  node.append(toggle);
+}
+function measureClamped(body) {
+  const toggle = (
+    /** @type {HTMLElement|null} */
+    body.parentElement?.querySelector(":scope > .mentra-more")
+  );
+  if (!toggle || body.parentElement?.classList.contains("mentra-expanded")) return;
+  toggle.hidden = !(body.scrollHeight > body.clientHeight + 1);
+}
+var ClampWatcher = class {
+  constructor() {
+    this.observer = typeof ResizeObserver === "undefined" ? null : new ResizeObserver((entries) => {
+      for (const entry of entries) measureClamped(entry.target);
+    });
+  }
+  /** @param {Element} body a clamped message body */
+  watch(body) {
+    this.observer?.observe(body);
+  }
+  /** Stop watching everything (before a re-render, and when the view closes). */
+  clear() {
+    this.observer?.disconnect();
+  }
+};
+function addCodeTools(body) {
+  for (const pre of body.querySelectorAll("pre")) {
+    const code = pre.querySelector("code");
+    if (!code) continue;
+    const bar = element("div", "mentra-code-tools");
+    const copy = button("mentra-copy", "Copy", "minimal");
+    copy.title = "Copy this code";
+    copy.addEventListener("click", () => {
+      copyText(code.textContent ?? "").then(
+        () => flash(copy, "Copied"),
+        () => flash(copy, "Copy failed")
+      );
+    });
+    const insert = button("mentra-insert", "Insert as cell", "minimal");
+    insert.title = "Insert this code as a new cell below the one that shows it";
+    insert.addEventListener("click", () => {
+      flash(insert, insertCell(insert, code.textContent ?? "") ? "Inserted" : "No notebook here");
+    });
+    bar.append(copy, insert);
+    const frame = element("div", "mentra-code");
+    pre.replaceWith(frame);
+    frame.append(bar, pre);
+  }
+}
+function flash(node, text) {
+  const label = node.dataset.label ?? node.textContent ?? "";
+  node.dataset.label = label;
+  node.textContent = text;
+  setTimeout(() => {
+    node.textContent = label;
+  }, 1500);
+}
+async function copyText(text) {
+  if (navigator.clipboard?.writeText) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return;
+    } catch {
+    }
+  }
+  const area = (
+    /** @type {HTMLTextAreaElement} */
+    element("textarea")
+  );
+  area.value = text;
+  area.style.position = "fixed";
+  area.style.opacity = "0";
+  document.body.append(area);
+  area.select();
+  const copied = document.execCommand("copy");
+  area.remove();
+  if (!copied) throw new Error("the browser refused to copy");
+}
+function insertCell(from, source) {
+  const cell = from.closest(".jp-Cell");
+  const notebook = cell?.closest(".jp-Notebook");
+  if (!cell || !notebook) return false;
+  let next = cell.nextElementSibling;
+  while (next && !next.classList.contains("jp-Cell")) next = next.nextElementSibling;
+  const target = next ?? notebook;
+  const cells = [{ cell_type: "code", source, metadata: {}, outputs: [], execution_count: null }];
+  const mime = "application/vnd.jupyter.cells";
+  const drop = new Event("lm-drop", { bubbles: true, cancelable: true });
+  Object.assign(drop, {
+    mimeData: { hasData: (type) => type === mime, getData: () => cells, types: () => [mime] },
+    proposedAction: "copy",
+    supportedActions: "copy",
+    dropAction: "none",
+    source: null,
+    clientX: 0,
+    clientY: 0
+  });
+  target.dispatchEvent(drop);
+  return true;
 }
 function toolLabel(name) {
   if (!name.startsWith("mcp__")) return name;
@@ -65,24 +194,15 @@ function approvalBox(call, onAnswer, signal) {
   const box = element("div", "mentra-approval");
   box.dataset.id = call.id;
   box.append(element("div", "mentra-name", call.title), element("pre", "", call.input));
-  const approve = (
-    /** @type {HTMLButtonElement} */
-    element("button", "mentra-approve", "Approve")
-  );
-  const always = (
-    /** @type {HTMLButtonElement} */
-    element("button", "mentra-always", "Always allow")
-  );
+  const approve = button("mentra-approve", "Approve", "accept");
+  const always = button("mentra-always", "Always allow", "reject");
   always.title = call.alwaysTitle;
   const reason = (
     /** @type {HTMLInputElement} */
-    element("input", "mentra-reason")
+    element("input", "jp-mod-styled mentra-reason")
   );
   reason.placeholder = "reason for the model (optional)";
-  const deny = (
-    /** @type {HTMLButtonElement} */
-    element("button", "mentra-deny", "Deny")
-  );
+  const deny = button("mentra-deny", "Deny", "warn");
   const answer = (approved, alwaysAllow) => {
     for (const control of [approve, always, deny, reason]) control.disabled = true;
     onAnswer({ approve: approved, always: alwaysAllow, reason: approved ? "" : reason.value.trim() });
@@ -191,6 +311,20 @@ var LiveStream = class {
     return "items";
   }
 };
+function holdsApprovals(root, name) {
+  const views = [...document.querySelectorAll(".mentra-agent[data-mentra-agent]")].filter((view) => (
+    /** @type {HTMLElement} */
+    view.dataset.mentraAgent === name
+  ));
+  return !root.isConnected || views.length === 0 || views[views.length - 1] === root;
+}
+function fullView(name, except) {
+  return (
+    /** @type {HTMLElement[]} */
+    [...document.querySelectorAll('.mentra-agent[data-mentra-scope="full"]')].find((view) => view !== except && view.dataset.mentraAgent === name)
+  );
+}
+var VIEWS_CHANGED = "mentra-agent-views";
 function render({ model, el }) {
   const root = element("div", "mentra-agent");
   const header = element("div", "mentra-header");
@@ -199,50 +333,67 @@ function render({ model, el }) {
   const badge = element("span", "mentra-badge");
   const run = element("span", "mentra-run");
   const usage = element("span", "mentra-usage");
-  header.append(name, modelName, badge, run, usage);
+  const scopeLink = button("mentra-full-link", "full conversation", "minimal");
+  scopeLink.title = "This cell shows one turn; go to the view of the whole conversation";
+  const notice = element("span", "mentra-notice-item mentra-header-notice");
+  header.append(name, modelName, badge, run, usage, scopeLink, notice);
+  const scroll = element("div", "mentra-scroll");
   const transcript = element("div", "mentra-transcript");
   const liveThinking = element("div", "mentra-live mentra-thinking");
   const liveText = element("div", "mentra-live");
   const liveTools = element("div", "mentra-live-tools");
+  scroll.append(transcript, liveThinking, liveText, liveTools);
   const approvalsBox = element("div", "mentra-approvals");
   const resumeBox = element("div", "mentra-resumable");
   const controls = element("div", "mentra-controls");
   const input = (
     /** @type {HTMLTextAreaElement} */
-    element("textarea")
+    element("textarea", "jp-mod-styled")
   );
   input.placeholder = "Message the agent (Ctrl+Enter sends)";
-  const sendButton = (
-    /** @type {HTMLButtonElement} */
-    element("button", "mentra-send", "Send")
-  );
-  const stopButton = (
-    /** @type {HTMLButtonElement} */
-    element("button", "mentra-stop", "Stop")
-  );
-  stopButton.title = "Finish after the current round, keeping the work";
-  const interruptButton = (
-    /** @type {HTMLButtonElement} */
-    element("button", "mentra-interrupt", "Interrupt")
-  );
+  const sendButton = button("mentra-send", "Send", "accept");
+  const stopButton = button("mentra-stop", "Stop", "warn");
+  stopButton.title = "Stop now: end the reply where it is, keep it (marked as cut) and end the run";
+  const finishButton = button("mentra-finish", "Finish round", "reject");
+  finishButton.title = "Finish after the current round (its tool calls run), keeping the work";
+  const interruptButton = button("mentra-interrupt", "Interrupt", "warn");
   interruptButton.title = "Abort now; the turn is rolled back and can be resumed";
-  controls.append(input, sendButton, stopButton, interruptButton);
-  root.append(header, transcript, liveThinking, liveText, liveTools, approvalsBox, resumeBox, controls);
+  controls.append(input, sendButton, stopButton, finishButton, interruptButton);
+  root.append(header, scroll, approvalsBox, resumeBox, controls);
   el.append(root);
   const live = new LiveStream();
+  const watcher = new ClampWatcher();
+  let stopClicked = "";
+  let connected = true;
+  let following = true;
+  const follow = () => {
+    if (following) scroll.scrollTop = scroll.scrollHeight;
+  };
+  const renderScope = () => {
+    const scope = model.get("scope") ?? {};
+    root.dataset.mentraAgent = model.get("agent_name") ?? "";
+    root.dataset.mentraScope = scope.kind === "turn" ? "turn" : "full";
+    scopeLink.hidden = scope.kind !== "turn";
+  };
   const renderHeader = () => {
+    renderScope();
     name.textContent = model.get("agent_name");
     modelName.textContent = model.get("model_key");
     const status = model.get("status") ?? { name: "idle" };
     const approvals = model.get("approvals") ?? [];
-    badge.textContent = badgeLabel(status, approvals, model.get("progress") ?? "");
-    badge.dataset.status = approvals.length ? "waiting" : status.name;
+    const running = RUNNING.has(status.name);
+    if (!running) stopClicked = "";
+    const stopping = running ? status.stopping || stopClicked : "";
+    if (!connected) return;
+    badge.textContent = stopping ? "stopping\u2026" : badgeLabel(status, approvals, model.get("progress") ?? "");
+    badge.dataset.status = stopping ? "stopping" : approvals.length ? "waiting" : status.name;
+    root.dataset.stopping = stopping || "";
     run.textContent = `run ${model.get("run_generation") ?? 0}`;
     const u = model.get("usage") ?? {};
     const cost = model.get("cost");
     usage.textContent = `${u.input_tokens ?? 0} in / ${u.output_tokens ?? 0} out tokens` + (cost ? ` \xB7 ${cost}` : "");
-    const running = RUNNING.has(status.name);
-    stopButton.disabled = !running;
+    stopButton.disabled = !running || stopping === "now";
+    finishButton.disabled = !running || Boolean(stopping);
     interruptButton.disabled = !running;
     sendButton.disabled = running;
   };
@@ -251,13 +402,15 @@ function render({ model, el }) {
   const renderItems = () => {
     const from = live.changedFrom;
     if (from !== renderedItems) {
+      watcher.clear();
       transcript.replaceChildren();
       calls = /* @__PURE__ */ new Map();
-      appendTranscript(transcript, live.items, calls);
+      appendTranscript(transcript, live.items, calls, watcher);
     } else {
-      appendTranscript(transcript, live.items.slice(from), calls);
+      appendTranscript(transcript, live.items.slice(from), calls, watcher);
     }
     renderedItems = live.items.length;
+    follow();
   };
   const renderLive = () => {
     liveText.textContent = live.text;
@@ -272,10 +425,21 @@ function render({ model, el }) {
       box.append(element("pre", "", live.tools[id] ?? known?.input_json ?? ""));
       liveTools.append(box);
     }
+    follow();
   };
   const renderApprovals = () => {
     approvalsBox.replaceChildren();
     const approvals = model.get("approvals") ?? [];
+    if (!approvals.length || !connected) return;
+    if (!holdsApprovals(root, model.get("agent_name") ?? "")) {
+      const names = [...new Set(approvals.map((a) => toolLabel(a.name)))].join(", ");
+      approvalsBox.append(element(
+        "div",
+        "mentra-notice-item",
+        `${names} waits for your approval in the newest view of this agent, below`
+      ));
+      return;
+    }
     for (const a of approvals) {
       const call = {
         id: a.id,
@@ -313,34 +477,62 @@ function render({ model, el }) {
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) send();
   }, { signal });
-  stopButton.addEventListener("click", () => model.send({ kind: "stop" }), { signal });
+  const stop = (how) => {
+    stopClicked = how;
+    renderHeader();
+    model.send({ kind: "stop", now: how === "now" });
+  };
+  stopButton.addEventListener("click", () => stop("now"), { signal });
+  finishButton.addEventListener("click", () => stop("round"), { signal });
   interruptButton.addEventListener("click", () => model.send({ kind: "interrupt" }), { signal });
+  scroll.addEventListener("scroll", () => {
+    following = scroll.scrollHeight - scroll.scrollTop - scroll.clientHeight < 24;
+  }, { signal, passive: true });
+  scopeLink.addEventListener("click", () => {
+    const agent = model.get("agent_name") ?? "";
+    const full = fullView(agent, root);
+    if (full) {
+      full.scrollIntoView({ behavior: "smooth", block: "start" });
+      full.classList.add("mentra-highlight");
+      setTimeout(() => full.classList.remove("mentra-highlight"), 1500);
+      notice.textContent = "";
+    } else {
+      notice.textContent = `no full view of ${agent} in this notebook: run %mentra show ${agent}`;
+    }
+  }, { signal });
   const renderResumable = () => {
     resumeBox.replaceChildren();
     const resumable = model.get("resumable") ?? {};
-    if (!resumable.kind) return;
+    if (!resumable.kind || !connected) return;
     const label = resumable.kind === "replay" ? `This turn was cut and rolled back: \u201C${resumable.text ?? ""}\u201D` : "Tool calls were cut before they finished.";
-    const button = element("button", "mentra-resume", resumable.kind === "replay" ? "Replay it" : "Continue");
-    button.addEventListener("click", () => model.send({ kind: "resume" }), { signal });
-    resumeBox.append(element("span", "mentra-notice-item", label), button);
+    const resume = button("mentra-resume", resumable.kind === "replay" ? "Replay it" : "Continue", "accept");
+    resume.addEventListener("click", () => model.send({ kind: "resume" }), { signal });
+    resumeBox.append(element("span", "mentra-notice-item", label), resume);
   };
   const onDisconnect = () => {
+    if (!connected) return;
+    connected = false;
     root.dataset.connected = "false";
-    for (const button of root.querySelectorAll("button")) button.disabled = true;
+    for (const node of root.querySelectorAll("button")) node.disabled = true;
     input.disabled = true;
     badge.textContent = "disconnected";
     badge.dataset.status = "idle";
     liveText.textContent = "";
     liveThinking.textContent = "";
-    header.append(element(
-      "span",
-      "mentra-notice-item",
-      "its kernel stopped: run %mentra resume in the new kernel for a live view"
-    ));
+    approvalsBox.replaceChildren();
+    notice.textContent = "its kernel stopped: run %mentra resume in the new kernel for a live view";
   };
+  const onViewsChanged = (event) => {
+    if (
+      /** @type {CustomEvent} */
+      event.detail === model.get("agent_name")
+    ) renderApprovals();
+  };
+  const announce = () => document.dispatchEvent(new CustomEvent(VIEWS_CHANGED, { detail: model.get("agent_name") }));
+  document.addEventListener(VIEWS_CHANGED, onViewsChanged, { signal });
   const unsubscribe = subscribe(model, [
     ["comm_live_update", onDisconnect],
-    ...["agent_name", "model_key", "status", "run_generation", "usage", "cost", "progress"].map(
+    ...["agent_name", "model_key", "status", "run_generation", "usage", "cost", "progress", "scope"].map(
       (trait) => (
         /** @type {[string, () => void]} */
         [`change:${trait}`, renderHeader]
@@ -359,10 +551,14 @@ function render({ model, el }) {
   renderApprovals();
   renderResumable();
   hello();
+  const attached = requestAnimationFrame(announce);
   return () => {
+    cancelAnimationFrame(attached);
     controller.abort();
     unsubscribe();
+    watcher.clear();
     root.remove();
+    announce();
   };
 }
 var agent_view_default = { render };
@@ -370,7 +566,8 @@ export {
   LiveStream,
   badgeLabel,
   agent_view_default as default,
-  render,
+  fullView,
+  holdsApprovals,
   resolveHtml,
   statusLabel
 };
