@@ -186,18 +186,20 @@ function addCodeTools(body) {
   for (const pre of body.querySelectorAll("pre")) {
     const code = pre.querySelector("code");
     if (!code) continue;
+    // A fence's text ends with its closing newline; a cell's source does not.
+    const source = () => (code.textContent ?? "").replace(/\n$/, "");
     const bar = element("div", "mentra-code-tools");
     const copy = button("mentra-copy", "Copy", "minimal");
     copy.title = "Copy this code";
     copy.addEventListener("click", () => {
-      copyText(code.textContent ?? "").then(
+      copyText(source()).then(
         () => flash(copy, "Copied"),
         () => flash(copy, "Copy failed"));
     });
     const insert = button("mentra-insert", "Insert as cell", "minimal");
     insert.title = "Insert this code as a new cell below the one that shows it";
     insert.addEventListener("click", () => {
-      flash(insert, insertCell(insert, code.textContent ?? "") ? "Inserted" : "No notebook here");
+      flash(insert, insertCell(insert, source()) ? "Inserted" : "No notebook here");
     });
     bar.append(copy, insert);
     const frame = element("div", "mentra-code");
@@ -244,8 +246,9 @@ export async function copyText(text) {
  * `from`. A widget has no handle on JupyterLab's application, so this speaks the
  * notebook's own protocol for a drop of cells from another notebook (Lumino's
  * `lm-drop` event carrying `application/vnd.jupyter.cells`): the notebook
- * inserts them before the cell they are dropped on, or at the end when dropped
- * on the notebook itself. JupyterLab and Notebook 7 share that notebook widget.
+ * inserts them before the cell marked as the drop target (`jp-mod-dropTarget`,
+ * which its drag-over handler would set), or at the end when there is none.
+ * JupyterLab and Notebook 7 share that notebook widget.
  * @param {Element} from
  * @param {string} source
  * @returns {boolean} whether a notebook was found to insert into
@@ -265,7 +268,9 @@ export function insertCell(from, source) {
     proposedAction: "copy", supportedActions: "copy", dropAction: "none", source: null,
     clientX: 0, clientY: 0,
   });
+  next?.classList.add("jp-mod-dropTarget");
   target.dispatchEvent(drop);
+  next?.classList.remove("jp-mod-dropTarget"); // the notebook removes it; a page without one may not
   return true;
 }
 

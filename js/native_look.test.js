@@ -168,7 +168,7 @@ describe("code blocks", () => {
     const copy = $(container, ".mentra-code .mentra-copy");
     copy.click();
     await Promise.resolve();
-    expect(writeText).toHaveBeenCalledWith("def f():\n    pass\n");
+    expect(writeText).toHaveBeenCalledWith("def f():\n    pass");
   });
 
   it("insert themselves as a new code cell below the output's cell", () => {
@@ -178,16 +178,23 @@ describe("code blocks", () => {
     appendTranscript(container, [item(code)], new Map());
     /** @type {any[]} */
     const drops = [];
-    document.querySelector(".jp-Notebook")?.addEventListener("lm-drop", (event) => drops.push(event));
+    /** @type {boolean[]} */
+    const marked = [];
+    document.querySelector(".jp-Notebook")?.addEventListener("lm-drop", (event) => {
+      drops.push(event);
+      marked.push(/** @type {HTMLElement} */ (event.target).classList.contains("jp-mod-dropTarget"));
+    });
     $(container, ".mentra-insert").click();
     expect(drops.length).toBe(1);
     const drop = drops[0];
     expect(drop.target.id).toBe("b"); // dropped on the next cell: inserted before it
+    expect(marked).toEqual([true]); // ... which the notebook finds by its drop-target class
+    expect(document.querySelector(".jp-mod-dropTarget")).toBeNull();
     expect(drop.proposedAction).toBe("copy");
     expect(drop.source).toBeNull(); // not this notebook: a copy, not a move
     expect(drop.mimeData.hasData("application/vnd.jupyter.cells")).toBe(true);
     expect(drop.mimeData.getData("application/vnd.jupyter.cells")).toEqual([
-      { cell_type: "code", source: "def f():\n    pass\n", metadata: {}, outputs: [], execution_count: null }]);
+      { cell_type: "code", source: "def f():\n    pass", metadata: {}, outputs: [], execution_count: null }]);
   });
 
   it("are dropped on the notebook itself when their cell is the last, and not at all outside one", () => {

@@ -112,11 +112,12 @@ function addCodeTools(body) {
   for (const pre of body.querySelectorAll("pre")) {
     const code = pre.querySelector("code");
     if (!code) continue;
+    const source = () => (code.textContent ?? "").replace(/\n$/, "");
     const bar = element("div", "mentra-code-tools");
     const copy = button("mentra-copy", "Copy", "minimal");
     copy.title = "Copy this code";
     copy.addEventListener("click", () => {
-      copyText(code.textContent ?? "").then(
+      copyText(source()).then(
         () => flash(copy, "Copied"),
         () => flash(copy, "Copy failed")
       );
@@ -124,7 +125,7 @@ function addCodeTools(body) {
     const insert = button("mentra-insert", "Insert as cell", "minimal");
     insert.title = "Insert this code as a new cell below the one that shows it";
     insert.addEventListener("click", () => {
-      flash(insert, insertCell(insert, code.textContent ?? "") ? "Inserted" : "No notebook here");
+      flash(insert, insertCell(insert, source()) ? "Inserted" : "No notebook here");
     });
     bar.append(copy, insert);
     const frame = element("div", "mentra-code");
@@ -180,7 +181,9 @@ function insertCell(from, source) {
     clientX: 0,
     clientY: 0
   });
+  next?.classList.add("jp-mod-dropTarget");
   target.dispatchEvent(drop);
+  next?.classList.remove("jp-mod-dropTarget");
   return true;
 }
 function toolLabel(name) {
