@@ -273,6 +273,9 @@ function render({ model, el }) {
     const pending = model.get("pending_tools") ?? [];
     const ids = new Set([...pending.map((p) => p.id), ...Object.keys(live.tools)]);
     for (const id of ids) {
+      // A call already in the transcript (running, or waiting for approval) shows
+      // there and in its approval box, not a third time here.
+      if (calls.has(id)) continue;
       const known = pending.find((p) => p.id === id);
       const box = element("div", "mentra-live-tool");
       box.append(element("span", "", `tool call: ${known?.name ?? id}`));
@@ -314,7 +317,7 @@ function render({ model, el }) {
     if (changed === "items") {
       if (message.start === 0 && !message.basis) helloPending = false;
       renderItems();
-      if (message.tail) renderLive();
+      renderLive(); // a committed call leaves the live area
     }
     if (changed === "resync" && !helloPending) hello();
   };

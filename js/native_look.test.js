@@ -224,6 +224,19 @@ describe("a paused tool call", () => {
     expect(document.querySelectorAll(".mentra-approve").length).toBe(1);
   });
 
+  it("shows once in a view: in the transcript and its approval box, not again as a live call", () => {
+    const el = document.createElement("div");
+    document.body.append(el);
+    const model = new FakeModel({ ...STATE, approvals: [approval],
+      pending_tools: [{ id: "c1", name: "drop_rows", input_json: "{}" }, { id: "c2", name: "grep", input_json: "" }] });
+    render({ model, el });
+    model.emit("msg:custom", { kind: "items", seq: 1, start: 0, items: [
+      { index: 0, role: "assistant", kind: "tool_use", id: "c1", name: "drop_rows", input: "{}" }] });
+    expect([...el.querySelectorAll(".mentra-live-tool span")].map((n) => n.textContent)).toEqual(["tool call: grep"]);
+    expect(el.querySelectorAll("details.mentra-tool").length).toBe(1);
+    expect(el.querySelectorAll(".mentra-approval").length).toBe(1);
+  });
+
   it("moves its buttons to the remaining view when the newest is closed", async () => {
     const [first, second] = [document.createElement("div"), document.createElement("div")];
     document.body.append(first, second);

@@ -422,6 +422,7 @@ function render({ model, el }) {
     const pending = model.get("pending_tools") ?? [];
     const ids = /* @__PURE__ */ new Set([...pending.map((p) => p.id), ...Object.keys(live.tools)]);
     for (const id of ids) {
+      if (calls.has(id)) continue;
       const known = pending.find((p) => p.id === id);
       const box = element("div", "mentra-live-tool");
       box.append(element("span", "", `tool call: ${known?.name ?? id}`));
@@ -464,7 +465,7 @@ function render({ model, el }) {
     if (changed === "items") {
       if (message.start === 0 && !message.basis) helloPending = false;
       renderItems();
-      if (message.tail) renderLive();
+      renderLive();
     }
     if (changed === "resync" && !helloPending) hello();
   };
