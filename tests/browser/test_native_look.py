@@ -100,6 +100,9 @@ def test_views_read_well_in_light_dark_and_high_contrast_themes(notebook):
     # One view of the agent holds the buttons; the spawn cell's points at it.
     expect(nb.page.locator(".mentra-approval")).to_have_count(1)
     expect(nb.agent_view(2).locator(".mentra-approvals")).to_contain_text("waits for your approval")
+    # ... and the call shows in the transcript and the box, not a third time as a live call.
+    expect(view.locator(".mentra-live-tool")).to_have_count(0)
+    expect(view.locator("details.mentra-tool summary")).to_have_text("tool call: drop_rows")
     for selector, classes in ((".mentra-approve", "jp-mod-accept"), (".mentra-deny", "jp-mod-warn"),
                               (".mentra-stop", "jp-mod-warn"), (".mentra-send", "jp-mod-accept")):
         expect(view.locator(selector)).to_have_class(re.compile(rf"\bjp-Button\b.*\bjp-mod-styled\b.*\b{classes}\b"))
