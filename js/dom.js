@@ -71,13 +71,18 @@ export function appendTranscript(container, items, calls, watcher = null) {
     if (item.kind === "tool_result") {
       const result = element("pre", item.is_error ? "mentra-error" : "", item.content ?? "");
       const host = item.id ? calls.get(item.id) : undefined;
+      const cut = item.truncated
+        ? element("div", "mentra-notice-item", "… the first 4,000 characters of the result (agent.history has all of it)")
+        : null;
       if (host) {
         host.append(result);
+        if (cut) host.append(cut);
         if (item.is_error) host.classList.add("mentra-error");
       } else {
         const orphan = element("div", "mentra-item mentra-tool");
         orphan.dataset.role = item.role;
         orphan.append(result);
+        if (cut) orphan.append(cut);
         container.append(orphan);
       }
       continue;
@@ -95,10 +100,6 @@ export function appendTranscript(container, items, calls, watcher = null) {
       if (item.kind === "text") {
         clamp(node, body, item.role === "user" ? "prompt" : "message");
         watcher?.watch(body);
-      }
-      if (item.truncated) {
-        node.dataset.truncated = "true";
-        node.append(element("div", "mentra-truncated", "stopped here: the rest of this reply was not generated"));
       }
     } else if (item.kind === "thinking") {
       const fold = element("details", "mentra-thinking");
@@ -119,6 +120,11 @@ export function appendTranscript(container, items, calls, watcher = null) {
       img.src = `data:${item.media_type};base64,${item.data}`;
       node.append(img);
     }
+    // A reply cut by Stop: its text (or thinking) ends here, visibly.
+    if (item.truncated && (item.kind === "text" || item.kind === "thinking")) {
+      node.dataset.truncated = "true";
+      node.append(element("div", "mentra-truncated", "stopped here: the rest of this reply was not generated"));
+    }
     container.append(node);
   }
 }
@@ -126,8 +132,8 @@ export function appendTranscript(container, items, calls, watcher = null) {
 /**
  * Long messages are clamped to a height (mentra.css: a message 24 lines, a
  * prompt 6) with a "Show more" toggle. Whether one overflows is known only once
- * the browser has laid it out, so the toggle starts hidden and a `ClampWatcher`
- * shows it; a message that fits shows none.
+ * the browser has laid it out, so a `ClampWatcher` adds the toggle to those that
+ * overflow; a message that fits has none.
  * @param {HTMLElement} node the item
  * @param {HTMLElement} body its clamped content
  * @param {"message"|"prompt"} size
@@ -135,23 +141,21 @@ export function appendTranscript(container, items, calls, watcher = null) {
 function clamp(node, body, size) {
   body.classList.add("mentra-clamp");
   body.dataset.clamp = size;
+}
+
+/**
+ * Give a clamped body that overflows its limit a "Show more" toggle (once).
+ * @param {Element} body
+ */
+export function measureClamped(body) {
+  const node = body.parentElement;
+  if (!node || node.querySelector(":scope > .mentra-more") || !(body.scrollHeight > body.clientHeight + 1)) return;
   const toggle = button("mentra-more", "Show more", "minimal");
-  toggle.hidden = true;
   toggle.addEventListener("click", () => {
     const open = node.classList.toggle("mentra-expanded");
     toggle.textContent = open ? "Show less" : "Show more";
   });
-  node.append(toggle);
-}
-
-/**
- * Show the "Show more" toggle of a clamped body that overflows its limit.
- * @param {Element} body
- */
-export function measureClamped(body) {
-  const toggle = /** @type {HTMLElement|null} */ (body.parentElement?.querySelector(":scope > .mentra-more"));
-  if (!toggle || body.parentElement?.classList.contains("mentra-expanded")) return;
-  toggle.hidden = !(body.scrollHeight > body.clientHeight + 1);
+  body.after(toggle);
 }
 
 /**
@@ -199,7 +203,13 @@ function addCodeTools(body) {
     const insert = button("mentra-insert", "Insert as cell", "minimal");
     insert.title = "Insert this code as a new cell below the one that shows it";
     insert.addEventListener("click", () => {
-      flash(insert, insertCell(insert, source()) ? "Inserted" : "No notebook here");
+      if (insertCell(insert, source())) {
+        flash(insert, "Inserted");
+      } else {
+        // Not in JupyterLab or Notebook 7 (VS Code, Colab...): the clipboard is the way in.
+        copyText(source()).then(() => flash(insert, "No notebook here: copied"),
+          () => flash(insert, "No notebook here"));
+      }
     });
     bar.append(copy, insert);
     const frame = element("div", "mentra-code");

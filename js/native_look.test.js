@@ -100,6 +100,15 @@ describe("a reply cut by Stop", () => {
     expect(cut.querySelector(".mentra-truncated")?.textContent).toMatch(/^stopped here/);
     expect(whole.querySelector(".mentra-truncated")).toBeNull();
   });
+
+  it("is told apart from a tool result shown in part", () => {
+    const container = document.createElement("div");
+    appendTranscript(container, [
+      { index: 0, role: "assistant", kind: "tool_use", id: "t1", name: "read", input: "{}" },
+      { index: 1, role: "user", kind: "tool_result", id: "t1", content: "x".repeat(10), truncated: true }], new Map());
+    expect(container.querySelector(".mentra-truncated")).toBeNull();
+    expect(container.querySelector("details.mentra-tool")?.textContent).toContain("the first 4,000 characters");
+  });
 });
 
 describe("the turn scope", () => {
@@ -146,9 +155,10 @@ describe("long messages", () => {
     Object.defineProperty($(short, ".mentra-clamp"), "clientHeight", { value: 40 });
     measureClamped($(long, ".mentra-clamp"));
     measureClamped($(short, ".mentra-clamp"));
+    measureClamped($(long, ".mentra-clamp")); // measured again (a resize): still one toggle
+    expect(long.querySelectorAll(".mentra-more").length).toBe(1);
     const more = $(long, ".mentra-more");
-    expect(more.hidden).toBe(false);
-    expect($(short, ".mentra-more").hidden).toBe(true);
+    expect(short.querySelector(".mentra-more")).toBeNull();
     more.click();
     expect(long.classList.contains("mentra-expanded")).toBe(true);
     expect(more.textContent).toBe("Show less");

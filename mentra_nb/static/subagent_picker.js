@@ -26,13 +26,16 @@ function appendTranscript(container, items, calls, watcher = null) {
     if (item.kind === "tool_result") {
       const result = element("pre", item.is_error ? "mentra-error" : "", item.content ?? "");
       const host = item.id ? calls.get(item.id) : void 0;
+      const cut = item.truncated ? element("div", "mentra-notice-item", "\u2026 the first 4,000 characters of the result (agent.history has all of it)") : null;
       if (host) {
         host.append(result);
+        if (cut) host.append(cut);
         if (item.is_error) host.classList.add("mentra-error");
       } else {
         const orphan = element("div", "mentra-item mentra-tool");
         orphan.dataset.role = item.role;
         orphan.append(result);
+        if (cut) orphan.append(cut);
         container.append(orphan);
       }
       continue;
@@ -49,10 +52,6 @@ function appendTranscript(container, items, calls, watcher = null) {
       if (item.kind === "text") {
         clamp(node, body, item.role === "user" ? "prompt" : "message");
         watcher?.watch(body);
-      }
-      if (item.truncated) {
-        node.dataset.truncated = "true";
-        node.append(element("div", "mentra-truncated", "stopped here: the rest of this reply was not generated"));
       }
     } else if (item.kind === "thinking") {
       const fold = element("details", "mentra-thinking");
@@ -76,27 +75,26 @@ function appendTranscript(container, items, calls, watcher = null) {
       img.src = `data:${item.media_type};base64,${item.data}`;
       node.append(img);
     }
+    if (item.truncated && (item.kind === "text" || item.kind === "thinking")) {
+      node.dataset.truncated = "true";
+      node.append(element("div", "mentra-truncated", "stopped here: the rest of this reply was not generated"));
+    }
     container.append(node);
   }
 }
 function clamp(node, body, size) {
   body.classList.add("mentra-clamp");
   body.dataset.clamp = size;
+}
+function measureClamped(body) {
+  const node = body.parentElement;
+  if (!node || node.querySelector(":scope > .mentra-more") || !(body.scrollHeight > body.clientHeight + 1)) return;
   const toggle = button("mentra-more", "Show more", "minimal");
-  toggle.hidden = true;
   toggle.addEventListener("click", () => {
     const open = node.classList.toggle("mentra-expanded");
     toggle.textContent = open ? "Show less" : "Show more";
   });
-  node.append(toggle);
-}
-function measureClamped(body) {
-  const toggle = (
-    /** @type {HTMLElement|null} */
-    body.parentElement?.querySelector(":scope > .mentra-more")
-  );
-  if (!toggle || body.parentElement?.classList.contains("mentra-expanded")) return;
-  toggle.hidden = !(body.scrollHeight > body.clientHeight + 1);
+  body.after(toggle);
 }
 var ClampWatcher = class {
   constructor() {
@@ -130,7 +128,14 @@ function addCodeTools(body) {
     const insert = button("mentra-insert", "Insert as cell", "minimal");
     insert.title = "Insert this code as a new cell below the one that shows it";
     insert.addEventListener("click", () => {
-      flash(insert, insertCell(insert, source()) ? "Inserted" : "No notebook here");
+      if (insertCell(insert, source())) {
+        flash(insert, "Inserted");
+      } else {
+        copyText(source()).then(
+          () => flash(insert, "No notebook here: copied"),
+          () => flash(insert, "No notebook here")
+        );
+      }
     });
     bar.append(copy, insert);
     const frame = element("div", "mentra-code");
