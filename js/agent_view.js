@@ -286,12 +286,19 @@ function render({ model, el }) {
   };
   // One box per paused call, in one view of the agent (`holdsApprovals`); the
   // kernel validates every answer.
+  // Rendered again only when what it shows changed: a reason being typed survives
+  // another view of the agent coming or going.
+  let shownApprovals = "";
   const renderApprovals = () => {
-    approvalsBox.replaceChildren();
     /** @type {Approval[]} */
-    const approvals = model.get("approvals") ?? [];
-    if (!approvals.length || !connected) return;
-    if (!holdsApprovals(root, model.get("agent_name") ?? "")) {
+    const approvals = connected ? model.get("approvals") ?? [] : [];
+    const holder = holdsApprovals(root, model.get("agent_name") ?? "");
+    const key = JSON.stringify([holder, approvals]);
+    if (key === shownApprovals) return;
+    shownApprovals = key;
+    approvalsBox.replaceChildren();
+    if (!approvals.length) return;
+    if (!holder) {
       const names = [...new Set(approvals.map((a) => toolLabel(a.name)))].join(", ");
       approvalsBox.append(element("div", "mentra-notice-item",
         `${names} waits for your approval in the newest view of this agent, below`));
@@ -387,7 +394,7 @@ function render({ model, el }) {
     badge.dataset.status = "idle";
     liveText.textContent = "";
     liveThinking.textContent = "";
-    approvalsBox.replaceChildren();
+    renderApprovals();
     notice.textContent = "its kernel stopped: run %mentra resume in the new kernel for a live view";
   };
 
@@ -412,12 +419,16 @@ function render({ model, el }) {
   renderApprovals();
   renderResumable();
   hello();
-  // The output area attaches this view to the page after `render` returns; then
+  // The output area attaches this view to the page after `render` returns, and a
+  // windowed notebook detaches and re-attaches cells as they scroll: each time,
   // every view of this agent decides again which one holds the approvals.
   const attached = requestAnimationFrame(announce);
+  const visibility = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver(announce);
+  visibility?.observe(root);
 
   return () => {
     cancelAnimationFrame(attached);
+    visibility?.disconnect();
     controller.abort();
     unsubscribe();
     watcher.clear();

@@ -247,6 +247,23 @@ describe("a paused tool call", () => {
     expect(el.querySelectorAll(".mentra-approval").length).toBe(1);
   });
 
+  it("keeps a reason being typed when another view of the agent comes", async () => {
+    const first = document.createElement("div");
+    document.body.append(first);
+    const model = new FakeModel({ ...STATE, approvals: [approval] });
+    render({ model, el: first });
+    const reason = /** @type {HTMLInputElement} */ ($(first, ".mentra-reason"));
+    reason.value = "not on a Friday";
+    model.set("approvals", [{ ...approval }]); // the same call, sent again
+    const second = document.createElement("div");
+    document.body.prepend(second); // an older cell shows the agent too: the first stays newest
+    render({ model, el: second });
+    await nextFrame();
+    expect($(first, ".mentra-reason")).toBe(reason);
+    expect(reason.value).toBe("not on a Friday");
+    expect(second.querySelector(".mentra-approval")).toBeNull();
+  });
+
   it("moves its buttons to the remaining view when the newest is closed", async () => {
     const [first, second] = [document.createElement("div"), document.createElement("div")];
     document.body.append(first, second);

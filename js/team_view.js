@@ -170,9 +170,15 @@ function render({ model, el }) {
 
   // Requests and paused calls are answered in one view of the team (the newest);
   // the others say how many wait, and where.
+  // Rendered again only when what it shows changed: a reason being typed survives
+  // another view of the team coming or going.
+  let shownAnswers = "";
   const renderAnswers = () => {
     const waiting = (model.get("requests") ?? []).length + (model.get("approvals") ?? []).length;
     const holder = holdsAnswers(root, leadName());
+    const key = JSON.stringify([holder, model.get("requests") ?? [], model.get("approvals") ?? []]);
+    if (key === shownAnswers) return;
+    shownAnswers = key;
     pointer.textContent = !holder && waiting
       ? `${waiting === 1 ? "1 request waits" : `${waiting} requests wait`} for you in the newest view of this team, below`
       : "";
@@ -206,11 +212,15 @@ function render({ model, el }) {
   renderMembers();
   renderAnswers();
   renderNotice();
-  // Attached to the page after `render` returns: then the views decide again.
+  // Attached to the page after `render` returns (and again as a windowed notebook
+  // scrolls): then the views decide again.
   const attached = requestAnimationFrame(announce);
+  const visibility = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver(announce);
+  visibility?.observe(root);
 
   return () => {
     cancelAnimationFrame(attached);
+    visibility?.disconnect();
     controller.abort();
     unsubscribe();
     watcher.clear();

@@ -436,11 +436,16 @@ function render({ model, el }) {
     }
     follow();
   };
+  let shownApprovals = "";
   const renderApprovals = () => {
+    const approvals = connected ? model.get("approvals") ?? [] : [];
+    const holder = holdsApprovals(root, model.get("agent_name") ?? "");
+    const key = JSON.stringify([holder, approvals]);
+    if (key === shownApprovals) return;
+    shownApprovals = key;
     approvalsBox.replaceChildren();
-    const approvals = model.get("approvals") ?? [];
-    if (!approvals.length || !connected) return;
-    if (!holdsApprovals(root, model.get("agent_name") ?? "")) {
+    if (!approvals.length) return;
+    if (!holder) {
       const names = [...new Set(approvals.map((a) => toolLabel(a.name)))].join(", ");
       approvalsBox.append(element(
         "div",
@@ -528,7 +533,7 @@ function render({ model, el }) {
     badge.dataset.status = "idle";
     liveText.textContent = "";
     liveThinking.textContent = "";
-    approvalsBox.replaceChildren();
+    renderApprovals();
     notice.textContent = "its kernel stopped: run %mentra resume in the new kernel for a live view";
   };
   const onViewsChanged = (event) => {
@@ -561,8 +566,11 @@ function render({ model, el }) {
   renderResumable();
   hello();
   const attached = requestAnimationFrame(announce);
+  const visibility = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver(announce);
+  visibility?.observe(root);
   return () => {
     cancelAnimationFrame(attached);
+    visibility?.disconnect();
     controller.abort();
     unsubscribe();
     watcher.clear();

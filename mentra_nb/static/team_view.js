@@ -378,9 +378,13 @@ function render({ model, el }) {
       approvals.append(approvalBox(call, ({ approve, always, reason }) => model.send(approve ? { kind: "approve_call", agent: a.agent, call_id: a.id, always } : { kind: "deny_call", agent: a.agent, call_id: a.id, reason }), signal));
     }
   };
+  let shownAnswers = "";
   const renderAnswers = () => {
     const waiting = (model.get("requests") ?? []).length + (model.get("approvals") ?? []).length;
     const holder = holdsAnswers(root, leadName());
+    const key = JSON.stringify([holder, model.get("requests") ?? [], model.get("approvals") ?? []]);
+    if (key === shownAnswers) return;
+    shownAnswers = key;
     pointer.textContent = !holder && waiting ? `${waiting === 1 ? "1 request waits" : `${waiting} requests wait`} for you in the newest view of this team, below` : "";
     if (holder) {
       renderRequests();
@@ -420,8 +424,11 @@ function render({ model, el }) {
   renderAnswers();
   renderNotice();
   const attached = requestAnimationFrame(announce);
+  const visibility = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver(announce);
+  visibility?.observe(root);
   return () => {
     cancelAnimationFrame(attached);
+    visibility?.disconnect();
     controller.abort();
     unsubscribe();
     watcher.clear();
