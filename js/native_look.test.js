@@ -28,7 +28,7 @@ function item(html, extra = {}) {
 beforeEach(() => document.body.replaceChildren());
 
 describe("every widget module", () => {
-  it("exports only `default { render }`, so anywidget logs no deprecation warning", () => {
+  it("exports render only in its default export, so anywidget logs no deprecation warning", () => {
     for (const module of [agentModule, teamModule, pickerModule]) {
       expect("render" in module).toBe(false);
       expect(typeof module.default.render).toBe("function");

@@ -319,6 +319,26 @@ var LiveStream = class {
     return "items";
   }
 };
+var ModelStream = class {
+  constructor() {
+    this.live = new LiveStream();
+    this.views = /* @__PURE__ */ new Set();
+    this.receive = (message) => {
+      const changed = this.live.apply(message);
+      for (const view of this.views) view(changed, message);
+    };
+  }
+};
+var modelStreams = /* @__PURE__ */ new WeakMap();
+function initialize({ model }) {
+  const stream = new ModelStream();
+  modelStreams.set(model, stream);
+  model.on("msg:custom", stream.receive);
+  return () => {
+    model.off("msg:custom", stream.receive);
+    modelStreams.delete(model);
+  };
+}
 function holdsApprovals(root, name) {
   const views = [...document.querySelectorAll(".mentra-agent[data-mentra-agent]")].filter((view) => (
     /** @type {HTMLElement} */
@@ -369,7 +389,9 @@ function render({ model, el }) {
   controls.append(input, sendButton, stopButton, finishButton, interruptButton);
   root.append(header, scroll, approvalsBox, resumeBox, controls);
   el.append(root);
-  const live = new LiveStream();
+  const shared = modelStreams.get(model);
+  const stream = shared ?? new ModelStream();
+  const live = stream.live;
   const watcher = new ClampWatcher();
   let stopClicked = "";
   let connected = true;
@@ -469,8 +491,7 @@ function render({ model, el }) {
     helloPending = true;
     model.send({ kind: "hello" });
   };
-  const onCustom = (message) => {
-    const changed = live.apply(message);
+  const onStream = (changed, message) => {
     if (changed === "live") renderLive();
     if (changed === "items") {
       if (message.start === 0 && !message.basis) helloPending = false;
@@ -558,13 +579,18 @@ function render({ model, el }) {
       renderHeader();
     }],
     ["change:resumable", renderResumable],
-    ["msg:custom", onCustom]
+    ...shared ? [] : [
+      /** @type {[string, (m: StreamMessage) => void]} */
+      ["msg:custom", stream.receive]
+    ]
   ]);
+  stream.views.add(onStream);
   renderHeader();
+  renderItems();
   renderLive();
   renderApprovals();
   renderResumable();
-  hello();
+  if (live.seq < 0) hello();
   const attached = requestAnimationFrame(announce);
   const visibility = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver(announce);
   visibility?.observe(root);
@@ -573,18 +599,20 @@ function render({ model, el }) {
     visibility?.disconnect();
     controller.abort();
     unsubscribe();
+    stream.views.delete(onStream);
     watcher.clear();
     root.remove();
     announce();
   };
 }
-var agent_view_default = { render };
+var agent_view_default = { initialize, render };
 export {
   LiveStream,
   badgeLabel,
   agent_view_default as default,
   fullView,
   holdsApprovals,
+  initialize,
   resolveHtml,
   statusLabel
 };
