@@ -259,5 +259,18 @@ def test_a_request_shows_once_and_a_teammate_row_opens_its_transcript(notebook):
     expect(preview.locator(".mentra-item strong")).to_have_text("approval", timeout=20_000)
     expect(preview).to_contain_text("Facts.")
     expect(preview.locator("details.mentra-tool summary")).to_have_text("tool call: team_request")
+    try:
+        for theme in ("JupyterLab Light", "JupyterLab Dark"):
+            set_theme(nb.page, theme)
+            slug = theme.lower().replace(" ", "-")
+            for index in (0, 2):
+                teams.nth(index).screenshot(path=ARTIFACTS / f"native-look-team-{index}-{slug}.png")
+            for part in (newest.locator(".mentra-request .mentra-name"), newest.locator(".mentra-request pre"),
+                         preview.locator(".mentra-item p").first):
+                colours = part.evaluate(SEEN_COLOURS)
+                ratio = contrast(colours["fg"], colours["bg"])
+                assert ratio >= 4.5, f"team view in {theme}: contrast {ratio:.2f} ({colours})"
+    finally:
+        set_theme(nb.page, "JupyterLab Light")
     preview.locator(".mentra-close").click()
     expect(alice.locator(".mentra-preview")).to_have_count(0)
