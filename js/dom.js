@@ -98,7 +98,7 @@ export function appendTranscript(container, items, calls, watcher = null) {
       node.append(body);
       if (item.kind === "notice") node.classList.add("mentra-notice-item");
       if (item.kind === "text") {
-        clamp(node, body, item.role === "user" ? "prompt" : "message");
+        clamp(body, item.role === "user" ? "prompt" : "message");
         watcher?.watch(body);
       }
     } else if (item.kind === "thinking") {
@@ -134,11 +134,10 @@ export function appendTranscript(container, items, calls, watcher = null) {
  * prompt 6) with a "Show more" toggle. Whether one overflows is known only once
  * the browser has laid it out, so a `ClampWatcher` adds the toggle to those that
  * overflow; a message that fits has none.
- * @param {HTMLElement} node the item
- * @param {HTMLElement} body its clamped content
+ * @param {HTMLElement} body a message's content
  * @param {"message"|"prompt"} size
  */
-function clamp(node, body, size) {
+function clamp(body, size) {
   body.classList.add("mentra-clamp");
   body.dataset.clamp = size;
 }

@@ -50,7 +50,7 @@ function appendTranscript(container, items, calls, watcher = null) {
       node.append(body);
       if (item.kind === "notice") node.classList.add("mentra-notice-item");
       if (item.kind === "text") {
-        clamp(node, body, item.role === "user" ? "prompt" : "message");
+        clamp(body, item.role === "user" ? "prompt" : "message");
         watcher?.watch(body);
       }
     } else if (item.kind === "thinking") {
@@ -82,7 +82,7 @@ function appendTranscript(container, items, calls, watcher = null) {
     container.append(node);
   }
 }
-function clamp(node, body, size) {
+function clamp(body, size) {
   body.classList.add("mentra-clamp");
   body.dataset.clamp = size;
 }
