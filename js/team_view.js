@@ -120,6 +120,13 @@ function render({ model, el }) {
       );
       row.addEventListener("click", () => model.send(open.name === m.name
         ? { kind: "close" } : { kind: "open", name: m.name }), { signal });
+      row.tabIndex = 0; // opened from the keyboard too
+      row.addEventListener("keydown", (event) => {
+        if (event.target === row && (event.key === "Enter" || event.key === " ")) {
+          event.preventDefault();
+          row.click();
+        }
+      }, { signal });
       if (open.name === m.name) previewPanel(row);
       members.append(row);
     }

@@ -107,7 +107,9 @@ describe("TeamView: a teammate's transcript", () => {
     /** @type {HTMLElement} */ (open.querySelector(".mentra-older")).click();
     /** @type {HTMLElement} */ (open.querySelector(".mentra-preview")).click(); // reading is not closing
     open.click();
-    expect(model.sent.slice(1)).toEqual([{ kind: "older" }, { kind: "close" }]);
+    /** @type {HTMLElement} */ (el.querySelector('[data-name="bob"]')).dispatchEvent(
+      new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+    expect(model.sent.slice(1)).toEqual([{ kind: "older" }, { kind: "close" }, { kind: "open", name: "bob" }]);
   });
 });
 

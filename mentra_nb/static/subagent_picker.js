@@ -90,9 +90,11 @@ function measureClamped(body) {
   const node = body.parentElement;
   if (!node || node.querySelector(":scope > .mentra-more") || !(body.scrollHeight > body.clientHeight + 1)) return;
   const toggle = button("mentra-more", "Show more", "minimal");
+  toggle.setAttribute("aria-expanded", "false");
   toggle.addEventListener("click", () => {
     const open = node.classList.toggle("mentra-expanded");
     toggle.textContent = open ? "Show less" : "Show more";
+    toggle.setAttribute("aria-expanded", String(open));
   });
   body.after(toggle);
 }

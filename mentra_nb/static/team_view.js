@@ -90,9 +90,11 @@ function measureClamped(body) {
   const node = body.parentElement;
   if (!node || node.querySelector(":scope > .mentra-more") || !(body.scrollHeight > body.clientHeight + 1)) return;
   const toggle = button("mentra-more", "Show more", "minimal");
+  toggle.setAttribute("aria-expanded", "false");
   toggle.addEventListener("click", () => {
     const open = node.classList.toggle("mentra-expanded");
     toggle.textContent = open ? "Show less" : "Show more";
+    toggle.setAttribute("aria-expanded", String(open));
   });
   body.after(toggle);
 }
@@ -331,6 +333,13 @@ function render({ model, el }) {
         element("span", "mentra-run", ago(m.last_active))
       );
       row.addEventListener("click", () => model.send(open.name === m.name ? { kind: "close" } : { kind: "open", name: m.name }), { signal });
+      row.tabIndex = 0;
+      row.addEventListener("keydown", (event) => {
+        if (event.target === row && (event.key === "Enter" || event.key === " ")) {
+          event.preventDefault();
+          row.click();
+        }
+      }, { signal });
       if (open.name === m.name) previewPanel(row);
       members.append(row);
     }
