@@ -6,7 +6,9 @@ tables, links, Stop's "stopping…", teammates' transcripts, one place to answer
 a request.
 
 Each test writes a notebook whose agents run on scripted models, runs it with
-Shift+Enter and checks the page (and, where it matters, the kernel).
+Shift+Enter and checks the page (and, where it matters, the kernel). The tests
+read the spawn cell's view (the whole conversation), which stays a live widget
+however a finished turn's own cell is shown.
 """
 
 from __future__ import annotations
@@ -114,14 +116,14 @@ def test_views_read_well_in_light_dark_and_high_contrast_themes(notebook):
             slug = theme.lower().replace(" ", "-")
             view.scroll_into_view_if_needed()
             view.screenshot(path=ARTIFACTS / f"native-look-{slug}.png")
-            nb.agent_view(3).screenshot(path=ARTIFACTS / f"native-look-{slug}-reply.png")
+            nb.agent_view(2).screenshot(path=ARTIFACTS / f"native-look-{slug}-conversation.png")
             colours = {
                 "approval": approval.locator(".mentra-name").evaluate(SEEN_COLOURS),
                 "approval input": approval.locator("pre").evaluate(SEEN_COLOURS),
                 "badge": view.locator(".mentra-badge").evaluate(SEEN_COLOURS),
-                "message": nb.agent_view(3).locator('.mentra-item[data-role="assistant"] p').first.evaluate(SEEN_COLOURS),
-                "link": nb.agent_view(3).locator(".mentra-body a").first.evaluate(SEEN_COLOURS),
-                "code keyword": nb.agent_view(3).locator(".mentra-code .kn").first.evaluate(SEEN_COLOURS),
+                "message": nb.agent_view(2).locator('.mentra-item[data-role="assistant"] p').first.evaluate(SEEN_COLOURS),
+                "link": nb.agent_view(2).locator(".mentra-body a").first.evaluate(SEEN_COLOURS),
+                "code keyword": nb.agent_view(2).locator(".mentra-code .kn").first.evaluate(SEEN_COLOURS),
             }
             seen[theme] = colours
             for part in ("approval", "approval input", "badge", "message"):
@@ -142,7 +144,7 @@ def test_a_long_reply_is_bounded_shows_more_and_its_markdown_renders(notebook):
     nb = notebook.open([SETUP, MODELS, "%mentra spawn writer --model look:scripted",
                         "%%mentra writer --wait\nShow me the plan"])
     nb.run_all(4)
-    view = nb.agent_view(3)
+    view = nb.agent_view(2)
     reply = view.locator('.mentra-item[data-role="assistant"]')
     expect(reply).to_contain_text("Line 59 of a long answer.")
     viewport = nb.page.viewport_size or {"height": 1000}
@@ -203,21 +205,21 @@ def test_code_copies_and_inserts_itself_as_a_new_cell_below_in_jupyterlab(notebo
     nb = notebook.open([SETUP, MODELS, "%mentra spawn writer --model look:scripted",
                         "%%mentra writer --wait\nShow me the plan", "print('last cell')"])
     nb.run_all(4)
-    check_copy_and_insert(nb, 3)
+    check_copy_and_insert(nb, 2)
 
 
 def test_code_inserts_itself_as_a_new_cell_below_in_notebook7(notebook7):
     nb = notebook7.open([SETUP, MODELS, "%mentra spawn writer --model look:scripted",
                          "%%mentra writer --wait\nShow me the plan"])
     nb.run_all(4)
-    check_copy_and_insert(nb, 3)
+    check_copy_and_insert(nb, 2)
 
 
 def test_stop_shows_stopping_at_once_and_the_run_ends(notebook):
     nb = notebook.open([SETUP, MODELS, "%mentra spawn reader --model slow:scripted",
                         "%%mentra reader\nRead slowly"])
     nb.run_all(4)
-    view = nb.agent_view(3)
+    view = nb.agent_view(2)
     badge = view.locator(".mentra-badge")
     expect(badge).to_have_text("streaming", timeout=30_000)
     view.locator(".mentra-stop").click()
