@@ -93,8 +93,8 @@ def _math(latex: str, options: dict[str, Any]) -> str:
         math = _clean(tree)
     except Exception:  # any LaTeX the converter cannot read is shown as written
         return f"<code>{source}</code>"
-    math.set("xmlns", _MATHML)
-    # The source rides along for copying and for screen readers that skip MathML.
+    # (No xmlns: in HTML a <math> element is MathML by its name.) The source rides
+    # along for screen readers that skip MathML.
     math.set("alttext", latex)
     return ET.tostring(math, encoding="unicode", short_empty_elements=False)
 
