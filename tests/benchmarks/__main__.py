@@ -1,6 +1,6 @@
 """Run the benchmarks, print their tables, and write RESULTS.md.
 
-    python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost
+    python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost wire
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from tests.benchmarks import (
     bench_resume,
     bench_storage,
     bench_streaming,
+    bench_wire,
 )
 from tests.benchmarks.report import Table, machine
 
@@ -27,6 +28,7 @@ BENCHMARKS = {
     "import": bench_import.run,
     "concurrency": bench_concurrency.run,
     "cost": bench_cost.run,
+    "wire": bench_wire.run,
 }
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
