@@ -191,6 +191,7 @@ function addCodeTools(body) {
   for (const pre of body.querySelectorAll("pre")) {
     const code = pre.querySelector("code");
     if (!code) continue;
+    highlightCode(code);
     // A fence's text ends with its closing newline; a cell's source does not.
     const source = () => (code.textContent ?? "").replace(/\n$/, "");
     const bar = element("div", "mentra-code-tools");
@@ -217,6 +218,34 @@ function addCodeTools(body) {
     pre.replaceWith(frame);
     frame.append(bar, pre);
   }
+}
+
+const TOKEN = /^(?:([a-z][a-z0-9]{0,3}):)?(\d+)$/;
+
+/**
+ * Colour a code block from the token map the kernel sent with it (`data-hl`:
+ * "class:length" or "length" for plain text, lengths in UTF-16 units; see
+ * mentra_nb/notebook/_markdown_html.py). The text is the block's own, cut into
+ * spans: nothing in the map becomes markup but a validated class name. A map
+ * that does not fit the text leaves the block plain.
+ * @param {HTMLElement} code
+ */
+export function highlightCode(code) {
+  const map = code.dataset.hl;
+  code.removeAttribute("data-hl");
+  if (!map) return;
+  const text = code.textContent ?? "";
+  const pieces = [];
+  let at = 0;
+  for (const entry of map.split(" ")) {
+    const match = TOKEN.exec(entry);
+    if (!match) return;
+    const end = at + Number(match[2]);
+    pieces.push(match[1] ? element("span", match[1], text.slice(at, end)) : document.createTextNode(text.slice(at, end)));
+    at = end;
+  }
+  if (at !== text.length) return;
+  code.replaceChildren(...pieces);
 }
 
 /** @param {HTMLButtonElement} node @param {string} text */

@@ -9,7 +9,7 @@ import { FakeModel } from "./fake_model.js";
 import * as agentModule from "./agent_view.js";
 import * as teamModule from "./team_view.js";
 import * as pickerModule from "./subagent_picker.js";
-import { appendTranscript, insertCell, measureClamped } from "./dom.js";
+import { appendTranscript, highlightCode, insertCell, measureClamped } from "./dom.js";
 
 const render = agentModule.default.render;
 const STATE = {
@@ -169,6 +169,28 @@ describe("long messages", () => {
 
 describe("code blocks", () => {
   const code = '<pre><code class="language-python"><span class="k">def</span> f():\n    pass\n</code></pre>';
+
+  it("are coloured from the kernel's token map, their text unchanged", () => {
+    const container = document.createElement("div");
+    appendTranscript(container, [item(
+      '<pre><code class="language-python" data-hl="k:3 1 nf:1 p:1 1 p:2 s2:5">def f(x):"é😀"</code></pre>')], new Map());
+    const code = $(container, ".mentra-code code");
+    expect(code.textContent).toBe('def f(x):"é😀"');
+    expect([...code.querySelectorAll("span")].map((s) => [s.className, s.textContent]))
+      .toEqual([["k", "def"], ["nf", "f"], ["p", "("], ["p", "):"], ["s2", '"é😀"']]);
+    expect(code.hasAttribute("data-hl")).toBe(false);
+  });
+
+  it("stay plain when a token map does not fit or names something that is not a class", () => {
+    for (const map of ["k:3 9", 'k:3 x"onclick:1', "k:3 <b>:1", "k:99"]) {
+      const code = document.createElement("code");
+      code.textContent = "def f";
+      code.dataset.hl = map;
+      highlightCode(code);
+      expect(code.children.length).toBe(0);
+      expect(code.textContent).toBe("def f");
+    }
+  });
 
   it("copy their text (not their markup)", async () => {
     const writeText = vi.fn(() => Promise.resolve());

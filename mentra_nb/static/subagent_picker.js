@@ -117,6 +117,7 @@ function addCodeTools(body) {
   for (const pre of body.querySelectorAll("pre")) {
     const code = pre.querySelector("code");
     if (!code) continue;
+    highlightCode(code);
     const source = () => (code.textContent ?? "").replace(/\n$/, "");
     const bar = element("div", "mentra-code-tools");
     const copy = button("mentra-copy", "Copy", "minimal");
@@ -144,6 +145,24 @@ function addCodeTools(body) {
     pre.replaceWith(frame);
     frame.append(bar, pre);
   }
+}
+var TOKEN = /^(?:([a-z][a-z0-9]{0,3}):)?(\d+)$/;
+function highlightCode(code) {
+  const map = code.dataset.hl;
+  code.removeAttribute("data-hl");
+  if (!map) return;
+  const text = code.textContent ?? "";
+  const pieces = [];
+  let at = 0;
+  for (const entry of map.split(" ")) {
+    const match = TOKEN.exec(entry);
+    if (!match) return;
+    const end = at + Number(match[2]);
+    pieces.push(match[1] ? element("span", match[1], text.slice(at, end)) : document.createTextNode(text.slice(at, end)));
+    at = end;
+  }
+  if (at !== text.length) return;
+  code.replaceChildren(...pieces);
 }
 function flash(node, text) {
   const label = node.dataset.label ?? node.textContent ?? "";

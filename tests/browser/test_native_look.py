@@ -171,8 +171,9 @@ def test_a_long_reply_is_bounded_shows_more_and_its_markdown_renders(notebook):
     expect(reply).not_to_contain_text("$e^")
     keyword = reply.locator(".mentra-code .k", has_text="def")
     expect(keyword).to_have_count(1)
-    plain = reply.locator(".mentra-code .n").first
-    assert keyword.evaluate("k => getComputedStyle(k).color") != plain.evaluate("n => getComputedStyle(n).color")
+    plain = reply.locator(".mentra-code code").first  # names are the code's own colour
+    assert keyword.evaluate("k => getComputedStyle(k).color") != plain.evaluate("c => getComputedStyle(c).color")
+    expect(reply.locator(".mentra-code code").first).to_have_text(CODE.replace("\\n", "\n") + "\n")
 
 
 def code_cells(page) -> list[str]:

@@ -8,16 +8,26 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from mentra_nb.notebook._markdown_html import render_markdown
+from mentra_nb.notebook._assets import static_file
+from mentra_nb.notebook._markdown_html import HIGHLIGHTED, render_markdown
 
 
-def test_fenced_code_is_highlighted_into_token_classes_the_stylesheet_colours():
+def test_fenced_code_stays_text_with_a_token_map_the_widget_colours():
     html = render_markdown("```python\ndef f(x):\n    return x + 1  # add\n```")
-    assert html.startswith('<pre><code class="language-python">')
-    assert '<span class="k">def</span>' in html
-    assert '<span class="nf">f</span>' in html
-    assert '<span class="c1"># add</span>' in html
-    assert 'class="w"' not in html  # whitespace tokens are unstyled: left as text
+    assert html == ('<pre><code class="language-python" data-hl="k:3 1 nf:1 p:1 1 p:2 5 k:6 3 o:1 1 mi:1 2 c1:5 1">'
+                    "def f(x):\n    return x + 1  # add\n</code></pre>\n")
+
+
+def test_token_lengths_count_utf16_units_as_the_browser_does():
+    html = render_markdown('```python\ns = "é😀"\n```')
+    # The string is `"`, é, 😀 (two UTF-16 units) and `"`: 5 units, 4 code points.
+    assert 'data-hl="2 o:1 1 s2:5 1"' in html
+
+
+def test_every_highlighted_class_has_a_colour_in_the_stylesheet():
+    css = static_file("mentra.css").read_text()
+    missing = [name for name in HIGHLIGHTED if f".mentra-code .{name}" not in css]
+    assert not missing
 
 
 def test_code_in_an_unknown_or_no_language_is_escaped_not_highlighted():
@@ -30,7 +40,8 @@ def test_code_in_an_unknown_or_no_language_is_escaped_not_highlighted():
 def test_highlighting_escapes_markup_inside_code():
     html = render_markdown('```html\n<script>alert("x")</script>\n```')
     assert "<script>" not in html
-    assert "&lt;" in html
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    assert "data-hl=" in html
 
 
 def test_tables_and_links():
