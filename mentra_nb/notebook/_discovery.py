@@ -1,10 +1,14 @@
 """Where a notebook's agents live: the state file and the runtime id.
 
 Order: an explicit `%mentra db PATH` → the notebook's own path (from
-`JPY_SESSION_NAME`, IPython's `__session__`, or VS Code's
-`__vsc_ipynb_file__`) → `<notebook stem>.mentra.sqlite` beside it → else
-`./mentra.sqlite`. The runtime id is the notebook's file name, so two
-notebooks never see each other's agents even when they share a file.
+`JPY_SESSION_NAME`, IPython's `__session__`, VS Code's `__vsc_ipynb_file__`
+or a headless runner's command line) → `.mentra/<notebook stem>.sqlite`
+beside it → else `./.mentra/mentra.sqlite`. The runtime id is the notebook's
+file name, so two notebooks never see each other's agents even when they share
+a file. The folder is hidden, so the file browser shows notebooks, not state.
+
+Earlier versions kept `<stem>.mentra.sqlite` (and `./mentra.sqlite`) beside the
+notebook: `migrate_store` moves such a file into the folder on first use.
 """
 
 from __future__ import annotations
@@ -19,9 +23,13 @@ from pydantic import BaseModel, ConfigDict
 
 from mentra_nb._notebook_path import notebook_path
 
-__all__ = ["StoreLocation", "discover_store", "notebook_path"]
+__all__ = ["EXPLICIT_SOURCE", "StoreLocation", "discover_store", "migrate_store", "notebook_path"]
 
-STORE_SUFFIX = ".mentra.sqlite"
+STATE_FOLDER = ".mentra"
+EXPLICIT_SOURCE = "set with %mentra db"
+LEGACY_SUFFIX = ".mentra.sqlite"
+# SQLite's companions of a database file, moved along with it.
+_COMPANIONS = ("", "-wal", "-shm", "-journal")
 
 
 class StoreLocation(BaseModel):
@@ -31,6 +39,8 @@ class StoreLocation(BaseModel):
     runtime_id: str
     source: str  # how it was found, shown by `%mentra db`
     notebook: Path | None = None
+    # Where earlier versions kept this notebook's state (moved here on first use).
+    legacy_path: Path | None = None
 
 
 def discover_store(user_ns: Mapping[str, Any], *, explicit: str | os.PathLike[str] | None = None,
@@ -42,14 +52,33 @@ def discover_store(user_ns: Mapping[str, Any], *, explicit: str | os.PathLike[st
     if explicit is not None:
         path = Path(explicit).expanduser()
         return StoreLocation(path=path if path.is_absolute() else cwd / path, runtime_id=runtime_id,
-                             source="set with %mentra db", notebook=notebook)
+                             source=EXPLICIT_SOURCE, notebook=notebook)
     if found is not None:
         notebook = found[0]
-        return StoreLocation(path=notebook.with_name(notebook.name[: -len(".ipynb")] + STORE_SUFFIX),
+        stem = notebook.name[: -len(".ipynb")]
+        return StoreLocation(path=notebook.parent / STATE_FOLDER / f"{stem}.sqlite",
                              runtime_id=runtime_id, source=f"beside the notebook (from {found[1]})",
-                             notebook=notebook)
-    return StoreLocation(path=cwd / "mentra.sqlite", runtime_id=runtime_id,
-                         source="the current folder (the notebook's path is unknown)")
+                             notebook=notebook, legacy_path=notebook.with_name(stem + LEGACY_SUFFIX))
+    return StoreLocation(path=cwd / STATE_FOLDER / "mentra.sqlite", runtime_id=runtime_id,
+                         source="the current folder (the notebook's path is unknown)",
+                         legacy_path=cwd / "mentra.sqlite")
+
+
+def migrate_store(location: StoreLocation) -> Path | None:
+    """Move an earlier version's state file (and its -wal/-shm) to `location.path`
+    if only the old one exists; returns where it came from, or None. Creates the
+    state folder either way, so SQLite can make its file there."""
+    location.path.parent.mkdir(parents=True, exist_ok=True)
+    old = location.legacy_path
+    if old is None or location.path.exists() or not old.is_file():
+        return None
+    # The -wal holds committed transactions not yet in the main file: it moves
+    # first, so a crash between two renames never leaves a main file without them.
+    for suffix in reversed(_COMPANIONS):
+        source = old.with_name(old.name + suffix)
+        if source.exists():
+            os.replace(source, location.path.with_name(location.path.name + suffix))
+    return old
 
 
 def _runtime_id(notebook: Path | None) -> str:
