@@ -216,17 +216,23 @@ def test_code_inserts_itself_as_a_new_cell_below_in_notebook7(notebook7):
     check_copy_and_insert(nb, 2)
 
 
-def test_stop_shows_stopping_at_once_and_the_run_ends(notebook):
+def test_finish_round_shows_stopping_at_once_and_stop_still_cuts_it_short(notebook):
     nb = notebook.open([SETUP, MODELS, "%mentra spawn reader --model slow:scripted",
                         "%%mentra reader\nRead slowly"])
     nb.run_all(4)
     view = nb.agent_view(2)
     badge = view.locator(".mentra-badge")
     expect(badge).to_have_text("streaming", timeout=30_000)
-    view.locator(".mentra-stop").click()
+    # One long round: Finish round waits for its end, and says so meanwhile.
+    view.locator(".mentra-finish").click()
     expect(badge).to_have_text("stopping…", timeout=1_000)
     expect(view.locator(".mentra-finish")).to_be_disabled()
-    expect(badge).not_to_have_text("stopping…", timeout=60_000)
+    expect(view.locator(".mentra-stop")).to_be_enabled()
+    assert poll(lambda: nb.kernel.value("nb.session().agent('reader').stopping"),
+                message="the kernel to hear of the stop") == "round"
+    expect(badge).to_have_text("stopping…")  # the kernel's status says so too now
+    view.locator(".mentra-stop").click()
+    expect(badge).to_have_text("finished", timeout=30_000)
     assert nb.kernel.value("nb.session().agent('reader').status.is_running") is False
 
 
@@ -277,3 +283,42 @@ def test_a_request_shows_once_and_a_teammate_row_opens_its_transcript(notebook):
         set_theme(nb.page, "JupyterLab Light")
     preview.locator(".mentra-close").click()
     expect(alice.locator(".mentra-preview")).to_have_count(0)
+
+
+def test_a_turn_view_links_to_the_whole_conversation_and_stop_marks_the_cut_reply(notebook):
+    nb = notebook.open([SETUP, MODELS, "%mentra spawn reader --model slow:scripted",
+                        "%%mentra reader\nRead slowly"])
+    nb.run_all(4)
+    full, turn = nb.agent_view(2), nb.agent_view(3)
+    expect(full).to_have_attribute("data-mentra-scope", "full")
+    expect(turn).to_have_attribute("data-mentra-scope", "turn")
+    expect(turn).to_have_attribute("data-mentra-agent", "reader")
+    expect(full.locator(".mentra-full-link")).to_be_hidden()
+    expect(turn.locator(".mentra-badge")).to_have_text("streaming", timeout=30_000)
+
+    turn.locator(".mentra-full-link").click()
+    expect(full).to_have_class(re.compile(r"\bmentra-highlight\b"))
+    expect(full).to_be_in_viewport()
+
+    turn.locator(".mentra-stop").click()
+    expect(full.locator(".mentra-badge")).to_have_text("finished", timeout=30_000)
+    reply = full.locator('.mentra-item[data-role="assistant"]')
+    expect(reply).to_have_attribute("data-truncated", "true")
+    expect(reply.locator(".mentra-truncated")).to_have_text(re.compile("^stopped here"))
+    text = nb.kernel.value("nb.session().agent('reader').history[-1].text")
+    assert 0 < len(text) < len("word " * 400)  # cut, and kept
+
+
+def test_a_turn_view_without_a_full_view_in_the_page_says_how_to_show_one(notebook):
+    nb = notebook.open([SETUP, MODELS, "%mentra spawn reader --model slow:scripted",
+                        "%%mentra reader\nRead slowly"])
+    nb.run_all(4)
+    turn = nb.agent_view(3)
+    expect(turn.locator(".mentra-badge")).to_have_text("streaming", timeout=30_000)
+    nb.cell(2).locator(".jp-InputPrompt").click()
+    nb.page.evaluate("window.jupyterapp.commands.execute('notebook:clear-cell-output')")
+    expect(nb.output(2).locator(".mentra-agent")).to_have_count(0)
+    turn.locator(".mentra-full-link").click()
+    expect(turn.locator(".mentra-header-notice")).to_have_text(
+        "no full view of reader in this notebook: run %mentra show reader")
+    turn.locator(".mentra-interrupt").click()
