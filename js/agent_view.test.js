@@ -1,6 +1,8 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { FakeModel } from "./fake_model.js";
-import { LiveStream, initialize, render, resolveHtml } from "./agent_view.js";
+import agentView, { LiveStream, initialize, resolveHtml } from "./agent_view.js";
+
+const { render } = agentView;
 
 const STATE = {
   agent_name: "writer",
@@ -115,7 +117,7 @@ describe("AgentView", () => {
       kind: "items", seq: 3, start: 1, basis: [text.length, 0], tail: [text.slice(30), ""],
       items: [{ index: 1, role: "assistant", kind: "text", html_parts: ["<p><em>", [0, 0, text.length], "</em></p>"] }],
     });
-    const reply = el.querySelectorAll(".mentra-item")[1];
+    const reply = /** @type {Element} */ (el.querySelectorAll(".mentra-item")[1].querySelector(".mentra-body"));
     expect(reply.innerHTML).toBe("<p><em>A long streamed answer with &lt; and &amp; in it, and more.</em></p>");
     expect(el.querySelectorAll(".mentra-live")[1].textContent).toBe("");
     expect(model.sent).toEqual([{ kind: "hello" }]);
@@ -145,6 +147,9 @@ describe("AgentView", () => {
     /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-stop")).click();
     /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-interrupt")).click();
     model.set("status", { name: "finished" });
+    model.set("status", { name: "streaming" });
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-finish")).click();
+    model.set("status", { name: "finished" });
     const box = /** @type {HTMLTextAreaElement} */ (el.querySelector("textarea"));
     box.value = "  next question  ";
     /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-send")).click();
@@ -154,8 +159,9 @@ describe("AgentView", () => {
     /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-send")).click();
     expect(model.sent).toEqual([
       { kind: "hello" },
-      { kind: "stop" },
+      { kind: "stop", now: true },
       { kind: "interrupt" },
+      { kind: "stop", now: false },
       { kind: "send", text: "next question" },
       { kind: "send", text: "via keyboard" },
     ]);

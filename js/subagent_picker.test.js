@@ -1,6 +1,8 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { FakeModel } from "./fake_model.js";
-import { render } from "./subagent_picker.js";
+import picker from "./subagent_picker.js";
+
+const { render } = picker;
 
 const STATE = {
   root_name: "lead",
