@@ -91,7 +91,15 @@ function render({ model, el }) {
     const transcript = element("div", "mentra-transcript");
     renderTranscript(transcript, p.items ?? [], watcher);
     preview.append(transcript);
+    // A running child's reply so far (the kernel follows it while the preview is open).
+    preview.append(live);
+    renderLive();
     if (p.error) preview.append(element("div", "mentra-error", p.error));
+  };
+
+  const live = element("div", "mentra-live");
+  const renderLive = () => {
+    live.textContent = model.get("preview_live") ?? "";
   };
 
   // A child's paused tool call, answered as in its own AgentView (or a teammate's in the TeamView).
@@ -119,6 +127,7 @@ function render({ model, el }) {
   const subscriptions = [
     ["change:root_name", renderHeader], ["change:badge", renderHeader], ["change:options", renderList],
     ["change:preview", renderPreview], ["change:notice", renderNotice], ["change:approvals", renderApprovals],
+    ["change:preview_live", renderLive],
   ];
   const unsubscribe = subscribe(model, subscriptions);
   renderHeader();

@@ -332,7 +332,13 @@ function render({ model, el }) {
     const transcript = element("div", "mentra-transcript");
     renderTranscript(transcript, p.items ?? [], watcher);
     preview.append(transcript);
+    preview.append(live);
+    renderLive();
     if (p.error) preview.append(element("div", "mentra-error", p.error));
+  };
+  const live = element("div", "mentra-live");
+  const renderLive = () => {
+    live.textContent = model.get("preview_live") ?? "";
   };
   const renderApprovals = () => {
     approvals.replaceChildren();
@@ -359,7 +365,8 @@ function render({ model, el }) {
     ["change:options", renderList],
     ["change:preview", renderPreview],
     ["change:notice", renderNotice],
-    ["change:approvals", renderApprovals]
+    ["change:approvals", renderApprovals],
+    ["change:preview_live", renderLive]
   ];
   const unsubscribe = subscribe(model, subscriptions);
   renderHeader();
