@@ -52,6 +52,61 @@ function escapeHtml(text) {
 }
 
 /**
+ * A growing text, shown a little at a time. The kernel sends live text in
+ * batches (a stream's first words at once, then up to a second apart: every
+ * Jupyter message costs ~600 bytes of envelope), so each batch is revealed over
+ * about the time since the one before, and the reply reads as a stream, at most
+ * one batch behind. A text that does not extend the shown one (a new stream, a
+ * reset) is shown at once.
+ */
+export class Reveal {
+  /** @param {HTMLElement} el */
+  constructor(el) {
+    this.node = document.createTextNode("");
+    el.replaceChildren(this.node);
+    this.target = "";
+    this.from = 0;
+    this.start = 0;
+    this.span = 0;
+    this.lastBatch = 0;
+    this.frame = 0;
+  }
+
+  /** @param {string} text the whole live text now */
+  set(text) {
+    if (text === this.target) return;
+    const now = performance.now();
+    const extends_ = this.target !== "" && text.startsWith(this.target);
+    const since = now - this.lastBatch;
+    this.lastBatch = now;
+    this.target = text;
+    if (!extends_ || typeof requestAnimationFrame !== "function") {
+      this.stop();
+      this.node.data = text;
+      return;
+    }
+    this.from = this.node.data.length;
+    this.start = now;
+    this.span = Math.min(1000, Math.max(50, since));
+    if (!this.frame) this.frame = requestAnimationFrame(this.step);
+  }
+
+  /** @param {number} now */
+  step = (now) => {
+    this.frame = 0;
+    const done = Math.min(1, (now - this.start) / this.span);
+    const length = this.from + Math.round((this.target.length - this.from) * done);
+    if (length > this.node.data.length) this.node.appendData(this.target.slice(this.node.data.length, length));
+    if (this.node.data.length < this.target.length) this.frame = requestAnimationFrame(this.step);
+  };
+
+  stop() {
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.frame = 0;
+  }
+}
+
+/**
  * A message's HTML from its wire form: literal strings, and `[source, start, end]`
  * spans of the streamed text (0) or thinking (1) this view already holds. Spans are
  * escaped: a span resolved against the wrong text garbles, it never injects markup.
@@ -216,6 +271,7 @@ function render({ model, el }) {
   const transcript = element("div", "mentra-transcript");
   const liveThinking = element("div", "mentra-live mentra-thinking");
   const liveText = element("div", "mentra-live");
+  const reveal = new Reveal(liveText);
   const liveTools = element("div", "mentra-live-tools");
   scroll.append(transcript, liveThinking, liveText, liveTools);
   const approvalsBox = element("div", "mentra-approvals");
@@ -302,7 +358,7 @@ function render({ model, el }) {
     follow();
   };
   const renderLive = () => {
-    liveText.textContent = live.text;
+    reveal.set(live.text);
     liveThinking.textContent = live.thinking;
     liveTools.replaceChildren();
     /** @type {PendingTool[]} */
@@ -427,7 +483,7 @@ function render({ model, el }) {
     input.disabled = true;
     badge.textContent = "disconnected";
     badge.dataset.status = "idle";
-    liveText.textContent = "";
+    reveal.set("");
     liveThinking.textContent = "";
     renderApprovals();
     notice.textContent = "its kernel stopped: run %mentra resume in the new kernel for a live view";
@@ -465,6 +521,7 @@ function render({ model, el }) {
 
   return () => {
     cancelAnimationFrame(attached);
+    reveal.stop();
     visibility?.disconnect();
     controller.abort();
     unsubscribe();

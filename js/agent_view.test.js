@@ -25,6 +25,15 @@ function transcript(model, seq = 1, items = ITEMS) {
   model.emit("msg:custom", { kind: "items", seq, start: 0, items });
 }
 
+/** Frames until `read()` returns `text` (a later batch is revealed over ≤ 1 s). */
+async function revealed(/** @type {() => string|null} */ read, /** @type {string} */ text) {
+  const deadline = performance.now() + 3000;
+  while (read() !== text && performance.now() < deadline) {
+    await new Promise((resolve) => requestAnimationFrame(resolve));
+  }
+  expect(read()).toBe(text);
+}
+
 describe("AgentView", () => {
   /** @type {HTMLElement} */
   let el;
@@ -60,7 +69,7 @@ describe("AgentView", () => {
     expect(model.sent).toEqual([{ kind: "hello" }]);
   });
 
-  it("applies deltas in order, ignores duplicates and stale ones, and resets", () => {
+  it("applies deltas in order, ignores duplicates and stale ones, and resets", async () => {
     const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
     render({ model, el });
     const live = () => el.querySelectorAll(".mentra-live")[1].textContent;
@@ -68,7 +77,22 @@ describe("AgentView", () => {
     model.emit("msg:custom", { kind: "delta", seq: 2, text: "lo", thinking: "", tools: {} });
     model.emit("msg:custom", { kind: "delta", seq: 2, text: "lo", thinking: "", tools: {} });
     model.emit("msg:custom", { kind: "delta", seq: 1, text: "Hel", thinking: "", tools: {} });
-    expect(live()).toBe("Hello");
+    await revealed(live, "Hello");
+    model.emit("msg:custom", { kind: "reset", seq: 3, text: "", thinking: "", tools: {} });
+    expect(live()).toBe("");
+  });
+
+  it("shows a stream's first words at once and reveals each later batch gradually", async () => {
+    const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
+    render({ model, el });
+    const live = () => el.querySelectorAll(".mentra-live")[1].textContent;
+    model.emit("msg:custom", { kind: "delta", seq: 1, text: "First words", thinking: "", tools: {} });
+    expect(live()).toBe("First words");
+    const batch = " and a whole second of text that arrived in one message";
+    model.emit("msg:custom", { kind: "delta", seq: 2, text: batch, thinking: "", tools: {} });
+    expect(live()).toBe("First words"); // no frame has run yet
+    await revealed(live, `First words${batch}`);
+    // A commit shows the reply in the transcript at once and empties the live text.
     model.emit("msg:custom", { kind: "reset", seq: 3, text: "", thinking: "", tools: {} });
     expect(live()).toBe("");
   });

@@ -275,6 +275,49 @@ function badgeLabel(status, approvals, progress = "") {
 function escapeHtml(text) {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
+var Reveal = class {
+  /** @param {HTMLElement} el */
+  constructor(el) {
+    this.node = document.createTextNode("");
+    el.replaceChildren(this.node);
+    this.target = "";
+    this.from = 0;
+    this.start = 0;
+    this.span = 0;
+    this.lastBatch = 0;
+    this.frame = 0;
+  }
+  /** @param {string} text the whole live text now */
+  set(text) {
+    if (text === this.target) return;
+    const now = performance.now();
+    const extends_ = this.target !== "" && text.startsWith(this.target);
+    const since = now - this.lastBatch;
+    this.lastBatch = now;
+    this.target = text;
+    if (!extends_ || typeof requestAnimationFrame !== "function") {
+      this.stop();
+      this.node.data = text;
+      return;
+    }
+    this.from = this.node.data.length;
+    this.start = now;
+    this.span = Math.min(1e3, Math.max(50, since));
+    if (!this.frame) this.frame = requestAnimationFrame(this.step);
+  }
+  /** @param {number} now */
+  step = (now) => {
+    this.frame = 0;
+    const done = Math.min(1, (now - this.start) / this.span);
+    const length = this.from + Math.round((this.target.length - this.from) * done);
+    if (length > this.node.data.length) this.node.appendData(this.target.slice(this.node.data.length, length));
+    if (this.node.data.length < this.target.length) this.frame = requestAnimationFrame(this.step);
+  };
+  stop() {
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.frame = 0;
+  }
+};
 function resolveHtml(parts, sources) {
   return parts.map((part) => {
     if (typeof part === "string") return part;
@@ -390,6 +433,7 @@ function render({ model, el }) {
   const transcript = element("div", "mentra-transcript");
   const liveThinking = element("div", "mentra-live mentra-thinking");
   const liveText = element("div", "mentra-live");
+  const reveal = new Reveal(liveText);
   const liveTools = element("div", "mentra-live-tools");
   scroll.append(transcript, liveThinking, liveText, liveTools);
   const approvalsBox = element("div", "mentra-approvals");
@@ -464,7 +508,7 @@ function render({ model, el }) {
     follow();
   };
   const renderLive = () => {
-    liveText.textContent = live.text;
+    reveal.set(live.text);
     liveThinking.textContent = live.thinking;
     liveTools.replaceChildren();
     const pending = model.get("pending_tools") ?? [];
@@ -573,7 +617,7 @@ function render({ model, el }) {
     input.disabled = true;
     badge.textContent = "disconnected";
     badge.dataset.status = "idle";
-    liveText.textContent = "";
+    reveal.set("");
     liveThinking.textContent = "";
     renderApprovals();
     notice.textContent = "its kernel stopped: run %mentra resume in the new kernel for a live view";
@@ -617,6 +661,7 @@ function render({ model, el }) {
   visibility?.observe(root);
   return () => {
     cancelAnimationFrame(attached);
+    reveal.stop();
     visibility?.disconnect();
     controller.abort();
     unsubscribe();
@@ -629,6 +674,7 @@ function render({ model, el }) {
 var agent_view_default = { initialize, render };
 export {
   LiveStream,
+  Reveal,
   badgeLabel,
   agent_view_default as default,
   fullView,
