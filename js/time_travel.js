@@ -2,7 +2,7 @@
 // "Edit" under the user's own, and a fork's origin in its header. Kept apart from
 // agent_view.js: the view calls these few functions after it renders.
 
-import { element } from "./dom.js";
+import { button as jpButton, element } from "./dom.js";
 
 /**
  * @typedef {import("./dom.js").Item} Item
@@ -203,7 +203,7 @@ function cancelButton(form, signal) {
  * @param {string} title
  */
 function button(className, label, title) {
-  const node = /** @type {HTMLButtonElement} */ (element("button", className, label));
+  const node = jpButton(className, label, "minimal");
   if (title) node.title = title;
   return node;
 }

@@ -1,7 +1,9 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { FakeModel } from "./fake_model.js";
-import { render } from "./agent_view.js";
+import agentView from "./agent_view.js";
 import { forkOriginLabel, forkPoint } from "./time_travel.js";
+
+const { render } = agentView;
 
 const STATE = {
   agent_name: "writer",
