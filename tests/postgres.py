@@ -9,6 +9,7 @@ folder, `pg_ctl start` on a random port with its unix socket in that folder, and
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -111,11 +112,9 @@ class PostgresServer:
             pid = int(pid_file.read_text().split()[0])
         except (OSError, ValueError, IndexError):
             pid = None
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self._run("pg_ctl", "stop", "-D", str(self.data), "-m", "immediate", "-w", "-t", "20",
                       timeout=30)
-        except subprocess.TimeoutExpired:
-            pass
         if pid is not None:
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline:
@@ -124,13 +123,8 @@ class PostgresServer:
                 except ProcessLookupError:
                     return
                 time.sleep(0.05)
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
     def __enter__(self) -> PostgresServer:
         return self
