@@ -14,6 +14,7 @@ from mentra_nb.store.base import (
     TeamMessage,
     TeamRequest,
 )
+from mentra_nb.store.locations import is_postgres_url, open_store
 from mentra_nb.store.postgres import PostgresStore
 from mentra_nb.store.sqlite import SqliteStore
 
@@ -31,4 +32,6 @@ __all__ = [
     "TeamMail",
     "TeamMessage",
     "TeamRequest",
+    "is_postgres_url",
+    "open_store",
 ]

@@ -4,8 +4,10 @@
 
 Design choices, and why:
 - The same rows as `SqliteStore` (append-only transcript: a committed message
-  is one INSERT), with JSON in JSONB columns, so `SELECT message->>'role'` works
-  in psql and nothing is ever pickled.
+  is one INSERT), with JSON in `json` columns, so `SELECT message->>'role'` works
+  in psql and nothing is ever pickled. Not `jsonb`: it reorders object keys, and
+  a tool call's arguments must read back byte for byte as the model wrote them
+  (a prompt cache keys on the exact bytes).
 - psycopg 3 with its connection pool: the runtime's loop thread, the lease
   heartbeat and the mail listener each borrow a connection for one
   transaction. `prepare_threshold=None` turns prepared statements off for
@@ -80,13 +82,13 @@ _MIGRATIONS: list[str] = [
         runtime_id TEXT NOT NULL,
         name TEXT NOT NULL,
         model TEXT NOT NULL,
-        config JSONB NOT NULL,
-        status JSONB NOT NULL,
+        config JSON NOT NULL,
+        status JSON NOT NULL,
         kind TEXT NOT NULL DEFAULT 'agent',
         parent_id TEXT,
         role TEXT,
         run_generation INTEGER NOT NULL DEFAULT 0,
-        usage JSONB NOT NULL,
+        usage JSON NOT NULL,
         message_count INTEGER NOT NULL DEFAULT 0,
         created_at DOUBLE PRECISION NOT NULL,
         updated_at DOUBLE PRECISION NOT NULL
@@ -97,7 +99,7 @@ _MIGRATIONS: list[str] = [
     CREATE TABLE messages (
         agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
         seq INTEGER NOT NULL,
-        message JSONB NOT NULL,
+        message JSON NOT NULL,
         created_at DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (agent_id, seq)
     );
@@ -110,22 +112,22 @@ _MIGRATIONS: list[str] = [
     );
     CREATE TABLE pending_turns (
         agent_id TEXT PRIMARY KEY REFERENCES agents (id) ON DELETE CASCADE,
-        turn JSONB NOT NULL
+        turn JSON NOT NULL
     );
     CREATE TABLE resumable_turns (
         agent_id TEXT PRIMARY KEY REFERENCES agents (id) ON DELETE CASCADE,
-        message JSONB NOT NULL
+        message JSON NOT NULL
     );
     CREATE TABLE state (
         agent_id TEXT NOT NULL,
         key TEXT NOT NULL,
-        value JSONB NOT NULL,
+        value JSON NOT NULL,
         PRIMARY KEY (agent_id, key)
     );
     CREATE TABLE runtime_state (
         runtime_id TEXT NOT NULL,
         key TEXT NOT NULL,
-        value JSONB NOT NULL,
+        value JSON NOT NULL,
         PRIMARY KEY (runtime_id, key)
     );
     CREATE TABLE leases (
@@ -145,7 +147,7 @@ _MIGRATIONS: list[str] = [
         id BIGSERIAL PRIMARY KEY,
         team_id TEXT NOT NULL,
         recipient TEXT NOT NULL,
-        message JSONB NOT NULL,
+        message JSON NOT NULL,
         state TEXT NOT NULL DEFAULT 'pending',
         claimed_by TEXT,
         transcript_seq INTEGER,
@@ -376,7 +378,7 @@ class PostgresStore:
                 conn.execute(
                     "INSERT INTO agents (id, runtime_id, name, model, config, status, kind,"
                     " parent_id, role, run_generation, usage, message_count, created_at, updated_at)"
-                    " VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s::jsonb, 0,"
+                    " VALUES (%s, %s, %s, %s, %s::json, %s::json, %s, %s, %s, %s, %s::json, 0,"
                     " %s, %s)",
                     (
                         record.id, record.runtime_id, record.name, record.model,
@@ -494,7 +496,7 @@ class PostgresStore:
     def checkpoint_pending(self, agent_id: str, pending: PendingTurn, *, token: str) -> None:
         with self._write(agent_id, token) as conn:
             conn.execute(
-                "INSERT INTO pending_turns (agent_id, turn) VALUES (%s, %s::jsonb)"
+                "INSERT INTO pending_turns (agent_id, turn) VALUES (%s, %s::json)"
                 " ON CONFLICT (agent_id) DO UPDATE SET turn = excluded.turn",
                 (agent_id, pending.model_dump_json()),
             )
@@ -544,7 +546,7 @@ class PostgresStore:
             conn.execute("DELETE FROM pending_turns WHERE agent_id = %s", (agent_id,))
             if resumable is not None:
                 conn.execute(
-                    "INSERT INTO resumable_turns (agent_id, message) VALUES (%s, %s::jsonb)"
+                    "INSERT INTO resumable_turns (agent_id, message) VALUES (%s, %s::json)"
                     " ON CONFLICT (agent_id) DO UPDATE SET message = excluded.message",
                     (agent_id, resumable.model_dump_json()),
                 )
@@ -561,7 +563,7 @@ class PostgresStore:
         encoded = json.dumps(value)
         with self._write(agent_id, token) as conn:
             conn.execute(
-                "INSERT INTO state (agent_id, key, value) VALUES (%s, %s, %s::jsonb)"
+                "INSERT INTO state (agent_id, key, value) VALUES (%s, %s, %s::json)"
                 " ON CONFLICT (agent_id, key) DO UPDATE SET value = excluded.value",
                 (agent_id, key, encoded),
             )
@@ -578,7 +580,7 @@ class PostgresStore:
                              (runtime_id, key))
             else:
                 conn.execute(
-                    "INSERT INTO runtime_state (runtime_id, key, value) VALUES (%s, %s, %s::jsonb)"
+                    "INSERT INTO runtime_state (runtime_id, key, value) VALUES (%s, %s, %s::json)"
                     " ON CONFLICT (runtime_id, key) DO UPDATE SET value = excluded.value",
                     (runtime_id, key, json.dumps(value)),
                 )
@@ -639,7 +641,7 @@ class PostgresStore:
     ) -> None:
         with self._write(agent_id, token) as conn:
             conn.execute(
-                "UPDATE agents SET role = %s, config = %s::jsonb, updated_at = %s WHERE id = %s",
+                "UPDATE agents SET role = %s, config = %s::json, updated_at = %s WHERE id = %s",
                 (role, json.dumps(config), time.time(), agent_id),
             )
 
@@ -815,7 +817,7 @@ def _post_mail(conn: psycopg.Connection[Any], team_id: str, recipient: str,
     now = time.time()
     row = conn.execute(
         "INSERT INTO team_mail (team_id, recipient, message, state, created_at, updated_at)"
-        " VALUES (%s, %s, %s::jsonb, 'pending', %s, %s) RETURNING id",
+        " VALUES (%s, %s, %s::json, 'pending', %s, %s) RETURNING id",
         (team_id, recipient, message.model_dump_json(by_alias=True), now, now),
     ).fetchone()
     # Delivered at commit, to every listening kernel on every host (see MailListener).
@@ -837,7 +839,7 @@ def _append(conn: psycopg.Connection[Any], agent_id: str, start: int,
     now = time.time()
     with conn.cursor() as cur:
         cur.executemany(
-            "INSERT INTO messages (agent_id, seq, message, created_at) VALUES (%s, %s, %s::jsonb, %s)",
+            "INSERT INTO messages (agent_id, seq, message, created_at) VALUES (%s, %s, %s::json, %s)",
             [(agent_id, start + i, m.model_dump_json(), now) for i, m in enumerate(messages)],
         )
 
@@ -848,10 +850,10 @@ def _update_agent(conn: psycopg.Connection[Any], agent_id: str, *,
     sets: list[str] = ["updated_at = %s"]
     params: list[float | str | int] = [time.time()]
     if status is not None:
-        sets.append("status = %s::jsonb")
+        sets.append("status = %s::json")
         params.append(status.model_dump_json())
     if usage is not None:
-        sets.append("usage = %s::jsonb")
+        sets.append("usage = %s::json")
         params.append(usage.model_dump_json())
     if run_generation is not None:
         sets.append("run_generation = %s")

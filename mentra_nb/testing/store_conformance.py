@@ -215,6 +215,19 @@ class StoreConformance:
         store.append_messages(agent_id, [results], token=token)
         assert reopen().load_messages(agent_id) == [Message.user("hello"), message, results]
 
+    def test_a_tool_calls_arguments_read_back_in_the_models_key_order(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        # A prompt cache keys on exact bytes: a store that reorders object keys
+        # (Postgres jsonb does) would make every reloaded prefix a cache miss.
+        agent_id, token = _spawn(store)
+        _start(store, agent_id, token)
+        arguments = {"zeta": 1, "a": {"long_key": 2, "k": 3}, "middle": [4]}
+        message = Message.assistant(ContentBlock.tool_use("call-1", "grep", arguments))
+        store.commit_assistant(agent_id, message, usage=Usage(), status=AgentStatus.streaming(), token=token)
+        [stored] = reopen().load_messages(agent_id, 1)
+        assert stored.model_dump_json() == message.model_dump_json()
+
     def test_transcript_pages_are_slices_in_order(self, store: Store) -> None:
         agent_id, token = _spawn(store)
         _start(store, agent_id, token, "m0")

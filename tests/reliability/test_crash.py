@@ -44,10 +44,11 @@ from typing import Any
 
 import pytest
 
-from mentra_nb import AgentError, Runtime, SqliteStore, tool
+from mentra_nb import AgentError, Runtime, tool
 from mentra_nb.runtime.subagents import list_subagents
 from mentra_nb.runtime.teams import team_of
 from mentra_nb.runtime.teams._inbox import INBOX_MARKER, holds_inbox
+from mentra_nb.store import open_store
 from mentra_nb.testing import text_stream
 from tests.children import Child, integrity
 from tests.reliability.conftest import crash_seeds
@@ -150,9 +151,23 @@ def _inbox_contents(messages) -> list[str]:
     return contents
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def crash_db(request, tmp_path: Path) -> Path | str:
+    """The store the child writes: a SQLite file, or a fresh Postgres database."""
+    if request.param == "sqlite":
+        return tmp_path / "crash.mentra.sqlite"
+    return request.getfixturevalue("pg_dsn")
+
+
+def sound(db: Path | str) -> bool:
+    """SQLite's own integrity check of the file (Postgres checks its pages itself)."""
+    return isinstance(db, str) or integrity(db) == "ok"
+
+
 @pytest.mark.parametrize("seed", crash_seeds(), ids=lambda s: f"seed={s}")
-async def test_a_killed_process_loses_nothing_it_committed(seed: int, tmp_path: Path, children) -> None:
-    db = tmp_path / "crash.mentra.sqlite"
+async def test_a_killed_process_loses_nothing_it_committed(seed: int, crash_db: Path | str,
+                                                           children) -> None:
+    db = crash_db
     child = Child("tests.reliability.crash_child", str(db), str(seed))
     children.append(child)
     child.wait_for("READY")
@@ -162,8 +177,8 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, tmp_path: 
     seen = _parse(child.lines)
     commits, finished, mail = seen.commits, seen.finished, seen.mail
 
-    # --- the file as the kill left it, read through SQLite alone -------------------
-    assert integrity(db) == "ok", where
+    # --- the store as the kill left it, read through SQL alone ----------------------
+    assert sound(db), where
     before = read_agents(db)
     for name, agent in before.items():
         assert not agent.problems, (agent.problems, where)
@@ -187,7 +202,7 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, tmp_path: 
     assert not problems, (problems, where)
 
     # --- a fresh runtime resumes: the dead child's leases are taken over at once -----
-    store = SqliteStore(db)
+    store = open_store(db)
     rt = Runtime.empty(store=store, runtime_id=RUNTIME_ID, tools=[work, peek],
                  providers=[ReplyProvider()])
     try:
@@ -296,7 +311,7 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, tmp_path: 
                 if item["recipient"] == "/root":
                     assert read[item["id"]] == 1, f"mail {item} read {read[item['id']]} times {where}"
         assert read_requests(db) == answered, f"a request changed after it was answered {where}"
-        assert integrity(db) == "ok", where
+        assert sound(db), where
         for name, agent in read_agents(db).items():
             assert max(Counter(agent.raw).values(), default=1) == 1, f"{name}: duplicate {where}"
     finally:
