@@ -52,6 +52,7 @@ from mentra_nb.store.base import (
     AgentRecord,
     LeaseClaim,
     LeaseRecord,
+    MailSignal,
     PendingTurn,
     PersistedAgent,
     RunRecord,
@@ -70,7 +71,7 @@ __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact_dsn"]
 log = logging.getLogger("mentra_nb.store")
 
 POSTGRES_SCHEMA_VERSION = 1
-# The channel `NOTIFY` wakes listeners on when mail is posted (see `MailListener`).
+# The channel `NOTIFY` wakes listeners on when mail is posted (see `ListenSignal`).
 MAIL_CHANNEL = "mentra_mail"
 
 # Each entry migrates the schema from version i to i+1 (index 0 creates it).
@@ -707,7 +708,7 @@ class PostgresStore:
                 (now, requeue, agent_id),
             )
             if requeue:
-                conn.execute("SELECT pg_notify(%s, %s)", (MAIL_CHANNEL, "requeue"))
+                conn.execute(f"NOTIFY {MAIL_CHANNEL}")
 
     def create_team_request(self, request: TeamRequest, message: TeamMessage) -> None:
         try:
@@ -744,6 +745,9 @@ class PostgresStore:
             _post_mail(conn, team_id, resolved.sender, response)
             return resolved
 
+    def mail_signal(self) -> MailSignal:
+        return ListenSignal(self)
+
     def list_team_requests(self, team_id: str) -> list[TeamRequest]:
         rows = self._read(
             f"SELECT {_REQUEST_COLUMNS} FROM team_requests WHERE team_id = %s"
@@ -751,6 +755,48 @@ class PostgresStore:
             (team_id,),
         )
         return [_request(row) for row in rows]
+
+
+# --- mail from other hosts ----------------------------------------------------------
+
+
+class ListenSignal:
+    """`LISTEN` on a connection of its own: every `post_team_mail` on any host
+    sends a NOTIFY when it commits. A dropped connection is reopened, and counts
+    as a signal (mail may have come while it was down)."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+        self._conn: psycopg.Connection[Any] | None = None
+        self._listen()
+
+    def _listen(self) -> None:
+        self._conn = self._store.connect(autocommit=True)
+        self._conn.execute(f"LISTEN {MAIL_CHANNEL}")
+
+    def wait(self, timeout: float) -> bool:
+        try:
+            if self._conn is None or self._conn.closed:
+                self._listen()
+                return True
+            for _ in self._conn.notifies(timeout=timeout, stop_after=1):
+                return True
+            return False
+        except self._store_errors() as err:
+            log.debug("listening for mail failed: %s", err)
+            if self._conn is not None:
+                self._conn.close()
+            time.sleep(min(timeout, 1.0))
+            return False
+
+    def _store_errors(self) -> type[Exception]:
+        import psycopg
+
+        return psycopg.Error
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
 
 
 # --- helpers ----------------------------------------------------------------------
@@ -820,8 +866,9 @@ def _post_mail(conn: psycopg.Connection[Any], team_id: str, recipient: str,
         " VALUES (%s, %s, %s::json, 'pending', %s, %s) RETURNING id",
         (team_id, recipient, message.model_dump_json(by_alias=True), now, now),
     ).fetchone()
-    # Delivered at commit, to every listening kernel on every host (see MailListener).
-    conn.execute("SELECT pg_notify(%s, %s)", (MAIL_CHANNEL, team_id))
+    # Delivered at commit, to every listening kernel on every host (see ListenSignal);
+    # no payload, so no other role learns an agent id from it.
+    conn.execute(f"NOTIFY {MAIL_CHANNEL}")
     return int(row[0]) if row else 0
 
 

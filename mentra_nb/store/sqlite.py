@@ -46,6 +46,7 @@ from mentra_nb.store.base import (
     AgentRecord,
     LeaseClaim,
     LeaseRecord,
+    MailSignal,
     PendingTurn,
     PersistedAgent,
     RunRecord,
@@ -732,6 +733,12 @@ class SqliteStore:
             _post_mail(cur, team_id, resolved.sender, response)
             return resolved
 
+    def mail_signal(self) -> MailSignal:
+        if self.path == ":memory:":
+            return NoMailSignal()
+        self._ensure_open()
+        return DataVersionSignal(self.path)
+
     def list_team_requests(self, team_id: str) -> list[TeamRequest]:
         rows = self._read(
             f"SELECT {_REQUEST_COLUMNS} FROM team_requests WHERE team_id = ?"
@@ -739,6 +746,63 @@ class SqliteStore:
             (team_id,),
         )
         return [_request(row) for row in rows]
+
+
+# --- mail from other processes ----------------------------------------------------
+
+
+class DataVersionSignal:
+    """Mail posted by another connection, seen by polling `PRAGMA data_version`
+    (which changes when any other connection commits; reading it costs no I/O
+    beyond the WAL index), then the pending mail's count and newest id and time,
+    so commits that queue no mail (streaming checkpoints) do not wake anyone."""
+
+    POLL_SECONDS = 0.05
+
+    def __init__(self, path: str) -> None:
+        self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        self._version = self._data_version()
+        self._mark = self._mail_mark()
+
+    def _data_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def _mail_mark(self) -> tuple[Any, ...]:
+        return tuple(self._conn.execute(
+            "SELECT count(*), coalesce(max(id), 0), coalesce(max(updated_at), 0) FROM team_mail"
+            " WHERE state = 'pending'").fetchone())
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                version = self._data_version()
+                if version != self._version:
+                    self._version = version
+                    mark = self._mail_mark()
+                    if mark != self._mark:
+                        self._mark = mark
+                        return True
+            except sqlite3.Error as err:  # locked for a moment, or the file went away
+                log.debug("polling for mail failed: %s", err)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(self.POLL_SECONDS, left))
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class NoMailSignal:
+    """An in-memory store has no other process to hear from."""
+
+    def wait(self, timeout: float) -> bool:
+        time.sleep(timeout)
+        return False
+
+    def close(self) -> None:
+        pass
 
 
 # --- file checks ----------------------------------------------------------------

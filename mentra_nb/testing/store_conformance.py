@@ -378,6 +378,23 @@ class StoreConformance:
             store.claim_team_mail(lead, "alice", agent_id=alice, transcript_seq=0, token="not-the-holder")
         assert store.count_team_mail(lead, "alice") == 1
 
+    def test_mail_posted_through_another_handle_raises_the_mail_signal(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        signal = store.mail_signal()
+        try:
+            other = reopen()
+            if other is store:
+                pytest.skip("one connection: no other process can post (in-memory store)")
+            agent_id, token = _spawn(store)
+            store.checkpoint_pending(agent_id, PendingTurn(run_generation=1, current_text="x"),
+                                     token=token)
+            assert not signal.wait(0.3), "a write that queued no mail raised the signal"
+            other.post_team_mail(agent_id, "writer", TeamMessage(sender="user", content="wake up"))
+            assert signal.wait(10)
+        finally:
+            signal.close()
+
     def test_team_messages_round_trip_with_their_optional_fields(
         self, store: Store, reopen: Callable[[], Store]
     ) -> None:
