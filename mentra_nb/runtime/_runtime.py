@@ -12,22 +12,24 @@ collection, or interpreter exit) releases them for the next runtime.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 import uuid
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from mentra_nb.errors import AgentNotFound, ConfigError, MentraError
+from mentra_nb.errors import AgentError, AgentNotFound, ConfigError, MentraError
 from mentra_nb.providers.base import ModelInfo, Provider
 from mentra_nb.providers.registry import ProviderRegistry
-from mentra_nb.runtime import mcp
+from mentra_nb.runtime import mcp, teams
 from mentra_nb.runtime._agent import Agent
 from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._extensions import RuntimeExtension
 from mentra_nb.runtime._file_tools import Workspace, file_tools
 from mentra_nb.runtime._leases import DEFAULT_LEASE_TTL, LeaseKeeper
+from mentra_nb.runtime._mail_watch import MailWatcher
 from mentra_nb.runtime._names import agent_name_problem
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import AgentHandle, Services
@@ -40,6 +42,25 @@ from mentra_nb.store.base import AgentKind, AgentRecord, PersistedAgent, Store
 from mentra_nb.store.sqlite import SqliteStore
 
 __all__ = ["Runtime", "default_extensions"]
+
+log = logging.getLogger("mentra_nb.runtime")
+
+
+def _weak_call(method: Callable[[], None]) -> Callable[[], None]:
+    """`method`, called only while its object lives (a thread must not keep it alive)."""
+    ref = weakref.WeakMethod(method)
+
+    def call() -> None:
+        bound = ref()
+        if bound is not None:
+            bound()
+
+    return call
+
+
+def _close_quietly(mail: MailWatcher, leases: LeaseKeeper) -> None:
+    mail.close()
+    leases.close()
 
 
 def default_extensions() -> list[RuntimeExtension]:
@@ -113,9 +134,11 @@ class Runtime:
             prepare_run=self._prepare_run, extensions=self._extensions,
             workspace_root=self.workspace.root, tracer_provider=tracer_provider,
         )
+        # The watcher holds the runtime weakly, so a dropped runtime is still collected.
+        self._mail = MailWatcher(self.store, _weak_call(self._mail_arrived))
         # Released when the runtime is garbage collected or the interpreter exits,
         # so a dropped runtime never blocks the next one.
-        self._finalizer = weakref.finalize(self, self._leases.close)
+        self._finalizer = weakref.finalize(self, _close_quietly, self._mail, self._leases)
         for server in mcp_servers:
             self.add_mcp_server(server)
 
@@ -216,6 +239,7 @@ class Runtime:
             updated_at=now,
         )
         self._leases.acquire(record.id)
+        self._mail.start()
         try:
             self.store.create_agent(record, token=self._leases.token)
         except MentraError:
@@ -245,6 +269,7 @@ class Runtime:
             return live
         # Take the lease first, then load once: transcripts can be long.
         self._leases.acquire(agent_id)
+        self._mail.start()
         try:
             # Transcripts load lazily (a long one is read when first needed), except
             # for an agent cut mid-run, whose recovery must look at its last turn.
@@ -305,6 +330,62 @@ class Runtime:
     def _prepare_run(self) -> None:
         self._ensure_open()
         self._leases.start_heartbeat()
+        self._mail.start()
+
+    # --- mail from anywhere ------------------------------------------------------
+
+    def post(self, agent: str, content: str, *, sender: str = "user") -> int:
+        """Leave `content` as durable mail for `agent` (a name in this runtime, or an
+        id), whichever process or host drives it, and return at once (the mail's id).
+
+        The owner wakes within a second and runs it as a turn: a user turn for a
+        plain agent, a `<team-inbox>` item for a lead with teammates or a teammate.
+        With no owner running, the mail waits for the next `rt.resume()`.
+        """
+        self._ensure_open()
+        record = self._find_record(agent)
+        if record.kind == "subagent":
+            raise AgentError(
+                f"'{record.name}' is a subagent: its parent drives it. Post to its root agent "
+                "instead, which can pass the message on"
+            )
+        team_id = record.parent_id if record.kind == "teammate" and record.parent_id else record.id
+        mail_id = teams.post_mail(self.store, team_id, record.name, sender, content)
+        if record.id in self._agents:
+            self._mail_arrived()  # ours: no need to wait for the signal
+        return mail_id
+
+    def _find_record(self, agent: str) -> AgentRecord:
+        records = self.store.list_agents(self.runtime_id)
+        by_id = [r for r in records if r.id == agent]
+        leads = [r for r in records if r.kind == "agent" and r.name == agent]
+        if by_id or leads:
+            return (by_id or leads)[0]
+        mates = [r for r in records if r.kind == "teammate" and r.name == agent]
+        if len(mates) == 1:
+            return mates[0]
+        persisted = self.store.load_agent(agent, transcript=False)  # an id of another runtime
+        if persisted is not None:
+            return persisted.record
+        known = ", ".join(r.name for r in records if r.kind == "agent") or "none"
+        raise AgentNotFound(
+            f"no agent '{agent}' in runtime '{self.runtime_id}' (agents: {known}); give a name "
+            "from that list or an agent id"
+            + (" (two teammates share that name: give an id)" if len(mates) > 1 else "")
+        )
+
+    def _mail_arrived(self) -> None:
+        if self._closed:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # a sync caller: the watcher delivers it on the loop
+        for extension in self._extensions:
+            try:
+                extension.mail_arrived()
+            except Exception:
+                log.exception("an extension failed to deliver mail")
 
     async def aclose(self) -> None:
         """Cancel running turns (they roll back), stop the heartbeat, release leases."""
@@ -324,6 +405,7 @@ class Runtime:
             await extension.aclose()
         for agent in self._agents.values():
             agent.state.close()
+        await asyncio.to_thread(self._mail.close)
         await self._leases.aclose()
         await self.providers.aclose()
         self._finalizer.detach()
