@@ -299,6 +299,7 @@ class Runtime:
     def _after_resume(self, runtime_id: str, agents: Sequence[AgentHandle]) -> None:
         for extension in self._extensions:
             extension.after_resume(runtime_id, agents)
+        self._mail_arrived()  # mail posted while no process drove them
 
     def resume(self, runtime_id: str | None = None) -> list[Agent]:
         """Resume the lead agents persisted under `runtime_id` (default: this runtime's);
