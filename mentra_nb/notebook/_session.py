@@ -33,7 +33,7 @@ from mentra_nb.runtime import (
     mcp,
     shell_tool,
 )
-from mentra_nb.store import AgentRecord, SqliteStore
+from mentra_nb.store import AgentRecord, open_store
 
 __all__ = ["NotebookSession"]
 
@@ -83,7 +83,7 @@ class NotebookSession:
 
             def open_runtime() -> Runtime:
                 return Runtime(
-                    store=SqliteStore(location.path),
+                    store=open_store(location.url or location.path),
                     runtime_id=location.runtime_id,
                     # Streams a little slower than instant, so the offline model is watchable.
                     providers=[TestProvider(chunk_delay=0.01)],
@@ -257,6 +257,20 @@ class NotebookSession:
         runtime = self.runtime
         return self.host.call(lambda: runtime.spawn(name, model, config=config))
 
+    def post(self, name: str, text: str) -> str | None:
+        """Leave `text` as mail for lead agent `name` when another kernel drives it;
+        returns who drives it, or None (nobody: nothing was posted)."""
+        runtime = self.runtime
+        stored = next((r for r in self.records() if r.name == name and r.kind == "agent"), None)
+        if stored is None:
+            return None
+        holder = self.host.call(lambda: runtime.store.lease_holder(stored.id))
+        if holder is None:
+            return None
+        self.host.call(lambda: runtime.post(stored.id, text))
+        label = f" ({holder.label})" if holder.label else ""
+        return f"pid {holder.pid} on {holder.host}{label}"
+
     def agent(self, name: str) -> Agent:
         runtime = self.runtime
         for agent in runtime.agents:
@@ -278,7 +292,7 @@ class NotebookSession:
         record = next((r for r in self.records() if r.name == name and r.kind == "agent"), None)
         if record is None:
             known = ", ".join(r.name for r in self.records() if r.kind == "agent") or "none"
-            raise AgentNotFound(f"no stored agent named '{name}' in {self.location.path.name} "
+            raise AgentNotFound(f"no stored agent named '{name}' in {self.location.where} "
                                 f"(stored: {known})")
         return [self.host.call(lambda: runtime.resume_agent(record.id))]
 

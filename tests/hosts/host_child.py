@@ -29,7 +29,7 @@ from mentra_nb.providers.events import ProviderEvent
 from mentra_nb.store import open_store
 from mentra_nb.testing import text_stream
 
-RUNTIME_ID = "shared"
+RUNTIME_ID = os.environ.get("MENTRA_TEST_RUNTIME_ID", "shared")
 LONG_REPLY = " ".join(f"word{i}" for i in range(200))
 
 
