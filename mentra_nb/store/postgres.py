@@ -298,6 +298,15 @@ class PostgresStore:
                     "PostgresStore(dsn, schema='mentra')"
                 )
             else:
+                allowed = conn.execute("SELECT has_schema_privilege(%s, 'CREATE')",
+                                       (target,)).fetchone()
+                if not (allowed and allowed[0]):
+                    raise StoreError(
+                        f"this role may not create tables in schema {target!r} at {self._where}. "
+                        "Give it a schema of its own (as the database owner: CREATE SCHEMA "
+                        "AUTHORIZATION <role>), or pass PostgresStore(dsn, schema=...) naming one "
+                        "it may use"
+                    )
                 conn.execute("CREATE TABLE mentra_schema (version INTEGER NOT NULL)")
                 conn.execute("INSERT INTO mentra_schema VALUES (0)")
                 version = 0
