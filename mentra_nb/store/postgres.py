@@ -424,7 +424,7 @@ class PostgresStore:
             if not rows:
                 return None
             messages = conn.execute(
-                "SELECT message FROM messages WHERE agent_id = %s ORDER BY seq", (agent_id,)
+                "SELECT message::text FROM messages WHERE agent_id = %s ORDER BY seq", (agent_id,)
             ).fetchall() if transcript else []
             run_row = conn.execute(
                 "SELECT generation, baseline, assistant_committed, started_at FROM runs"
@@ -436,7 +436,7 @@ class PostgresStore:
         with self._decoding(f"record of agent {agent_id}"):
             return PersistedAgent(
                 record=_agent_record(rows[0]),
-                transcript=[Message.model_validate(row[0]) for row in messages],
+                transcript=[Message.model_validate_json(row[0]) for row in messages],
                 run=RunRecord(
                     generation=run_row[0], baseline=run_row[1],
                     assistant_committed=bool(run_row[2]), started_at=run_row[3],
@@ -446,13 +446,14 @@ class PostgresStore:
             )
 
     def load_messages(self, agent_id: str, start: int = 0, end: int | None = None) -> list[Message]:
+        # As text, parsed once by pydantic (twice as fast as json.loads, then validate).
         rows = self._read(
-            "SELECT message FROM messages WHERE agent_id = %s AND seq >= %s AND seq < %s"
+            "SELECT message::text FROM messages WHERE agent_id = %s AND seq >= %s AND seq < %s"
             " ORDER BY seq",
             (agent_id, start, end if end is not None else 2**31 - 1),
         )
         with self._decoding(f"message of agent {agent_id}"):
-            return [Message.model_validate(row[0]) for row in rows]
+            return [Message.model_validate_json(row[0]) for row in rows]
 
     def list_agents(self, runtime_id: str | None = None, *,
                     parent_id: str | None = None) -> list[AgentRecord]:

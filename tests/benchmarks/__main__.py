@@ -1,6 +1,7 @@
 """Run the benchmarks, print their tables, and write RESULTS.md.
 
     python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost
+                                               postgres
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from tests.benchmarks import (
     bench_concurrency,
     bench_cost,
     bench_import,
+    bench_postgres,
     bench_resume,
     bench_storage,
     bench_streaming,
@@ -27,6 +29,7 @@ BENCHMARKS = {
     "import": bench_import.run,
     "concurrency": bench_concurrency.run,
     "cost": bench_cost.run,
+    "postgres": bench_postgres.run,
 }
 RESULTS = Path(__file__).with_name("RESULTS.md")
 

@@ -367,10 +367,11 @@ class Team:
         lead = self.lead
         if lead is None or lead.services.closed:
             return
+        pending = self.store.list_team_mail(self.id, self.lead_name, "pending")
+        if not pending:
+            return  # the usual case: one indexed read, no member list loaded
         insiders = {self.lead_name, *self.members}
-        outside = [m for m in self.store.list_team_mail(self.id, self.lead_name, "pending")
-                   if m.message.sender not in insiders]
-        if not outside:
+        if all(m.message.sender in insiders for m in pending):
             return
         self.mail_changed(self.lead_name)
         if self._lead_run is None or self._lead_run.done():
