@@ -3,7 +3,8 @@ a teammate and delegating to subagents, all at once, until SIGKILL.
 
     python -m tests.reliability.crash_child DB SEED
 
-DB is a SQLite file's path or a Postgres DSN (`postgresql://…`).
+DB is a SQLite file's path or a Postgres DSN (`postgresql://…`); the lease TTL
+is `MENTRA_TEST_LEASE_TTL` seconds (default 30).
 
 It prints what it has durably done, one line each, *after* the store call
 returned, so every line the test read before the kill is a promise the file
@@ -42,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import random
 import sys
 from collections.abc import AsyncIterator
@@ -264,8 +266,10 @@ def report(agent: Any) -> None:
 
 async def main(db: str, seed: int) -> None:
     plan = random.Random(seed)
+    # A short lease when the test plays another host, which must wait for it to expire.
+    ttl = float(os.environ.get("MENTRA_TEST_LEASE_TTL", "30"))
     rt = Runtime.empty(store=reporting_store(db), runtime_id=RUNTIME_ID, tools=[work, peek],
-                 providers=[PlanProvider(seed)])
+                 providers=[PlanProvider(seed)], lease_ttl=ttl)
     lead = rt.spawn("lead", "anthropic:lead")
     solos = [rt.spawn(f"solo{i}", f"anthropic:solo{i}") for i in range(plan.randint(0, 2))]
     if plan.random() < 0.7:  # a root that delegates to subagents
