@@ -237,19 +237,22 @@ class PostgresStore:
         if schema is not None:
             kwargs["options"] = f"-c search_path={schema}"
         self._connect_kwargs = kwargs
-        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            dsn, min_size=min_size, max_size=max_size, kwargs=kwargs, open=False,
-            name="mentra-nb", timeout=connect_timeout,
-        )
+        self.schema_name = ""  # where the tables are, once opened
         try:
-            self._pool.open(wait=True, timeout=connect_timeout)
-        except Exception as err:
-            self._pool.close()
+            # Once by hand first: the pool would retry in the background and report only
+            # a timeout, where libpq says what is wrong (no server, bad role, password).
+            self.connect(connect_timeout=max(1, round(connect_timeout))).close()
+        except psycopg.Error as err:
             raise StoreError(
                 f"cannot connect to Postgres at {self._where}: {_reason(err)}. Check that the "
                 "server runs and accepts this role (the password comes from PGPASSWORD or "
                 "~/.pgpass, never from mentra-nb)"
             ) from None
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            dsn, min_size=min_size, max_size=max_size, kwargs=kwargs, open=False,
+            name="mentra-nb", timeout=connect_timeout,
+        )
+        self._pool.open()
         try:
             self._migrate()
         except BaseException:
