@@ -136,3 +136,31 @@ async def test_posting_to_an_unknown_agent_a_subagent_or_nothing_is_a_clear_erro
     finally:
         await rt.aclose()
         store.close()
+
+
+async def test_mail_posted_during_a_run_runs_once_that_run_ends(tmp_path):
+    from mentra_nb.testing import controlled_stream
+
+    store = open_store(tmp_path / "one.mentra.sqlite")
+    first, control = controlled_stream()
+    provider = ScriptedProvider("scripted", [first, text_stream("second answer")])
+    rt = Runtime.empty(store=store, providers=[provider], runtime_id="nb")
+    try:
+        writer = rt.spawn("writer", "scripted:m")
+        run = asyncio.ensure_future(writer.send("first"))
+        while not writer.is_running:
+            await asyncio.sleep(0.01)
+        rt.post("writer", "while you work")  # its last round is already streaming
+        for event in text_stream("first answer").events:
+            control.send(event)
+        control.close()
+        await run
+        deadline = time.monotonic() + 30
+        while len(writer.history) < 4 or writer.is_running:
+            assert time.monotonic() < deadline, "the mail posted during the run never ran"
+            await asyncio.sleep(0.01)
+        assert [m.text for m in writer.history] == ["first", "first answer", "while you work",
+                                                     "second answer"]
+    finally:
+        await rt.aclose()
+        store.close()

@@ -105,6 +105,9 @@ class TeamInbox(AgentExtension):
         # Settled from the transcript rather than from `succeeded`: a run that hit
         # max_rounds failed but kept its transcript, so its mail was delivered.
         self.settle()
+        if self.agent.kind == "agent" and not self.agent.services.closed:
+            # Mail posted while this run was in its last round waits for no signal.
+            self.team.check_mail()
 
     def settle(self) -> None:
         agent = self.agent
