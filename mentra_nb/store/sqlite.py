@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
 from pydantic import ValidationError
 
@@ -760,7 +761,9 @@ class DataVersionSignal:
     POLL_SECONDS = 0.05
 
     def __init__(self, path: str) -> None:
-        self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        # Quoted: a folder named "a#b" or "q?" must not end the file name of the URI.
+        uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
+        self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
         self._version = self._data_version()
         self._mark = self._mail_mark()
 

@@ -26,3 +26,13 @@ class TestPostgresStore(StoreConformance):
         yield open_again
         for s in opened:
             s.close()
+
+
+class TestPostgresStoreBehindAPooler(TestPostgresStore):
+    """As configured for PgBouncer in transaction mode: no server-side prepared statements."""
+
+    @pytest.fixture
+    def store(self, pg_dsn):
+        s = PostgresStore(pg_dsn, prepare_threshold=None, max_size=2)
+        yield s
+        s.close()
