@@ -21,7 +21,7 @@ __all__ = ["MailWatcher"]
 
 log = logging.getLogger("mentra_nb.runtime")
 
-_WAIT_SECONDS = 0.5  # how long one wait blocks: bounds how long close() takes
+_WAIT_SECONDS = 0.1  # how long one wait blocks: bounds how long close() takes
 
 
 class MailWatcher:
