@@ -289,19 +289,29 @@ class AgentState:
         self._reset_live()
         self.set_status(status)
 
-    def roll_back(self, baseline: int, status: AgentStatus, opening: Message | None) -> None:
+    def roll_back(self, baseline: int, status: AgentStatus, opening: Message | None) -> bool:
         """Undo the run back to `baseline`, keeping `opening` for `agent.resume()`.
-        A store error leaves the agent stale (the store still holds the run)."""
+        A store error leaves the agent stale (the store still holds the run) and
+        returns False."""
+        written = True
         try:
             self._store.rollback_run(self.agent_id, status=status, resumable=opening, token=self._token)
         except MentraError as err:
             log.warning("could not roll back the run of agent %s: %s", self._name, err)
             self._stale = True
+            written = False
         del self._history()[baseline:]
         if opening is not None:
             self._resumable = opening
         self._reset_live()
         self._status = status
+        self.changed()
+        return written
+
+    def show_transcript(self, transcript: list[Message], resumable: Message | None) -> None:
+        """Show `transcript` (what the store will hold once recovered) without writing."""
+        self._loaded_history = list(transcript)
+        self._resumable = resumable
         self.changed()
 
     def reload(self, persisted: PersistedAgent) -> None:

@@ -2,8 +2,8 @@
 
 Every committed step is one store transaction, written before memory changes,
 so what observers see is what a crash would leave behind. The half-streamed
-message is checkpointed at most every 250 ms (and when a block ends), never per
-token. A provider error or a hard cancel rolls the run back to where it began,
+message is checkpointed a second after its stream began and then at doubling
+intervals, never per token. A provider error or a hard cancel rolls the run back to where it began,
 keeping its user message for `agent.resume()`; hitting `max_rounds` keeps the
 work done and fails with `MaxRoundsExceeded`, and so does a budget that the
 next model call would pass (`BudgetExceeded`, raised by the cost extension
@@ -32,9 +32,10 @@ from mentra_nb.providers.events import (
     MessageStarted,
     RetryAttempt,
 )
-from mentra_nb.runtime._approvals import Approvals, denial_result
+from mentra_nb.runtime._approvals import Approvals, denial_result, load_approval_state
 from mentra_nb.runtime._assembly import MAX_TOOL_INPUT_DEPTH, MessageAssembler, json_depth
 from mentra_nb.runtime._extensions import AgentExtension
+from mentra_nb.runtime._recovery import recovered_run
 from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._services import AgentHandle
 from mentra_nb.runtime._tracing import RunTrace, run_trace
@@ -53,11 +54,14 @@ from mentra_nb.runtime.events import (
 from mentra_nb.runtime.tools import Tool, ToolContext, ToolInputError, ToolOutput
 from mentra_nb.status import AgentStatus
 
-__all__ = ["CHECKPOINT_INTERVAL", "TurnLoop"]
+__all__ = ["FIRST_CHECKPOINT", "MAX_CHECKPOINT_INTERVAL", "TurnLoop"]
 
 log = logging.getLogger("mentra_nb.runtime")
 
-CHECKPOINT_INTERVAL = 0.25  # seconds between pending-turn checkpoints while streaming
+# The half-streamed reply is checkpointed this long after its stream began, then
+# at doubling intervals up to the maximum (see _PendingCheckpoint for why).
+FIRST_CHECKPOINT = 1.0  # seconds
+MAX_CHECKPOINT_INTERVAL = 30.0  # seconds
 
 
 class TurnLoop:
@@ -265,7 +269,7 @@ class TurnLoop:
                     if pending is not None:
                         state.emit(ToolUseReady(**self._event_fields(), tool_use_id=pending.id,
                                                 name=pending.name, input=_lenient_json(pending.input_json)))
-                    checkpoint.request(force=True)
+                    checkpoint.request()
                 if not notified:
                     state.changed()
                 if assembler.stopped:
@@ -400,7 +404,26 @@ class TurnLoop:
     # --- endings -----------------------------------------------------------------
 
     def _roll_back(self, baseline: int, status: AgentStatus) -> None:
-        self.state.roll_back(baseline, status, self.opening[0] if self.opening else None)
+        if self.state.roll_back(baseline, status, self.opening[0] if self.opening else None):
+            return
+        # The store refused the rollback (a full disk) and still holds the run. Its
+        # next load applies the recovery matrix, which keeps a committed tool call
+        # (with an error result) rather than rolling back: show that outcome now,
+        # so the agent never shows one transcript and comes back with another.
+        store, agent_id = self.agent.services.store, self.state.agent_id
+        try:
+            persisted = store.load_agent(agent_id)
+            verdict = None if persisted is None else recovered_run(
+                persisted, load_approval_state(store, agent_id))
+        except MentraError:
+            return  # unreadable too: memory keeps the rollback it intended
+        if persisted is None or verdict is None:
+            return
+        if verdict.rolled_back:
+            self.state.show_transcript(persisted.transcript[: verdict.baseline], verdict.resumable)
+        else:
+            extra = [verdict.results] if verdict.results is not None else []
+            self.state.show_transcript([*persisted.transcript, *extra], None)
 
 
 def _error(use: ToolUseBlock, content: str) -> ToolResultBlock:
@@ -418,34 +441,34 @@ def _lenient_json(raw: str) -> dict[str, Any]:
 
 
 class _PendingCheckpoint:
-    """Writes the pending turn at most every CHECKPOINT_INTERVAL, plus a trailing
-    write so the last delta before a pause is never left out of the store."""
+    """Writes the pending turn FIRST_CHECKPOINT after the stream began, then at
+    doubling intervals (at most MAX_CHECKPOINT_INTERVAL apart).
+
+    Each checkpoint rewrites the whole text so far and costs at least a page of
+    WAL, so a fixed interval made a ten-second reply write a hundred times its
+    own text. Recovery never needs the pending text (a run without its
+    assistant message is rolled back either way); it only stays readable after
+    a crash. So a reply that streams in under a second writes no checkpoint, and
+    a long one writes O(log(duration)) of them. The write happens on a timer, so
+    the last delta before a pause is caught too."""
 
     def __init__(self, run: TurnLoop) -> None:
         self.run = run
-        self.last_write = 0.0
-        self.dirty = False
+        self.interval = FIRST_CHECKPOINT
+        self.due = time.monotonic() + FIRST_CHECKPOINT
         self.timer: asyncio.TimerHandle | None = None
 
-    def request(self, *, force: bool = False) -> None:
-        """Note a change; write now if due (or `force`d at a block's end), else soon.
-
-        While `timer` is pending a write is already due, so the stream's hot path
-        skips this call then."""
-        if force and not self.dirty:
-            return  # nothing new since the last write
-        self.dirty = True
-        elapsed = time.monotonic() - self.last_write
-        if force or elapsed >= CHECKPOINT_INTERVAL:
-            self.write()
-        elif self.timer is None:
-            loop = asyncio.get_running_loop()
-            self.timer = loop.call_later(CHECKPOINT_INTERVAL - elapsed, self.write)
+    def request(self) -> None:
+        """Note a change: the next checkpoint is written when it is due. While
+        `timer` is pending one is already due, so the hot path skips this call."""
+        if self.timer is None:
+            delay = max(0.0, self.due - time.monotonic())
+            self.timer = asyncio.get_running_loop().call_later(delay, self.write)
 
     def write(self) -> None:
         self.cancel()
-        self.dirty = False
-        self.last_write = time.monotonic()
+        self.interval = min(self.interval * 2, MAX_CHECKPOINT_INTERVAL)
+        self.due = time.monotonic() + self.interval
         run = self.run
         try:
             run.state.checkpoint_pending(run.generation)

@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from mentra_nb.errors import AgentExists, LeaseLost, LeaseUnavailable, StoreError
 from mentra_nb.messages import Message, Usage
 from mentra_nb.status import AgentStatus
+from mentra_nb.store._decoding import decode_messages
 from mentra_nb.store._lease_rules import (
     describe_holder,
     holder_is_live,
@@ -64,7 +65,8 @@ __all__ = [
 log = logging.getLogger("mentra_nb.store")
 
 APPLICATION_ID = 0x4D4E4231  # "MNB1" in the SQLite header marks a mentra-nb file
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+PAGE_SIZE = 2048  # bytes, for new files
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _NETWORK_FILESYSTEMS = {
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "afs", "9p", "ncpfs", "fuse.sshfs", "fuse.s3fs",
@@ -185,6 +187,27 @@ _MIGRATIONS: list[str] = [
         PRIMARY KEY (runtime_id, key)
     ) WITHOUT ROWID;
     """,
+    # 5: the current run and its pending turn live in the agent's own row. As
+    # tables of their own (each with a primary-key index) they cost four extra
+    # pages per turn: inserting and deleting a run wrote its table and its index,
+    # and so did every pending-turn checkpoint. An UPDATE of columns no index
+    # covers writes only the agent's page, which the turn writes anyway.
+    """
+    ALTER TABLE agents ADD COLUMN run_baseline INTEGER;
+    ALTER TABLE agents ADD COLUMN run_assistant_committed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE agents ADD COLUMN run_started_at REAL;
+    ALTER TABLE agents ADD COLUMN pending_turn TEXT;
+    UPDATE agents SET
+        run_baseline = (SELECT baseline FROM runs WHERE runs.agent_id = agents.id),
+        run_assistant_committed = coalesce(
+            (SELECT assistant_committed FROM runs WHERE runs.agent_id = agents.id), 0),
+        run_started_at = (SELECT started_at FROM runs WHERE runs.agent_id = agents.id),
+        run_generation = coalesce(
+            (SELECT generation FROM runs WHERE runs.agent_id = agents.id), run_generation),
+        pending_turn = (SELECT turn FROM pending_turns WHERE pending_turns.agent_id = agents.id);
+    DROP TABLE runs;
+    DROP TABLE pending_turns;
+    """,
 ]
 
 
@@ -244,6 +267,12 @@ class SqliteStore:
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             self._conn.execute("PRAGMA foreign_keys = ON")
+            # A new file gets 2 KiB pages (SQLite's default is 4 KiB): every commit
+            # writes whole pages to the WAL, and a turn's commits each touch a page
+            # of the transcript and one of the agent, so halving the page halved the
+            # bytes written per turn, while reading a transcript back stayed within
+            # a few percent. An existing file keeps its page size (this is a no-op).
+            self._conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
             # Migrate before switching to WAL: a migration that fails rolls back and
             # leaves a file we refuse exactly as it was.
             self._migrate()
@@ -414,11 +443,10 @@ class SqliteStore:
             record = _agent_record(rows[0])
             messages = self.load_messages(agent_id) if transcript else []
             run_row = self._read(
-                "SELECT generation, baseline, assistant_committed, started_at FROM runs"
-                " WHERE agent_id = ?",
+                "SELECT run_baseline, run_assistant_committed, run_started_at, pending_turn"
+                " FROM agents WHERE id = ?",
                 (agent_id,),
-            )
-            pending_row = self._read("SELECT turn FROM pending_turns WHERE agent_id = ?", (agent_id,))
+            )[0]
             resumable_row = self._read(
                 "SELECT message FROM resumable_turns WHERE agent_id = ?", (agent_id,)
             )
@@ -426,20 +454,22 @@ class SqliteStore:
                 record=record,
                 transcript=messages,
                 run=RunRecord(
-                    generation=run_row[0][0], baseline=run_row[0][1],
-                    assistant_committed=bool(run_row[0][2]), started_at=run_row[0][3],
-                ) if run_row else None,
-                pending_turn=PendingTurn.model_validate_json(pending_row[0][0]) if pending_row else None,
+                    generation=record.run_generation, baseline=run_row[0],
+                    assistant_committed=bool(run_row[1]), started_at=run_row[2],
+                ) if run_row[0] is not None else None,
+                pending_turn=PendingTurn.model_validate_json(run_row[3]) if run_row[3] else None,
                 resumable_turn=Message.model_validate_json(resumable_row[0][0]) if resumable_row else None,
             )
 
     def load_messages(self, agent_id: str, start: int = 0, end: int | None = None) -> list[Message]:
         rows = self._read(
-            "SELECT message FROM messages WHERE agent_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
+            # As bytes: the decoder joins them into one JSON array without re-encoding.
+            "SELECT CAST(message AS BLOB) FROM messages WHERE agent_id = ? AND seq >= ? AND seq < ?"
+            " ORDER BY seq",
             (agent_id, start, end if end is not None else 2**62),
         )
         with self._decoding(f"message of agent {agent_id}"):
-            return [Message.model_validate_json(row[0]) for row in rows]
+            return decode_messages(row[0] for row in rows)
 
     def list_agents(self, runtime_id: str | None = None, *,
                     parent_id: str | None = None) -> list[AgentRecord]:
@@ -475,23 +505,20 @@ class SqliteStore:
                     f"{run.baseline}; reload the agent (rt.resume_agent) before sending"
                 )
             _append(cur, agent_id, count, messages)
-            cur.execute(
-                "INSERT OR REPLACE INTO runs (agent_id, generation, baseline, assistant_committed,"
-                " started_at) VALUES (?, ?, ?, ?, ?)",
-                (agent_id, run.generation, run.baseline, int(run.assistant_committed),
-                 run.started_at or time.time()),
-            )
-            cur.execute("DELETE FROM pending_turns WHERE agent_id = ?", (agent_id,))
             if clear_resumable:
                 cur.execute("DELETE FROM resumable_turns WHERE agent_id = ?", (agent_id,))
+            cur.execute(
+                "UPDATE agents SET run_baseline = ?, run_assistant_committed = ?, run_started_at = ?,"
+                " pending_turn = NULL WHERE id = ?",
+                (run.baseline, int(run.assistant_committed), run.started_at or time.time(), agent_id),
+            )
             _update_agent(cur, agent_id, status=status, run_generation=run.generation,
                           message_count=count + len(messages))
 
     def checkpoint_pending(self, agent_id: str, pending: PendingTurn, *, token: str) -> None:
         with self._write(agent_id, token) as cur:
             cur.execute(
-                "INSERT OR REPLACE INTO pending_turns (agent_id, turn) VALUES (?, ?)",
-                (agent_id, pending.model_dump_json()),
+                "UPDATE agents SET pending_turn = ? WHERE id = ?", (pending.model_dump_json(), agent_id)
             )
 
     def commit_assistant(
@@ -500,8 +527,8 @@ class SqliteStore:
         with self._write(agent_id, token) as cur:
             count = _message_count(cur, agent_id)
             _append(cur, agent_id, count, [message])
-            cur.execute("UPDATE runs SET assistant_committed = 1 WHERE agent_id = ?", (agent_id,))
-            cur.execute("DELETE FROM pending_turns WHERE agent_id = ?", (agent_id,))
+            cur.execute("UPDATE agents SET run_assistant_committed = 1, pending_turn = NULL WHERE id = ?",
+                        (agent_id,))
             _update_agent(cur, agent_id, status=status, usage=usage, message_count=count + 1)
 
     def append_messages(self, agent_id: str, messages: list[Message], *, token: str) -> None:
@@ -519,21 +546,19 @@ class SqliteStore:
             if append:
                 _append(cur, agent_id, count, append)
                 count += len(append)
-            cur.execute("DELETE FROM runs WHERE agent_id = ?", (agent_id,))
-            cur.execute("DELETE FROM pending_turns WHERE agent_id = ?", (agent_id,))
+            cur.execute(_END_RUN, (agent_id,))
             _update_agent(cur, agent_id, status=status, usage=usage, message_count=count)
 
     def rollback_run(
         self, agent_id: str, *, status: AgentStatus, resumable: Message | None, token: str
     ) -> None:
         with self._write(agent_id, token) as cur:
-            row = cur.execute("SELECT baseline FROM runs WHERE agent_id = ?", (agent_id,)).fetchone()
+            row = cur.execute("SELECT run_baseline FROM agents WHERE id = ?", (agent_id,)).fetchone()
             count = _message_count(cur, agent_id)
-            if row is not None:
+            if row is not None and row[0] is not None:
                 count = row[0]
                 cur.execute("DELETE FROM messages WHERE agent_id = ? AND seq >= ?", (agent_id, count))
-            cur.execute("DELETE FROM runs WHERE agent_id = ?", (agent_id,))
-            cur.execute("DELETE FROM pending_turns WHERE agent_id = ?", (agent_id,))
+            cur.execute(_END_RUN, (agent_id,))
             if resumable is not None:
                 cur.execute(
                     "INSERT OR REPLACE INTO resumable_turns (agent_id, message) VALUES (?, ?)",
@@ -952,6 +977,10 @@ def _lease_record(row: tuple[Any, ...]) -> LeaseRecord:
         host=row[5], process_started_at=row[6], label=row[7], acquired_at=row[8],
         heartbeat_at=row[9],
     )
+
+
+_END_RUN = ("UPDATE agents SET run_baseline = NULL, run_assistant_committed = 0, run_started_at = NULL,"
+            " pending_turn = NULL WHERE id = ?")
 
 
 def _message_count(cur: sqlite3.Cursor, agent_id: str) -> int:

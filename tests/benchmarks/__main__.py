@@ -1,6 +1,6 @@
 """Run the benchmarks, print their tables, and write RESULTS.md.
 
-    python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost
+    python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost wire
                                                postgres
 """
 
@@ -19,6 +19,7 @@ from tests.benchmarks import (
     bench_resume,
     bench_storage,
     bench_streaming,
+    bench_wire,
 )
 from tests.benchmarks.report import Table, machine
 
@@ -29,6 +30,7 @@ BENCHMARKS = {
     "import": bench_import.run,
     "concurrency": bench_concurrency.run,
     "cost": bench_cost.run,
+    "wire": bench_wire.run,
     "postgres": bench_postgres.run,
 }
 RESULTS = Path(__file__).with_name("RESULTS.md")

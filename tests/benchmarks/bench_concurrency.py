@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.benchmarks.report import Table, ratio
+from tests.benchmarks.report import Table
 
 __all__ = ["run"]
 
@@ -95,7 +95,10 @@ def _p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
-def run() -> list[Table]:
+RUNS = 5  # fresh kernels: the p95 of one run is noisy on a shared machine
+
+
+def _one_run() -> tuple[list[float], list[float], dict, dict, float]:
     from tests.kernels import Kernel
 
     with tempfile.TemporaryDirectory(prefix="mentra-bench-") as tmp:
@@ -113,23 +116,38 @@ def run() -> list[Table]:
             result = json.loads(kernel.run(WAIT, timeout=400).strip().splitlines()[-1])
         finally:
             kernel.close()
+    return idle, loaded, raw, result, pinged_for
+
+
+def run() -> list[Table]:
+    runs = [_one_run() for _ in range(RUNS)]
     streams = AGENTS + 1 + TEAMMATES
     latency = Table(
         f"Concurrency: a trivial cell's round trip while {AGENTS} agents and a team of "
-        f"{1 + TEAMMATES} stream",
-        ["kernel", "median ms", "p95 ms", "max ms", "cells timed"],
+        f"{1 + TEAMMATES} stream ({RUNS} runs, each in a fresh kernel)",
+        ["run", "idle median ms", "idle p95 ms", "streaming median ms", "streaming p95 ms",
+         "streaming max ms", "p95 ÷ idle p95", "median ÷ idle median"],
     )
-    latency.add("idle (peer: the same kernel before the agents start)",
-                statistics.median(idle) * 1000, _p95(idle) * 1000, max(idle) * 1000, len(idle))
-    latency.add(f"{streams} agents streaming (ours)", statistics.median(loaded) * 1000,
-                _p95(loaded) * 1000, max(loaded) * 1000, len(loaded))
-    latency.add("ratio", ratio(statistics.median(idle), statistics.median(loaded)),
-                ratio(_p95(idle), _p95(loaded)), ratio(max(idle), max(loaded)), "")
-    latency.notes.append(
-        f"the cells were timed during the first {pinged_for:.1f} s of the {result['elapsed']:.1f} s "
-        f"the streams took, {GAP * 1000:.0f} ms apart")
+    p95_ratios: list[float] = []
+    for index, (idle, loaded, _raw, _result, _for) in enumerate(runs, 1):
+        p95_ratios.append(_p95(loaded) / _p95(idle))
+        latency.add(index, statistics.median(idle) * 1000, _p95(idle) * 1000,
+                    statistics.median(loaded) * 1000, _p95(loaded) * 1000, max(loaded) * 1000,
+                    f"{p95_ratios[-1]:.2f}",
+                    f"{statistics.median(loaded) / statistics.median(idle):.2f}")
+    latency.add("median of runs", "", "", "", "", "", f"{statistics.median(p95_ratios):.2f}", "")
+    latency.add("spread (min to max)", "", "", "", "", "",
+                f"{min(p95_ratios):.2f} to {max(p95_ratios):.2f}", "")
+    elapsed = statistics.median(r[3]["elapsed"] for r in runs)
+    latency.notes += [
+        f"idle: the same kernel before the agents start (the peer); {PINGS} cells "
+        f"{GAP * 1000:.0f} ms apart, timed during the first {runs[0][4]:.1f} s of the "
+        f"~{elapsed:.1f} s the {streams} streams took",
+        "target: p95 ≤ 1.5x idle",
+    ]
+    _idle, _loaded, raw, result, _for = runs[-1]
     throughput = Table(
-        "Concurrency: total throughput (text deltas per second, all streams together)",
+        "Concurrency: total throughput (text deltas per second, all streams together; last run)",
         ["what", "streams", "text deltas", "seconds", "deltas/s", "ours ÷ peer"],
     )
     ours_rate = result["deltas"] / result["elapsed"]
@@ -145,7 +163,7 @@ def run() -> list[Table]:
         "is offered, and tools that need approval would wait for a click",
         f"each agent streams one word per {DELAY * 1000:.0f} ms ({1 / DELAY:.0f} deltas/s); "
         "teammates start when their mail arrives",
-        "every agent has a live AgentView in the kernel (coalesced comm messages over iopub)",
+        "every agent has a live AgentView in the kernel (batched comm messages over iopub)",
         "with the offline test model the teammates answer their mail by calling each team tool "
         "once (no text), so the team's text comes from its lead",
     ]

@@ -12,7 +12,9 @@ from mentra_nb import (
     AgentStatus,
     ContentBlockDelta,
     ContentBlockStarted,
+    ContentBlockStopped,
     MessageStarted,
+    MessageStopped,
     Runtime,
     tool,
 )
@@ -89,6 +91,48 @@ def test_a_slow_stream_sends_at_most_twenty_messages_a_second(host):
     assert len(deltas(sent)) <= seconds * 20 + 1
     # Besides: the answer to hello (transcript and stream), the prompt as an item, the commit.
     assert len(sent) == len(deltas(sent)) + 4
+
+
+def test_the_first_words_go_at_once_then_text_waits_for_a_batch(host, monkeypatch):
+    """Every Jupyter message costs ~600 bytes of envelope, so after a stream's first
+    words the view sends when BATCH_BYTES wait (or MAX_BATCH_DELAY passed: made
+    an hour here, so only the size rule can fire)."""
+    import mentra_nb.notebook.agent_view as agent_view
+
+    monkeypatch.setattr(agent_view, "MAX_BATCH_DELAY", 3600.0)
+    script, control = controlled_stream()
+    agent = spawn(host, ScriptedProvider("s", [script]))
+    view = AgentView(agent, host)
+    sent = opened(view)
+    polls = []
+    poll = view._poll
+    view._poll = lambda: (poll(), polls.append(1))
+    send = host.submit(agent.send("go"))
+
+    def stream(*events):  # the stream's queue belongs to the runtime's loop
+        host.call(lambda: [control.send(e) for e in events])
+
+    stream(MessageStarted(), ContentBlockStarted.text(0), ContentBlockDelta.text(0, "Hello"))
+    wait_for(lambda: len(deltas(sent)) == 1)
+    assert deltas(sent)[0]["text"] == "Hello"
+    small = "x" * (agent_view.BATCH_BYTES - 100)
+    stream(ContentBlockDelta.text(0, small))
+    seen = len(polls)
+    wait_for(lambda: len(polls) >= seen + 5)  # five polls saw the small batch and held it
+    assert len(deltas(sent)) == 1
+    stream(ContentBlockDelta.text(0, "y" * 100))  # now a whole batch waits
+    wait_for(lambda: len(deltas(sent)) == 2)
+    assert deltas(sent)[1]["text"] == small + "y" * 100
+    stream(ContentBlockStopped(index=0), MessageStopped())
+    send.result(10)
+    assert streamed_text(sent) == "Hello" + small + "y" * 100
+
+
+def wait_for(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
 
 
 def test_the_committed_transcript_becomes_safe_html_items(host):

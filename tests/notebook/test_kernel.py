@@ -28,7 +28,7 @@ def _pending_text(db: Path) -> str:
         return ""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        row = conn.execute("SELECT turn FROM pending_turns").fetchone()
+        row = conn.execute("SELECT pending_turn FROM agents WHERE pending_turn IS NOT NULL").fetchone()
     except sqlite3.Error:
         return ""
     finally:

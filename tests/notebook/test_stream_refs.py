@@ -64,3 +64,16 @@ def test_any_markdown_round_trips(text):
     thinking = "unrelated thinking " * 3
     parts = encode_html(html, [text, thinking])
     assert resolve(parts, [text, thinking]) == html
+
+
+def test_code_full_of_quotes_is_referenced_not_resent():
+    """Quotes become `&quot;` in the HTML; the browser escapes spans the same way,
+    so the escaped runs still go out as spans (issue 22: they were resent, 1.9x)."""
+    code = "\n".join(f'config["key_{i}"] = {{"name": "value {i}", "flag": "<on> & \'off\'"}}'
+                     for i in range(40))
+    text = f"Here is the config:\n\n```python\n{code}\n```\n"
+    html = html_of(text)
+    parts = encode_html(html, [text, ""])
+    assert resolve(parts, [text, ""]) == html
+    wire = len(json.dumps(parts, separators=(",", ":")))
+    assert wire < len(text) / 4, (wire, len(text))

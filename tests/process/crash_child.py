@@ -44,8 +44,11 @@ async def main(db: str, phase: str) -> None:
         control.send(MessageStarted(id="msg-2", model="model"))
         control.send(ContentBlockStarted.text(0))
         control.send(ContentBlockDelta.text(0, "Hel"))
-        while agent.snapshot.current_text != "Hel":
-            await asyncio.sleep(0.001)
+        # Killed once the pending turn is in the file (its first checkpoint comes
+        # a second into the stream), so the test sees what a crash mid-stream leaves.
+        while (pending := runtime.store.load_agent(agent.id).pending_turn) is None \
+                or pending.current_text != "Hel":
+            await asyncio.sleep(0.01)
     else:
         while agent.snapshot.status.name != "executing_tool":
             await asyncio.sleep(0.001)

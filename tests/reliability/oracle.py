@@ -108,11 +108,13 @@ def read_agents(db: Path | str) -> dict[str, StoredAgent]:
                 "SELECT seq, message FROM messages WHERE agent_id = ? ORDER BY seq", (agent_id,)
             ).fetchall()
             run = conn.execute(
-                "SELECT generation, baseline, assistant_committed FROM runs WHERE agent_id = ?",
+                "SELECT run_generation, run_baseline, run_assistant_committed FROM agents"
+                " WHERE id = ? AND run_baseline IS NOT NULL",
                 (agent_id,),
             ).fetchone()
             pending = conn.execute(
-                "SELECT turn FROM pending_turns WHERE agent_id = ?", (agent_id,)
+                "SELECT pending_turn FROM agents WHERE id = ? AND pending_turn IS NOT NULL",
+                (agent_id,),
             ).fetchone()
             resumable = conn.execute(
                 "SELECT message FROM resumable_turns WHERE agent_id = ?", (agent_id,)

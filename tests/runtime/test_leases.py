@@ -88,6 +88,12 @@ async def test_opening_a_runtime_fixes_up_only_its_own_agents(db_path):
     for event in (MessageStarted(), ContentBlockStarted.text(0), ContentBlockDelta.text(0, "Hel")):
         control_a.send(event)
     await wait_until(lambda: victim.snapshot.current_text == "Hel")
+
+    def checkpointed() -> bool:
+        pending = crashed.store.load_agent(victim.id).pending_turn
+        return pending is not None and pending.current_text == "Hel"
+
+    await wait_until(checkpointed, timeout=10)  # the first checkpoint comes a second in
     clear_leases(db_path)
 
     neighbour = runtime(db_path, "b")

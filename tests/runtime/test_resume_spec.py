@@ -56,6 +56,11 @@ async def test_startup_keeps_the_pending_turn_until_resume_and_resume_rolls_it_b
     control.send(ContentBlockDelta.text(0, "Hel"))
     assert (await anext(watch)).current_text == "Hel"
 
+    def checkpointed() -> bool:
+        pending = runtime.store.load_agent(agent.id).pending_turn
+        return pending is not None and pending.current_text == "Hel"
+
+    await wait_until(checkpointed, timeout=10)  # the first checkpoint comes a second in
     # The kernel dies here: nothing more happens in the first runtime.
     clear_leases(db_path)
     rebooted = reboot(db_path)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
+import time
 
 import pytest
 
@@ -30,6 +32,7 @@ from mentra_nb import (
     Usage,
     tool,
 )
+from mentra_nb.runtime._turn_loop import FIRST_CHECKPOINT
 from mentra_nb.testing import (
     ScriptedProvider,
     controlled_stream,
@@ -391,31 +394,54 @@ async def test_usage_adds_up_across_messages_and_is_persisted(make):
     assert agent.runtime.store.load_agent(agent.id).record.usage == agent.usage
 
 
-async def test_the_pending_turn_is_checkpointed_at_most_every_250ms(make, db_path):
+async def test_the_pending_turn_is_checkpointed_after_a_second_then_at_doubling_intervals(make, db_path):
     script, control = controlled_stream()
     agent, _ = make([script])
-    writes = []
+    writes: list[tuple[float, str]] = []
     store = agent.runtime.store
     original = store.checkpoint_pending
 
     def counting(agent_id, pending, *, token):
-        writes.append(pending.current_text)
+        writes.append((time.monotonic(), pending.current_text))
         original(agent_id, pending, token=token)
 
     store.checkpoint_pending = counting
     send = asyncio.create_task(agent.send("go"))
+    started = time.monotonic()
     control.send(MessageStarted())
     control.send(ContentBlockStarted.text(0))
-    for i in range(200):
+    for _ in range(200):
         control.send(ContentBlockDelta.text(0, "x"))
-    await wait_until(lambda: len(agent.snapshot.current_text) == 200)
-    assert len(writes) <= 2
-    await asyncio.sleep(0.3)  # the trailing write catches the last delta
+    # A timer writes the checkpoint, so the last delta before a pause is stored too.
+    await wait_until(lambda: writes and writes[-1][1] == "x" * 200, timeout=10)
     assert SqliteStore(db_path).load_agent(agent.id).pending_turn.current_text == "x" * 200
+    control.send(ContentBlockDelta.text(0, "y"))
+    await wait_until(lambda: writes[-1][1].endswith("y"), timeout=10)
     control.send(ContentBlockStopped(index=0))
     control.send(MessageStopped())
     await send
-    assert len(writes) <= 3
+    times = [started] + [at for at, _ in writes]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    # Never sooner than due (timers do not fire early): 1 s, then 2 s, 4 s, ...
+    assert all(gap >= FIRST_CHECKPOINT * 2**i - 0.01 for i, gap in enumerate(gaps)), gaps
+    assert SqliteStore(db_path).load_agent(agent.id).pending_turn is None
+
+
+async def test_a_reply_that_streams_within_a_second_writes_no_checkpoint(make, db_path):
+    agent, _ = make([tool_use_stream("t1", "lookup", '{"key": "a"}'), text_stream("done " * 50)],
+                    tools=[lookup])
+    calls: list[str] = []
+    store = agent.runtime.store
+    original = store.checkpoint_pending
+
+    def counting(agent_id, pending, *, token):
+        calls.append(pending.current_text)
+        original(agent_id, pending, token=token)
+
+    store.checkpoint_pending = counting
+    await agent.send("go")
+    # A scripted stream never yields to the event loop, so no timer can fire mid-reply.
+    assert calls == []
 
 
 async def test_the_request_carries_the_config_and_only_allowed_tools(make):
