@@ -135,6 +135,39 @@ export class LiveStream {
   }
 }
 
+/**
+ * One LiveStream per widget model, fed from the model's creation on (issue 15.9):
+ * the kernel sends a view's transcript when it displays it, without waiting for a
+ * hello that a kernel busy with Run All would answer only after the last cell.
+ * Every view of the model renders from it.
+ */
+class ModelStream {
+  constructor() {
+    this.live = new LiveStream();
+    /** @type {Set<(changed: string, message: StreamMessage) => void>} */
+    this.views = new Set();
+    /** @param {StreamMessage} message */
+    this.receive = (message) => {
+      const changed = this.live.apply(message);
+      for (const view of this.views) view(changed, message);
+    };
+  }
+}
+
+/** @type {WeakMap<Model, ModelStream>} */
+const modelStreams = new WeakMap();
+
+/** @param {{model: Model}} context */
+export function initialize({ model }) {
+  const stream = new ModelStream();
+  modelStreams.set(model, stream);
+  model.on("msg:custom", stream.receive);
+  return () => {
+    model.off("msg:custom", stream.receive);
+    modelStreams.delete(model);
+  };
+}
+
 /** @param {{model: Model, el: HTMLElement}} context */
 export function render({ model, el }) {
   const root = element("div", "mentra-agent");
@@ -163,7 +196,10 @@ export function render({ model, el }) {
   root.append(header, transcript, liveThinking, liveText, liveTools, approvalsBox, resumeBox, controls);
   el.append(root);
 
-  const live = new LiveStream();
+  // Without `initialize` (a host that skips it) the view keeps a stream of its own.
+  const shared = modelStreams.get(model);
+  const stream = shared ?? new ModelStream();
+  const live = stream.live;
 
   const renderHeader = () => {
     name.textContent = model.get("agent_name");
@@ -233,9 +269,8 @@ export function render({ model, el }) {
     helloPending = true;
     model.send({ kind: "hello" }); // the transcript and the half-streamed text we missed
   };
-  /** @param {StreamMessage} message */
-  const onCustom = (message) => {
-    const changed = live.apply(message);
+  /** @param {string} changed @param {StreamMessage} message */
+  const onStream = (changed, message) => {
     if (changed === "live") renderLive();
     if (changed === "items") {
       if (message.start === 0 && !message.basis) helloPending = false;
@@ -296,20 +331,23 @@ export function render({ model, el }) {
     ["change:pending_tools", renderLive],
     ["change:approvals", () => { renderApprovals(); renderHeader(); }],
     ["change:resumable", renderResumable],
-    ["msg:custom", onCustom],
+    ...(shared ? [] : [/** @type {[string, (m: StreamMessage) => void]} */ (["msg:custom", stream.receive])]),
   ]);
+  stream.views.add(onStream);
 
   renderHeader();
+  renderItems();
   renderLive();
   renderApprovals();
   renderResumable();
-  hello();
+  if (live.seq < 0) hello(); // nothing received yet: ask (answered once the kernel is free)
 
   return () => {
     controller.abort();
     unsubscribe();
+    stream.views.delete(onStream);
     root.remove();
   };
 }
 
-export default { render };
+export default { initialize, render };

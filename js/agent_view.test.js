@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { FakeModel } from "./fake_model.js";
-import { LiveStream, render, resolveHtml } from "./agent_view.js";
+import { LiveStream, initialize, render, resolveHtml } from "./agent_view.js";
 
 const STATE = {
   agent_name: "writer",
@@ -171,6 +171,45 @@ describe("AgentView", () => {
     expect(el.children.length).toBe(0);
     stop.click();
     expect(model.sent).toEqual([{ kind: "hello" }]);
+  });
+});
+
+describe("AgentView during Run All (issue 15.9)", () => {
+  /** @type {HTMLElement} */
+  let el;
+  beforeEach(() => {
+    el = document.createElement("div");
+    document.body.replaceChildren(el);
+  });
+
+  it("renders what the kernel sent before the view existed, without asking", () => {
+    const model = new FakeModel(STATE);
+    initialize({ model });
+    transcript(model); // sent when the kernel displayed the view
+    model.emit("msg:custom", { kind: "delta", seq: 2, text: "streaming on" });
+    render({ model, el });
+    expect(el.querySelector("strong")?.textContent).toBe("done");
+    expect(el.querySelector(".mentra-live:not(.mentra-thinking)")?.textContent).toBe("streaming on");
+    expect(model.sent).toEqual([]); // no hello: a busy kernel would answer it only after Run All
+  });
+
+  it("a second view of the same model shows the same transcript and follows it", () => {
+    const model = new FakeModel(STATE);
+    const disposeModel = initialize({ model });
+    transcript(model);
+    const first = document.createElement("div");
+    const second = document.createElement("div");
+    el.append(first, second);
+    const cleanupFirst = render({ model, el: first });
+    render({ model, el: second });
+    model.emit("msg:custom", { kind: "items", seq: 2, start: 4,
+      items: [{ index: 4, role: "user", kind: "text", html: "<p>more</p>" }] });
+    for (const view of [first, second]) {
+      expect(view.querySelector(".mentra-transcript")?.textContent).toMatch(/hello.*done.*more$/);
+    }
+    cleanupFirst();
+    disposeModel();
+    expect(model.handlers.get("msg:custom")?.size ?? 0).toBe(0); // the model's stream let go
   });
 });
 

@@ -1,10 +1,12 @@
 // SubagentPickerView: a root agent's subagents — badge, list, transcript preview.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { element, renderTranscript, subscribe } from "./dom.js";
+import { approvalBox, element, renderTranscript, subscribe, toolLabel } from "./dom.js";
 
 /**
- * @typedef {{label: string, status: string, model: string, path: string, agent_id: string|null}} Option
+ * @typedef {{label: string, status: string, model: string, path: string, agent_id: string|null,
+ *   waiting_for_approval?: string[]}} Option
+ * @typedef {{path: string, id: string, ref: string, name: string, input: string}} CallApproval
  * @typedef {{count?: number, text?: string, tone?: string}} Badge
  * @typedef {{path?: string, status?: string, model?: string, items?: any[], has_older?: boolean,
  *   truncated?: boolean, error?: string|null}} Preview
@@ -22,9 +24,10 @@ export function render({ model, el }) {
   const badge = element("span", "mentra-badge mentra-count");
   header.append(title, badge);
   const list = element("ul", "mentra-list");
+  const approvals = element("div", "mentra-approvals");
   const notice = element("div", "mentra-notice");
   const preview = element("div", "mentra-preview");
-  root.append(header, list, notice, preview);
+  root.append(header, list, approvals, notice, preview);
   el.append(root);
   const controller = new AbortController();
   const { signal } = controller;
@@ -48,6 +51,11 @@ export function render({ model, el }) {
       const status = element("span", "mentra-badge", option.status);
       status.dataset.status = ACTIVE.has(option.status) ? "streaming" : option.status === "completed"
         ? "finished" : option.status === "errored" ? "failed" : option.status;
+      const waiting = option.waiting_for_approval ?? [];
+      if (waiting.length) { // a paused child must not look like a working one
+        status.textContent = `waiting for approval: ${waiting.map(toolLabel).join(", ")}`;
+        status.dataset.status = "waiting";
+      }
       row.append(element("span", "mentra-name", option.label), status, element("span", "mentra-model", option.model));
       row.title = option.path;
       row.addEventListener("click", () => model.send({ kind: "open", path: option.path }), { signal });
@@ -85,6 +93,23 @@ export function render({ model, el }) {
     if (p.error) preview.append(element("div", "mentra-error", p.error));
   };
 
+  // A child's paused tool call, answered as in its own AgentView (or a teammate's in the TeamView).
+  const renderApprovals = () => {
+    approvals.replaceChildren();
+    /** @type {CallApproval[]} */
+    const waiting = model.get("approvals") ?? [];
+    for (const a of waiting) {
+      const name = a.path.slice(a.path.lastIndexOf("/") + 1);
+      const call = { id: a.ref, title: `${name} wants to run ${toolLabel(a.name)}`, input: a.input,
+        alwaysTitle: `Run this call, and let ${a.path} call ${a.name} without asking from now on` };
+      const box = approvalBox(call, ({ approve, always, reason }) => model.send(approve
+        ? { kind: "approve_call", path: a.path, call_id: a.ref, always }
+        : { kind: "deny_call", path: a.path, call_id: a.ref, reason }), signal);
+      box.dataset.path = a.path;
+      approvals.append(box);
+    }
+  };
+
   const renderNotice = () => {
     notice.textContent = model.get("notice") ?? "";
   };
@@ -92,11 +117,12 @@ export function render({ model, el }) {
   /** @type {[string, () => void][]} */
   const subscriptions = [
     ["change:root_name", renderHeader], ["change:badge", renderHeader], ["change:options", renderList],
-    ["change:preview", renderPreview], ["change:notice", renderNotice],
+    ["change:preview", renderPreview], ["change:notice", renderNotice], ["change:approvals", renderApprovals],
   ];
   const unsubscribe = subscribe(model, subscriptions);
   renderHeader();
   renderList();
+  renderApprovals();
   renderPreview();
   renderNotice();
 

@@ -65,6 +65,33 @@ describe("SubagentPickerView", () => {
     expect(el.querySelector("li")?.textContent).toBe("no subagents yet");
   });
 
+  it("shows a child waiting for approval and answers its call from the picker", () => {
+    const model = new FakeModel(STATE);
+    render({ model, el });
+    expect(el.querySelector(".mentra-approval")).toBeNull();
+    model.set("options", [{ ...STATE.options[0], waiting_for_approval: ["write_file"] }, STATE.options[1]]);
+    model.set("approvals", [
+      { path: "/root/alpha", id: "c1", ref: "c1@1", name: "write_file", input: '{"path": "out.txt"}' },
+    ]);
+    const badge = el.querySelectorAll("li")[0].querySelector(".mentra-badge");
+    expect(badge?.textContent).toBe("waiting for approval: write_file");
+    expect(badge?.getAttribute("data-status")).toBe("waiting");
+    const box = /** @type {HTMLElement} */ (el.querySelector(".mentra-approval"));
+    expect(box.querySelector(".mentra-name")?.textContent).toBe("alpha wants to run write_file");
+    expect(box.querySelector("pre")?.textContent).toBe('{"path": "out.txt"}');
+    /** @type {HTMLButtonElement} */ (box.querySelector(".mentra-approve")).click();
+    /** @type {HTMLButtonElement} */ (box.querySelector(".mentra-deny")).click(); // disabled once answered
+    expect(model.sent).toEqual([{ kind: "approve_call", path: "/root/alpha", call_id: "c1@1", always: false }]);
+
+    model.set("approvals", [{ path: "/root/beta", id: "c2", ref: "c2@3", name: "shell", input: "{}" }]);
+    const second = /** @type {HTMLElement} */ (el.querySelector(".mentra-approval"));
+    /** @type {HTMLInputElement} */ (second.querySelector(".mentra-reason")).value = "not now";
+    /** @type {HTMLButtonElement} */ (second.querySelector(".mentra-deny")).click();
+    expect(model.sent[1]).toEqual({ kind: "deny_call", path: "/root/beta", call_id: "c2@3", reason: "not now" });
+    model.set("approvals", []);
+    expect(el.querySelector(".mentra-approval")).toBeNull();
+  });
+
   it("cleanup removes every listener and the DOM", () => {
     const model = new FakeModel(STATE);
     const cleanup = render({ model, el });

@@ -1,16 +1,32 @@
 """`python -m mentra_nb demo`: an agent streams a reply, and a second process
-resumes it from the SQLite file. Offline: it uses the deterministic `test` model."""
+resumes it from the SQLite file.
+
+Offline, with a small model of its own (`demo:reader`): it counts the words of
+the sentence it is given with a real tool call, and asked about the
+conversation it answers from the messages it is sent, so the second process
+shows that the first one's conversation came back from the file."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-from mentra_nb.messages import Role
-from mentra_nb.providers.test import TestProvider
+from mentra_nb.messages import Message, Role, Usage
+from mentra_nb.providers.base import ModelInfo, ProviderRequest
+from mentra_nb.providers.events import (
+    ContentBlockDelta,
+    ContentBlockStarted,
+    ContentBlockStopped,
+    MessageDelta,
+    MessageStarted,
+    MessageStopped,
+    ProviderEvent,
+)
 from mentra_nb.runtime._agent import Agent
 from mentra_nb.runtime._runtime import Runtime
 from mentra_nb.runtime.events import AgentEvent
@@ -28,13 +44,60 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
+class DemoModel:
+    """The demo's offline model: a tool call for a question about words, then an
+    answer from its result; asked what came first, it quotes the first user
+    message of the conversation it was sent (which a resumed agent read back
+    from the state file)."""
+
+    name = "demo"
+
+    def __init__(self, chunk_delay: float = 0.04) -> None:
+        self.chunk_delay = chunk_delay
+        self._calls = 0
+
+    async def list_models(self) -> list[ModelInfo]:
+        return [ModelInfo(id="reader", provider=self.name, display_name="The demo's offline model")]
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        self._calls += 1
+        yield MessageStarted(id=f"demo-{self._calls}", model=request.model)
+        last = request.messages[-1]
+        asks = [m.text for m in request.messages if m.role is Role.USER and m.text]
+        if last.tool_results:
+            text = f"That sentence has {last.tool_results[0].content} words."
+        elif "first" in last.text.lower() and len(asks) > 1:
+            text = f"You first asked: \u201c{asks[0]}\u201d (I read it in our conversation, {len(request.messages)} messages long)."
+        elif request.tools:
+            sentence = last.text.partition(":")[2].strip() or last.text
+            yield ContentBlockStarted.tool_use(0, f"count-{self._calls}", "word_count")
+            yield ContentBlockDelta.tool_input_json(0, json.dumps({"text": sentence}))
+            yield ContentBlockStopped(index=0)
+            yield MessageDelta(stop_reason="tool_use", usage=_usage(request.messages, ""))
+            yield MessageStopped()
+            return
+        else:
+            text = f"You said: {last.text}"
+        yield ContentBlockStarted.text(0)
+        words = text.split(" ")
+        for i, word in enumerate(words):
+            await asyncio.sleep(self.chunk_delay)
+            yield ContentBlockDelta.text(0, word + (" " if i < len(words) - 1 else ""))
+        yield ContentBlockStopped(index=0)
+        yield MessageDelta(stop_reason="end_turn", usage=_usage(request.messages, text))
+        yield MessageStopped()
+
+
+def _usage(messages: list[Message], text: str) -> Usage:
+    return Usage(input_tokens=sum(len(m.model_dump_json()) for m in messages) // 4,
+                 output_tokens=max(1, len(text) // 4))
+
+
 def _runtime(db: Path, *, tools: bool) -> Runtime:
-    # No built-in file tools: the offline test model calls every tool it is
-    # offered, and the demo shows exactly one call.
     return Runtime(
         builtin_tools=False,
         store=SqliteStore(db),
-        providers=[TestProvider(chunk_delay=0.04)],
+        providers=[DemoModel()],
         tools=[word_count] if tools else [],
         runtime_id=RUNTIME_ID,
     )
@@ -56,11 +119,11 @@ def _print_stream(agent: Agent) -> None:
 
 async def _first_process(db: Path) -> str:
     async with _runtime(db, tools=True) as rt:
-        agent = rt.spawn("writer", "test")
-        print(f"process 1: spawned agent 'writer' on the offline test model, state in {db}")
+        agent = rt.spawn("writer", "demo:reader")
+        print(f"process 1: spawned agent 'writer' on the demo's offline model, state in {db}")
         print("  streaming its reply:")
         _print_stream(agent)
-        await agent.send("Please count the words in this sentence.")
+        await agent.send("How many words are in this sentence: the tide comes in twice a day.")
         print(f"  status: {agent.snapshot.status}, {len(agent.history)} messages committed")
         return agent.id
 

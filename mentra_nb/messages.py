@@ -13,7 +13,15 @@ import warnings
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from mentra_nb._utf8 import valid_utf8
 
@@ -134,6 +142,16 @@ class Message(BaseModel):
 
     role: Role
     content: list[Block]
+    # An assistant reply cut by Stop before the model finished it (shown as such).
+    truncated: bool = False
+
+    @model_serializer(mode="wrap")
+    def _without_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Stored and wire JSON stay as they were for every message that was not cut.
+        data = handler(self)
+        if not self.truncated and isinstance(data, dict):
+            data.pop("truncated", None)
+        return data
 
     @classmethod
     def user(cls, *content: str | ContentBlock) -> Message:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 
@@ -24,3 +26,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         elif (notebook := cells.pop(str(item.path), None)) is not None:
             reordered.extend(sorted(notebook, key=lambda cell: cell.cell_num))
     items[:] = reordered
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tell each tutorial's kernel which notebook it runs, as a Jupyter server does
+    (`JPY_SESSION_NAME`): nbval starts kernels without saying, and every tutorial
+    would then share one state file and runtime id. Set before the notebook's
+    kernel starts (in its first cell's setup)."""
+    if hasattr(item, "cell_num"):
+        os.environ["JPY_SESSION_NAME"] = str(item.path)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    if hasattr(item, "cell_num"):
+        os.environ.pop("JPY_SESSION_NAME", None)  # the kernel has it; no other test should

@@ -42,6 +42,7 @@ __all__ = [
     "ParseError",
     "ResumeArgs",
     "SendArgs",
+    "ShowArgs",
     "SpawnArgs",
     "StopArgs",
     "SubagentsArgs",
@@ -102,7 +103,8 @@ def _split_commas(value: Any) -> Any:
 
 class SpawnArgs(Command):
     command = "spawn"
-    summary = ("create an agent and show its view (--subagents: it may delegate; --team: it may lead a team; "
+    summary = ("create an agent and show its view; rerun, it attaches to the stored agent of that name "
+               "(--replace: start over, the stored one kept renamed) (--subagents: it may delegate; --team: it may lead a team; "
                "--python/--shell: enable those tools, each call approved by you; --read-only: no tool that "
                "changes anything; --auto-approve: tools that run without asking, globs like mcp__time__*; "
                "--mcp: the MCP servers whose tools it gets)")
@@ -121,13 +123,15 @@ class SpawnArgs(Command):
     auto_approve: list[str] | None = None
 
     mcp: list[str] | None = None
+    replace: bool = False
 
     _tools = field_validator("tools", "auto_approve", "mcp", mode="before")(_split_commas)
 
 
 class SendArgs(Command):
     command = "send"
-    summary = "send NAME a message; returns a Turn at once (--wait blocks until it answers)"
+    summary = ("send NAME a message; shows that turn and returns a Turn at once (--wait blocks and returns "
+               "the reply, a Message whose .turn is the Turn)")
     positionals = ("agent",)
     rest = "text"
     metavars = {"agent": "NAME"}
@@ -163,7 +167,17 @@ class InterruptArgs(Command):
 
 class StopArgs(Command):
     command = "stop"
-    summary = "let NAME finish its current round, then stop, keeping the work"
+    summary = ("let NAME finish its current round, then stop, keeping the work (--now: end the reply "
+               "where it is, kept and marked as cut)")
+    positionals = ("agent",)
+    metavars = {"agent": "NAME"}
+    agent: AgentName
+    now: bool = False
+
+
+class ShowArgs(Command):
+    command = "show"
+    summary = "show NAME's whole conversation, live (a %%mentra cell shows its own turn only)"
     positionals = ("agent",)
     metavars = {"agent": "NAME"}
     agent: AgentName
@@ -330,7 +344,7 @@ class CellArgs(Command):
 
 COMMANDS: dict[str, type[Command]] = {
     c.command: c for c in (SpawnArgs, SendArgs, ListAgentsArgs, ResumeArgs, ApproveArgs, DenyArgs,
-                           TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
+                           ShowArgs, TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
                            DbArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
                            HelpArgs)
 }

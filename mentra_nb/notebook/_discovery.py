@@ -2,12 +2,16 @@
 
 Order: an explicit `%mentra db PATH` (or `%mentra db postgresql://…`) → the
 `MENTRA_DB_URL` environment variable (a Postgres URL shared by several hosts) →
-the notebook's own path (from `JPY_SESSION_NAME`, IPython's `__session__`, or
-VS Code's `__vsc_ipynb_file__`) → `<notebook stem>.mentra.sqlite` beside it →
-else `./mentra.sqlite`. The runtime id is the notebook's file name, so two
-notebooks never see each other's agents even when they share a store; on a
-JupyterHub it starts with the user's name (`JUPYTERHUB_USER`), so two users'
-notebooks of one name do not either.
+the notebook's own path (from `JPY_SESSION_NAME`, IPython's `__session__`, VS
+Code's `__vsc_ipynb_file__` or a headless runner's command line) →
+`.mentra/<notebook stem>.sqlite` beside it → else `./.mentra/mentra.sqlite`.
+The runtime id is the notebook's file name, so two notebooks never see each
+other's agents even when they share a store; on a JupyterHub it starts with the
+user's name (`JUPYTERHUB_USER`), so two users' notebooks of one name do not
+either. The folder is hidden, so the file browser shows notebooks, not state.
+
+Earlier versions kept `<stem>.mentra.sqlite` (and `./mentra.sqlite`) beside the
+notebook: `migrate_store` moves such a file into the folder on first use.
 """
 
 from __future__ import annotations
@@ -26,10 +30,14 @@ from mentra_nb.errors import ConfigError
 from mentra_nb.store import is_postgres_url
 from mentra_nb.store.postgres import redact_dsn
 
-__all__ = ["StoreLocation", "discover_store", "notebook_path"]
+__all__ = ["EXPLICIT_SOURCE", "StoreLocation", "discover_store", "migrate_store", "notebook_path"]
 
-STORE_SUFFIX = ".mentra.sqlite"
 DB_URL_VARIABLE = "MENTRA_DB_URL"
+STATE_FOLDER = ".mentra"
+EXPLICIT_SOURCE = "set with %mentra db"
+LEGACY_SUFFIX = ".mentra.sqlite"
+# SQLite's companions of a database file, moved along with it.
+_COMPANIONS = ("", "-wal", "-shm", "-journal")
 
 
 class StoreLocation(BaseModel):
@@ -39,6 +47,8 @@ class StoreLocation(BaseModel):
     runtime_id: str
     source: str  # how it was found, shown by `%mentra db`
     notebook: Path | None = None
+    # Where earlier versions kept this notebook's state (moved here on first use).
+    legacy_path: Path | None = None
     url: str | None = None  # a Postgres URL: the store is there, not at `path`
 
     @property
@@ -60,25 +70,47 @@ def discover_store(user_ns: Mapping[str, Any], *, explicit: str | os.PathLike[st
                 "~/.pgpass (or PGPASSFILE) or the PGPASSWORD variable, or set MENTRA_DB_URL in "
                 "the kernel's environment"
             )
-        return StoreLocation(path=cwd / "mentra.sqlite", url=str(explicit), runtime_id=runtime_id,
-                             source="set with %mentra db", notebook=notebook)
+        return StoreLocation(path=cwd / STATE_FOLDER / "mentra.sqlite", url=str(explicit),
+                             runtime_id=runtime_id, source=EXPLICIT_SOURCE, notebook=notebook)
     url = environ.get(DB_URL_VARIABLE)
     if explicit is None and url:
         if not is_postgres_url(url):
             raise ConfigError(f"{DB_URL_VARIABLE} must be a postgresql:// URL, not {url[:30]!r}")
-        return StoreLocation(path=cwd / "mentra.sqlite", url=url, runtime_id=runtime_id,
-                             source=f"the {DB_URL_VARIABLE} environment variable", notebook=notebook)
+        return StoreLocation(path=cwd / STATE_FOLDER / "mentra.sqlite", url=url,
+                             runtime_id=runtime_id, notebook=notebook,
+                             source=f"the {DB_URL_VARIABLE} environment variable")
     if explicit is not None:
         path = Path(explicit).expanduser()
         return StoreLocation(path=path if path.is_absolute() else cwd / path, runtime_id=runtime_id,
-                             source="set with %mentra db", notebook=notebook)
+                             source=EXPLICIT_SOURCE, notebook=notebook)
     if found is not None:
         notebook = found[0]
-        return StoreLocation(path=notebook.with_name(notebook.name[: -len(".ipynb")] + STORE_SUFFIX),
+        stem = notebook.name[: -len(".ipynb")]
+        return StoreLocation(path=notebook.parent / STATE_FOLDER / f"{stem}.sqlite",
                              runtime_id=runtime_id, source=f"beside the notebook (from {found[1]})",
-                             notebook=notebook)
-    return StoreLocation(path=cwd / "mentra.sqlite", runtime_id=runtime_id,
-                         source="the current folder (the notebook's path is unknown)")
+                             notebook=notebook, legacy_path=notebook.with_name(stem + LEGACY_SUFFIX))
+    return StoreLocation(path=cwd / STATE_FOLDER / "mentra.sqlite", runtime_id=runtime_id,
+                         source="the current folder (the notebook's path is unknown)",
+                         legacy_path=cwd / "mentra.sqlite")
+
+
+def migrate_store(location: StoreLocation) -> Path | None:
+    """Move an earlier version's state file (and its -wal/-shm) to `location.path`
+    if only the old one exists; returns where it came from, or None. Creates the
+    state folder either way, so SQLite can make its file there."""
+    if location.url is not None:
+        return None  # on Postgres: no file to move, no folder to make
+    location.path.parent.mkdir(parents=True, exist_ok=True)
+    old = location.legacy_path
+    if old is None or location.path.exists() or not old.is_file():
+        return None
+    # The -wal holds committed transactions not yet in the main file: it moves
+    # first, so a crash between two renames never leaves a main file without them.
+    for suffix in reversed(_COMPANIONS):
+        source = old.with_name(old.name + suffix)
+        if source.exists():
+            os.replace(source, location.path.with_name(location.path.name + suffix))
+    return old
 
 
 def _runtime_id(notebook: Path | None, environ: Mapping[str, str]) -> str:

@@ -19,13 +19,15 @@ if TYPE_CHECKING:
     from mentra_nb import pricing, runtime
     from mentra_nb.messages import Usage
     from mentra_nb.notebook import _arguments as args
+    from mentra_nb.notebook import turn as turns
     from mentra_nb.notebook._session import NotebookSession
-    from mentra_nb.notebook.turn import Turn
+    from mentra_nb.notebook.turn import Reply, Turn
     from mentra_nb.runtime import Agent
 else:
     # `%load_ext` registers these magics; the parser (pydantic), the runtime and the
     # price table load with the first `%mentra` command, so loading stays cheap.
     args = lazy_import("mentra_nb.notebook._arguments")
+    turns = lazy_import("mentra_nb.notebook.turn")
     runtime = lazy_import("mentra_nb.runtime")
     pricing = lazy_import("mentra_nb.pricing")
 
@@ -93,20 +95,31 @@ class MentraMagics(Magics):
     # --- commands -----------------------------------------------------------------
 
     def _do_spawn(self, command: args.SpawnArgs) -> Agent:
-        model, note = self.session.spawn_model(command.agent, command.model, self.default_model)
-        if note:
-            print(f"mentra: {note}")
+        session = self.session
+        # Everything that would fail later fails here, before anything is stored.
+        if command.model:
+            session.check_credentials(command.model)
+        if command.tools:
+            session.check_tools(command.tools)
+        servers = command.mcp or []
+        session.check_mcp_servers(servers)
+        model, note = session.spawn_model(command.agent, command.model, self.default_model)
         enabled = [name for name, on in (("python", command.python), ("shell", command.shell)) if on]
         for name in enabled:
-            self.session.enable_tool(name)
-        hidden = [] if command.tools is not None else self.session.tools_hidden_from(model, enabled)
-        servers = command.mcp or []
-        self.session.check_mcp_servers(servers)
+            session.enable_tool(name)
+        hidden = [] if command.tools is not None else session.tools_hidden_from(model, enabled)
         config = runtime.AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
                                      subagents=command.subagents, team=command.team,
                                      read_only=command.read_only, auto_approve=command.auto_approve or [],
                                      mcp_servers=servers)
-        return self.session.spawn(command.agent, model, config)
+        agent, attached = session.spawn_or_attach(command.agent, model, config,
+                                                  model_given=command.model is not None,
+                                                  replace=command.replace)
+        if note and agent.snapshot.history_len == 0:  # the fallback matters to a new agent only
+            print(f"mentra: {note}")
+        if attached:
+            print(f"mentra: {attached}")
+        return agent
 
     def _do_approve(self, command: args.ApproveArgs) -> None:
         self.session.approve(self.session.agent(command.agent), command.call_id, always=command.always)
@@ -114,7 +127,7 @@ class MentraMagics(Magics):
     def _do_deny(self, command: args.DenyArgs) -> None:
         self.session.deny(self.session.agent(command.agent), command.call_id, command.reason)
 
-    def _do_send(self, command: args.SendArgs) -> Turn | None:
+    def _do_send(self, command: args.SendArgs) -> Turn | Reply | None:
         try:
             agent = self.session.agent(command.agent)
         except AgentNotFound:
@@ -127,7 +140,7 @@ class MentraMagics(Magics):
             return None
         return self._send(agent, command.text, wait=command.wait)
 
-    def _cell(self, command: args.CellArgs, body: str) -> Turn:
+    def _cell(self, command: args.CellArgs, body: str) -> Turn | Reply:
         prompt = body.strip()
         if not prompt:
             raise UsageError(f"the cell is empty: write the prompt below the magic line\n"
@@ -136,21 +149,22 @@ class MentraMagics(Magics):
             prompt = self._interpolate(prompt)
         return self._send(self.session.agent(command.agent), prompt, wait=command.wait)
 
-    def _send(self, agent: Agent, text: str, *, wait: bool) -> Turn:
-        view = self.session.view(agent)
-        if not wait:
-            display(view)  # live: the view streams while the cell returns at once
-        turn = self.session.send(agent, text)
+    def _send(self, agent: Agent, text: str, *, wait: bool) -> Turn | Reply:
+        # The cell shows its own turn, live; when the turn ends that output becomes
+        # the turn's static transcript (what a saved notebook keeps).
+        turn, view = self.session.start_turn(agent, text)
+        view.show()
         if wait:
-            try:
-                turn.result()
-            finally:
-                display(view)  # shown once finished, so saved outputs are stable
+            return turns.Reply.of(turn.result(), turn)
         return turn
 
     def _do_list(self, _command: args.ListAgentsArgs) -> None:
         records = self.session.records()
-        live = {a.id for a in self.session.runtime.agents}
+        runtime = self.session.runtime
+        live = {a.id for a in runtime.agents}
+        # Read on the runtime's thread, where approvals come and go.
+        waiting = self.session.host.call(
+            lambda: {a.id: a.snapshot.pending_approvals for a in runtime.agents})
         print(f"agents of '{self.session.location.runtime_id}' in {self.session.location.where}:")
         if not records:
             print("  none yet: %mentra spawn NAME")
@@ -163,6 +177,10 @@ class MentraMagics(Magics):
                   f"{r.run_generation:>3} turns  {r.message_count:>4} messages  "
                   f"{r.usage.input_tokens}/{r.usage.output_tokens} tokens  "
                   f"{pricing.format_cost(r.usage.cost_usd)}{kind}")
+            # A teammate or subagent without a view of its own must not wait unseen.
+            for call in waiting.get(r.id, []):
+                print(f"  {'':<{width}}  waiting for approval: {call.tool_name}  "
+                      f"(%mentra approve {r.name} {call.reference}, or %mentra deny)")
 
     def _do_cost(self, command: args.CostArgs) -> None:
         records = self.session.records()
@@ -227,13 +245,24 @@ class MentraMagics(Magics):
         self.session.interrupt(self.session.agent(command.agent))
 
     def _do_stop(self, command: args.StopArgs) -> None:
-        self.session.stop(self.session.agent(command.agent))
+        self.session.stop(self.session.agent(command.agent), now=command.now)
+
+    def _do_show(self, command: args.ShowArgs) -> None:
+        display(self.session.view(self.session.agent(command.agent)))
 
     def _do_team(self, command: args.TeamArgs) -> None:
         display(self.session.team_view(self.session.agent(command.lead)))
 
     def _do_teammate(self, command: args.TeammateArgs) -> None:
         lead = self.session.agent(command.lead)
+        mates = self.session.call(lambda: lead.teammates)
+        present = next((m for m in mates if m.name == command.agent and m.status.name != "shutdown"), None)
+        if present is not None and present.role == command.role:
+            # A rerun of the cell: the teammate is there, and its first mail went out before.
+            print(f"mentra: '{present.name}' is on {lead.name}'s team already ({present.role}, "
+                  f"{present.status.name}); nothing was sent again")
+            display(self.session.team_view(lead))
+            return
         spawn = lead.spawn_teammate(command.agent, command.role, command.prompt, model=command.model)
         teammate = self.session.host.submit(spawn).result(60)
         print(f"mentra: '{teammate.name}' joined {lead.name}'s team as {command.role}")
@@ -252,6 +281,7 @@ class MentraMagics(Magics):
             server = runtime.MCPServer.stdio(command.name, command.command_line,
                                              env=command.environment(), start_timeout=command.start_timeout)
         replaced = self.session.add_mcp_server(server)
+        # A rerun of the cell (the server stored by an earlier run) reads as the first run did.
         print(f"mentra: MCP server '{server.name}' {'replaced' if replaced else 'added'} "
               f"({server.describe()}); it starts when an agent first uses it. "
               f"Give an agent its tools with %mentra spawn NAME --mcp {server.name}")

@@ -145,6 +145,8 @@ def transcript_markdown(messages: list[Message]) -> str:
                 parts.append(f"tool {label}:\n\n{_fence(block.content[:_RESULT_PREVIEW])}")
             elif isinstance(block, ImageBlock):
                 parts.append(f"{who}: *\\[image {md_text(block.media_type)}\\]*")
+        if message.truncated:
+            parts.append("*… stopped here (Stop cut this reply)*")
     return "\n\n".join(parts)
 
 
@@ -172,4 +174,9 @@ def message_items(message: Message, index: int) -> list[dict[str, Any]]:
                           "truncated": len(block.content) > _RESULT_PREVIEW, "is_error": block.is_error})
         elif isinstance(block, ImageBlock):
             items.append({**base, "kind": "image", "media_type": block.media_type, "data": block.data})
+    if message.truncated:  # cut by Stop: the view marks where
+        for item in reversed(items):
+            if item["kind"] == "text":
+                item["truncated"] = True
+                break
     return items

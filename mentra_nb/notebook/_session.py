@@ -8,17 +8,31 @@ store work, never for an agent's turn.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from mentra_nb._notebook_path import use_namespace
-from mentra_nb.errors import AgentBusy, AgentNotFound, ConfigError, MCPServerError, MentraError
-from mentra_nb.notebook._discovery import StoreLocation, discover_store
+from mentra_nb.errors import (
+    AgentBusy,
+    AgentExists,
+    AgentNotFound,
+    ConfigError,
+    MCPServerError,
+    MentraError,
+    StoreError,
+)
+from mentra_nb.notebook._discovery import (
+    EXPLICIT_SOURCE,
+    StoreLocation,
+    discover_store,
+    migrate_store,
+)
 from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook._kernel_tools import KERNEL_TOOL_NAMES, kernel_tools, python_tool
-from mentra_nb.notebook.agent_view import AgentView
+from mentra_nb.notebook.agent_view import AgentView, TurnScope
 from mentra_nb.notebook.subagent_picker import SubagentPickerView
 from mentra_nb.notebook.team_view import TeamView
 from mentra_nb.notebook.turn import Turn
@@ -52,6 +66,18 @@ def _kernel_label() -> str | None:
 
 OPT_IN_TOOLS = ("python", "shell")
 OFFLINE_MODEL = "test"
+# The settings `%mentra spawn` sets, compared when a rerun attaches to a stored agent.
+SPAWN_SETTINGS = ("system", "tools", "subagents", "team", "read_only", "auto_approve", "mcp_servers")
+
+
+def _setting(value: object) -> str:
+    if isinstance(value, list):
+        return ",".join(map(str, value)) or "none"
+    if value is None:
+        return "unset"
+    if hasattr(value, "model_dump"):
+        return "on"
+    return repr(value) if isinstance(value, str) else str(value).lower()
 
 
 class NotebookSession:
@@ -80,6 +106,7 @@ class NotebookSession:
         if self._runtime is None:
             location = self.location
             workspace = self.workspace
+            self._prepare_folder(location)
 
             def open_runtime() -> Runtime:
                 return Runtime(
@@ -94,6 +121,24 @@ class NotebookSession:
 
             self._runtime = self.host.call(open_runtime)
         return self._runtime
+
+    @staticmethod
+    def _prepare_folder(location: StoreLocation) -> None:
+        """Make the state folder, move an earlier version's state file into it, and
+        say where state goes when the kernel cannot tell which notebook it runs."""
+        try:
+            moved = migrate_store(location)
+        except OSError as err:
+            raise StoreError(f"cannot prepare {location.path}: {err}; %mentra db PATH picks another "
+                             "state file") from err
+        if moved is not None:
+            print(f"mentra: moved this notebook's state from {moved.name} to {location.path}")
+        # In a kernel only: a terminal IPython has no notebook to find.
+        if (location.notebook is None and location.source != EXPLICIT_SOURCE and location.url is None
+                and _kernel_label() is not None):
+            print(f"mentra: this kernel does not know its notebook's path, so agents are kept in "
+                  f"{location.path} (runtime id '{location.runtime_id}'); to give this notebook a file "
+                  "of its own, add %mentra db NAME.sqlite to its first cell")
 
     @property
     def workspace(self) -> Path:
@@ -142,16 +187,8 @@ class NotebookSession:
                 "(pass --model provider:model or set %config MentraMagics.default_model)"
             )
         # The configured default may need a key this machine lacks: say so and stay offline.
-        runtime = self.runtime
-
-        def check_credentials() -> None:
-            provider, _ = runtime.providers.resolve(default_model)
-            find_key = getattr(provider, "api_key", None)  # HTTP providers look keys up lazily
-            if callable(find_key):
-                find_key()
-
         try:
-            self.host.call(check_credentials)
+            self.check_credentials(default_model)
         except MentraError as err:
             return OFFLINE_MODEL, f"{err}\nmentra: so '{agent}' uses the offline test model"
         return default_model, None
@@ -207,13 +244,14 @@ class NotebookSession:
     # --- MCP servers ----------------------------------------------------------------
 
     def add_mcp_server(self, server: MCPServer) -> bool:
-        """Configure `server` for this notebook's agents; True if it replaced one."""
+        """Configure `server` for this notebook's agents; True if it replaced one
+        that was set up differently."""
         runtime = self.runtime
 
         def add() -> bool:
-            replaced = any(s.name == server.name for s in mcp.servers(runtime))
+            before = next((s for s in mcp.servers(runtime) if s.name == server.name), None)
             runtime.add_mcp_server(server)
-            return replaced
+            return before is not None and before.target != server.describe()
 
         return self.host.call(add)
 
@@ -271,6 +309,85 @@ class NotebookSession:
         label = f" ({holder.label})" if holder.label else ""
         return f"pid {holder.pid} on {holder.host}{label}"
 
+    def spawn_or_attach(self, name: str, model: str, config: AgentConfig, *, model_given: bool,
+                        replace: bool = False) -> tuple[Agent, str | None]:
+        """The agent `name` as a spawn cell asks for it, and a note for the cell.
+
+        A rerun of the cell (the same kernel, a restarted one, a scheduled run)
+        attaches to the agent stored under that name when its model (if the cell
+        names one) and its settings match; otherwise it says what differs and
+        that `--replace` starts over. `replace` renames the stored agent (nothing
+        is deleted) and spawns a new one, whatever its settings."""
+        runtime = self.runtime
+        live = next((a for a in runtime.agents if a.name == name and not a.is_teammate), None)
+        record = None if live is not None else next(
+            (r for r in self.records() if r.name == name and r.kind == "agent"), None)
+        stored_id = live.id if live is not None else record.id if record is not None else None
+        if stored_id is None:
+            return self.spawn(name, model, config), None
+        agent_id: str = stored_id
+        if replace:
+            # Retired without being resumed: its teammates are not woken to be left behind.
+            taken = {r.name for r in self.records()}
+            retired = next(f"{name[:50]}.replaced-{n}" for n in range(1, 10_000)
+                           if f"{name[:50]}.replaced-{n}" not in taken)
+            self.host.call(lambda: runtime.retire_agent(agent_id, retired))
+            self._views.pop(agent_id, None)
+            agent = self.spawn(name, model, config)
+            return agent, f"the earlier '{name}' is kept as '{retired}' (%mentra resume {retired})"
+        existing = live if live is not None else self.host.call(lambda: runtime.resume_agent(agent_id))
+        differences = self._differences(existing, model if model_given else None, config)
+        if differences:
+            raise AgentExists(
+                f"'{name}' is stored with other settings ({'; '.join(differences)}). Rerunning a spawn "
+                f"cell attaches to the stored agent only when they match: change the cell back, or start "
+                f"over with %mentra spawn {name} ... --replace (the stored one is kept, renamed)")
+        if live is not None:
+            return existing, None
+        return existing, (f"'{name}' was stored: attached to it ({existing.snapshot.history_len} "
+                          f"messages, {existing.status}); --replace would start over")
+
+    def _differences(self, agent: Agent, model: str | None, config: AgentConfig) -> list[str]:
+        """What a spawn cell asks for that `agent` was not created with: the model
+        (when the cell names one) and the settings the magic sets."""
+        differences = []
+        if model is not None:
+            runtime = self.runtime
+            key = self.host.call(lambda: runtime.providers.resolve(model)[1].key)
+            if key != agent.model.key:
+                differences.append(f"model {agent.model.key}, not {key}")
+        stored = agent.config
+        for field in SPAWN_SETTINGS:
+            old, new = getattr(stored, field), getattr(config, field)
+            if old != new:
+                differences.append(f"{field} {_setting(old)}, not {_setting(new)}")
+        return differences
+
+    def check_tools(self, names: list[str]) -> None:
+        """Fail now, in the cell, on a tool name no agent here could be offered."""
+        runtime = self.runtime
+        known = [*self.host.call(runtime.tool_names), *OPT_IN_TOOLS]
+        unknown = [n for n in names if n not in known and not n.startswith("mcp__")]
+        if unknown:
+            suggestion = difflib.get_close_matches(unknown[0], known, n=1)
+            hint = f"; did you mean '{suggestion[0]}'?" if suggestion else ""
+            raise ConfigError(
+                f"unknown tool {', '.join(repr(n) for n in unknown)} in --tools{hint}. Known: "
+                f"{', '.join(sorted(known))} (register your own with nb.session().register_tool(fn) "
+                "before spawning; MCP tools come with --mcp SERVER)")
+
+    def check_credentials(self, model: str) -> None:
+        """Fail now, in the cell, when `model`'s provider has no key here."""
+        runtime = self.runtime
+
+        def check() -> None:
+            provider, _ = runtime.providers.resolve(model)
+            find_key = getattr(provider, "api_key", None)  # HTTP providers look keys up lazily
+            if callable(find_key):
+                find_key()
+
+        self.host.call(check)
+
     def agent(self, name: str) -> Agent:
         runtime = self.runtime
         for agent in runtime.agents:
@@ -296,7 +413,21 @@ class NotebookSession:
                                 f"(stored: {known})")
         return [self.host.call(lambda: runtime.resume_agent(record.id))]
 
+    def start_turn(self, agent: Agent, text: str) -> tuple[Turn, AgentView]:
+        """Send `text` to `agent` as `send` does, with a view of this turn alone
+        (made before the run starts, so it misses nothing of it)."""
+        self._check_idle(agent)
+        snapshot = agent.snapshot
+        view = AgentView(agent, self.host,
+                         turn=TurnScope(first=snapshot.history_len, generation=snapshot.run_generation + 1))
+        return self.send(agent, text), view
+
     def send(self, agent: Agent, text: str) -> Turn:
+        self._check_idle(agent)
+        generation = agent.snapshot.run_generation + 1
+        return Turn(agent.name, generation, self.host.submit(agent.send(text)))
+
+    def _check_idle(self, agent: Agent) -> None:
         if agent.is_running:
             # Say so now, in the cell, rather than through a Turn that fails later.
             raise AgentBusy(
@@ -304,11 +435,9 @@ class NotebookSession:
                 f"wait for it (turn.result()), or %mentra stop {agent.name} / %mentra interrupt "
                 f"{agent.name} first"
             )
-        generation = agent.snapshot.run_generation + 1
-        return Turn(agent.name, generation, self.host.submit(agent.send(text)))
 
-    def stop(self, agent: Agent) -> None:
-        self.host.call(agent.stop)
+    def stop(self, agent: Agent, *, now: bool = False) -> None:
+        self.host.call(lambda: agent.stop(now=now))
 
     def interrupt(self, agent: Agent) -> None:
         self.host.call(agent.cancel)

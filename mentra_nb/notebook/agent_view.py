@@ -8,9 +8,20 @@ Traffic rules (why the widget stays cheap on long streams):
   message once, as safe HTML rendered in the kernel (the browser needs no
   markdown library). A reply that was just streamed is sent as references
   into the text the browser already has (`stream_refs`), so its bytes cross
-  the wire once. A view that opens late says `hello` and gets the whole
-  transcript and the half-streamed text in reply.
+  the wire once.
+- Displaying the widget sends the whole transcript and the half-streamed text
+  at once, and the browser keeps one stream per widget model (not per view):
+  a view needs no answer from the kernel, which matters during Run All, when
+  the kernel answers nothing until the last queued cell ran. A view that
+  finds a gap says `hello` and gets the same in reply. Nothing is rendered
+  before the widget is displayed: resuming fifty long agents renders nothing.
 - Browser messages are validated; an invalid one is logged and ignored.
+
+A view shows an agent's whole conversation (`scope` {}), or one turn (`scope`
+{"kind": "turn", "first": N}: the messages from index N, for the run that a
+cell started). A turn view follows its run only; when the run ends, each place
+it was shown is replaced by the turn as static markdown, which every reader of
+the saved notebook can render (JupyterLab without a kernel, GitHub, nbconvert).
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -29,15 +41,23 @@ from mentra_nb import pricing
 from mentra_nb.errors import AgentError
 from mentra_nb.messages import Message, Role, TextBlock, ThinkingBlock
 from mentra_nb.notebook._assets import static_file
+from mentra_nb.notebook._display import Shown, show
 from mentra_nb.notebook._rendering import md_code, md_text, message_items, transcript_markdown
 from mentra_nb.notebook._stream_refs import encode_html
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
-from mentra_nb.runtime import Agent, AgentEvent, AgentSnapshot, PendingApproval, spending
+from mentra_nb.runtime import (
+    Agent,
+    AgentEvent,
+    AgentSnapshot,
+    AgentStatus,
+    PendingApproval,
+    spending,
+)
 
 if TYPE_CHECKING:
     from mentra_nb.notebook._host import RuntimeHost
 
-__all__ = ["BATCH_BYTES", "MAX_BATCH_DELAY", "STREAM_INTERVAL", "AgentView"]
+__all__ = ["BATCH_BYTES", "MAX_BATCH_DELAY", "STREAM_INTERVAL", "AgentView", "TurnScope"]
 
 log = logging.getLogger("mentra_nb.notebook")
 
@@ -57,6 +77,7 @@ class _Hello(BrowserMessage):
 
 class _Stop(BrowserMessage):
     kind: Literal["stop"]
+    now: bool = False  # True: "Stop" (end the stream now); False: "Finish round"
 
 
 class _Interrupt(BrowserMessage):
@@ -116,17 +137,25 @@ class AgentView(MentraWidget):
     # What `agent.resume()` would do: {"kind": "replay", "text": ...} for a rolled-back
     # user turn, {"kind": "continue"} after cut tool calls, {} when there is nothing.
     resumable = traitlets.Dict().tag(sync=True)
+    # {} for the whole conversation, {"kind": "turn", "first": N} for one turn's view.
+    scope = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, agent: Agent, host: RuntimeHost) -> None:
-        super().__init__()
+    def __init__(self, agent: Agent, host: RuntimeHost, *, turn: TurnScope | None = None) -> None:
         self._agent = agent
         self._host = host
+        self._turn = turn
+        self._first = turn.first if turn is not None else 0
         self._seq = 0
         # The committed transcript as display items, kept here (not in a synced
         # trait, which would resend the whole list on every message) and built
-        # when a view first asks: resuming fifty long agents renders nothing.
+        # when the widget is first displayed.
         self._items: list[dict[str, Any]] | None = None
-        self._rendered_messages = 0
+        self._rendered_messages = self._first
+        self._shown: list[Shown] = []  # where a turn view was displayed
+        self._ended = False
+        self._end: int | None = None  # a turn view's message count when its turn ended
+        self._partial = ""  # the reply streamed so far, as last read
+        self._shown_lock = threading.Lock()  # `show` (shell thread) against `_end_turn` (runtime thread)
         # How much of the current message's stream the browser has.
         self._sent_text = 0
         self._sent_thinking = 0
@@ -138,6 +167,8 @@ class AgentView(MentraWidget):
         self._timer: asyncio.TimerHandle | None = None
         self._cost_key: tuple[object, ...] | None = None
         self._tree_cost = ""
+        super().__init__(agent_name=agent.name, model_key=agent.model.key,
+                         scope={} if turn is None else {"kind": "turn", "first": turn.first})
         self.on_msg(self._on_browser_message)
         host.call(self._attach)
 
@@ -151,7 +182,15 @@ class AgentView(MentraWidget):
         self._unsubscribe = agent.on_event(self._on_event, deltas=False)
         self._poll_while_running()
 
+    def _follows_run(self) -> bool:
+        """Whether the agent's current run is one this view shows (a turn view
+        shows its own run only)."""
+        return self._turn is None or self._agent.snapshot.run_generation == self._turn.generation
+
     def _on_event(self, event: AgentEvent) -> None:
+        if self._turn is not None and getattr(event, "run_generation", self._turn.generation) != \
+                self._turn.generation:
+            return  # another turn's: its own cell shows it
         if event.type == "run_started":
             self._poll_while_running()
         if event.type == "tool_execution_progress":
@@ -166,9 +205,66 @@ class AgentView(MentraWidget):
                 if event.type in ("run_failed", "run_cancelled"):
                     self._reset_stream()
                 self._sync_state()
+        if self._turn is not None and event.type in ("run_finished", "run_failed", "run_cancelled"):
+            if event.type == "run_cancelled":  # rolled back: the agent is idle, this turn was cut
+                self.status = AgentStatus.interrupted().model_dump()
+            else:
+                self._partial = ""
+            self._end_turn()
+
+    def _end_turn(self) -> None:
+        """The turn this view shows is over: stop following the agent, and put
+        the turn as static markdown where the view was shown."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        with self._shown_lock:
+            self._end = self._agent.snapshot.history_len
+            self._ended = True
+            shown = list(self._shown)
+        bundle = self._static_bundle()
+        for place in shown:
+            place.replace(bundle)
+
+    def _static_bundle(self) -> dict[str, Any]:
+        return {"text/plain": repr(self), "text/markdown": self._markdown()}
+
+    def show(self) -> None:
+        """Display this view in the running cell (a turn view's place is replaced
+        by its static transcript when the turn ends)."""
+        shown = show(self)
+        if shown is None:
+            return
+        with self._shown_lock:
+            ended = self._ended
+            if not ended:
+                self._shown.append(shown)
+        if ended:  # the turn ended before the cell showed it
+            shown.replace(self._host.call(self._static_bundle))
+
+    def _status(self) -> dict[str, Any]:
+        """The status trait: the agent's, with `stopping` ("now" / "round") while a
+        stop is on its way; a turn view not yet started says it waits for the model."""
+        agent = self._agent
+        if not self._follows_run() and self._turn is not None and \
+                agent.snapshot.run_generation < self._turn.generation:
+            return AgentStatus.awaiting_model().model_dump()
+        status = agent.snapshot.status.model_dump()
+        stopping = agent.stopping
+        if stopping is not None:
+            status["stopping"] = stopping
+        return status
+
+    def _stop(self, now: bool) -> None:
+        self._agent.stop(now=now)
+        self._sync_state()  # "stopping…" at once, before the run ends
 
     def _poll_while_running(self) -> None:
-        if self._timer is None and self._agent.is_running and self.comm is not None:  # not closed
+        if (self._timer is None and self._agent.is_running and self._follows_run() and not self._ended
+                and self.comm is not None):  # not closed
             self._timer = asyncio.get_running_loop().call_later(STREAM_INTERVAL, self._poll)
 
     def _poll(self) -> None:
@@ -180,10 +276,12 @@ class AgentView(MentraWidget):
         """Send what streamed since the last flush, if anything did. `batched`
         (the poll) sends only when a batch is due; events flush everything."""
         snapshot = self._agent.snapshot
-        status = snapshot.status.model_dump()
+        status = self._status()
         if status != self.status:
             self.status = status
         text, thinking = snapshot.current_text, snapshot.current_thinking
+        if text:
+            self._partial = text  # what an Interrupt would cut (a turn view keeps showing it)
         if len(text) < self._sent_text or len(thinking) < self._sent_thinking:
             self._resend_stream()  # the stream restarted without an event we act on
             return
@@ -270,8 +368,8 @@ class AgentView(MentraWidget):
         agent = self._agent
         snapshot = agent.snapshot
         with self.hold_sync():
-            self.status = snapshot.status.model_dump()
-            self.run_generation = snapshot.run_generation
+            self.status = self._status()
+            self.run_generation = snapshot.run_generation if self._turn is None else self._turn.generation
             self.usage = snapshot.usage.model_dump()
             cost = self._cost_text(snapshot)
             if cost != self.cost:
@@ -283,27 +381,33 @@ class AgentView(MentraWidget):
             resumable = _resumable(agent)
             if resumable != self.resumable:
                 self.resumable = resumable
-        if self._items is None or snapshot.history_len == self._rendered_messages:
-            return False  # no view has asked for the transcript yet, or nothing is new
-        if snapshot.history_len > self._rendered_messages:
+        count = snapshot.history_len
+        if self._items is None or count == self._rendered_messages or (
+                count < self._first and self._rendered_messages == self._first):
+            return False  # not displayed yet, or nothing new (or a turn rolled back before it began)
+        if count > self._rendered_messages:
             start = len(self._items)
-            new = self._render(agent.recent_messages(snapshot.history_len - self._rendered_messages),
-                               self._rendered_messages)
+            new = self._render(agent.recent_messages(count - self._rendered_messages), self._rendered_messages)
         else:  # a rollback: render again
-            start, new = 0, self._render(agent.history, 0)
+            messages = agent.history if self._turn is None else agent.recent_messages(count - self._first)
+            start, new = 0, self._render(messages, self._first)
             self._items.clear()
+        count = max(count, self._first)
         self._items.extend(new)
-        self._rendered_messages = snapshot.history_len
+        self._rendered_messages = count
         self._send_items(start, new, stream)
         return stream is not None
 
     @property
     def items(self) -> list[dict[str, Any]]:
-        """The committed transcript as the browser shows it (rendered on first use)."""
+        """The committed transcript (of its turn, for a turn view) as the browser
+        shows it (rendered on first use)."""
         if self._items is None:
-            history = self._agent.history
-            self._items = self._render(history, 0)
-            self._rendered_messages = len(history)
+            agent = self._agent
+            count = agent.snapshot.history_len
+            messages = agent.history if self._turn is None else agent.recent_messages(count - self._first)
+            self._items = self._render(messages, self._first)
+            self._rendered_messages = max(count, self._first)
         return self._items
 
     @staticmethod
@@ -328,6 +432,11 @@ class AgentView(MentraWidget):
 
     def _resend_stream(self) -> None:
         snapshot = self._agent.snapshot
+        if self._ended or not self._follows_run():
+            self._sent_text = self._sent_thinking = 0
+            self._tool_json = {}
+            self._send_stream("reset", "", "", {})
+            return
         self._sent_text, self._sent_thinking = len(snapshot.current_text), len(snapshot.current_thinking)
         self._tool_json = {p.id: p.input_json for p in snapshot.pending_tool_uses}
         self._send_stream("reset", snapshot.current_text, snapshot.current_thinking, dict(self._tool_json))
@@ -340,7 +449,7 @@ class AgentView(MentraWidget):
         if isinstance(message, _Hello):
             self._host.call_soon(self._hello)
         elif isinstance(message, _Stop):
-            self._host.call_soon(agent.stop)
+            self._host.call_soon(self._stop, message.now)
         elif isinstance(message, _Interrupt):
             self._host.call_soon(agent.cancel)
         elif isinstance(message, _Send):
@@ -356,22 +465,70 @@ class AgentView(MentraWidget):
 
     # --- static outputs -----------------------------------------------------------
 
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # Displayed: the browser gets the transcript now, without asking for it (a
+        # busy kernel would answer a hello only after the cells queued before it).
+        self._host.call_soon(self._hello)
+        return super()._repr_mimebundle_(**kwargs)
+
     def __repr__(self) -> str:
         agent = self._agent
+        if self._turn is not None and not self._ended:
+            # Deterministic while it runs: a cell's saved text must not depend on timing.
+            return f"AgentView({agent.name}, turn {self._turn.generation})"
+        if self._turn is not None:
+            return (f"AgentView({agent.name}, turn {self._turn.generation}, {self._turn_status()}, "
+                    f"{len(self._turn_messages())} messages)")
         return f"AgentView({agent.name}, {agent.model.key}, {agent.status}, {agent.snapshot.history_len} messages)"
+
+    def _turn_status(self) -> str:
+        status = self.status
+        name = str(status.get("name", "idle"))
+        return f"failed: {status.get('error')}" if name == "failed" else name
+
+    def _turn_messages(self) -> list[Message]:
+        """This turn's messages (not later turns', once it ended)."""
+        agent = self._agent
+        count = agent.snapshot.history_len
+        end = count if self._end is None else min(self._end, count)
+        return agent.recent_messages(count - self._first)[: max(0, end - self._first)]
 
     def _markdown(self) -> str:
         agent = self._agent
-        header = f"**{md_text(agent.name)}** · {md_code(agent.model.key)} · {md_text(str(agent.status))}"
-        recent = agent.recent_messages(STATIC_MESSAGES)
-        earlier = agent.snapshot.history_len - len(recent)
+        if self._turn is not None and not self._ended:
+            # Deterministic while it runs (saved text must not depend on timing); the
+            # turn's transcript replaces it when the turn ends.
+            return f"**{md_text(agent.name)}** · turn {self._turn.generation} · *running…*"
+        if self._turn is not None:
+            header = (f"**{md_text(agent.name)}** · turn {self._turn.generation} · "
+                      f"{md_text(self._turn_status())}")
+            recent = self._turn_messages()[-STATIC_MESSAGES:]
+            earlier = len(self._turn_messages()) - len(recent)
+        else:
+            header = f"**{md_text(agent.name)}** · {md_code(agent.model.key)} · {md_text(str(agent.status))}"
+            recent = agent.recent_messages(STATIC_MESSAGES)
+            earlier = agent.snapshot.history_len - len(recent)
         if earlier > 0:
             header += f"\n\n*… {earlier} earlier messages (`agent.history` has them all)*"
         body = transcript_markdown(recent)
+        resumable = agent.resumable_turn
+        if self._turn is not None and not recent and resumable is not None:
+            body = f"*rolled back (`agent.resume()` replays it):* {md_text(resumable.text)}"
+            if self._partial.strip():
+                # Interrupt rolls the turn back; what had streamed stays readable here.
+                body += f"\n\n*the reply so far, not kept:*\n\n{md_text(self._partial)}"
         waiting = [f"*waiting for approval:* {md_code(p.tool_name)} (`%mentra approve` "
                    f"{md_code(agent.name)} {md_code(p.reference)})"
                    for p in agent.snapshot.pending_approvals]
         return "\n\n".join([header, *([body] if body else []), *waiting])
+
+
+@dataclass(frozen=True)
+class TurnScope:
+    """The turn a view shows: the messages from index `first` on, of run `generation`."""
+
+    first: int
+    generation: int
 
 
 @dataclass

@@ -3,21 +3,25 @@
 The badge (count and tone) and the list follow every change of the tree as it
 is committed; a click on a child opens a read-only preview of its transcript,
 one turn at a time, with "load older" prepending the turn before. Previews
-read the store, so they work while the root is running.
+read the store, so they work while the root is running. A child's tool call
+that waits for the user shows on its row ("waiting for approval: TOOL") and
+gets Approve / Always allow / Deny, as a teammate's does in the TeamView.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import traitlets
 from pydantic import Field, TypeAdapter
 
-from mentra_nb.errors import MentraError
+from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.notebook._assets import static_file
 from mentra_nb.notebook._rendering import md_cell, md_code, md_text, message_items
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
+from mentra_nb.notebook.agent_view import approval_item
 from mentra_nb.runtime import Agent, subagents
 from mentra_nb.runtime.subagents import (
     PickerRemoved,
@@ -55,9 +59,27 @@ class _Interrupt(BrowserMessage):
     path: Annotated[str, _PATH]
 
 
+class _ApproveCall(BrowserMessage):
+    kind: Literal["approve_call"]
+    path: Annotated[str, _PATH]
+    call_id: str = Field(min_length=1, max_length=200)
+    always: bool = False
+
+
+class _DenyCall(BrowserMessage):
+    kind: Literal["deny_call"]
+    path: Annotated[str, _PATH]
+    call_id: str = Field(min_length=1, max_length=200)
+    reason: str = Field(default="", max_length=2_000)
+
+
 _browser_message: TypeAdapter[Any] = browser_messages(
-    Annotated[_Open | _Older | _Close | _Interrupt, Field(discriminator="kind")]
+    Annotated[_Open | _Older | _Close | _Interrupt | _ApproveCall | _DenyCall, Field(discriminator="kind")]
 )
+
+
+LIVE_INTERVAL = 0.25  # seconds between reads of the open child's streaming text
+LIVE_PREVIEW_CHARS = 4_000
 
 
 class SubagentPickerView(MentraWidget):
@@ -68,13 +90,18 @@ class SubagentPickerView(MentraWidget):
     badge = traitlets.Dict().tag(sync=True)  # {count, text, tone}
     options: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # [{label, status, model, path, agent_id}]
     preview = traitlets.Dict().tag(sync=True)  # {path, status, model, items, has_older, ...}
+    approvals: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # children's calls waiting for the user
     notice = traitlets.Unicode("").tag(sync=True)
+    # The open child's reply as it streams (its last LIVE_PREVIEW_CHARS), "" when it is
+    # not streaming: a running subagent's preview shows more than its committed turns.
+    preview_live = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, root: Agent, host: RuntimeHost) -> None:
         super().__init__()
         self._root = root
         self._host = host
         self._older: str | None = None  # cursor of the turn before the oldest one shown
+        self._live_timer: asyncio.TimerHandle | None = None
         self.on_msg(self._on_browser_message)
         host.call(self._attach)
 
@@ -90,6 +117,7 @@ class SubagentPickerView(MentraWidget):
                 self.badge = {"count": event.picker.count, "text": event.picker.text,
                               "tone": event.picker.tone}
                 self.options = [o.model_dump() for o in event.picker.options]
+                self._refresh_approvals()
                 open_path = self.preview.get("path")
                 # Follow the open child's latest turn, unless the reader went back in time.
                 if open_path and not self.preview.get("loaded_older"):
@@ -99,6 +127,7 @@ class SubagentPickerView(MentraWidget):
                 self.badge = {}
                 self.options = []
                 self.preview = {}
+                self.approvals = []
         elif isinstance(event, SubagentNotice):
             self.notice = event.text
 
@@ -111,6 +140,21 @@ class SubagentPickerView(MentraWidget):
         items = self.preview.get("items", []) if older else []
         self.preview = self._page(page, prepend_to=items, loaded_older=older)
         self._older = page.older
+        self._follow_live()
+
+    def _follow_live(self) -> None:
+        """Read the open child's streaming text now and again every LIVE_INTERVAL
+        while it runs (a trait of its own: the preview's items are not resent)."""
+        if self._live_timer is not None:
+            self._live_timer.cancel()
+            self._live_timer = None
+        path = self.preview.get("path")
+        child = subagents.subagent(self._root, path) if path else None
+        text = child.snapshot.current_text[-LIVE_PREVIEW_CHARS:] if child is not None else ""
+        if text != self.preview_live:
+            self.preview_live = text
+        if child is not None and child.is_running and self.comm is not None:
+            self._live_timer = asyncio.get_running_loop().call_later(LIVE_INTERVAL, self._follow_live)
 
     @staticmethod
     def _page(page: PreviewPage, *, prepend_to: list[dict[str, Any]], loaded_older: bool) -> dict[str, Any]:
@@ -120,6 +164,29 @@ class SubagentPickerView(MentraWidget):
             "items": [*items, *prepend_to], "has_older": page.has_older,
             "truncated": page.truncated, "error": page.error, "loaded_older": loaded_older,
         }
+
+    def _close_preview(self) -> None:
+        self.preview = {}
+        self._follow_live()  # stops following: no child is open
+
+    def _refresh_approvals(self) -> None:
+        # The tree records which children wait (each change commits and lands here);
+        # the calls themselves are read from the live children.
+        approvals = [{"path": path, **approval_item(call)}
+                     for path, call in subagents.pending_approvals(self._root)]
+        if approvals != self.approvals:
+            self.approvals = approvals
+
+    def _answer_call(self, message: _ApproveCall | _DenyCall) -> None:
+        try:
+            if isinstance(message, _ApproveCall):
+                subagents.approve_call(self._root, message.path, message.call_id, always=message.always)
+            else:
+                subagents.deny_call(self._root, message.path, message.call_id, message.reason)
+            self.notice = ""
+        except (AgentError, MentraError) as err:  # answered twice, or the run ended meanwhile
+            self.notice = str(err)
+        self._refresh_approvals()
 
     def _interrupt(self, path: str) -> None:
         try:
@@ -138,9 +205,11 @@ class SubagentPickerView(MentraWidget):
             if self.preview.get("path") and self._older is not None:
                 self._host.call_soon(lambda: self._show(self.preview["path"], older=True))
         elif isinstance(message, _Close):
-            self._host.call_soon(setattr, self, "preview", {})
+            self._host.call_soon(self._close_preview)
         elif isinstance(message, _Interrupt):
             self._host.call_soon(self._interrupt, message.path)
+        elif isinstance(message, (_ApproveCall, _DenyCall)):
+            self._host.call_soon(self._answer_call, message)
 
     # --- static outputs --------------------------------------------------------
 
@@ -148,7 +217,16 @@ class SubagentPickerView(MentraWidget):
         return f"SubagentPickerView({self._root.name}, {len(self.options)} subagents)"
 
     def _markdown(self) -> str:
-        rows = [f"| {md_code(str(o['path']))} | {md_cell(o['status'])} | {md_code(str(o['model']))} |"
+        rows = [f"| {md_code(str(o['path']))} | {md_cell(_status_label(o))} | {md_code(str(o['model']))} |"
                 for o in self.options]
         table = "\n".join(["| subagent | status | model |", "|---|---|---|", *rows]) if rows else ""
-        return f"**{md_text(self._root.name)}** · {len(self.options)} subagents\n\n{table}".rstrip()
+        waiting = "\n".join(f"- *{md_text(str(a['path']))} waits for approval:* {md_code(str(a['name']))} "
+                            f"(`subagents.approve_call(root, {a['path']!r}, {a['ref']!r})`)"
+                            for a in self.approvals)
+        return "\n\n".join(part for part in (
+            f"**{md_text(self._root.name)}** · {len(self.options)} subagents", table, waiting) if part)
+
+
+def _status_label(option: dict[str, Any]) -> str:
+    waiting = option.get("waiting_for_approval") or []
+    return f"waiting for approval: {', '.join(waiting)}" if waiting else str(option["status"])

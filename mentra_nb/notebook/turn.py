@@ -1,4 +1,5 @@
-"""`Turn`: the handle a cell gets back when it sends an agent work."""
+"""`Turn`: the handle a cell gets back when it sends an agent work, and `Reply`,
+what a `--wait` cell gets: the answer itself."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import concurrent.futures
 from collections.abc import Generator
 from typing import Any
 
+from pydantic import PrivateAttr
+
 from mentra_nb.messages import Message
 
-__all__ = ["Turn"]
+__all__ = ["Reply", "Turn"]
 
 
 class Turn:
@@ -48,3 +51,30 @@ class Turn:
 
     def __await__(self) -> Generator[Any, None, Message]:
         return asyncio.wrap_future(self._future).__await__()
+
+
+class Reply(Message):
+    """The assistant's final `Message` of a turn a cell waited for
+    (`%%mentra NAME --wait`): the cell's result reads as the reply's text, and
+    `reply.turn` is the `Turn` it came from.
+
+        reply = %mentra send writer --wait Say hello.
+        reply.text, reply.turn.run_generation
+    """
+
+    _turn: Turn | None = PrivateAttr(default=None)
+
+    @classmethod
+    def of(cls, message: Message, turn: Turn) -> Reply:
+        reply = cls(role=message.role, content=message.content, truncated=message.truncated)
+        reply._turn = turn
+        return reply
+
+    @property
+    def turn(self) -> Turn | None:
+        """The `Turn` this reply ended."""
+        return self._turn
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # IPython shows the text itself, as the answer reads, not the model's fields.
+        printer.text(self.text + (" [stopped here]" if self.truncated else ""))

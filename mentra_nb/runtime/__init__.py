@@ -35,6 +35,7 @@ from mentra_nb.runtime._snapshot import (
     TeamMemberStatus,
 )
 from mentra_nb.runtime._state import AgentState
+from mentra_nb.runtime._turn_loop import STOPPED_TOOL_RESULT, StopKind
 from mentra_nb.runtime.cost import CostExtension, Spending, spending, spending_from_records
 from mentra_nb.runtime.events import AgentEvent
 from mentra_nb.runtime.mcp import MCPExtension, MCPServer
@@ -58,6 +59,7 @@ __all__ = [
     "FILE_TOOL_NAMES",
     "INTERRUPTED_TOOL_RESULT",
     "SECRET_FILES",
+    "STOPPED_TOOL_RESULT",
     "Agent",
     "AgentConfig",
     "AgentEvent",
@@ -81,6 +83,7 @@ __all__ = [
     "Services",
     "SnapshotFields",
     "Spending",
+    "StopKind",
     "SubagentError",
     "SubagentLimits",
     "SubagentSummary",

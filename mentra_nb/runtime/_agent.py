@@ -9,6 +9,7 @@ the extensions attached to it, and offers the public API.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -19,6 +20,7 @@ from mentra_nb.errors import (
     AgentError,
     AgentNotFound,
     ConfigError,
+    MentraError,
     NoResumableTurn,
     StoreError,
 )
@@ -33,7 +35,7 @@ from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import Services
 from mentra_nb.runtime._snapshot import AgentSnapshot, SnapshotFields, TeammateInfo
 from mentra_nb.runtime._state import AgentState
-from mentra_nb.runtime._turn_loop import TurnLoop
+from mentra_nb.runtime._turn_loop import StopKind, TurnLoop
 from mentra_nb.runtime.events import AgentEvent
 from mentra_nb.runtime.mcp import MCPServer
 from mentra_nb.runtime.tools import Tool
@@ -92,7 +94,9 @@ class Agent:
     def __init__(self, runtime: OwningRuntime, persisted: PersistedAgent,
                  extensions: Sequence[RuntimeExtension] = ()) -> None:
         record = persisted.record
-        self._runtime = runtime
+        # Weak: an agent (and every task driving it) must not keep alive a runtime its
+        # user dropped; that runtime's finaliser closes it (see _closing.py).
+        self._runtime = weakref.ref(runtime)
         self._services = runtime.services
         self.id = record.id
         self.name = record.name
@@ -113,7 +117,7 @@ class Agent:
         self._state = AgentState(self.id, self.name, self._services.store, self._services.token,
                                  persisted, lambda: self.snapshot)
         self._run_task: asyncio.Task[Message] | None = None
-        self._stop_requested = False
+        self._stop_requested: StopKind | None = None
         self._approvals = Approvals(self, load_approval_state(self._services.store, self.id))
         self._extensions: list[AgentExtension] = []
         for extension in extensions:
@@ -132,7 +136,13 @@ class Agent:
 
     @property
     def runtime(self) -> OwningRuntime:
-        return self._runtime
+        runtime = self._runtime()
+        if runtime is None:
+            raise MentraError(
+                f"the runtime of agent '{self.name}' was garbage collected, which closed it; keep a "
+                "reference to the Runtime for as long as its agents work"
+            )
+        return runtime
 
     @property
     def services(self) -> Services:
@@ -220,7 +230,7 @@ class Agent:
     def tools(self) -> list[Tool]:
         """The tools this agent may call: the runtime's and its extensions',
         filtered by its config (`tools`, `hidden_tools`, `read_only`)."""
-        offered = [*self._runtime.tools, *(t for e in self._extensions for t in e.tools())]
+        offered = [*self.runtime.tools, *(t for e in self._extensions for t in e.tools())]
         return [
             t for t in offered
             if self.config.allows_tool(t.spec.name) and (t.spec.read_only or not self.config.read_only)
@@ -310,7 +320,7 @@ class Agent:
                 "wait for it, or call agent.stop() / agent.cancel()"
             )
         self._services.prepare_run()
-        self._stop_requested = False
+        self._stop_requested = None
         loop = TurnLoop(self, opening, approvals=self._approvals, extensions=self._extensions,
                         tools=self.tools, stop_requested=lambda: self._stop_requested)
         self._run_task = asyncio.get_running_loop().create_task(
@@ -318,13 +328,27 @@ class Agent:
         )
         return await self._run_task
 
-    def stop(self) -> None:
-        """Finish the current run at the next round boundary, keeping the transcript.
+    def stop(self, now: bool = False) -> None:
+        """Stop the current run, keeping its work.
 
-        Calls waiting for approval are denied, so the round can end."""
-        if self.is_running:
-            self._stop_requested = True
-            self._approvals.deny_all("the user stopped the run before answering")
+        By default the run finishes its current round first (the model's reply
+        and its tool calls). `now=True` ends it at once: a reply being streamed
+        is committed as far as it got, marked `truncated`; running tool calls are
+        cancelled and answered "stopped". Calls waiting for approval are denied."""
+        if not self.is_running:
+            return
+        if now:
+            self._stop_requested = "now"
+            if self._run_task is not None:
+                self._run_task.cancel()
+        elif self._stop_requested is None:
+            self._stop_requested = "round"
+        self._approvals.deny_all("the user stopped the run before answering")
+
+    @property
+    def stopping(self) -> StopKind | None:
+        """How the running turn was asked to stop ("now" or "round"), or None."""
+        return self._stop_requested if self.status.is_running else None
 
     def cancel(self) -> None:
         """Abort the current run now; it is rolled back (its message stays resumable)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -14,7 +14,11 @@ class SubagentLimits(BaseModel):
 
     `max_agents` bounds the whole tree, `max_concurrency` the agents working at
     once, `max_depth` how deep spawning may nest (a child at the limit can still
-    work, it just cannot spawn).
+    work, it just cannot spawn). `approvals` says what happens when a child calls
+    a tool that needs the user's approval: "ask" (default) pauses the child until
+    the user answers (the SubagentPicker shows the call; the parent gets a notice
+    that ends its `wait_agent`); "deny" refuses it at once with the error result
+    "headless subagents cannot approve mutations".
     """
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
@@ -22,6 +26,7 @@ class SubagentLimits(BaseModel):
     max_agents: int = Field(default=32, ge=2, le=256)
     max_concurrency: int = Field(default=8, ge=2, le=64)
     max_depth: int = Field(default=4, ge=1, le=16)
+    approvals: Literal["ask", "deny"] = "ask"
 
     @model_validator(mode="after")
     def _concurrency_fits_the_tree(self) -> SubagentLimits:
@@ -37,7 +42,8 @@ class AgentConfig(BaseModel):
     """How an agent talks to its model and which tools it sees.
 
     `tools` is an allow list (None: every registered tool); `hidden_tools` is
-    removed from whatever remains. `max_rounds` bounds model calls per run.
+    removed from whatever remains. `max_rounds` bounds model calls per run, and
+    `teammate_max_rounds` (default 50) those of each teammate the agent spawns.
     `subagents` lets the agent delegate (True or `SubagentLimits(...)`; None: no
     subagent tools). `auto_approve` names tools whose calls run without asking
     the user even though their spec requires approval (names or globs such as
@@ -65,6 +71,10 @@ class AgentConfig(BaseModel):
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_output_tokens: int | None = Field(default=None, gt=0)
     max_rounds: int = Field(default=20, ge=1, le=1000)
+    # Model calls per run of each teammate this agent spawns (a teammate works
+    # through its mail on its own, so it gets more rounds than a lead's turn);
+    # `spawn_teammate(..., max_rounds=N)` sets one teammate's.
+    teammate_max_rounds: int = Field(default=50, ge=1, le=1000)
     tools: list[str] | None = None
     hidden_tools: list[str] = Field(default_factory=list)
     subagents: SubagentLimits | None = None

@@ -7,7 +7,8 @@ spawns or loads, every extension may `attach` an `AgentExtension`, which can:
 - add messages at the start of every round (`before_round`; they are
   committed with the run and rolled back with it),
 - learn how each run ended (`after_run`), e.g. to acknowledge or requeue mail,
-- contribute snapshot fields through the typed `SnapshotFields` hook.
+- contribute snapshot fields through the typed `SnapshotFields` hook,
+- refuse calls that would wait for the user's approval (`refuse_approval`).
 After every resume path (`rt.resume_agent`, `rt.resume`, `rt.resume_all`, and
 the loads extensions do themselves) the runtime calls `after_resume` with the
 agents it loaded, e.g. to revive a lead's teammates.
@@ -43,6 +44,11 @@ class AgentExtension:
     def snapshot_fields(self) -> SnapshotFields:
         return {}
 
+    def refuse_approval(self, tool_name: str) -> str | None:
+        """A call of `tool_name` needs the user's approval: return an error text to
+        refuse it at once without asking (e.g. a headless subagent), or None to ask."""
+        return None
+
     async def aclose(self) -> None:
         """The runtime is closing."""
 
@@ -52,6 +58,11 @@ class RuntimeExtension:
 
     def attach(self, agent: AgentHandle) -> AgentExtension | None:
         return None
+
+    def tool_names(self) -> tuple[str, ...]:
+        """Every tool an attached extension may offer an agent (so a tool list
+        naming one is not refused as unknown before the agent exists)."""
+        return ()
 
     def after_resume(self, runtime_id: str, agents: Sequence[AgentHandle]) -> None:
         """A resume path loaded these agents (leads, teammates or subagents) of `runtime_id`."""

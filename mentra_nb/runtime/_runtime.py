@@ -20,11 +20,12 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from mentra_nb.errors import AgentError, AgentNotFound, ConfigError, MentraError
+from mentra_nb.errors import AgentBusy, AgentError, AgentNotFound, ConfigError, MentraError
 from mentra_nb.providers.base import ModelInfo, Provider
 from mentra_nb.providers.registry import ProviderRegistry
 from mentra_nb.runtime import mcp, teams
 from mentra_nb.runtime._agent import Agent
+from mentra_nb.runtime._closing import RuntimeParts, on_dropped, weak_method
 from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._extensions import RuntimeExtension
 from mentra_nb.runtime._file_tools import Workspace, file_tools
@@ -56,11 +57,6 @@ def _weak_call(method: Callable[[], None]) -> Callable[[], None]:
             bound()
 
     return call
-
-
-def _close_quietly(mail: MailWatcher, leases: LeaseKeeper) -> None:
-    mail.close()
-    leases.close()
 
 
 def default_extensions() -> list[RuntimeExtension]:
@@ -126,19 +122,26 @@ class Runtime:
             default_extensions() if extensions is None else list(extensions)
         )
         self._leases = LeaseKeeper(self.store, runtime_id, ttl=lease_ttl, label=owner_label)
-        self._closed = False
+        self._parts = RuntimeParts(runtime_id=runtime_id, agents=self._agents, extensions=self._extensions,
+                                   leases=self._leases, providers=self.providers)
+        # The handle agents and their tasks hold reaches this runtime weakly (see
+        # _closing.py), so they never keep a runtime alive that the user dropped.
+        gone = (f"runtime '{runtime_id}' was garbage collected, which closed it; keep a reference "
+                "to the Runtime for as long as its agents work")
         self._services = Services(
             runtime_id=runtime_id, store=self.store, token=self._leases.token,
-            providers=self.providers, create_agent=self._create_agent, load_agent=self.resume_agent,
-            live_agent=self._agents.get, is_closed=lambda: self._closed,
-            prepare_run=self._prepare_run, extensions=self._extensions,
-            workspace_root=self.workspace.root, tracer_provider=tracer_provider,
+            providers=self.providers, create_agent=weak_method(self._create_agent, gone),
+            load_agent=weak_method(self.resume_agent, gone), live_agent=self._agents.get,
+            is_closed=self._parts.is_closed, prepare_run=weak_method(self._prepare_run, gone),
+            extensions=self._extensions, workspace_root=self.workspace.root,
+            tracer_provider=tracer_provider,
         )
-        # The watcher holds the runtime weakly, so a dropped runtime is still collected.
+        # Closed when the runtime is garbage collected or the interpreter exits, so
+        # a dropped runtime never blocks the next one nor leaves its tasks pending.
+        self._finalizer = weakref.finalize(self, on_dropped, self._parts)
+        # The mail watcher holds the runtime weakly and stops when it is collected.
         self._mail = MailWatcher(self.store, _weak_call(self._mail_arrived))
-        # Released when the runtime is garbage collected or the interpreter exits,
-        # so a dropped runtime never blocks the next one.
-        self._finalizer = weakref.finalize(self, _close_quietly, self._mail, self._leases)
+        self._mail_finalizer = weakref.finalize(self, self._mail.close)
         for server in mcp_servers:
             self.add_mcp_server(server)
 
@@ -176,6 +179,14 @@ class Runtime:
         if spec.name in self._tools:
             raise ConfigError(f"a tool named '{spec.name}' is already registered; rename one of them")
         self._tools[spec.name] = tool
+
+    def tool_names(self) -> list[str]:
+        """Every tool name an agent's `AgentConfig.tools` may list: the registered
+        tools and those the extensions offer (team and subagent tools)."""
+        names = list(self._tools)
+        for extension in self._extensions:
+            names.extend(extension.tool_names())
+        return list(dict.fromkeys(names))
 
     # --- MCP servers (runtime/mcp/) ----------------------------------------------
 
@@ -296,6 +307,19 @@ class Runtime:
         self._agents[agent.id] = agent
         return agent
 
+    def retire_agent(self, agent_id: str, new_name: str) -> None:
+        """Rename a stored lead agent to `new_name` and stop driving it, so its old
+        name is free for a new agent; nothing of it is deleted (resume it by its
+        new name). Refused while it runs."""
+        agent = self._load(agent_id)
+        if agent.is_running:
+            raise AgentBusy(f"agent '{agent.name}' is running; stop or interrupt it before replacing it")
+        self.store.rename_agent(agent_id, new_name, token=self._leases.token)
+        del self._agents[agent_id]
+        agent.state.close()
+        self.store.release_leases(self._leases.token, [agent_id])
+        self._leases.held.discard(agent_id)
+
     def _after_resume(self, runtime_id: str, agents: Sequence[AgentHandle]) -> None:
         for extension in self._extensions:
             extension.after_resume(runtime_id, agents)
@@ -325,11 +349,12 @@ class Runtime:
     # --- lifecycle --------------------------------------------------------------
 
     def _ensure_open(self) -> None:
-        if self._closed:
+        if self._parts.closed:
             raise MentraError(f"runtime '{self.runtime_id}' is closed; create a new Runtime")
 
     def _prepare_run(self) -> None:
         self._ensure_open()
+        self._parts.loop = asyncio.get_running_loop()
         self._leases.start_heartbeat()
         self._mail.start()
 
@@ -376,7 +401,7 @@ class Runtime:
         )
 
     def _mail_arrived(self) -> None:
-        if self._closed:
+        if self._parts.closed:
             return
         try:
             asyncio.get_running_loop()
@@ -389,27 +414,12 @@ class Runtime:
                 log.exception("an extension failed to deliver mail")
 
     async def aclose(self) -> None:
-        """Cancel running turns (they roll back), stop the heartbeat, release leases."""
-        if self._closed:
-            return
-        self._closed = True
-        running = [task for a in self._agents.values() if (task := a.current_run) is not None]
-        for agent in self._agents.values():
-            agent.cancel()
-        # Each cancelled run rolls itself back; its exception was already reported
-        # to whoever awaited send().
-        await asyncio.gather(*running, return_exceptions=True)
-        for agent in self._agents.values():
-            for agent_extension in agent.extensions:
-                await agent_extension.aclose()
-        for extension in self._extensions:
-            await extension.aclose()
-        for agent in self._agents.values():
-            agent.state.close()
+        """Cancel running turns (they roll back), stop teammates, subagents and MCP
+        servers, stop the heartbeat and the mail watcher, release every lease."""
+        self._mail_finalizer.detach()
         await asyncio.to_thread(self._mail.close)
-        await self._leases.aclose()
-        await self.providers.aclose()
         self._finalizer.detach()
+        await self._parts.close()
 
     async def __aenter__(self) -> Runtime:
         return self

@@ -107,6 +107,8 @@ class SubagentSummary(BaseModel):
     status: SubagentStatus
     model: str
     depth: int
+    # Tools whose calls wait for the user's approval (the status stays running).
+    waiting_for_approval: list[str] = Field(default_factory=list)
 
 
 class SnapshotFields(TypedDict, total=False):

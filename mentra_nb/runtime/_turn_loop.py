@@ -4,7 +4,9 @@ Every committed step is one store transaction, written before memory changes,
 so what observers see is what a crash would leave behind. The half-streamed
 message is checkpointed a second after its stream began and then at doubling
 intervals, never per token. A provider error or a hard cancel rolls the run back to where it began,
-keeping its user message for `agent.resume()`; hitting `max_rounds` keeps the
+keeping its user message for `agent.resume()`; a stop "now" (`agent.stop(now=True)`)
+cancels too, but keeps what was streamed as a committed message marked
+`truncated` (and the work of earlier rounds) and ends the run as finished; hitting `max_rounds` keeps the
 work done and fails with `MaxRoundsExceeded`, and so does a budget that the
 next model call would pass (`BudgetExceeded`, raised by the cost extension
 before a round). Each call's usage is priced here, once, when it ends.
@@ -18,12 +20,20 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from mentra_nb import pricing
 from mentra_nb._utf8 import valid_utf8
 from mentra_nb.errors import BudgetExceeded, LeaseLost, MaxRoundsExceeded, MentraError
-from mentra_nb.messages import ImageBlock, Message, Role, ToolResultBlock, ToolUseBlock, Usage
+from mentra_nb.messages import (
+    ImageBlock,
+    Message,
+    Role,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
 from mentra_nb.providers.base import ProviderRequest
 from mentra_nb.providers.events import (
     ContentBlockDelta,
@@ -54,7 +64,7 @@ from mentra_nb.runtime.events import (
 from mentra_nb.runtime.tools import Tool, ToolContext, ToolInputError, ToolOutput
 from mentra_nb.status import AgentStatus
 
-__all__ = ["FIRST_CHECKPOINT", "MAX_CHECKPOINT_INTERVAL", "TurnLoop"]
+__all__ = ["FIRST_CHECKPOINT", "MAX_CHECKPOINT_INTERVAL", "STOPPED_TOOL_RESULT", "StopKind", "TurnLoop"]
 
 log = logging.getLogger("mentra_nb.runtime")
 
@@ -62,6 +72,11 @@ log = logging.getLogger("mentra_nb.runtime")
 # at doubling intervals up to the maximum (see _PendingCheckpoint for why).
 FIRST_CHECKPOINT = 1.0  # seconds
 MAX_CHECKPOINT_INTERVAL = 30.0  # seconds
+STOPPED_TOOL_RESULT = "stopped: the user stopped the run before this tool finished"
+
+# How a user asked a run to stop: "now" (end the stream or tool at once, keep what
+# was streamed) or "round" (finish the current round first).
+StopKind = Literal["now", "round"]
 
 
 class TurnLoop:
@@ -70,7 +85,7 @@ class TurnLoop:
 
     def __init__(self, agent: AgentHandle, opening: Sequence[Message], *, approvals: Approvals,
                  extensions: Sequence[AgentExtension], tools: Callable[[], list[Tool]],
-                 stop_requested: Callable[[], bool]) -> None:
+                 stop_requested: Callable[[], StopKind | None]) -> None:
         self.agent = agent
         self.state = agent.state
         self.opening = list(opening)
@@ -85,6 +100,7 @@ class TurnLoop:
         self._stop_reason: str | None = None
         self._response: tuple[str, str] = ("", "")  # the reply's id and model, for its trace
         self._images: dict[str, list[ImageBlock]] = {}  # tool call id -> images its output showed
+        self._assembler: MessageAssembler | None = None  # the reply streaming now, if any
         model = agent.model
         self.trace: RunTrace | None = run_trace(
             agent.services.tracer_provider, agent_id=agent.id, agent_name=agent.name,
@@ -116,6 +132,14 @@ class TurnLoop:
             succeeded = True
             return message
         except asyncio.CancelledError:
+            if self.stop_requested() == "now":
+                kept = self._stop_now(baseline)
+                if kept is not None:
+                    task = asyncio.current_task()
+                    if task is not None:
+                        task.uncancel()  # the cancel was ours, and it is handled
+                    succeeded = True
+                    return kept
             self._roll_back(baseline, AgentStatus.idle())
             state.emit(RunCancelled(**self._event_fields()))
             raise
@@ -169,6 +193,34 @@ class TurnLoop:
             "it continue, or raise max_rounds."
         )
 
+    def _stop_now(self, baseline: int) -> Message | None:
+        """End a run that Stop cut: commit the text streamed so far as a truncated
+        reply, or the cut tool calls with "stopped" results, and finish. None when
+        nothing is worth keeping (the run is then rolled back like a cancel)."""
+        state = self.state
+        history = state.transcript
+        last = history[-1] if len(history) > baseline else None
+        if self._assembler is not None:  # cut while streaming: keep the text (tool calls are dropped)
+            text = state.current_text
+            state.stream_ended([])
+            if text.strip():
+                self._usage = pricing.priced(self.agent.model.key, self._assembler.usage)
+                self._run_usage += self._usage
+                message = Message(role=Role.ASSISTANT, content=[TextBlock(text=text)], truncated=True)
+                self._commit_assistant(message, AgentStatus.finished(), final=True)
+                state.emit(RunFinished(**self._event_fields(), message=message))
+                return message
+        elif last is not None and last.role is Role.ASSISTANT and last.tool_uses:
+            # Cut while its tools ran: each call gets a result, so the transcript stays valid.
+            state.append_tool_results(Message(role=Role.USER, content=[
+                _error(use, STOPPED_TOOL_RESULT) for use in last.tool_uses]))
+        replies = [m for m in state.transcript[baseline:] if m.role is Role.ASSISTANT]
+        if not replies:
+            return None
+        state.finish_run(AgentStatus.finished())
+        state.emit(RunFinished(**self._event_fields(), message=replies[-1]))
+        return replies[-1]
+
     async def _inject_round_messages(self) -> None:
         """Messages extensions add before each model call (e.g. a team inbox)."""
         injected = [m for e in self.extensions for m in await e.before_round()]
@@ -209,8 +261,12 @@ class TurnLoop:
         provider = agent.services.providers.get(agent.model.provider)
         assembler = MessageAssembler()
         checkpoint = self._checkpoint = _PendingCheckpoint(self)
+        self._assembler = assembler
         state.stream_from(assembler)
         stream = provider.stream(request)
+        # The request is on its way: a slow first token shows as streaming, not as a
+        # model that was never asked (spec/000 waits for Streaming before any event).
+        state.set_status(AgentStatus.streaming())
         events, snapshots = state.events, state.snapshots
         # The block the last text or thinking delta went to, its parts list in the
         # assembler and the state's live parts list of that kind.
@@ -281,6 +337,7 @@ class TurnLoop:
             if closer is not None:
                 with contextlib.suppress(Exception):
                     await closer()
+        self._assembler = None
         message = assembler.finish()
         # Priced once per call, at the table's prices now (never per delta).
         self._usage = pricing.priced(agent.model.key, assembler.usage)
@@ -358,11 +415,17 @@ class TurnLoop:
             state.set_status(AgentStatus.executing_tool(use.id, use.name))
             try:
                 decision = None
+                refusal = None
                 if self.approvals.required(tool.spec):
-                    # The run pauses here (status stays executing_tool, the
-                    # snapshot lists the call) until the user answers.
-                    decision = await self.approvals.wait(use, self.generation)
-                if decision is not None and not decision.approved:
+                    refusal = next((text for e in self.extensions
+                                    if (text := e.refuse_approval(use.name)) is not None), None)
+                    if refusal is None:
+                        # The run pauses here (status stays executing_tool, the
+                        # snapshot lists the call) until the user answers.
+                        decision = await self.approvals.wait(use, self.generation)
+                if refusal is not None:
+                    result = _error(use, refusal)
+                elif decision is not None and not decision.approved:
                     result = _error(use, denial_result(use.name, decision.reason))
                 else:
                     state.emit(ToolExecutionStarted(**self._event_fields(), tool_use_id=use.id,

@@ -191,6 +191,26 @@ var LiveStream = class {
     return "items";
   }
 };
+var ModelStream = class {
+  constructor() {
+    this.live = new LiveStream();
+    this.views = /* @__PURE__ */ new Set();
+    this.receive = (message) => {
+      const changed = this.live.apply(message);
+      for (const view of this.views) view(changed, message);
+    };
+  }
+};
+var modelStreams = /* @__PURE__ */ new WeakMap();
+function initialize({ model }) {
+  const stream = new ModelStream();
+  modelStreams.set(model, stream);
+  model.on("msg:custom", stream.receive);
+  return () => {
+    model.off("msg:custom", stream.receive);
+    modelStreams.delete(model);
+  };
+}
 function render({ model, el }) {
   const root = element("div", "mentra-agent");
   const header = element("div", "mentra-header");
@@ -229,7 +249,9 @@ function render({ model, el }) {
   controls.append(input, sendButton, stopButton, interruptButton);
   root.append(header, transcript, liveThinking, liveText, liveTools, approvalsBox, resumeBox, controls);
   el.append(root);
-  const live = new LiveStream();
+  const shared = modelStreams.get(model);
+  const stream = shared ?? new ModelStream();
+  const live = stream.live;
   const renderHeader = () => {
     name.textContent = model.get("agent_name");
     modelName.textContent = model.get("model_key");
@@ -291,8 +313,7 @@ function render({ model, el }) {
     helloPending = true;
     model.send({ kind: "hello" });
   };
-  const onCustom = (message) => {
-    const changed = live.apply(message);
+  const onStream = (changed, message) => {
     if (changed === "live") renderLive();
     if (changed === "items") {
       if (message.start === 0 && !message.basis) helloPending = false;
@@ -352,24 +373,31 @@ function render({ model, el }) {
       renderHeader();
     }],
     ["change:resumable", renderResumable],
-    ["msg:custom", onCustom]
+    ...shared ? [] : [
+      /** @type {[string, (m: StreamMessage) => void]} */
+      ["msg:custom", stream.receive]
+    ]
   ]);
+  stream.views.add(onStream);
   renderHeader();
+  renderItems();
   renderLive();
   renderApprovals();
   renderResumable();
-  hello();
+  if (live.seq < 0) hello();
   return () => {
     controller.abort();
     unsubscribe();
+    stream.views.delete(onStream);
     root.remove();
   };
 }
-var agent_view_default = { render };
+var agent_view_default = { initialize, render };
 export {
   LiveStream,
   badgeLabel,
   agent_view_default as default,
+  initialize,
   render,
   resolveHtml,
   statusLabel

@@ -65,6 +65,43 @@ function toolLabel(name) {
   if (cut <= 0 || cut + 2 >= rest.length) return name;
   return `${rest.slice(cut + 2)} \xB7 MCP ${rest.slice(0, cut)}`;
 }
+function approvalBox(call, onAnswer, signal) {
+  const box = element("div", "mentra-approval");
+  box.dataset.id = call.id;
+  box.append(element("div", "mentra-name", call.title), element("pre", "", call.input));
+  const approve = (
+    /** @type {HTMLButtonElement} */
+    element("button", "mentra-approve", "Approve")
+  );
+  const always = (
+    /** @type {HTMLButtonElement} */
+    element("button", "mentra-always", "Always allow")
+  );
+  always.title = call.alwaysTitle;
+  const reason = (
+    /** @type {HTMLInputElement} */
+    element("input", "mentra-reason")
+  );
+  reason.placeholder = "reason for the model (optional)";
+  const deny = (
+    /** @type {HTMLButtonElement} */
+    element("button", "mentra-deny", "Deny")
+  );
+  const answer = (approved, alwaysAllow) => {
+    for (const control of [approve, always, deny, reason]) control.disabled = true;
+    onAnswer({ approve: approved, always: alwaysAllow, reason: approved ? "" : reason.value.trim() });
+  };
+  approve.addEventListener("click", () => answer(true, false), { signal });
+  always.addEventListener("click", () => answer(true, true), { signal });
+  deny.addEventListener("click", () => answer(false, false), { signal });
+  reason.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") deny.click();
+  }, { signal });
+  const controls = element("div", "mentra-controls");
+  controls.append(approve, always, reason, deny);
+  box.append(controls);
+  return box;
+}
 function subscribe(model, subscriptions) {
   for (const [event, handler] of subscriptions) model.on(event, handler);
   return () => {
@@ -82,9 +119,10 @@ function render({ model, el }) {
   const badge = element("span", "mentra-badge mentra-count");
   header.append(title, badge);
   const list = element("ul", "mentra-list");
+  const approvals = element("div", "mentra-approvals");
   const notice = element("div", "mentra-notice");
   const preview = element("div", "mentra-preview");
-  root.append(header, list, notice, preview);
+  root.append(header, list, approvals, notice, preview);
   el.append(root);
   const controller = new AbortController();
   const { signal } = controller;
@@ -106,6 +144,11 @@ function render({ model, el }) {
       row.dataset.path = option.path;
       const status = element("span", "mentra-badge", option.status);
       status.dataset.status = ACTIVE.has(option.status) ? "streaming" : option.status === "completed" ? "finished" : option.status === "errored" ? "failed" : option.status;
+      const waiting = option.waiting_for_approval ?? [];
+      if (waiting.length) {
+        status.textContent = `waiting for approval: ${waiting.map(toolLabel).join(", ")}`;
+        status.dataset.status = "waiting";
+      }
       row.append(element("span", "mentra-name", option.label), status, element("span", "mentra-model", option.model));
       row.title = option.path;
       row.addEventListener("click", () => model.send({ kind: "open", path: option.path }), { signal });
@@ -140,6 +183,22 @@ function render({ model, el }) {
     preview.append(transcript);
     if (p.error) preview.append(element("div", "mentra-error", p.error));
   };
+  const renderApprovals = () => {
+    approvals.replaceChildren();
+    const waiting = model.get("approvals") ?? [];
+    for (const a of waiting) {
+      const name = a.path.slice(a.path.lastIndexOf("/") + 1);
+      const call = {
+        id: a.ref,
+        title: `${name} wants to run ${toolLabel(a.name)}`,
+        input: a.input,
+        alwaysTitle: `Run this call, and let ${a.path} call ${a.name} without asking from now on`
+      };
+      const box = approvalBox(call, ({ approve, always, reason }) => model.send(approve ? { kind: "approve_call", path: a.path, call_id: a.ref, always } : { kind: "deny_call", path: a.path, call_id: a.ref, reason }), signal);
+      box.dataset.path = a.path;
+      approvals.append(box);
+    }
+  };
   const renderNotice = () => {
     notice.textContent = model.get("notice") ?? "";
   };
@@ -148,11 +207,13 @@ function render({ model, el }) {
     ["change:badge", renderHeader],
     ["change:options", renderList],
     ["change:preview", renderPreview],
-    ["change:notice", renderNotice]
+    ["change:notice", renderNotice],
+    ["change:approvals", renderApprovals]
   ];
   const unsubscribe = subscribe(model, subscriptions);
   renderHeader();
   renderList();
+  renderApprovals();
   renderPreview();
   renderNotice();
   return () => {

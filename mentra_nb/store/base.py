@@ -211,6 +211,11 @@ class Store(Protocol):
         the loser gets `AgentExists` naming the stored agent."""
         ...
 
+    def rename_agent(self, agent_id: str, name: str, *, token: str) -> None:
+        """Give a stored agent another name (its transcript and state stay as they
+        are); `AgentExists` if a lead of its runtime already has that name."""
+        ...
+
     def load_agent(self, agent_id: str, *, transcript: bool = True) -> PersistedAgent | None:
         """Everything stored for the agent; `transcript=False` leaves the transcript
         out (empty) for callers that load it later, if at all."""

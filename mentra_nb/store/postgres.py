@@ -637,6 +637,17 @@ class PostgresStore:
 
     # --- teams ----------------------------------------------------------------
 
+    def rename_agent(self, agent_id: str, name: str, *, token: str) -> None:
+        try:
+            with self._write(agent_id, token) as conn:
+                conn.execute("UPDATE agents SET name = %s, updated_at = %s WHERE id = %s",
+                             (name, time.time(), agent_id))
+        except StoreError as err:
+            if isinstance(err.__cause__, self._psycopg.errors.UniqueViolation):
+                raise AgentExists(f"an agent named '{name}' already exists beside agent "
+                                  f"{agent_id}; pick another name") from None
+            raise
+
     def update_agent_profile(
         self, agent_id: str, *, role: str | None, config: dict[str, Any], token: str
     ) -> None:

@@ -647,6 +647,15 @@ class SqliteStore:
 
     # --- teams ----------------------------------------------------------------
 
+    def rename_agent(self, agent_id: str, name: str, *, token: str) -> None:
+        with self._write(agent_id, token) as cur:
+            try:
+                cur.execute("UPDATE agents SET name = ?, updated_at = ? WHERE id = ?",
+                            (name, time.time(), agent_id))
+            except sqlite3.IntegrityError:
+                raise AgentExists(f"an agent named '{name}' already exists beside agent {agent_id}; "
+                                  "pick another name") from None
+
     def update_agent_profile(
         self, agent_id: str, *, role: str | None, config: dict[str, Any], token: str
     ) -> None:

@@ -308,6 +308,18 @@ class StoreConformance:
         assert [r.id for r in store.list_agents(parent_id=first)] == [mate]
         assert store.list_agents("other", parent_id=first) == []
 
+    def test_a_renamed_agent_frees_its_name_and_keeps_its_transcript(self, store: Store) -> None:
+        old, token = _spawn(store, "writer", "nb")
+        _start(store, old, token, "remember me")
+        other, _ = _spawn(store, "critic", "nb")
+        with pytest.raises(AgentExists):
+            store.rename_agent(old, "critic", token=token)
+        store.rename_agent(old, "writer.replaced-1", token=token)
+        new, _ = _spawn(store, "writer", "nb")
+        names = {r.id: r.name for r in store.list_agents("nb")}
+        assert names == {old: "writer.replaced-1", other: "critic", new: "writer"}
+        assert [m.text for m in store.load_messages(old)] == ["remember me"]
+
     def test_a_live_holder_on_this_host_keeps_its_lease_however_old_its_heartbeat(
             self, store: Store) -> None:
         # A loop blocked by a tool stops heartbeats but the process lives: taking

@@ -191,4 +191,4 @@ class LabServer:
 def copy_notebooks(source: Path, target: Path) -> None:
     """The tutorials and their cassettes, without state files a local run left behind."""
     shutil.copytree(source, target, ignore=shutil.ignore_patterns(
-        "*.mentra.sqlite*", "mentra.sqlite*", ".ipynb_checkpoints", "__pycache__"))
+        "*.mentra.sqlite*", "mentra.sqlite*", ".mentra", ".ipynb_checkpoints", "__pycache__"))

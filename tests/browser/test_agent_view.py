@@ -38,7 +38,13 @@ def test_a_reply_streams_into_the_view_then_renders_as_markdown_and_finishes(not
     nb.page.evaluate(WATCH_LIVE_TEXT)
     nb.run_cell(2)  # returns at once with a Turn; the agent streams on
     expect(nb.output(2)).to_contain_text("Turn(writer, run 1)")
-    view = nb.agent_view(2)
+    # The cell shows its turn live; when the turn ends that output becomes the turn's
+    # transcript as markdown (issue 15.7: what a saved notebook keeps).
+    turn = nb.output(2)
+    expect(turn.locator(".jp-RenderedMarkdown")).to_contain_text("You said: **Bold**"[:9], timeout=30_000)
+    expect(turn).to_contain_text("word149")
+    expect(turn.locator(".mentra-agent")).to_have_count(0)
+    view = nb.agent_view(1)  # the spawn cell's view of the whole conversation
     badge = view.locator(".mentra-badge")
     expect(badge).to_have_attribute("data-status", "finished", timeout=30_000)
     expect(badge).to_have_text("finished")
@@ -56,8 +62,6 @@ def test_a_reply_streams_into_the_view_then_renders_as_markdown_and_finishes(not
     expect(answer).to_contain_text("word149")
     expect(view.locator(".mentra-live:not(.mentra-thinking)")).to_be_empty()
     expect(view.locator(".mentra-run")).to_have_text("run 1")
-    # The view that spawn displayed is the same widget, updated in place.
-    expect(nb.agent_view(1).locator(".mentra-badge")).to_have_text("finished")
 
     agent = "nb.session().agent('writer')"
     assert nb.kernel.value(f"{agent}.status.name") == "finished"
@@ -76,7 +80,7 @@ nb.session().runtime.register_tool(word_count)'''
     nb = notebook.open([SETUP, define_tool, "%mentra spawn counter --tools word_count",
                         "%%mentra counter --wait\nHow many words?"])
     nb.run_all(4)
-    view = nb.agent_view(3)
+    view = nb.agent_view(2)  # the spawn cell's (the --wait cell's turn is markdown by now)
     expect(view.locator(".mentra-badge")).to_have_attribute("data-status", "finished")
 
     call = view.locator("details.mentra-tool")

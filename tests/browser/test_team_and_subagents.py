@@ -203,3 +203,61 @@ def test_a_teammates_tool_call_is_approved_from_the_team_view(notebook):
     expect(box).to_have_count(0)
     expect(bob.locator(".mentra-badge")).to_have_text("idle", timeout=20_000)
     assert nb.kernel.value("dropped") == ["events"]
+
+
+WRITING_CHILD = '''
+from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
+
+lead_model = ScriptedProvider("lead_model", [
+    tool_use_stream("s1", "spawn_agent",
+                    '{"task_name": "writer", "message": "Write notes.txt.", "model": "writer_model:s"}'),
+    tool_use_stream("w1", "wait_agent", '{"timeout_ms": 120000}'),
+    tool_use_stream("w2", "wait_agent", '{"timeout_ms": 120000}'),
+    text_stream("The writer is done."),
+])
+nb.session().runtime.providers.register(lead_model)
+from mentra_nb.testing import controlled_stream
+held, control = controlled_stream()
+nb.session().runtime.providers.register(ScriptedProvider("writer_model", [held, text_stream("Wrote notes.txt.")]))
+
+def release_writer():
+    """The writer's model asks to write, once the test says so."""
+    for event in tool_use_stream("c1", "write_file", '{"path": "notes.txt", "content": "tide pools"}').events:
+        on_loop(lambda event=event: control.send(event))
+'''
+
+
+def test_a_subagents_write_waits_for_approval_in_the_picker_and_the_root_gets_its_result(notebook):
+    """Issue 16.1: the child no longer hangs unseen in executing_tool."""
+    nb = notebook.open([
+        SETUP,
+        WRITING_CHILD,
+        "lead = %mentra spawn lead --model lead_model:scripted --subagents\n%mentra subagents lead",
+        "turn = %mentra send lead Get the notes written.",
+    ])
+    nb.run_all(4)
+    # The writer asks once the root waits for it (as a slower model would).
+    poll(lambda: nb.kernel.value("len(lead_model.requests)") >= 2, message="the root's second step")
+    nb.kernel.run("release_writer()")
+    picker = nb.output(2).locator(".mentra-picker")
+    writer = picker.locator('li[data-path="/root/writer"]')
+    expect(writer.locator(".mentra-badge")).to_have_text("waiting for approval: write_file", timeout=20_000)
+    box = picker.locator(".mentra-approval")
+    expect(box.locator(".mentra-name")).to_have_text("writer wants to run write_file")
+    expect(box.locator("pre")).to_contain_text('"content": "tide pools"')
+    # The root heard of it: its first wait_agent returned for the paused child.
+    poll(lambda: nb.kernel.value("len(lead_model.requests)") >= 3, message="the root's wait_agent")
+    assert nb.kernel.value("not turn.done()")
+    assert not nb.kernel.value("__import__('pathlib').Path('notes.txt').exists()")
+
+    box.locator("button.mentra-approve").click()
+    expect(box).to_have_count(0)
+    expect(writer.locator(".mentra-badge")).to_have_text("completed", timeout=20_000)
+    poll(lambda: nb.kernel.value("turn.done()"), message="the root's run")
+    assert nb.kernel.value("turn.text") == "The writer is done."
+    # The root's second wait_agent returned the child's result, delivered as its update.
+    assert nb.kernel.value("[r.content for m in lead_model.requests[3].messages for r in m.tool_results]"
+                           "[-1]") == '["/root/writer"]'
+    assert nb.kernel.value("any('status=\"completed\">Wrote notes.txt.' in m.text "
+                           "for m in lead_model.requests[3].messages)")
+    assert nb.kernel.value("__import__('pathlib').Path('notes.txt').read_text()") == "tide pools"

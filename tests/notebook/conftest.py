@@ -37,3 +37,21 @@ def mentra(ip, line):
 
 def mentra_cell(ip, line, body):
     return ip.run_cell_magic("mentra", line, body)
+
+
+_held_runtimes: list = []
+
+
+@pytest.fixture(autouse=True)
+def _release_held_runtimes():
+    yield
+    _held_runtimes.clear()
+
+
+def open_runtime(host, factory):
+    """`factory()` run on `host`'s loop, the runtime kept until the test ends: helpers
+    that hand out only an agent must still hold its runtime, as a notebook's session
+    does (a runtime nobody holds is closed when it is collected)."""
+    runtime = host.call(factory)
+    _held_runtimes.append(runtime)
+    return runtime

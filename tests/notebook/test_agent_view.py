@@ -22,6 +22,8 @@ from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream, tool_use_stream
+from tests.conftest import until
+from tests.notebook.conftest import open_runtime
 
 
 @pytest.fixture
@@ -32,7 +34,7 @@ def host():
 
 
 def spawn(host, *providers, tools=()):
-    rt = host.call(lambda: Runtime.empty(providers=list(providers), tools=tools))
+    rt = open_runtime(host, lambda: Runtime.empty(providers=list(providers), tools=tools))
     return host.call(lambda: rt.spawn("writer", f"{providers[0].name}:m"))
 
 
@@ -261,7 +263,7 @@ def test_browser_buttons_send_stop_and_interrupt(host):
     assert agent.history[-1].text == "first"
     view._on_browser_message(view, {"kind": "send", "text": "again"}, [])
     # The second run is waiting on the controlled stream once the model has been asked.
-    while agent.status != AgentStatus.awaiting_model() and time.monotonic() < deadline:
+    while agent.status != AgentStatus.streaming() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert agent.is_running
     view._on_browser_message(view, {"kind": "interrupt"}, [])
@@ -310,7 +312,9 @@ def test_a_cut_turn_is_offered_for_replay_and_the_browser_can_replay_it(host):
     assert future.cancelled() or future.exception() is not None
 
 
-def test_a_resumed_agents_view_reads_its_transcript_only_when_a_browser_asks(host, tmp_path):
+def test_a_resumed_agents_view_reads_its_transcript_only_when_displayed_and_sends_it_unasked(host, tmp_path):
+    """Issue 15.9: during Run All the kernel answers a view's hello only after the
+    last queued cell, so displaying a view sends it the transcript at once."""
     from mentra_nb import SqliteStore
     from mentra_nb.notebook.agent_view import STATIC_MESSAGES
 
@@ -324,7 +328,7 @@ def test_a_resumed_agents_view_reads_its_transcript_only_when_a_browser_asks(hos
 
     path = tmp_path / "long.mentra.sqlite"
     turns = 30
-    rt = host.call(lambda: Runtime.empty(store=SqliteStore(path), providers=[
+    rt = open_runtime(host, lambda: Runtime.empty(store=SqliteStore(path), providers=[
         ScriptedProvider("s", [text_stream(f"answer {i}") for i in range(turns)])]))
     agent = host.call(lambda: rt.spawn("writer", "s:m"))
     for i in range(turns):
@@ -332,17 +336,105 @@ def test_a_resumed_agents_view_reads_its_transcript_only_when_a_browser_asks(hos
     host.submit(rt.aclose()).result(10)
 
     store = CountingStore(path)
-    rt = host.call(lambda: Runtime.empty(store=store, providers=[ScriptedProvider("s", [])]))
+    rt = open_runtime(host, lambda: Runtime.empty(store=store, providers=[ScriptedProvider("s", [])]))
     [resumed] = host.call(rt.resume)
     view = AgentView(resumed, host)
+    host.call(lambda: None)
     assert store.messages_read <= 1  # the last message, for the resume offer
+    sent = recorded(view)
     markdown = view._repr_mimebundle_()[0]["text/markdown"]
     assert f"{2 * turns - STATIC_MESSAGES} earlier messages" in markdown
     assert "answer 29" in markdown and "question 0" not in markdown
-    assert store.messages_read <= 1 + STATIC_MESSAGES
-    sent = recorded(view)
-    view._on_browser_message(view, {"kind": "hello"}, [])
     host.call(lambda: None)
-    [items] = [m for m in sent if m["kind"] == "items"]
+    [items] = [m for m in sent if m["kind"] == "items"]  # no hello was needed
     assert items["start"] == 0 and len(items["items"]) == 2 * turns
     host.submit(rt.aclose()).result(10)
+
+
+def test_a_turn_view_shows_its_own_turn_only_and_stops_following_when_it_ends(host):
+    """Issue 15.2: every cell showed the whole conversation, later turns included."""
+    from mentra_nb.notebook.agent_view import TurnScope
+
+    agent = spawn(host, ScriptedProvider("s", [text_stream("first answer"), text_stream("second answer")]))
+    host.submit(agent.send("first question")).result(10)
+    view = AgentView(agent, host, turn=TurnScope(first=2, generation=2))
+    assert view.scope == {"kind": "turn", "first": 2}
+    sent = opened(view)
+    assert view.status["name"] == "awaiting_model"  # its run has not started yet
+    host.submit(agent.send("second question")).result(10)
+    host.call(lambda: None)
+    assert [i["html"].strip() for i in view.items] == ["<p>second question</p>", "<p>second answer</p>"]
+    assert [i["index"] for i in view.items] == [2, 3]
+    assert view.status["name"] == "finished" and view.run_generation == 2
+    assert repr(view) == "AgentView(writer, turn 2, finished, 2 messages)"
+    markdown = view._markdown()
+    assert "second answer" in markdown and "first" not in markdown
+    # A later turn is not this view's: it is neither sent nor shown.
+    count = len(sent)
+    agent_provider = agent.runtime.providers.get("s")
+    agent_provider.add(text_stream("third answer"))
+    host.submit(agent.send("third question")).result(10)
+    host.call(lambda: None)
+    assert len(sent) == count and "third" not in view._markdown()
+    assert view.status["name"] == "finished"
+
+
+def test_stop_now_from_the_view_marks_stopping_then_a_truncated_reply(host):
+    """Issue 15.6: Stop did nothing visible on a long single-round reply."""
+    script, control = controlled_stream()
+    agent = spawn(host, ScriptedProvider("s", [script]))
+    view = AgentView(agent, host)
+    sent = opened(view)
+    future = host.submit(agent.send("write a lot"))
+    for event in (MessageStarted(id="m", model="m"), ContentBlockStarted.text(0),
+                  ContentBlockDelta.text(0, "A long answer that")):
+        host.call_soon(control.send, event)
+    until(lambda: agent.snapshot.current_text == "A long answer that")
+    statuses = []
+    view.observe(lambda change: statuses.append(dict(change["new"])), names="status")
+    view._on_browser_message(view, {"kind": "stop", "now": True}, [])
+    assert future.result(10).truncated
+    host.call(lambda: None)
+    assert [(st["name"], st.get("stopping")) for st in statuses] == [("streaming", "now"), ("finished", None)]
+    assert view.status == {"name": "finished", "tool_id": None, "tool_name": None, "error": None}
+    [reply] = [i for i in view.items if i["role"] == "assistant"]
+    assert reply["truncated"] is True and "A long answer that" in reply["html"]
+    assert "stopped here" in view._markdown()
+    assert sent[-1]["kind"] == "items"
+
+
+def test_finish_round_from_the_view_is_todays_stop(host):
+    script, control = controlled_stream()
+    agent = spawn(host, ScriptedProvider("s", [script]))
+    view = AgentView(agent, host)
+    future = host.submit(agent.send("hello"))
+    until(lambda: agent.is_running)
+    view._on_browser_message(view, {"kind": "stop"}, [])
+    until(lambda: view.status.get("stopping") == "round")
+    for event in text_stream("all of it").events:
+        host.call_soon(control.send, event)
+    host.call_soon(control.close)
+    reply = future.result(10)
+    assert reply.text == "all of it" and not reply.truncated
+
+
+def test_an_interrupted_turns_view_keeps_the_reply_so_far_readable(host):
+    """Issue 15.6: Interrupt discarded the partial text (the turn is still rolled back)."""
+    from mentra_nb.notebook.agent_view import TurnScope
+
+    script, control = controlled_stream()
+    agent = spawn(host, ScriptedProvider("s", [script]))
+    view = AgentView(agent, host, turn=TurnScope(first=0, generation=1))
+    future = host.submit(agent.send("write a lot"))
+    for event in (MessageStarted(id="m", model="m"), ContentBlockStarted.text(0),
+                  ContentBlockDelta.text(0, "The part that streamed")):
+        host.call_soon(control.send, event)
+    until(lambda: view._partial == "The part that streamed")
+    view._on_browser_message(view, {"kind": "interrupt"}, [])
+    until(future.done)
+    host.call(lambda: None)
+    assert agent.history == [] and agent.resumable_turn.text == "write a lot"
+    markdown = view._markdown()
+    assert "rolled back" in markdown and "write a lot" in markdown
+    assert "The part that streamed" in markdown
+    assert repr(view) == "AgentView(writer, turn 1, interrupted, 0 messages)"

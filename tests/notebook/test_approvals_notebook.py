@@ -14,7 +14,7 @@ from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
 from tests.conftest import until
-from tests.notebook.conftest import mentra
+from tests.notebook.conftest import mentra, open_runtime
 
 RAN: list[str] = []
 
@@ -36,7 +36,7 @@ def host():
 
 def waiting_agent(host, *scripts, db=None):
     provider = ScriptedProvider("s", [tool_use_stream("c1", "publish", '{"title": "Q1"}'), *scripts])
-    rt = host.call(lambda: Runtime.empty(providers=[provider], tools=[publish]))
+    rt = open_runtime(host, lambda: Runtime.empty(providers=[provider], tools=[publish]))
     agent = host.call(lambda: rt.spawn("writer", "s:m"))
     view = AgentView(agent, host)
     future = host.submit(agent.send("publish it"))
@@ -189,3 +189,21 @@ def test_resume_after_a_frozen_kernel_says_the_call_waiting_for_approval_was_not
     new = notebook.session(ip)
     reply = new.host.submit(revived.resume()).result(10)  # continues the turn
     assert reply.text == f"Tool results: python failed {APPROVAL_INTERRUPTED_RESULT}"
+
+
+def test_list_shows_a_teammates_call_waiting_for_approval(ip, session, capsys):
+    """Issue 16.1: a teammate without a view of its own does not wait unseen."""
+    mentra(ip, "spawn lead --python --tools python")
+    mentra(ip, "teammate lead alice --role coder --prompt 'write some code'")
+    alice = session.call(lambda: session.agent("lead").teammate("alice"))
+    until(lambda: alice.snapshot.pending_approvals)
+    [pending] = alice.snapshot.pending_approvals
+    capsys.readouterr()
+    mentra(ip, "list")
+    out = capsys.readouterr().out
+    assert (f"waiting for approval: python  (%mentra approve alice {pending.reference}, or "
+            "%mentra deny)") in out
+    mentra(ip, f"approve alice {pending.reference}")
+    until(lambda: not alice.snapshot.pending_approvals)
+    mentra(ip, "list")
+    assert "waiting for approval" not in capsys.readouterr().out

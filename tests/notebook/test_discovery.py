@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from mentra_nb.notebook._discovery import discover_store
+import asyncio
+import subprocess
+import sys
+
+from mentra_nb import Runtime, SqliteStore
+from mentra_nb.notebook._discovery import discover_store, migrate_store
 
 
 def test_an_explicit_path_wins(tmp_path):
@@ -15,16 +20,16 @@ def test_an_explicit_path_wins(tmp_path):
 def test_jupyter_server_sessions_put_the_file_beside_the_notebook(tmp_path):
     notebook = tmp_path / "work" / "sales analysis.ipynb"
     found = discover_store({}, cwd=tmp_path, environ={"JPY_SESSION_NAME": str(notebook)})
-    assert found.path == tmp_path / "work" / "sales analysis.mentra.sqlite"
+    assert found.path == tmp_path / "work" / ".mentra" / "sales analysis.sqlite"
     assert found.runtime_id == "sales_analysis"
     assert found.source == "beside the notebook (from JPY_SESSION_NAME)"
 
 
 def test_ipython_session_and_vs_code_variables_are_read(tmp_path):
     assert discover_store({"__session__": "nb/one.ipynb"}, cwd=tmp_path, environ={}).path == \
-        tmp_path / "nb" / "one.mentra.sqlite"
+        tmp_path / "nb" / ".mentra" / "one.sqlite"
     found = discover_store({"__vsc_ipynb_file__": str(tmp_path / "two.ipynb")}, cwd=tmp_path, environ={})
-    assert found.path == tmp_path / "two.mentra.sqlite" and "__vsc_ipynb_file__" in found.source
+    assert found.path == tmp_path / ".mentra" / "two.sqlite" and "__vsc_ipynb_file__" in found.source
 
 
 def test_two_notebooks_in_one_folder_never_share_agents(tmp_path):
@@ -35,7 +40,7 @@ def test_two_notebooks_in_one_folder_never_share_agents(tmp_path):
 
 def test_without_a_notebook_path_the_current_folder_is_used(tmp_path):
     found = discover_store({"__session__": "not-a-notebook"}, cwd=tmp_path, environ={})
-    assert found.path == tmp_path / "mentra.sqlite"
+    assert found.path == tmp_path / ".mentra" / "mentra.sqlite"
     assert found.runtime_id == "notebook"
 
 
@@ -58,7 +63,7 @@ def test_a_dotenv_and_cassette_beside_a_vs_code_notebook_are_found_like_its_stat
         monkeypatch.delenv(name, raising=False)
     session = NotebookSession({"__vsc_ipynb_file__": str(project / "analysis.ipynb")}, environ={})
     try:
-        assert session.location.path == project / "analysis.mentra.sqlite"
+        assert session.location.path == project / ".mentra" / "analysis.sqlite"
         key = resolve_key(None, ["OPENAI_API_KEY"], provider="openai")
         assert key is not None and key.reveal() == "sk-from-dotenv-beside-the-vscode-notebook"
         assert key.source == f"{project / '.env'} (OPENAI_API_KEY)"
@@ -66,3 +71,46 @@ def test_a_dotenv_and_cassette_beside_a_vs_code_notebook_are_found_like_its_stat
     finally:
         session.close()
     assert resolve_key(None, ["OPENAI_API_KEY"], provider="openai", required=False) is None
+
+
+def test_an_earlier_versions_state_file_moves_into_the_hidden_folder_with_its_wal(tmp_path):
+    """Issue 15: three state files per notebook cluttered the file browser."""
+    notebook = tmp_path / "report.ipynb"
+    old = tmp_path / "report.mentra.sqlite"
+    rt = Runtime.empty(store=SqliteStore(old), runtime_id="report")
+    rt.spawn("writer", "test")
+    # The agent row may still sit in the -wal: the move must carry it along.
+    location = discover_store({"__session__": str(notebook)}, cwd=tmp_path, environ={})
+    asyncio.run(rt.aclose())
+    rt.store.close()
+    assert migrate_store(location) == old
+    assert not any(tmp_path.glob("report.mentra.sqlite*"))
+    store = SqliteStore(location.path)
+    assert [r.name for r in store.list_agents("report")] == ["writer"]
+    store.close()
+    assert migrate_store(location) is None  # once only; the new file is kept
+
+
+def test_a_headless_runners_command_line_names_the_notebook(tmp_path):
+    """Issue 15.1: nbconvert and papermill tell the kernel nothing, so every notebook
+    in a folder shared one state file and runtime id; their command lines name it."""
+    from mentra_nb._notebook_path import runner_notebook
+
+    code = ("import psutil, sys; from mentra_nb._notebook_path import runner_notebook; "
+            "print(runner_notebook())")
+
+    def seen_by_child_of(argv0: str, *args: str) -> str:
+        # A parent whose command line reads like the runner's starts the "kernel".
+        parent = [sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {code!r}])",
+                  argv0, *args]
+        return subprocess.run(parent, cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
+
+    assert seen_by_child_of("jupyter-nbconvert", "--to", "html", "--execute", "report_a.ipynb") == \
+        f"({tmp_path / 'report_a.ipynb'!r}, 'the nbconvert command line')"
+    assert seen_by_child_of("papermill", "report_b.ipynb", "out/report_b-run.ipynb") == \
+        f"({tmp_path / 'report_b.ipynb'!r}, 'the papermill command line')"
+    # Two notebooks in one nbconvert call: which one this kernel runs is not said.
+    assert seen_by_child_of("jupyter-nbconvert", "--execute", "a.ipynb", "b.ipynb") == "None"
+    # Anything else (a server started with a notebook to open, say) is no runner.
+    assert seen_by_child_of("jupyter-lab", "a.ipynb") == "None"
+    assert runner_notebook() is None  # pytest is no runner

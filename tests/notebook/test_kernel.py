@@ -37,7 +37,7 @@ def _pending_text(db: Path) -> str:
 
 
 def test_kill_minus_nine_mid_stream_then_resume_in_a_new_kernel(kernels, tmp_path):
-    db = tmp_path / "analysis.mentra.sqlite"
+    db = tmp_path / ".mentra" / "analysis.sqlite"
     first = kernels()
     first.run("%load_ext mentra_nb")
     first.run(SLOW_PROVIDER.format(delay=0.05))
@@ -109,3 +109,58 @@ def test_comm_traffic_for_a_5000_delta_stream_stays_small(kernels, tmp_path):
     assert len(comm_messages) + len(user_item_bytes) <= seconds * 20 + 5
     assert sent_bytes <= 1.5 * text_bytes  # the reply crosses the wire once, not streamed + committed
     assert len(user_item_bytes) == 1 and user_item_bytes[0] <= 1.2 * len(prompt)
+
+
+def test_a_spawn_cell_reruns_in_the_same_and_a_restarted_kernel(kernels, tmp_path):
+    """Issue 15.1: rerunning `%mentra spawn writer` (or Restart and Run All) failed
+    with AgentExists and the view vanished from the cell."""
+    spawn = "writer = %mentra spawn writer --system 'Be brief.'\nwriter"
+    first = kernels()
+    first.run("%load_ext mentra_nb")
+    assert "AgentView(writer, test:default, idle, 0 messages)" in first.run(spawn)
+    first.run("%mentra send writer --wait remember the tide pools")
+    assert "AgentView(writer, test:default, finished, 2 messages)" in first.run(spawn)  # same kernel
+    first.close()
+
+    second = kernels()
+    second.run("%load_ext mentra_nb")
+    out = second.run(spawn)
+    assert "mentra: 'writer' was stored: attached to it (2 messages, finished)" in out
+    assert "AgentView(writer, test:default, finished, 2 messages)" in out
+    assert "remember the tide pools" in second.run("print(writer.history[0].text)")
+    # Other settings: it says what differs and how to start over; --replace does.
+    text, errors, _status = second.execute("%mentra spawn writer --system 'Be long.'")
+    assert [e["ename"] for e in errors] == [] and "AgentExists: 'writer' is stored with other settings" \
+        " (system 'Be brief.', not 'Be long.')" in text and "--replace" in text
+    out = second.run("%mentra spawn writer --system 'Be long.' --replace\n%mentra list")
+    assert "the earlier 'writer' is kept as 'writer.replaced-1'" in out
+    assert "writer.replaced-1" in out and "2 messages" in out
+
+
+def test_wait_returns_the_reply_and_the_cell_shows_only_its_turn(kernels, tmp_path):
+    """Issue 15.2: `--wait` returned `Turn(writer, run 2)`, and every cell showed
+    the whole conversation."""
+    kernel = kernels()
+    kernel.run("%load_ext mentra_nb")
+    kernel.run("%mentra spawn writer")
+    kernel.run("%mentra send writer --wait first question")
+    messages: list[dict] = []
+    kernel.client.execute_interactive("%%mentra writer --wait\nsecond question", timeout=60,
+                                      output_hook=messages.append)
+    [shown] = [m for m in messages if m["msg_type"] == "display_data"]
+    assert "application/vnd.jupyter.widget-view+json" in shown["content"]["data"]
+    assert shown["content"]["data"]["text/plain"] == "AgentView(writer, turn 2)"
+    display_id = shown["content"]["transient"]["display_id"]
+    # When the turn ended, the cell's view became the turn's static transcript.
+    [update] = [m for m in messages if m["msg_type"] == "update_display_data"]
+    assert update["content"]["transient"]["display_id"] == display_id
+    markdown = update["content"]["data"]["text/markdown"]
+    assert "second question" in markdown and "You said: second question" in markdown
+    assert "first question" not in markdown  # this turn only
+    assert update["content"]["data"]["text/plain"] == "AgentView(writer, turn 2, finished, 2 messages)"
+    # The cell's result is the reply's text, and the Turn is reachable from it.
+    [result] = [m for m in messages if m["msg_type"] == "execute_result"]
+    assert result["content"]["data"]["text/plain"] == "You said: second question"
+    assert kernel.run("print(type(_).__name__, _.turn)").strip() == "Reply Turn(writer, run 2)"
+    # The whole conversation is one command away.
+    assert "AgentView(writer, test:default, finished, 4 messages)" in kernel.run("%mentra show writer")

@@ -7,14 +7,18 @@ import concurrent.futures
 
 import pytest
 from IPython.core.error import UsageError
+from IPython.lib.pretty import pretty
 
 import mentra_nb.notebook as notebook
 from mentra_nb import (
     AgentExists,
     AgentStatus,
+    ConfigError,
     ContentBlockDelta,
     ContentBlockStarted,
+    Message,
     MessageStarted,
+    ProviderAuthError,
     UnknownProvider,
 )
 from mentra_nb.notebook._arguments import COMMANDS
@@ -41,10 +45,59 @@ def test_spawn_without_a_model_uses_the_offline_test_model_and_says_so(ip, capsy
 
 
 def test_spawn_takes_model_system_and_tools(ip):
-    agent = mentra(ip, "spawn analyst --model test:precise --system 'Be brief.' --tools a,b")
+    agent = mentra(ip, "spawn analyst --model test:precise --system 'Be brief.' --tools read_file,glob")
     assert agent.model.key == "test:precise"
     assert agent.config.system == "Be brief."
-    assert agent.config.tools == ["a", "b"]
+    assert agent.config.tools == ["read_file", "glob"]
+
+
+def test_spawn_refuses_unknown_tool_names_before_storing_anything(ip, session):
+    """Issue 15.8: an unknown --tools name was accepted and failed later."""
+    with pytest.raises(ConfigError, match=r"unknown tool 'reed_file' in --tools; did you mean 'read_file'\?"):
+        mentra(ip, "spawn analyst --tools reed_file,glob")
+    assert session.records() == []
+    # Team, subagent and MCP tools are known before the agent exists.
+    mentra(ip, "spawn lead --tools team_send,spawn_agent,mcp__time__now")
+
+
+def test_spawn_refuses_an_explicit_model_whose_key_is_missing(ip, session, monkeypatch):
+    """Issue 15.8: a missing key for an explicit --model was accepted at spawn."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    try:
+        mentra(ip, "spawn writer --model anthropic:claude-sonnet-4-5")
+    except ProviderAuthError as err:
+        assert "ANTHROPIC_API_KEY" in str(err)
+    else:
+        pytest.skip("an Anthropic key is configured on this machine (a .env file)")
+    assert session.records() == []
+
+
+def test_rerunning_a_spawn_cell_attaches_to_the_agent_it_made(ip, session, capsys):
+    """Issue 15.1: rerunning `%mentra spawn writer` failed with AgentExists."""
+    first = mentra(ip, "spawn writer --system 'Be brief.'")
+    mentra_cell(ip, "writer --wait", "hello")
+    capsys.readouterr()
+    again = mentra(ip, "spawn writer --system 'Be brief.'")
+    assert again is first and len(again.history) == 2
+    assert capsys.readouterr().out == ""  # live already: nothing to say
+
+
+def test_a_spawn_cell_with_other_settings_says_what_differs_and_replace_starts_over(ip, session, capsys):
+    first = mentra(ip, "spawn writer --system 'Be brief.'")
+    mentra_cell(ip, "writer --wait", "hello")
+    with pytest.raises(AgentExists, match=r"system 'Be brief.', not 'Be long.'.*--replace"):
+        mentra(ip, "spawn writer --system 'Be long.'")
+    with pytest.raises(AgentExists, match=r"model test:default, not test:other"):
+        mentra(ip, "spawn writer --system 'Be brief.' --model test:other")
+    capsys.readouterr()
+    fresh = mentra(ip, "spawn writer --system 'Be long.' --replace")
+    assert fresh.id != first.id and fresh.history == [] and fresh.config.system == "Be long."
+    assert "kept as 'writer.replaced-1'" in capsys.readouterr().out
+    names = {r.name: r.message_count for r in session.records()}
+    assert names == {"writer.replaced-1": 2, "writer": 0}  # nothing was deleted
+    old = mentra(ip, "resume writer.replaced-1")
+    assert old is None and session.agent("writer.replaced-1").history[0].text == "hello"
 
 
 def test_the_configured_default_model_is_used(ip):
@@ -65,9 +118,6 @@ def test_a_default_model_without_its_key_falls_back_offline_and_says_why(ip, cap
 
 
 def test_spawn_errors_are_typed_and_say_what_to_do(ip):
-    mentra(ip, "spawn writer")
-    with pytest.raises(AgentExists, match="already exists"):
-        mentra(ip, "spawn writer")
     with pytest.raises(UnknownProvider, match="did you mean 'anthropic'"):
         mentra(ip, "spawn other --model antropic:x")
 
@@ -75,16 +125,18 @@ def test_spawn_errors_are_typed_and_say_what_to_do(ip):
 def test_a_cell_sends_its_body_and_interpolates_kernel_variables(ip, capsys):
     mentra(ip, "spawn writer")
     ip.user_ns["rows"] = 120
-    turn = mentra_cell(ip, "writer --wait", "We have {rows} rows.\n")
-    assert repr(turn) == "Turn(writer, run 1)"
-    assert turn.done() and turn.text == "You said: We have 120 rows."
-    assert "AgentView(writer, test:default, finished, 2 messages)" in capsys.readouterr().out
+    reply = mentra_cell(ip, "writer --wait", "We have {rows} rows.\n")
+    assert isinstance(reply, Message) and reply.text == "You said: We have 120 rows."
+    assert pretty(reply) == "You said: We have 120 rows."  # the cell's result reads as the reply
+    assert repr(reply.turn) == "Turn(writer, run 1)" and reply.turn.done()
+    # The cell showed its turn alone (not the spawn's whole view).
+    assert "AgentView(writer, turn 1)" in capsys.readouterr().out
 
 
 def test_no_interpolate_sends_braces_as_written(ip):
     mentra(ip, "spawn writer")
-    turn = mentra_cell(ip, "writer --wait --no-interpolate", "a dict: {rows}")
-    assert turn.text == "You said: a dict: {rows}"
+    reply = mentra_cell(ip, "writer --wait --no-interpolate", "a dict: {rows}")
+    assert reply.text == "You said: a dict: {rows}"
 
 
 def test_a_cell_returns_at_once_and_the_turn_can_be_awaited(ip, session):
@@ -184,7 +236,7 @@ def test_db_shows_the_state_file_and_can_move_it(ip, session, tmp_path, capsys):
     mentra(ip, "spawn writer")
     mentra(ip, "db")
     out = capsys.readouterr().out
-    assert f"state file: {tmp_path / 'mentra.sqlite'}" in out and "runtime id: notebook" in out
+    assert f"state file: {tmp_path / '.mentra' / 'mentra.sqlite'}" in out and "runtime id: notebook" in out
     old_store = session.runtime.store
     agent_id = session.runtime.agents[0].id
     mentra(ip, "db elsewhere.mentra.sqlite")
@@ -249,6 +301,21 @@ def test_teammate_joins_a_team_and_team_shows_it(ip, capsys):
     assert "TeamView(lead, 1 teammates" in capsys.readouterr().out
     with pytest.raises(UsageError, match="ROLE|role"):
         mentra(ip, "teammate lead bob")
+
+
+def test_rerunning_a_teammate_cell_keeps_the_teammate_and_sends_nothing_again(ip, session, capsys):
+    lead = mentra(ip, "spawn lead --team")
+    mentra(ip, "teammate lead alice --role researcher --prompt 'Find sources'")
+    mail = session.call(lambda: lead.teammates)[0]
+    capsys.readouterr()
+    mentra(ip, "teammate lead alice --role researcher --prompt 'Find sources'")
+    out = capsys.readouterr().out
+    assert "'alice' is on lead's team already (researcher" in out and "nothing was sent again" in out
+    [again] = session.call(lambda: lead.teammates)
+    assert again.agent_id == mail.agent_id
+    # Another role is another request: the runtime says the name is taken.
+    with pytest.raises(AgentExists, match="already alive"):
+        mentra(ip, "teammate lead alice --role editor")
 
 
 def test_a_cell_can_register_a_tool_and_call_agent_methods_on_the_runtime_thread(ip, session):

@@ -7,10 +7,19 @@ import logging
 
 import pytest
 
-from mentra_nb import AgentConfig, Runtime, SqliteStore
+from mentra_nb import (
+    AgentConfig,
+    ContentBlockDelta,
+    ContentBlockStarted,
+    MessageStarted,
+    Runtime,
+    SqliteStore,
+)
 from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.subagent_picker import SubagentPickerView
-from mentra_nb.testing import text_stream, tool_use_stream
+from mentra_nb.testing import controlled_stream, text_stream, tool_use_stream
+from tests.conftest import until
+from tests.notebook.conftest import open_runtime
 from tests.subagents.helpers import RoutedProvider, call
 
 
@@ -40,7 +49,7 @@ def delegated(host, db_path):
         ],
         child=[text_stream("A is long"), text_stream("B is fine"), text_stream("A, short")],
     )
-    rt = host.call(lambda: Runtime.empty(store=SqliteStore(db_path), providers=[provider]))
+    rt = open_runtime(host, lambda: Runtime.empty(store=SqliteStore(db_path), providers=[provider]))
     root = host.call(lambda: rt.spawn("lead", "anthropic:root", config=AgentConfig(subagents=True)))
     return root
 
@@ -95,7 +104,68 @@ def test_invalid_picker_messages_are_ignored(host, delegated, caplog):
 
 
 def test_an_agent_without_subagents_gets_a_clear_error(host, db_path):
-    rt = host.call(lambda: Runtime.empty(store=SqliteStore(db_path)))
+    rt = open_runtime(host, lambda: Runtime.empty(store=SqliteStore(db_path)))
     plain = host.call(lambda: rt.spawn("plain", "test"))
     with pytest.raises(Exception, match="subagents=True"):
         SubagentPickerView(plain, host)
+
+
+def test_a_running_childs_preview_shows_its_live_text(host, db_path):
+    """Issue 15.8: a running subagent's preview showed its committed turns only."""
+    child, control = controlled_stream()
+    provider = RoutedProvider(
+        root=[tool_use_stream(*spawn_call("s1", "alpha", "Write it")), call("w1", "wait_agent"),
+              text_stream("done")],
+        child=[child],
+    )
+    rt = host.call(lambda: Runtime.empty(store=SqliteStore(db_path), providers=[provider]))
+    root = host.call(lambda: rt.spawn("lead", "anthropic:root", config=AgentConfig(subagents=True)))
+    view = SubagentPickerView(root, host)
+    turn = host.submit(root.send("go"))
+    until(lambda: [(o["label"], o["status"]) for o in view.options] == [("alpha", "running")], 10)
+    view._on_browser_message(view, {"kind": "open", "path": "/root/alpha"}, [])
+    for event in (MessageStarted(id="c1", model="child"), ContentBlockStarted.text(0),
+                  ContentBlockDelta.text(0, "half a sentence")):
+        host.call_soon(control.send, event)
+    until(lambda: view.preview_live == "half a sentence", 10)
+    assert view.preview["status"] == "running"
+    for event in text_stream(" and the rest").events[2:]:  # the same block goes on, then ends
+        host.call_soon(control.send, event)
+    host.call_soon(control.close)
+    assert turn.result(10).text == "done"
+    until(lambda: view.preview_live == "", 10)
+    host.submit(rt.aclose()).result(10)
+
+
+def test_a_child_waiting_for_approval_is_shown_and_answered_in_the_picker(host, tmp_path):
+    """Issue 16.1: the picker shows the paused call; Approve lets the child finish."""
+    provider = RoutedProvider(
+        root=[call("s1", "spawn_agent", task_name="writer", message="Write out.txt", model="anthropic:child"),
+              call("w1", "wait_agent"), call("w2", "wait_agent"), text_stream("written")],
+        child=[call("c1", "write_file", path="out.txt", content="hello"), text_stream("wrote out.txt")],
+    )
+    rt = open_runtime(host, lambda: Runtime(store=SqliteStore(tmp_path / "s.sqlite"), providers=[provider],
+                                   workspace=tmp_path))
+    root = host.call(lambda: rt.spawn("lead", "anthropic:root", config=AgentConfig(subagents=True)))
+    view = SubagentPickerView(root, host)
+    turn = host.submit(root.send("Get out.txt written"))
+    until(lambda: view.approvals)
+    [waiting] = view.approvals
+    assert (waiting["path"], waiting["name"], waiting["ref"]) == ("/root/writer", "write_file", "c1@1")
+    assert view.options[0]["waiting_for_approval"] == ["write_file"]
+    assert "| `/root/writer` | waiting for approval: write_file |" in view._markdown()
+
+    for junk in ({"kind": "approve_call", "path": "/etc", "call_id": "c1@1"},
+                 {"kind": "approve_call", "path": "/root/writer", "call_id": ""}):
+        view._on_browser_message(view, junk, [])  # invalid: logged and ignored
+    view._on_browser_message(view, {"kind": "approve_call", "path": "/root/writer", "call_id": "c1@1"}, [])
+    assert turn.result(10).text == "written"
+    settle(host)
+    assert (tmp_path / "out.txt").read_text() == "hello"
+    assert view.approvals == [] and view.options[0]["waiting_for_approval"] == []
+    assert view.options[0]["status"] == "completed"
+
+    # A click on a call that no longer waits says so, without a traceback.
+    view._on_browser_message(view, {"kind": "deny_call", "path": "/root/writer", "call_id": "c1@1"}, [])
+    settle(host)
+    assert "has no call 'c1@1' waiting for approval" in view.notice

@@ -12,6 +12,7 @@ from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.team_view import TeamView
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
 from tests.conftest import until
+from tests.notebook.conftest import open_runtime
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ def team(host, db_path):
     plan = json.dumps({"to": "lead", "protocol": "plan_approval", "content": "Plan: delete old rows"})
     provider = ScriptedProvider("anthropic", [tool_use_stream("r1", "team_request", plan),
                                               text_stream("Waiting for approval")])
-    rt = host.call(lambda: Runtime.empty(store=SqliteStore(db_path), providers=[provider]))
+    rt = open_runtime(host, lambda: Runtime.empty(store=SqliteStore(db_path), providers=[provider]))
     lead = host.call(lambda: rt.spawn("lead", "anthropic:m", config=AgentConfig(team=True)))
     return lead, provider
 
@@ -85,7 +86,7 @@ def test_a_teammates_tool_call_waiting_for_approval_is_answered_in_the_team_view
         tool_use_stream("c2", "drop_rows", '{"table": "users"}'),
         text_stream("Done"),
     ])
-    rt = host.call(lambda: Runtime.empty(store=SqliteStore(db_path), providers=[provider], tools=[drop_rows]))
+    rt = open_runtime(host, lambda: Runtime.empty(store=SqliteStore(db_path), providers=[provider], tools=[drop_rows]))
     lead = host.call(lambda: rt.spawn("lead", "anthropic:m", config=AgentConfig(team=True)))
     view = TeamView(lead, host)
     host.submit(lead.spawn_teammate("alice", "cleaner", "Clean the tables")).result(5)

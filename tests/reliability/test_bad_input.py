@@ -101,9 +101,8 @@ def test_the_magics_answer_bad_lines_with_a_usage_or_mentra_error(shell, tmp_pat
             shell.run_cell_magic("mentra", line, body)
     except (UsageError, MentraError) as err:
         assert str(err).strip(), f"an empty error for {line!r}"
-    # Nothing but the notebook's own state file (and its WAL) ever appears in the folder.
-    assert set(os.listdir(tmp_path)) - outside <= {"mentra.sqlite", "mentra.sqlite-wal",
-                                                  "mentra.sqlite-shm"}
+    # Nothing but the notebook's own state folder ever appears in the folder.
+    assert set(os.listdir(tmp_path)) - outside <= {".mentra"}
 
 
 # --- browser messages ---------------------------------------------------------------------

@@ -136,7 +136,8 @@ def test_no_key_reaches_a_notebooks_outputs(canary_env, tmp_path) -> None:
         if kernel is not None:
             kernel.close()
         server.close()
-    files = [p for p in tmp_path.iterdir() if p.name != ".env"]
+    # Every file, the state folder's too (.mentra/analysis.sqlite and its WAL).
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != ".env"]
     assert not _scan(files, outputs), "the key leaked"
 
 

@@ -26,7 +26,7 @@ def run_cell(kernel: Kernel, code: str) -> tuple[str, str]:
 
 
 def test_a_second_kernel_is_refused_by_name_and_takes_over_when_the_first_dies(kernels, tmp_path):
-    db = tmp_path / "analysis.mentra.sqlite"
+    db = tmp_path / ".mentra" / "analysis.sqlite"
     first = kernels()
     first.run("%load_ext mentra_nb")
     first.run("%mentra spawn writer")

@@ -48,7 +48,8 @@ async def test_startup_keeps_the_pending_turn_until_resume_and_resume_rolls_it_b
     watch = agent.watch()
     send = asyncio.create_task(agent.send([ContentBlock.text("hello")]))
 
-    await wait_for_status(watch, AgentStatus.awaiting_model())
+    # As spec/000: the agent is streaming once the request is made, before any event.
+    await wait_for_status(watch, AgentStatus.streaming())
     control.send(MessageStarted(id="msg-1", model="model"))
     assert (await anext(watch)).status == AgentStatus.streaming()
     control.send(ContentBlockStarted.text(0))

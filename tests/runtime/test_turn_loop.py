@@ -32,6 +32,7 @@ from mentra_nb import (
     Usage,
     tool,
 )
+from mentra_nb.runtime import STOPPED_TOOL_RESULT
 from mentra_nb.runtime._turn_loop import FIRST_CHECKPOINT
 from mentra_nb.testing import (
     ScriptedProvider,
@@ -100,6 +101,22 @@ async def test_observers_see_every_status_and_the_text_grow_then_clear(make):
     assert seen[-1].current_text == ""
     assert seen[-1].history_len == 4
     assert reply.text == "All done here"
+
+
+async def test_the_status_is_streaming_from_the_request_on_not_from_the_first_token(make):
+    script, control = controlled_stream()
+    agent, provider = make([script])
+    sending = asyncio.create_task(agent.send("hi"))
+    # The model was asked and has not answered yet: a slow first token shows as streaming.
+    await wait_until(lambda: provider.requests and agent.status == AgentStatus.streaming())
+    assert agent.snapshot.current_text == ""
+    control.send(MessageStarted(id="m", model="model"))
+    control.send(ContentBlockStarted.text(0))
+    control.send(ContentBlockDelta.text(0, "hello"))
+    control.send(ContentBlockStopped(index=0))
+    control.send(MessageDelta(stop_reason="end_turn", usage=Usage(input_tokens=1, output_tokens=1)))
+    control.send(MessageStopped())
+    assert (await sending).text == "hello"
 
 
 async def test_pending_tool_uses_show_partial_input_while_streaming(make):
@@ -358,6 +375,76 @@ async def test_stop_ends_at_the_next_round_boundary_keeping_the_transcript(make)
     assert len(provider.requests) == 1  # no further model call
     assert len(agent.history) == 3 and agent.history[2].tool_results[0].content == "stepped"
     assert agent.snapshot.status == AgentStatus.finished()
+
+
+async def test_stop_now_ends_a_long_stream_at_once_keeping_its_text_as_a_truncated_reply(make, db_path):
+    script, control = controlled_stream()
+    agent, provider = make([script])
+    send = asyncio.create_task(agent.send("write a long essay"))
+    control.send(MessageStarted(id="m1", model="model"))
+    control.send(ContentBlockStarted.text(0))
+    control.send(ContentBlockDelta.text(0, "The first paragraph, and then"))
+    await wait_until(lambda: agent.snapshot.current_text == "The first paragraph, and then")
+    assert agent.stopping is None
+    agent.stop(now=True)
+    assert agent.stopping == "now"
+    reply = await send  # the stream never ended on its own: Stop ended it
+    assert reply.truncated and reply.text == "The first paragraph, and then"
+    assert agent.status == AgentStatus.finished() and agent.stopping is None
+    assert [m.text for m in agent.history] == ["write a long essay", "The first paragraph, and then"]
+    assert agent.snapshot.current_text == "" and agent.snapshot.pending_tool_uses == []
+    # Committed for good, marked in the store too.
+    store = SqliteStore(db_path)
+    stored = store.load_messages(agent.id)
+    store.close()
+    assert stored[-1].truncated and stored[-1].text == "The first paragraph, and then"
+    assert not stored[0].truncated
+    # And the agent takes the next message as usual.
+    provider.add(text_stream("ok"))
+    assert (await agent.send("shorter please")).text == "ok"
+
+
+async def test_stop_now_while_a_tool_runs_answers_the_call_stopped_and_keeps_earlier_work(make):
+    @tool
+    async def slow() -> str:
+        """Takes forever."""
+        await asyncio.Event().wait()
+        return ""
+
+    agent, provider = make([tool_use_stream("t1", "slow", "{}"), text_stream("never asked")], tools=[slow])
+    send = asyncio.create_task(agent.send("go"))
+    await wait_until(lambda: agent.snapshot.status.name == "executing_tool")
+    agent.stop(now=True)
+    last = await send
+    assert last.tool_uses[0].id == "t1" and len(provider.requests) == 1
+    result = agent.history[-1].tool_results[0]
+    assert result.is_error and result.content == STOPPED_TOOL_RESULT
+    assert agent.status == AgentStatus.finished()
+
+
+async def test_stop_now_before_any_text_rolls_back_like_an_interrupt(make):
+    script, _control = controlled_stream()
+    agent, _ = make([script])
+    send = asyncio.create_task(agent.send("hello"))
+    await wait_until(lambda: agent.is_running)
+    agent.stop(now=True)
+    with pytest.raises(asyncio.CancelledError):
+        await send
+    assert agent.history == [] and agent.resumable_turn is not None
+
+
+async def test_finish_round_reports_stopping_round_until_the_run_ends(make):
+    script, control = controlled_stream()
+    agent, _ = make([script])
+    send = asyncio.create_task(agent.send("hello"))
+    await wait_until(lambda: agent.is_running)
+    agent.stop()
+    assert agent.stopping == "round"
+    for event in text_stream("done").events:
+        control.send(event)
+    control.close()
+    assert (await send).text == "done" and not (await send).truncated
+    assert agent.stopping is None
 
 
 async def test_a_second_send_while_running_is_refused(make):

@@ -129,7 +129,7 @@ def finish_text(control, text: str = "", *, started: bool = False) -> None:
 def mail_texts(request: ProviderRequest) -> list[str]:
     """The delivered-mail messages a request carries, in order."""
     return [m.text for m in request.messages
-            if m.text.startswith(("<subagent_update", "<subagent_message"))]
+            if m.text.startswith(("<subagent_update", "<subagent_message", "<subagent_approval"))]
 
 
 async def run_tool(caller, name: str, /, **input: Any):

@@ -238,7 +238,7 @@ async def test_closing_the_runtime_interrupts_children_without_notices(db_path):
     root = rt.spawn("lead", "anthropic:root", config=DELEGATE)
     await root.send("go")
     child = subagent(root, "/root/forever")
-    await wait_until(lambda: child.status == AgentStatus.awaiting_model())
+    await wait_until(lambda: child.status == AgentStatus.streaming())
     await rt.aclose()
     state = SqliteStore(db_path).load_state(root.id, STATE_KEY)
     assert state["agents"]["/root/forever"]["status"] == "interrupted"

@@ -100,7 +100,7 @@ async def test_mail_delivered_into_a_run_lost_in_a_crash_is_delivered_again(db_p
     rt1, root1, provider1 = await first_life(db_path, root_steps=[root_stream])
     [notice] = rt1.store.load_state(root1.id, STATE_KEY)["mailbox"]
     sending = asyncio.create_task(root1.send("Anything new?"))
-    await wait_until(lambda: root1.status == AgentStatus.awaiting_model())
+    await wait_until(lambda: root1.status == AgentStatus.streaming())
     start_text(root_control, "Let me th")  # the root is mid-stream, mail injected, then: crash
     await wait_until(lambda: root1.snapshot.current_text == "Let me th")
     assert f'id="{notice["id"]}"' in mail_texts(provider1.requests("root")[-1])[0]

@@ -9,7 +9,13 @@ import json
 import pytest
 
 from mentra_nb import AgentConfig, ContentBlock, Message, Runtime, SqliteStore, ToolOutput
-from mentra_nb.runtime.subagents import SubagentLimits, list_subagents, subagent
+from mentra_nb.runtime.subagents import (
+    SubagentAgentExtension,
+    SubagentLimitReached,
+    SubagentLimits,
+    list_subagents,
+    subagent,
+)
 from mentra_nb.runtime.subagents._fork import fork_history
 from mentra_nb.runtime.subagents._mailbox import render_mail
 from mentra_nb.runtime.subagents._tree import Mail
@@ -104,10 +110,15 @@ async def test_depth_limit_stops_spawning_but_not_working(setup):
                             model="anthropic:child")
     assert json.loads(output) == {"task_name": "/root/child", "status": "running"}
     child = subagent(root, "/root/child")
-    assert [t.spec.name for t in child.tools()] == TOOL_NAMES  # children inherit the config
-    text = await refusal(child, "spawn_agent", task_name="grandchild", message="x")
-    assert text == ("subagent depth limit 1 reached: `/root/child` is at depth 1 and cannot "
-                    "spawn agents; do this task yourself")
+    # At max_depth the spawning tools are not offered; the rest of the tree's tools are.
+    assert [t.spec.name for t in child.tools()] == [
+        "send_message", "list_agents", "interrupt_agent", "wait_agent"]
+    assert "spawn_agent" in [t.spec.name for t in root.tools()]
+    # A model that calls it anyway (e.g. from a forked history) gets the spec's refusal.
+    with pytest.raises(SubagentLimitReached) as refused:
+        child.extension(SubagentAgentExtension).spawn("grandchild", "x", "none", None)
+    assert str(refused.value) == ("subagent depth limit 1 reached: `/root/child` is at depth 1 "
+                                  "and cannot spawn agents; do this task yourself")
     control.close()
 
 

@@ -259,7 +259,8 @@ async def test_only_the_addressee_answers_and_only_while_pending(db_path):
     with pytest.raises(AgentError, match="only the addressee 'alice' may answer"):
         lead.approve_request(theirs.id)
     lead.approve_request(mine.id, "go ahead")
-    with pytest.raises(AgentError, match="already approved; only pending requests"):
+    with pytest.raises(AgentError, match=r"already approved; only pending requests can be answered "
+                                         r"\(pending ones: lead.team_requests\('pending'\) in Python"):
         lead.reject_request(mine.id, "changed my mind")
     with pytest.raises(AgentNotFound, match="no team request 'req-x'"):
         lead.approve_request("req-x")
@@ -366,3 +367,28 @@ def test_teammates_revived_outside_an_event_loop_start_with_it(db_path):
         await rt.aclose()
 
     asyncio.run(work())
+
+
+async def test_teammates_get_their_own_round_limit_not_the_leads(db_path):
+    # Three model calls of read-only tool use, then an answer: more than the lead's limit of 2.
+    provider = ScriptedProvider("anthropic", [
+        *(tool_use_stream(f"r{i}", "team_read_inbox", "{}") for i in range(3)), text_stream("done"),
+        *(tool_use_stream(f"s{i}", "team_read_inbox", "{}") for i in range(2)),
+    ])
+    rt = runtime(db_path, provider)
+    lead = rt.spawn("lead", "anthropic:model", config=AgentConfig(max_rounds=2, teammate_max_rounds=4))
+    assert AgentConfig().teammate_max_rounds == 50  # the spec's teammate loop
+
+    alice = await lead.spawn_teammate("alice", "researcher", "dig in")
+    await wait_for_requests(provider, 4)
+    await wait_for_teammate_status(lead, "alice", TeamMemberStatus.idle())
+    assert alice.config.max_rounds == 4 and alice.history[-1].text == "done"
+
+    # spawn_teammate(max_rounds=...) sets one teammate's limit, and it holds.
+    bob = await lead.spawn_teammate("bob", "writer", "write", max_rounds=2)
+    await wait_for_requests(provider, 6)
+    await wait_for_teammate_status(lead, "bob", TeamMemberStatus.failed(
+        "agent 'bob' made 2 model calls without a final answer (AgentConfig.max_rounds); its work "
+        "so far is kept. Call agent.resume() to let it continue, or raise max_rounds."))
+    assert bob.config.max_rounds == 2
+    await rt.aclose()

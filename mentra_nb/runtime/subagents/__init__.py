@@ -13,8 +13,11 @@ changes are committed (`_registry`, `_tree`), the tools, mail and previews.
 
 from mentra_nb.runtime._config import SubagentLimits
 from mentra_nb.runtime.subagents._api import (
+    approve_call,
+    deny_call,
     interrupt_subagent,
     list_subagents,
+    pending_approvals,
     preview,
     subagent,
     subagent_picker,
@@ -35,7 +38,11 @@ from mentra_nb.runtime.subagents._events import (
     SubagentEvent,
     SubagentNotice,
 )
-from mentra_nb.runtime.subagents._extension import SubagentsExtension
+from mentra_nb.runtime.subagents._extension import (
+    HEADLESS_REFUSAL,
+    SubagentAgentExtension,
+    SubagentsExtension,
+)
 from mentra_nb.runtime.subagents._picker import (
     PickerOption,
     SubagentInfo,
@@ -55,6 +62,7 @@ from mentra_nb.runtime.subagents._tree import (
 )
 
 __all__ = [
+    "HEADLESS_REFUSAL",
     "MAX_MAILBOX_ITEMS",
     "MAX_MESSAGE_BYTES",
     "PREVIEW_MAX_BYTES",
@@ -65,6 +73,7 @@ __all__ = [
     "PickerRemoved",
     "PickerUpdated",
     "PreviewPage",
+    "SubagentAgentExtension",
     "SubagentCheckpointError",
     "SubagentError",
     "SubagentEvent",
@@ -81,8 +90,11 @@ __all__ = [
     "SubagentTree",
     "SubagentsExtension",
     "UnknownSubagent",
+    "approve_call",
+    "deny_call",
     "interrupt_subagent",
     "list_subagents",
+    "pending_approvals",
     "preview",
     "subagent",
     "subagent_picker",

@@ -7,6 +7,8 @@
     page = subagents.preview(lead, "/root/research")           # the latest turn
     page = subagents.preview(lead, "/root/research", before=page.older)
     subagents.interrupt_subagent(lead, "/root/research")       # returns the previous status
+    subagents.pending_approvals(lead)              # [(path, PendingApproval), …] waiting for you
+    subagents.approve_call(lead, "/root/research", "call_1@1")  # or deny_call(..., reason)
 
 Reading (`list_subagents`, `subagent_picker`, `preview`) is safe from any
 thread, also while the root runs. `watch_subagents` callbacks run on the
@@ -18,9 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mentra_nb.errors import ConfigError
+from mentra_nb.errors import AgentError, ConfigError
 from mentra_nb.runtime._agent import Agent
 from mentra_nb.runtime._services import AgentHandle, HasServices
+from mentra_nb.runtime._snapshot import PendingApproval
 from mentra_nb.runtime.subagents._errors import UnknownSubagent
 from mentra_nb.runtime.subagents._events import SubagentEvent
 from mentra_nb.runtime.subagents._extension import SubagentsExtension
@@ -30,8 +33,11 @@ from mentra_nb.runtime.subagents._registry import SubagentRegistry
 from mentra_nb.runtime.subagents._tree import SubagentStatus
 
 __all__ = [
+    "approve_call",
+    "deny_call",
     "interrupt_subagent",
     "list_subagents",
+    "pending_approvals",
     "preview",
     "subagent",
     "subagent_picker",
@@ -116,3 +122,39 @@ def interrupt_subagent(root: AgentHandle, path: str) -> SubagentStatus:
     """Interrupt the child at `path` (as the `interrupt_agent` tool does); returns
     its status before. Call on the runtime's loop."""
     return subagent_registry(root).interrupt(_root_id(root), path)
+
+
+def pending_approvals(root: AgentHandle) -> list[tuple[str, PendingApproval]]:
+    """The calls of `root`'s children that wait for the user's approval, as
+    (path, call) in path order (children live in this process only)."""
+    waiting: list[tuple[str, PendingApproval]] = []
+    for info in list_subagents(root):
+        if not info.waiting_for_approval:
+            continue
+        child = subagent(root, info.path)
+        if child is not None:
+            waiting.extend((info.path, call) for call in child.snapshot.pending_approvals)
+    return waiting
+
+
+def _waiting_child(root: AgentHandle, path: str) -> Agent:
+    child = subagent(root, path)
+    if child is None:
+        raise AgentError(
+            f"subagent `{path}` is not running in this process, so it has no call waiting for "
+            "approval; subagents.pending_approvals(root) lists the waiting ones"
+        )
+    return child
+
+
+def approve_call(root: AgentHandle, path: str, call_id: str, *, always: bool = False) -> None:
+    """Let the waiting call `call_id` (`<call id>@<run>`, or a bare call id) of the
+    child at `path` run; `always=True` lets that child call the tool without asking
+    from now on. Safe from any thread."""
+    _waiting_child(root, path).approve(call_id, always=always)
+
+
+def deny_call(root: AgentHandle, path: str, call_id: str, reason: str = "") -> None:
+    """Refuse the waiting call `call_id` of the child at `path`; its model gets an
+    error result with `reason`. Safe from any thread."""
+    _waiting_child(root, path).deny(call_id, reason)

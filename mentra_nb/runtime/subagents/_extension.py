@@ -13,25 +13,38 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from mentra_nb.errors import MentraError
 from mentra_nb.messages import Message
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
 from mentra_nb.runtime._services import AgentHandle
 from mentra_nb.runtime._snapshot import SnapshotFields, SubagentStatus
+from mentra_nb.runtime.events import (
+    AgentEvent,
+    AssistantMessageCommitted,
+    ToolApprovalRequested,
+    ToolApprovalResolved,
+)
 from mentra_nb.runtime.subagents._errors import SubagentError, SubagentLimitReached, UnknownSubagent
 from mentra_nb.runtime.subagents._fork import ForkTurns, fork_history
 from mentra_nb.runtime.subagents._mailbox import mail_markers, render_mail
+from mentra_nb.runtime.subagents._preamble import child_config
 from mentra_nb.runtime.subagents._registry import SubagentRegistry
-from mentra_nb.runtime.subagents._tools import subagent_tools
+from mentra_nb.runtime.subagents._tools import subagent_tool_specs, subagent_tools
 from mentra_nb.runtime.subagents._tree import ROOT_PATH
 from mentra_nb.runtime.tools import Tool
 
-__all__ = ["SubagentAgentExtension", "SubagentsExtension"]
+__all__ = ["HEADLESS_REFUSAL", "SubagentAgentExtension", "SubagentsExtension"]
 
 log = logging.getLogger("mentra_nb.runtime.subagents")
 
+SPAWNING_TOOLS = ("spawn_agent", "followup_task")
 INTERRUPT_GRACE_S = 10.0  # how long interrupt_agent waits for the child's run to stop
+# A child's last_message after its turn was cut (the spec's monitor records the abort's reason).
+INTERRUPTED_REASON = "interrupted: its turn was stopped and rolled back; followup_task restarts it"
+CLOSED_REASON = "interrupted: the runtime closed during its turn; followup_task restarts it"
+HEADLESS_REFUSAL = "headless subagents cannot approve mutations"
 
 
 class SubagentsExtension(RuntimeExtension):
@@ -41,6 +54,9 @@ class SubagentsExtension(RuntimeExtension):
         self.registry = registry or SubagentRegistry()
         self._runs: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._handles: dict[tuple[str, str], _ChildRun] = {}
+
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(subagent_tool_specs())
 
     def attach(self, agent: AgentHandle) -> AgentExtension | None:
         if agent.kind == "subagent":
@@ -58,7 +74,7 @@ class SubagentsExtension(RuntimeExtension):
     def start(self, root_id: str, path: str, child: AgentHandle, opening: list[Message], *,
               restart: bool = False) -> None:
         """Mark `path` running (persisted) and start its run as a task."""
-        handle = _ChildRun(child)
+        handle = _ChildRun(child, self._monitor(root_id, path))
         turn = f"run-{child.state.run_generation + 1}"
         if restart:
             self.registry.restart(root_id, path, handle, turn=turn)
@@ -78,10 +94,32 @@ class SubagentsExtension(RuntimeExtension):
 
         task.add_done_callback(forget)
 
+    def _monitor(self, root_id: str, path: str) -> Callable[[AgentEvent], None]:
+        """What the tree learns from a running child's events, as the spec's monitor:
+        each committed message with text becomes its `last_message`, and a call
+        waiting for the user is recorded (and announced to its parent)."""
+        registry = self.registry
+
+        def on_event(event: AgentEvent) -> None:
+            try:
+                if isinstance(event, AssistantMessageCommitted):
+                    if event.message.text:
+                        registry.message(root_id, path, event.message.text)
+                elif isinstance(event, ToolApprovalRequested):
+                    call = f"{event.tool_use_id}@{event.run_generation}"
+                    registry.approval_pending(root_id, path, call, event.name)
+                elif isinstance(event, ToolApprovalResolved):
+                    registry.approval_resolved(root_id, path, f"{event.tool_use_id}@{event.run_generation}")
+            except MentraError as err:  # the run goes on; the tree catches up at its end
+                log.warning("could not record the progress of subagent %s: %s", path, err)
+
+        return on_event
+
     async def _drive(self, root_id: str, path: str, handle: _ChildRun, opening: list[Message]) -> None:
         child = handle.child
         status: SubagentStatus = "completed"
         text: str | None = None
+        unsubscribe = child.state.milestones.add_callback(handle.monitor)
         try:
             if handle.interrupted:  # interrupted before its run began
                 raise asyncio.CancelledError
@@ -89,12 +127,17 @@ class SubagentsExtension(RuntimeExtension):
             text = reply.text
         except asyncio.CancelledError:
             status = "interrupted"
+            text = INTERRUPTED_REASON
         except Exception as err:
             status = "errored"
             text = str(err) if isinstance(err, MentraError) else f"{type(err).__name__}: {err}"
+        finally:
+            unsubscribe()
         # A runtime that is closing interrupts its children; that is not news for
         # the parent (a crash would not tell it either): record it, send nothing.
         closing = child.services.closed
+        if closing and status == "interrupted":
+            text = CLOSED_REASON
         try:
             self.registry.finished(root_id, path, status, text, notify_parent=not closing)
         except MentraError as err:
@@ -116,8 +159,9 @@ class _ChildRun:
     """The live handle of one child's run; `interrupt` cancels it (the run is
     rolled back, its task message kept for a follow-up)."""
 
-    def __init__(self, child: AgentHandle) -> None:
+    def __init__(self, child: AgentHandle, monitor: Callable[[AgentEvent], None]) -> None:
         self.child = child
+        self.monitor = monitor
         self.interrupted = False
 
     def interrupt(self) -> None:
@@ -167,7 +211,34 @@ class SubagentAgentExtension(AgentExtension):
             return []
         if self._tools is None:
             self._tools = subagent_tools(self)
-        return self._tools
+        if self.can_spawn():
+            return self._tools
+        # At max_depth spawning is refused anyway; not offering it saves a wasted round.
+        return [t for t in self._tools if t.spec.name not in SPAWNING_TOOLS]
+
+    def can_spawn(self) -> bool:
+        """Whether this agent is above its tree's `max_depth` (a root always is)."""
+        location = self.location()
+        if location is None:
+            return True  # not in an open tree: spawn_agent itself says so
+        root_id, path = location
+        if path == ROOT_PATH:
+            return True
+        try:
+            depth = self.registry.tree(root_id).record(path).depth
+        except UnknownSubagent:
+            return True
+        return depth < self.registry.limits(root_id).max_depth
+
+    def refuse_approval(self, tool_name: str) -> str | None:
+        location = self.location()
+        if location is None or location[1] == ROOT_PATH:
+            return None  # the root has a user
+        if self.registry.limits(location[0]).approvals != "deny":
+            return None
+        return (f"{HEADLESS_REFUSAL}: '{tool_name}' needs the user's approval and this subagent "
+                'tree answers such calls with "deny" (SubagentLimits(approvals="deny")), so it was '
+                "not run. Do the task without it, or say in your final answer what should be done.")
 
     async def before_round(self) -> list[Message]:
         location = self.location()
@@ -245,9 +316,14 @@ class SubagentAgentExtension(AgentExtension):
         forked = fork_history(self.agent.state.transcript, fork_turns)
         self.registry.reserve(root_id, path, caller, None, depth + 1, info.key)
         try:
+            root = services.live_agent(root_id)
+            config = child_config(
+                root.config if root is not None else self.agent.config, path=path, parent=caller,
+                can_spawn=depth + 1 < limits.max_depth,
+                approvals=limits.approvals,
+            )
             child = services.create_agent(
-                _agent_name(task_name), info.key, self.agent.config, kind="subagent",
-                parent_id=self.agent.id,
+                _agent_name(task_name), info.key, config, kind="subagent", parent_id=self.agent.id,
             )
             child.state.append_messages(forked)
             self.owner.start(root_id, path, child, [Message.user(message)])

@@ -6,6 +6,7 @@ carrying the mail's id as a marker:
 
     <subagent_message id="m…" from="/root/research">…</subagent_message>
     <subagent_update id="m…" agent="/root/research" status="completed">…</subagent_update>
+    <subagent_approval id="m…" agent="/root/research" tool="write_file">…</subagent_approval>
 
 An item leaves the mailbox only once the recipient's durable transcript holds
 its marker (a run that commits it, or recovery that keeps it). A crash before
@@ -23,6 +24,7 @@ from mentra_nb.runtime.subagents._errors import SubagentMailboxFull
 from mentra_nb.runtime.subagents._tree import MAX_MAILBOX_ITEMS, Mail, TreeDraft
 
 __all__ = [
+    "drop_approval_notices",
     "is_internal_mail",
     "mail_markers",
     "new_mail_id",
@@ -32,7 +34,7 @@ __all__ = [
     "unread_senders",
 ]
 
-_MARKER = re.compile(r'^<subagent_(?:message|update) id="(m[0-9a-f]{16})"')
+_MARKER = re.compile(r'^<subagent_(?:message|update|approval) id="(m[0-9a-f]{16})"')
 
 
 def new_mail_id() -> str:
@@ -47,6 +49,12 @@ def push_notice(draft: TreeDraft, mail: Mail) -> None:
     draft.mailbox.append(mail)
 
 
+def drop_approval_notices(draft: TreeDraft, sender: str) -> None:
+    """Forget `sender`'s approval notices: its calls were answered, so the notice
+    would only mislead a parent that has not read it yet."""
+    draft.mailbox[:] = [m for m in draft.mailbox if not (m.kind == "approval" and m.sender == sender)]
+
+
 def push_message(draft: TreeDraft, mail: Mail) -> None:
     """A message between agents is refused when the mailbox is full."""
     if len(draft.mailbox) >= MAX_MAILBOX_ITEMS:
@@ -58,7 +66,12 @@ def push_message(draft: TreeDraft, mail: Mail) -> None:
 
 
 def render_mail(mail: Mail) -> Message:
-    if mail.kind == "update":
+    if mail.kind == "approval":
+        text = (f'<subagent_approval id="{mail.id}" agent="{mail.sender}" tool="{mail.text}">'
+                f"{mail.sender} is waiting for the user to approve a call of {mail.text}; the user "
+                "answers it in the notebook. Its result arrives as a <subagent_update> later: call "
+                "wait_agent again to wait for it.</subagent_approval>")
+    elif mail.kind == "update":
         text = (f'<subagent_update id="{mail.id}" agent="{mail.sender}" status="{mail.status}">'
                 f"{mail.text}</subagent_update>")
     else:
@@ -87,9 +100,6 @@ def mail_markers(messages: Iterable[Message]) -> set[str]:
 
 
 def unread_senders(mailbox: Iterable[Mail], recipient: str, exclude: frozenset[str] | set[str] = frozenset()) -> list[str]:
-    """Senders of mail waiting for `recipient`, first come first, each once."""
-    senders: list[str] = []
-    for mail in mailbox:
-        if mail.recipient == recipient and mail.id not in exclude and mail.sender not in senders:
-            senders.append(mail.sender)
-    return senders
+    """Senders of mail waiting for `recipient`, each once, sorted (as the spec's
+    wait returns them)."""
+    return sorted({m.sender for m in mailbox if m.recipient == recipient and m.id not in exclude})

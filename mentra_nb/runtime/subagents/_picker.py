@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from mentra_nb.runtime._snapshot import SubagentSummary
 from mentra_nb.runtime.subagents._tree import SubagentRecord, SubagentTree
@@ -45,6 +45,7 @@ class PickerOption(BaseModel):
     model: str
     path: str  # what to pass to preview() / interrupt_subagent()
     agent_id: str | None
+    waiting_for_approval: list[str] = Field(default_factory=list)  # tools waiting for the user
 
 
 class SubagentPickerState(BaseModel):
@@ -69,6 +70,7 @@ def _summary_fields(path: str, record: SubagentRecord) -> dict[str, object]:
     return {
         "path": path, "name": _name(path), "agent_id": record.agent_id, "status": record.status,
         "model": record.model, "depth": record.depth,
+        "waiting_for_approval": [w.tool for w in record.awaiting_approval],
     }
 
 
@@ -105,7 +107,8 @@ def picker_for(tree: SubagentTree) -> SubagentPickerState | None:
         tone = "neutral"
     options = [
         PickerOption(label=_name(path), status=record.status, model=record.model, path=path,
-                     agent_id=record.agent_id)
+                     agent_id=record.agent_id,
+                     waiting_for_approval=[w.tool for w in record.awaiting_approval])
         for path, record in tree.agents.items()
     ]
     return SubagentPickerState(count=len(options), text=str(len(options)), tone=tone, options=options)

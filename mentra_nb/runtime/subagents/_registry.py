@@ -45,6 +45,7 @@ from mentra_nb.runtime.subagents._events import (
     SubagentNotice,
 )
 from mentra_nb.runtime.subagents._mailbox import (
+    drop_approval_notices,
     new_mail_id,
     push_message,
     push_notice,
@@ -66,6 +67,7 @@ from mentra_nb.runtime.subagents._tree import (
     SubagentStatus,
     SubagentTree,
     TreeDraft,
+    WaitingCall,
     bounded_text,
 )
 from mentra_nb.store.base import Store
@@ -148,7 +150,8 @@ class SubagentRegistry:
         draft = tree.draft()
         cut_off = [path for path, record in draft.agents.items() if record.is_active]
         for path in cut_off:
-            draft.update(path, status="interrupted", active_turn=None)
+            draft.update(path, status="interrupted", active_turn=None, awaiting_approval=[])
+            drop_approval_notices(draft, path)  # the calls were answered by crash recovery
         tree = draft.freeze()
         if cut_off:
             store.save_state(root_id, STATE_KEY, tree.model_dump(mode="json"), token=token)
@@ -201,7 +204,10 @@ class SubagentRegistry:
         """What the `list_agents` tool reports, in path order."""
         return [
             {"task_name": path, "status": record.status, "model": record.model,
-             "last_message": record.last_message}
+             "last_message": record.last_message,
+             # Only while a call waits, so the spec's four keys stay as they are otherwise.
+             **({"waiting_for_approval": [w.tool for w in record.awaiting_approval]}
+                if record.awaiting_approval else {})}
             for path, record in self._root(root_id).tree.agents.items()
             if prefix is None or path.startswith(prefix)
         ]
@@ -304,7 +310,8 @@ class SubagentRegistry:
             if record.is_active:
                 raise SubagentError(f"agent `{path}` is already {record.status}")
             draft.ensure_concurrency_available(limits.max_concurrency)
-            draft.update(path, status="running", active_turn=turn)
+            # A new turn: the previous run's last message is no longer news.
+            draft.update(path, status="running", active_turn=turn, last_message=None)
             live[path] = child
 
         self._mutate(root_id, change)
@@ -327,10 +334,16 @@ class SubagentRegistry:
         leave its parent a notice. See the module docstring for a failed write."""
         notice_id = new_mail_id()
 
-        def change(draft: TreeDraft, live: dict[str, LiveChild]) -> None:
-            record = self._record(draft, path)
+        def change(draft: TreeDraft, live: dict[str, LiveChild]) -> Any:
+            record = draft.agents.get(path)
+            if record is None or not record.is_active:
+                # Already ended (or forgotten): a second report must neither change its
+                # status nor leave its parent a duplicate notice.
+                return _Unchanged(None)
             text = bounded_text(last_message) if last_message is not None else record.last_message
-            draft.update(path, status=status, active_turn=None, last_message=text)
+            draft.update(path, status=status, active_turn=None, last_message=text,
+                         awaiting_approval=[])
+            drop_approval_notices(draft, path)
             live.pop(path, None)
             if notify_parent:
                 push_notice(draft, Mail(id=notice_id, sender=path, recipient=record.parent,
@@ -347,6 +360,47 @@ class SubagentRegistry:
             return f"`{path}`: retrying the errored state failed too", notice
 
         self._commit(root_id, change, on_failure="repair", repair=repair)
+
+    def message(self, root_id: str, path: str, text: str) -> None:
+        """A running child committed an assistant message with text: it is its
+        `last_message` from now on (what `list_agents` shows while it works)."""
+
+        def change(draft: TreeDraft, live: dict[str, LiveChild]) -> Any:
+            record = draft.agents.get(path)
+            bounded = bounded_text(text)
+            if record is None or not record.is_active or record.last_message == bounded:
+                return _Unchanged(None)
+            draft.update(path, last_message=bounded)
+
+        self._mutate(root_id, change)
+
+    def approval_pending(self, root_id: str, path: str, call: str, tool: str) -> None:
+        """A running child's call `call` of `tool` waits for the user: the tree says so
+        and its parent gets an `approval` notice (which ends its `wait_agent`)."""
+
+        def change(draft: TreeDraft, live: dict[str, LiveChild]) -> Any:
+            record = draft.agents.get(path)
+            if record is None or not record.is_active or any(w.call == call for w in record.awaiting_approval):
+                return _Unchanged(None)
+            draft.update(path, awaiting_approval=[*record.awaiting_approval, WaitingCall(call=call, tool=tool)])
+            push_notice(draft, Mail(id=new_mail_id(), sender=path, recipient=record.parent,
+                                    kind="approval", text=tool))
+
+        self._mutate(root_id, change)
+
+    def approval_resolved(self, root_id: str, path: str, call: str) -> None:
+        """The call `call` of the child at `path` was answered (or its run ended)."""
+
+        def change(draft: TreeDraft, live: dict[str, LiveChild]) -> Any:
+            record = draft.agents.get(path)
+            if record is None or not any(w.call == call for w in record.awaiting_approval):
+                return _Unchanged(None)
+            waiting = [w for w in record.awaiting_approval if w.call != call]
+            draft.update(path, awaiting_approval=waiting)
+            if not waiting:
+                drop_approval_notices(draft, path)  # not read yet, and no longer true
+
+        self._mutate(root_id, change)
 
     def interrupt(self, root_id: str, target: str) -> SubagentStatus:
         """Interrupt `target`'s active turn; returns its status before.

@@ -166,12 +166,15 @@ def validate_message(message: object, field: str = "message") -> str:
 
 
 def _fork_turns(value: object) -> ForkTurns:
-    if value is None or value == "none":
+    if isinstance(value, str):
+        value = value.strip()
+        # Models write "ALL" or "None" as often as the schema's spelling.
+        if value.lower() in ("none", "all"):
+            return "all" if value.lower() == "all" else "none"
+        if value.isdigit():
+            value = int(value)
+    if value is None:
         return "none"
-    if value == "all":
-        return "all"
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
     if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
         return value
     raise SubagentError(f'fork_turns must be "none", "all" or a number of turns >= 1, not {value!r}')

@@ -33,6 +33,7 @@ __all__ = [
     "SubagentStatus",
     "SubagentTree",
     "TreeDraft",
+    "WaitingCall",
     "bounded_text",
     "is_active",
 ]
@@ -70,6 +71,15 @@ def valid_task_name(name: object) -> bool:
     return isinstance(name, str) and _TASK_NAME.match(name) is not None
 
 
+class WaitingCall(BaseModel):
+    """A child's tool call waiting for the user's approval."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    call: str  # the pending call's reference, `<call id>@<run>`: what approve/deny take
+    tool: str
+
+
 class SubagentRecord(BaseModel):
     """One child: where it sits, which agent it is, and how its work ended."""
 
@@ -82,6 +92,8 @@ class SubagentRecord(BaseModel):
     status: SubagentStatus = "pending_init"
     active_turn: str | None = None
     last_message: str | None = None
+    # Calls of its running turn that wait for the user (its status stays running).
+    awaiting_approval: list[WaitingCall] = Field(default_factory=list)
 
     @property
     def is_active(self) -> bool:
@@ -89,15 +101,16 @@ class SubagentRecord(BaseModel):
 
 
 class Mail(BaseModel):
-    """An item in the root's mailbox: a message between agents, or a finish notice
-    (`kind="update"`) a child leaves for its parent."""
+    """An item in the root's mailbox: a message between agents, a finish notice
+    (`kind="update"`) a child leaves for its parent, or the notice that a child's
+    call waits for the user's approval (`kind="approval"`, `text` the tool's name)."""
 
     model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: str
     sender: str
     recipient: str
-    kind: Literal["message", "update"] = "message"
+    kind: Literal["message", "update", "approval"] = "message"
     status: SubagentStatus | None = None
     text: str = ""
 

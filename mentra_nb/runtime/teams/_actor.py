@@ -1,9 +1,9 @@
 """`TeammateActor`: what keeps a teammate working on its own.
 
-An actor is a task on the runtime's event loop that sleeps until it is woken
-(by mail, a protocol request or response, or revival) and then runs wake
-cycles: one run after another while the teammate has unread mail, each run
-starting with nothing but its injected `<team-inbox>`. The teammate's status
+An actor is woken (by mail, a protocol request or response, or revival) and
+then runs wake cycles in a task on the runtime's event loop: one run after
+another while the teammate has unread mail, each run starting with nothing but
+its injected `<team-inbox>`. Between wakes it has no task at all. The teammate's status
 follows: working during the cycle, then idle; failed{error} when a run fails
 (its mail was requeued, so the next wake retries it); shutdown after a cycle
 that ends with an approved shutdown, which also ends the actor.
@@ -43,50 +43,81 @@ class TeammateActor:
         # A teammate killed inside a tool call was revived with its call answered
         # by an error result: its first cycle continues that run.
         self._continue = continue_first
-        self._wake = asyncio.Event()
+        self._woken = False  # a wake not yet served by a cycle
+        self._started = False
+        self._ended = False
+        # The wake cycles in progress, if any. An idle actor has no task: nothing
+        # pends on the loop, so a dropped runtime with idle teammates is collected
+        # quietly, its finaliser releasing their leases.
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def alive(self) -> bool:
-        return self._task is not None and not self._task.done()
+        """Started on this process's loop and not ended (shutdown, or its runtime closed)."""
+        return self._started and not self._ended
 
     @property
     def started(self) -> bool:
-        return self._task is not None
+        return self._started
 
     def start(self) -> bool:
         """Start on the running loop; False when called outside one (started later)."""
-        if self._task is not None:
+        if self._started:
             return True
         try:
-            loop = asyncio.get_running_loop()
+            self._loop = asyncio.get_running_loop()
         except RuntimeError:
             return False
-        self._task = loop.create_task(self._live(), name=f"mentra-teammate-{self.agent.name}")
+        self._started = True
+        if self._woken:
+            self._work_soon()
         return True
 
     def wake(self) -> None:
-        self._wake.set()
+        self._woken = True
+        if self._started and not self._ended:
+            self._work_soon()
+
+    def _work_soon(self) -> None:
+        loop = self._loop
+        assert loop is not None  # set by start(), which comes first
+        try:
+            on_loop = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            on_loop = False
+        if not on_loop:  # woken from another thread: start the cycle on the actor's loop
+            loop.call_soon_threadsafe(self._work_soon)
+        elif self._task is None or self._task.done():
+            self._task = loop.create_task(self._work(), name=f"mentra-teammate-{self.agent.name}")
 
     async def aclose(self) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
+        was_alive = self.alive
+        self._ended = True
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
+        elif was_alive:
+            self.team.actor_stopped(self.agent.name)
 
-    async def _live(self) -> None:
+    async def _work(self) -> None:
+        """Serve wakes until none is left (a wake during a cycle runs one more)."""
         try:
-            while True:
-                await self._wake.wait()
-                self._wake.clear()
+            while self._woken and not self._ended:
+                self._woken = False
                 if not await self._cycle():
-                    return
+                    self._ended = True
         except Exception:
             # Never silent: a dead actor leaves its teammate unable to answer mail.
+            self._ended = True
             log.exception("the actor of teammate %s stopped", self.agent.name)
             self._set_status(TeamMemberStatus.failed("its actor stopped; see the log"))
         finally:
-            self.team.actor_stopped(self.agent.name)
+            if self._ended or _cancelling():
+                self._ended = True
+                self.team.actor_stopped(self.agent.name)
 
     async def _cycle(self) -> bool:
         """Run while there is work; False when the actor should end."""

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
 from mentra_nb.runtime._services import AgentHandle, Services
 from mentra_nb.runtime.teams._inbox import TeamInbox
-from mentra_nb.runtime.teams._team import Team
-from mentra_nb.runtime.teams._tools import team_tools_for
+from mentra_nb.runtime.teams._team import TEAMMATE_TOOL_NAMES, Team
+from mentra_nb.runtime.teams._tools import LEAD_TOOL_NAMES, team_tools_for
 
 __all__ = ["TeamExtension"]
 
@@ -29,6 +29,9 @@ class TeamExtension(RuntimeExtension):
         if team is None:
             team = self._teams[team_id] = Team(services, team_id)
         return team
+
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((*LEAD_TOOL_NAMES, *TEAMMATE_TOOL_NAMES)))
 
     def attach(self, agent: AgentHandle) -> AgentExtension | None:
         if agent.kind == "agent":

@@ -444,8 +444,10 @@ class Team:
             )
         if request.status != "pending":
             raise AgentError(
-                f"request {request_id} was already {request.status}; only pending requests can "
-                "be answered (team_list_requests status='pending' lists them)"
+                f"request {request_id} ({request.protocol} from {request.sender}) was already "
+                f"{request.status}; only pending requests can be answered (pending ones: "
+                "lead.team_requests('pending') in Python, %mentra team LEAD in a notebook, the "
+                "team_list_requests tool for a model)"
             )
         reason = reason.strip() if isinstance(reason, str) and reason.strip() else None
         response = TeamMessage(
@@ -516,7 +518,7 @@ def _teammate_config(lead: AgentHandle, name: str, role: str, max_rounds: int | 
         "system": teammate_system_prompt(name, role, lead.name, config.system),
         "tools": allowed,
         "hidden_tools": hidden,
-        "max_rounds": max_rounds if max_rounds is not None else config.max_rounds,
+        "max_rounds": max_rounds if max_rounds is not None else config.teammate_max_rounds,
         "team": False,  # a teammate never leads a team of its own
     })
 

@@ -1,0 +1,121 @@
+"""Issue 15.1 and 15.7: notebooks run by nbconvert and papermill, for real.
+
+Two notebooks in one folder, each run twice, alternating (a, b, a, b): every
+run succeeds, each notebook keeps its own state file and runtime id under
+`.mentra/`, the rerun's spawn cell attaches to the agent the first run made
+(so the agent remembers), and the saved output of a `%%mentra --wait` cell is
+the turn's transcript, readable without a kernel (and in nbconvert's HTML).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests.conftest import missing
+
+pytestmark = pytest.mark.process
+
+RUN_TIMEOUT = 300
+
+
+def _notebook(folder: Path, name: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext mentra_nb"),
+        nbformat.v4.new_code_cell("writer = %mentra spawn writer"),
+        nbformat.v4.new_code_cell(f"%%mentra writer --wait\nHello from {name}"),
+        nbformat.v4.new_code_cell("print('messages:', len(writer.history))"),
+        nbformat.v4.new_code_cell("%mentra db"),
+    ]
+    path = folder / f"{name}.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def _run(argv: list[str], folder: Path) -> None:
+    # The kernel must find this checkout's mentra_nb and nothing of the test runner's.
+    env = {k: v for k, v in os.environ.items() if k != "JPY_SESSION_NAME"}
+    done = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    assert done.returncode == 0, f"{argv[:3]} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+
+
+def _outputs(path: Path) -> list[list[dict]]:
+    nb = nbformat.read(path, as_version=4)  # joins the multi-line strings of the file
+    return [cell.get("outputs", []) for cell in nb.cells]
+
+
+def _text(outputs: list[dict]) -> str:
+    return "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in outputs)
+
+
+def _runtime_ids(db: Path) -> set[str]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return {row[0] for row in conn.execute("SELECT runtime_id FROM agents")}
+    finally:
+        conn.close()
+
+
+def _check_run(out: Path, name: str, messages: int, folder: Path) -> None:
+    cells = _outputs(out)
+    assert f"messages: {messages}" in _text(cells[3])
+    db_text = _text(cells[4])
+    assert f"state file: {folder / '.mentra' / (name + '.sqlite')}" in db_text
+    assert f"runtime id: {name}" in db_text
+    # The --wait cell's saved output is its turn, as markdown; no widget is left to
+    # be "not found" by a reader without a kernel.
+    [turn] = [o for o in cells[2] if o["output_type"] == "display_data"]
+    assert "application/vnd.jupyter.widget-view+json" not in turn["data"]
+    assert f"Hello from {name}" in turn["data"]["text/markdown"]
+    assert f"You said: Hello from {name}" in turn["data"]["text/markdown"]
+    # and the cell's result is the reply itself
+    [result] = [o for o in cells[2] if o["output_type"] == "execute_result"]
+    assert result["data"]["text/plain"] == f"You said: Hello from {name}"
+
+
+def _runner(name: str) -> str:
+    found = shutil.which(name, path=str(Path(sys.executable).parent))
+    if found is None:
+        missing(f"{name} is not installed (pip install -e '.[test]')")
+    assert found is not None
+    return found
+
+
+def test_nbconvert_runs_two_notebooks_of_one_folder_twice_each(tmp_path):
+    nbconvert = _runner("jupyter-nbconvert")
+    for name in ("report_a", "report_b"):
+        _notebook(tmp_path, name)
+    for run in (1, 2):
+        for name in ("report_a", "report_b"):
+            _run([nbconvert, "--to", "notebook", "--execute", f"{name}.ipynb",
+                  "--output", f"{name}-run{run}"], tmp_path)
+            _check_run(tmp_path / f"{name}-run{run}.ipynb", name, 2 * run, tmp_path)
+    assert sorted(p.name for p in (tmp_path / ".mentra").glob("*.sqlite")) == ["report_a.sqlite", "report_b.sqlite"]
+    assert _runtime_ids(tmp_path / ".mentra" / "report_a.sqlite") == {"report_a"}
+    assert not list(tmp_path.glob("*.mentra.sqlite*")) and not (tmp_path / "mentra.sqlite").exists()
+    # nbconvert's HTML of an executed run shows the transcript.
+    _run([nbconvert, "--to", "html", "--execute", "report_b.ipynb"], tmp_path)
+    html = (tmp_path / "report_b.html").read_text()
+    assert "You said: Hello from report_b" in html
+
+
+def test_papermill_runs_two_notebooks_of_one_folder_twice_each(tmp_path):
+    papermill = _runner("papermill")
+    for name in ("report_a", "report_b"):
+        _notebook(tmp_path, name)
+    (tmp_path / "out").mkdir()
+    for run in (1, 2):
+        for name in ("report_a", "report_b"):
+            out = tmp_path / "out" / f"{name}-run{run}.ipynb"
+            _run([papermill, f"{name}.ipynb", str(out.relative_to(tmp_path)), "--kernel", "python3"], tmp_path)
+            _check_run(out, name, 2 * run, tmp_path)
+    assert sorted(p.name for p in (tmp_path / ".mentra").glob("*.sqlite")) == ["report_a.sqlite", "report_b.sqlite"]
