@@ -6,9 +6,9 @@ the notebook's own path (from `JPY_SESSION_NAME`, IPython's `__session__`, VS
 Code's `__vsc_ipynb_file__` or a headless runner's command line) →
 `.mentra/<notebook stem>.sqlite` beside it → else `./.mentra/mentra.sqlite`.
 The runtime id is the notebook's file name, so two notebooks never see each
-other's agents even when they share a store; on a JupyterHub it starts with the
-user's name (`JUPYTERHUB_USER`), so two users' notebooks of one name do not
-either. The folder is hidden, so the file browser shows notebooks, not state.
+other's agents even when they share a store; on a shared database (Postgres)
+and a JupyterHub it starts with the user's name (`JUPYTERHUB_USER`), so two
+users' notebooks of one name do not either. The folder is hidden, so the file browser shows notebooks, not state.
 
 Earlier versions kept `<stem>.mentra.sqlite` (and `./mentra.sqlite`) beside the
 notebook: `migrate_store` moves such a file into the folder on first use.
@@ -62,7 +62,11 @@ def discover_store(user_ns: Mapping[str, Any], *, explicit: str | os.PathLike[st
     cwd = cwd or Path.cwd()
     found = notebook_path(user_ns, environ, cwd)
     notebook = found[0] if found is not None else None
-    runtime_id = _runtime_id(notebook, environ)
+    runtime_id = _runtime_id(notebook)
+    # On a shared database the runtime id names the hub user, so two users' notebooks
+    # of one name stay apart; a file is one user's already (and keeps its old ids).
+    shared_id = f"{environ['JUPYTERHUB_USER']}/{runtime_id}" if environ.get("JUPYTERHUB_USER") \
+        else runtime_id
     if explicit is not None and is_postgres_url(explicit):
         if _has_password(str(explicit)):
             raise ConfigError(
@@ -71,13 +75,13 @@ def discover_store(user_ns: Mapping[str, Any], *, explicit: str | os.PathLike[st
                 "the kernel's environment"
             )
         return StoreLocation(path=cwd / STATE_FOLDER / "mentra.sqlite", url=str(explicit),
-                             runtime_id=runtime_id, source=EXPLICIT_SOURCE, notebook=notebook)
+                             runtime_id=shared_id, source=EXPLICIT_SOURCE, notebook=notebook)
     url = environ.get(DB_URL_VARIABLE)
     if explicit is None and url:
         if not is_postgres_url(url):
             raise ConfigError(f"{DB_URL_VARIABLE} must be a postgresql:// URL, not {url[:30]!r}")
         return StoreLocation(path=cwd / STATE_FOLDER / "mentra.sqlite", url=url,
-                             runtime_id=runtime_id, notebook=notebook,
+                             runtime_id=shared_id, notebook=notebook,
                              source=f"the {DB_URL_VARIABLE} environment variable")
     if explicit is not None:
         path = Path(explicit).expanduser()
@@ -113,12 +117,10 @@ def migrate_store(location: StoreLocation) -> Path | None:
     return old
 
 
-def _runtime_id(notebook: Path | None, environ: Mapping[str, str]) -> str:
-    name = "notebook"
-    if notebook is not None:
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", notebook.name[: -len(".ipynb")]) or "notebook"
-    user = environ.get("JUPYTERHUB_USER")
-    return f"{user}/{name}" if user else name
+def _runtime_id(notebook: Path | None) -> str:
+    if notebook is None:
+        return "notebook"
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", notebook.name[: -len(".ipynb")]) or "notebook"
 
 
 def _has_password(url: str) -> bool:

@@ -48,11 +48,17 @@ def test_mentra_db_url_selects_postgres_and_the_password_stays_out_of_messages(p
         session.close()
 
 
-def test_on_a_jupyterhub_the_runtime_id_names_the_user(tmp_path):
-    environ = {"JUPYTERHUB_USER": "alice", "JPY_SESSION_NAME": str(tmp_path / "analysis.ipynb")}
+def test_on_a_jupyterhub_a_shared_database_names_the_user_in_the_runtime_id(pg_dsn, tmp_path):
+    environ = {"JUPYTERHUB_USER": "alice", "JPY_SESSION_NAME": str(tmp_path / "analysis.ipynb"),
+               "MENTRA_DB_URL": pg_dsn}
     assert discover_store({}, cwd=tmp_path, environ=environ).runtime_id == "alice/analysis"
     bob = discover_store({}, cwd=tmp_path, environ={**environ, "JUPYTERHUB_USER": "bob"})
     assert bob.runtime_id == "bob/analysis"
+    explicit = discover_store({}, cwd=tmp_path, environ=environ, explicit=pg_dsn)
+    assert explicit.runtime_id == "alice/analysis"
+    # A file beside the notebook is one user's already: its ids stay as they were.
+    del environ["MENTRA_DB_URL"]
+    assert discover_store({}, cwd=tmp_path, environ=environ).runtime_id == "analysis"
 
 
 def test_a_bad_mentra_db_url_is_a_clear_error(tmp_path):
