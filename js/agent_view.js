@@ -1,10 +1,11 @@
 // AgentView: one agent's status, transcript, live stream and controls.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { appendTranscript, approvalBox, element, subscribe, toolLabel } from "./dom.js";
+import { ClampWatcher, appendTranscript, approvalBox, button, element, subscribe, toolLabel } from "./dom.js";
 
 /**
- * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null}} Status
+ * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null,
+ *   stopping?: "now"|"round"|null}} Status
  * @typedef {{id: string, name: string, input_json: string}} PendingTool
  * @typedef {{id: string, name: string, input: string}} Approval
  * @typedef {import("./dom.js").Item & {html_parts?: (string|number[])[]}} WireItem
@@ -48,6 +49,61 @@ export function badgeLabel(status, approvals, progress = "") {
 /** @param {string} text */
 function escapeHtml(text) {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
+/**
+ * A growing text, shown a little at a time. The kernel sends live text in
+ * batches (a stream's first words at once, then up to a second apart: every
+ * Jupyter message costs ~600 bytes of envelope), so each batch is revealed over
+ * about the time since the one before, and the reply reads as a stream, at most
+ * one batch behind. A text that does not extend the shown one (a new stream, a
+ * reset) is shown at once.
+ */
+export class Reveal {
+  /** @param {HTMLElement} el */
+  constructor(el) {
+    this.node = document.createTextNode("");
+    el.replaceChildren(this.node);
+    this.target = "";
+    this.from = 0;
+    this.start = 0;
+    this.span = 0;
+    this.lastBatch = 0;
+    this.frame = 0;
+  }
+
+  /** @param {string} text the whole live text now */
+  set(text) {
+    if (text === this.target) return;
+    const now = performance.now();
+    const extends_ = this.target !== "" && text.startsWith(this.target);
+    const since = now - this.lastBatch;
+    this.lastBatch = now;
+    this.target = text;
+    if (!extends_ || typeof requestAnimationFrame !== "function") {
+      this.stop();
+      this.node.data = text;
+      return;
+    }
+    this.from = this.node.data.length;
+    this.start = now;
+    this.span = Math.min(1000, Math.max(50, since));
+    if (!this.frame) this.frame = requestAnimationFrame(this.step);
+  }
+
+  /** @param {number} now */
+  step = (now) => {
+    this.frame = 0;
+    const done = Math.min(1, (now - this.start) / this.span);
+    const length = this.from + Math.round((this.target.length - this.from) * done);
+    if (length > this.node.data.length) this.node.appendData(this.target.slice(this.node.data.length, length));
+    if (this.node.data.length < this.target.length) this.frame = requestAnimationFrame(this.step);
+  };
+
+  stop() {
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.frame = 0;
+  }
 }
 
 /**
@@ -168,8 +224,36 @@ export function initialize({ model }) {
   };
 }
 
+/**
+ * The view of an agent that holds its approval buttons: of every AgentView of
+ * `name` in the page, the last one (the newest cell), so a paused call is
+ * answered in one place; the others point at it.
+ * @param {HTMLElement} root
+ * @param {string} name
+ */
+export function holdsApprovals(root, name) {
+  const views = [...document.querySelectorAll(".mentra-agent[data-mentra-agent]")]
+    .filter((view) => /** @type {HTMLElement} */ (view).dataset.mentraAgent === name);
+  return !root.isConnected || views.length === 0 || views[views.length - 1] === root;
+}
+
+/**
+ * The full view of an agent in the page (not `except`), if any.
+ * @param {string} name
+ * @param {Element} except
+ * @returns {HTMLElement|undefined}
+ */
+export function fullView(name, except) {
+  return /** @type {HTMLElement[]} */ ([...document.querySelectorAll('.mentra-agent[data-mentra-scope="full"]')])
+    .find((view) => view !== except && view.dataset.mentraAgent === name);
+}
+
+// Views of one agent tell each other when they come and go (each widget module
+// is loaded on its own, so they meet in the document, not in this module).
+const VIEWS_CHANGED = "mentra-agent-views";
+
 /** @param {{model: Model, el: HTMLElement}} context */
-export function render({ model, el }) {
+function render({ model, el }) {
   const root = element("div", "mentra-agent");
   const header = element("div", "mentra-header");
   const name = element("span", "mentra-name");
@@ -177,47 +261,82 @@ export function render({ model, el }) {
   const badge = element("span", "mentra-badge");
   const run = element("span", "mentra-run");
   const usage = element("span", "mentra-usage");
-  header.append(name, modelName, badge, run, usage);
+  const scopeLink = button("mentra-full-link", "full conversation", "minimal");
+  scopeLink.title = "This cell shows one turn; go to the view of the whole conversation";
+  const notice = element("span", "mentra-notice-item mentra-header-notice");
+  header.append(name, modelName, badge, run, usage, scopeLink, notice);
+  // One scrolling area, capped in height, for the transcript and the live stream
+  // that follows it.
+  const scroll = element("div", "mentra-scroll");
   const transcript = element("div", "mentra-transcript");
   const liveThinking = element("div", "mentra-live mentra-thinking");
   const liveText = element("div", "mentra-live");
+  const reveal = new Reveal(liveText);
   const liveTools = element("div", "mentra-live-tools");
+  scroll.append(transcript, liveThinking, liveText, liveTools);
   const approvalsBox = element("div", "mentra-approvals");
   const resumeBox = element("div", "mentra-resumable");
   const controls = element("div", "mentra-controls");
-  const input = /** @type {HTMLTextAreaElement} */ (element("textarea"));
+  const input = /** @type {HTMLTextAreaElement} */ (element("textarea", "jp-mod-styled"));
   input.placeholder = "Message the agent (Ctrl+Enter sends)";
-  const sendButton = /** @type {HTMLButtonElement} */ (element("button", "mentra-send", "Send"));
-  const stopButton = /** @type {HTMLButtonElement} */ (element("button", "mentra-stop", "Stop"));
-  stopButton.title = "Finish after the current round, keeping the work";
-  const interruptButton = /** @type {HTMLButtonElement} */ (element("button", "mentra-interrupt", "Interrupt"));
+  const sendButton = button("mentra-send", "Send", "accept");
+  const stopButton = button("mentra-stop", "Stop", "warn");
+  stopButton.title = "Stop now: end the reply where it is, keep it (marked as cut) and end the run";
+  const finishButton = button("mentra-finish", "Finish round", "reject");
+  finishButton.title = "Finish after the current round (its tool calls run), keeping the work";
+  const interruptButton = button("mentra-interrupt", "Interrupt", "warn");
   interruptButton.title = "Abort now; the turn is rolled back and can be resumed";
-  controls.append(input, sendButton, stopButton, interruptButton);
-  root.append(header, transcript, liveThinking, liveText, liveTools, approvalsBox, resumeBox, controls);
+  controls.append(input, sendButton, stopButton, finishButton, interruptButton);
+  root.append(header, scroll, approvalsBox, resumeBox, controls);
   el.append(root);
 
   // Without `initialize` (a host that skips it) the view keeps a stream of its own.
   const shared = modelStreams.get(model);
   const stream = shared ?? new ModelStream();
   const live = stream.live;
+  const watcher = new ClampWatcher();
+  /** @type {""|"now"|"round"} a stop clicked here, shown before the kernel confirms it */
+  let stopClicked = "";
+  let connected = true;
+
+  // Follow the stream: keep the scrolling area at its bottom unless the reader
+  // scrolled up to read something.
+  let following = true;
+  const follow = () => {
+    if (following) scroll.scrollTop = scroll.scrollHeight;
+  };
+
+  const renderScope = () => {
+    /** @type {{kind?: string, first?: number}} */
+    const scope = model.get("scope") ?? {};
+    root.dataset.mentraAgent = model.get("agent_name") ?? "";
+    root.dataset.mentraScope = scope.kind === "turn" ? "turn" : "full";
+    scopeLink.hidden = scope.kind !== "turn";
+  };
 
   const renderHeader = () => {
+    renderScope();
     name.textContent = model.get("agent_name");
     modelName.textContent = model.get("model_key");
     /** @type {Status} */
     const status = model.get("status") ?? { name: "idle" };
     /** @type {Approval[]} */
     const approvals = model.get("approvals") ?? [];
-    badge.textContent = badgeLabel(status, approvals, model.get("progress") ?? "");
-    badge.dataset.status = approvals.length ? "waiting" : status.name;
+    const running = RUNNING.has(status.name);
+    if (!running) stopClicked = "";
+    const stopping = running ? (status.stopping || stopClicked) : "";
+    if (!connected) return; // frozen at "disconnected"
+    badge.textContent = stopping ? "stopping…" : badgeLabel(status, approvals, model.get("progress") ?? "");
+    badge.dataset.status = stopping ? "stopping" : approvals.length ? "waiting" : status.name;
+    root.dataset.stopping = stopping || "";
     run.textContent = `run ${model.get("run_generation") ?? 0}`;
     const u = model.get("usage") ?? {};
     // The cost text is made in the kernel ("cost unknown" when a model has no price).
     const cost = model.get("cost");
     usage.textContent = `${u.input_tokens ?? 0} in / ${u.output_tokens ?? 0} out tokens` +
       (cost ? ` · ${cost}` : "");
-    const running = RUNNING.has(status.name);
-    stopButton.disabled = !running;
+    stopButton.disabled = !running || stopping === "now";
+    finishButton.disabled = !running || Boolean(stopping);
     interruptButton.disabled = !running;
     sendButton.disabled = running;
   };
@@ -228,34 +347,55 @@ export function render({ model, el }) {
   const renderItems = () => {
     const from = live.changedFrom;
     if (from !== renderedItems) {
+      watcher.clear();
       transcript.replaceChildren();
       calls = new Map();
-      appendTranscript(transcript, live.items, calls);
+      appendTranscript(transcript, live.items, calls, watcher);
     } else {
-      appendTranscript(transcript, live.items.slice(from), calls);
+      appendTranscript(transcript, live.items.slice(from), calls, watcher);
     }
     renderedItems = live.items.length;
+    follow();
   };
   const renderLive = () => {
-    liveText.textContent = live.text;
+    reveal.set(live.text);
     liveThinking.textContent = live.thinking;
     liveTools.replaceChildren();
     /** @type {PendingTool[]} */
     const pending = model.get("pending_tools") ?? [];
     const ids = new Set([...pending.map((p) => p.id), ...Object.keys(live.tools)]);
     for (const id of ids) {
+      // A call already in the transcript (running, or waiting for approval) shows
+      // there and in its approval box, not a third time here.
+      if (calls.has(id)) continue;
       const known = pending.find((p) => p.id === id);
       const box = element("div", "mentra-live-tool");
       box.append(element("span", "", `tool call: ${known?.name ?? id}`));
       box.append(element("pre", "", live.tools[id] ?? known?.input_json ?? ""));
       liveTools.append(box);
     }
+    follow();
   };
-  // One box per paused call; the kernel validates every answer.
+  // One box per paused call, in one view of the agent (`holdsApprovals`); the
+  // kernel validates every answer.
+  // Rendered again only when what it shows changed: a reason being typed survives
+  // another view of the agent coming or going.
+  let shownApprovals = "";
   const renderApprovals = () => {
-    approvalsBox.replaceChildren();
     /** @type {Approval[]} */
-    const approvals = model.get("approvals") ?? [];
+    const approvals = connected ? model.get("approvals") ?? [] : [];
+    const holder = holdsApprovals(root, model.get("agent_name") ?? "");
+    const key = JSON.stringify([holder, approvals]);
+    if (key === shownApprovals) return;
+    shownApprovals = key;
+    approvalsBox.replaceChildren();
+    if (!approvals.length) return;
+    if (!holder) {
+      const names = [...new Set(approvals.map((a) => toolLabel(a.name)))].join(", ");
+      approvalsBox.append(element("div", "mentra-notice-item",
+        `${names} waits for your approval in the newest view of this agent, below`));
+      return;
+    }
     for (const a of approvals) {
       const call = { id: a.id, title: `${toolLabel(a.name)} wants to run`, input: a.input,
         alwaysTitle: `Run this call, and let this agent call ${a.name} without asking from now on` };
@@ -275,7 +415,7 @@ export function render({ model, el }) {
     if (changed === "items") {
       if (message.start === 0 && !message.basis) helloPending = false;
       renderItems();
-      if (message.tail) renderLive();
+      renderLive(); // a committed call leaves the live area
     }
     if (changed === "resync" && !helloPending) hello();
   };
@@ -292,8 +432,30 @@ export function render({ model, el }) {
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) send();
   }, { signal });
-  stopButton.addEventListener("click", () => model.send({ kind: "stop" }), { signal });
+  /** @param {"now"|"round"} how */
+  const stop = (how) => {
+    stopClicked = how;
+    renderHeader(); // "stopping…" at once, before the kernel hears of it
+    model.send({ kind: "stop", now: how === "now" });
+  };
+  stopButton.addEventListener("click", () => stop("now"), { signal });
+  finishButton.addEventListener("click", () => stop("round"), { signal });
   interruptButton.addEventListener("click", () => model.send({ kind: "interrupt" }), { signal });
+  scroll.addEventListener("scroll", () => {
+    following = scroll.scrollHeight - scroll.scrollTop - scroll.clientHeight < 24;
+  }, { signal, passive: true });
+  scopeLink.addEventListener("click", () => {
+    const agent = model.get("agent_name") ?? "";
+    const full = fullView(agent, root);
+    if (full) {
+      full.scrollIntoView({ behavior: "smooth", block: "start" });
+      full.classList.add("mentra-highlight");
+      setTimeout(() => full.classList.remove("mentra-highlight"), 1500);
+      notice.textContent = "";
+    } else {
+      notice.textContent = `no full view of ${agent} in this notebook: run %mentra show ${agent}`;
+    }
+  }, { signal });
 
   // A turn cut by a restart, an interrupt or an error: say what was lost and offer
   // to replay it (or to continue after cut tool calls), as `agent.resume()` would.
@@ -301,32 +463,41 @@ export function render({ model, el }) {
     resumeBox.replaceChildren();
     /** @type {{kind?: string, text?: string}} */
     const resumable = model.get("resumable") ?? {};
-    if (!resumable.kind) return;
+    if (!resumable.kind || !connected) return;
     const label = resumable.kind === "replay"
       ? `This turn was cut and rolled back: “${resumable.text ?? ""}”`
       : "Tool calls were cut before they finished.";
-    const button = element("button", "mentra-resume", resumable.kind === "replay" ? "Replay it" : "Continue");
-    button.addEventListener("click", () => model.send({ kind: "resume" }), { signal });
-    resumeBox.append(element("span", "mentra-notice-item", label), button);
+    const resume = button("mentra-resume", resumable.kind === "replay" ? "Replay it" : "Continue", "accept");
+    resume.addEventListener("click", () => model.send({ kind: "resume" }), { signal });
+    resumeBox.append(element("span", "mentra-notice-item", label), resume);
   };
 
   // Jupyter fires comm_live_update on a model whose kernel went away (a restart or
-  // shutdown); this output can no longer act, so say so instead of looking alive.
+  // shutdown), possibly more than once; this output can no longer act, so say so
+  // (once) instead of looking alive.
   const onDisconnect = () => {
+    if (!connected) return;
+    connected = false;
     root.dataset.connected = "false";
-    for (const button of root.querySelectorAll("button")) button.disabled = true;
+    for (const node of root.querySelectorAll("button")) /** @type {HTMLButtonElement} */ (node).disabled = true;
     input.disabled = true;
     badge.textContent = "disconnected";
     badge.dataset.status = "idle";
-    liveText.textContent = "";
+    reveal.set("");
     liveThinking.textContent = "";
-    header.append(element("span", "mentra-notice-item",
-      "its kernel stopped: run %mentra resume in the new kernel for a live view"));
+    renderApprovals();
+    notice.textContent = "its kernel stopped: run %mentra resume in the new kernel for a live view";
   };
+
+  const onViewsChanged = (/** @type {Event} */ event) => {
+    if (/** @type {CustomEvent} */ (event).detail === model.get("agent_name")) renderApprovals();
+  };
+  const announce = () => document.dispatchEvent(new CustomEvent(VIEWS_CHANGED, { detail: model.get("agent_name") }));
+  document.addEventListener(VIEWS_CHANGED, onViewsChanged, { signal });
 
   const unsubscribe = subscribe(model, [
     ["comm_live_update", onDisconnect],
-    ...["agent_name", "model_key", "status", "run_generation", "usage", "cost", "progress"].map(
+    ...["agent_name", "model_key", "status", "run_generation", "usage", "cost", "progress", "scope"].map(
       (trait) => /** @type {[string, () => void]} */ ([`change:${trait}`, renderHeader])),
     ["change:pending_tools", renderLive],
     ["change:approvals", () => { renderApprovals(); renderHeader(); }],
@@ -341,12 +512,23 @@ export function render({ model, el }) {
   renderApprovals();
   renderResumable();
   if (live.seq < 0) hello(); // nothing received yet: ask (answered once the kernel is free)
+  // The output area attaches this view to the page after `render` returns, and a
+  // windowed notebook detaches and re-attaches cells as they scroll: each time,
+  // every view of this agent decides again which one holds the approvals.
+  const attached = requestAnimationFrame(announce);
+  const visibility = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver(announce);
+  visibility?.observe(root);
 
   return () => {
+    cancelAnimationFrame(attached);
+    reveal.stop();
+    visibility?.disconnect();
     controller.abort();
     unsubscribe();
     stream.views.delete(onStream);
+    watcher.clear();
     root.remove();
+    announce();
   };
 }
 

@@ -1,6 +1,8 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { FakeModel } from "./fake_model.js";
-import { LiveStream, initialize, render, resolveHtml } from "./agent_view.js";
+import agentView, { LiveStream, initialize, resolveHtml } from "./agent_view.js";
+
+const { render } = agentView;
 
 const STATE = {
   agent_name: "writer",
@@ -21,6 +23,15 @@ const ITEMS = [
 /** The kernel's answer to a view's hello: the whole transcript. */
 function transcript(model, seq = 1, items = ITEMS) {
   model.emit("msg:custom", { kind: "items", seq, start: 0, items });
+}
+
+/** Frames until `read()` returns `text` (a later batch is revealed over ≤ 1 s). */
+async function revealed(/** @type {() => string|null} */ read, /** @type {string} */ text) {
+  const deadline = performance.now() + 3000;
+  while (read() !== text && performance.now() < deadline) {
+    await new Promise((resolve) => requestAnimationFrame(resolve));
+  }
+  expect(read()).toBe(text);
 }
 
 describe("AgentView", () => {
@@ -58,7 +69,7 @@ describe("AgentView", () => {
     expect(model.sent).toEqual([{ kind: "hello" }]);
   });
 
-  it("applies deltas in order, ignores duplicates and stale ones, and resets", () => {
+  it("applies deltas in order, ignores duplicates and stale ones, and resets", async () => {
     const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
     render({ model, el });
     const live = () => el.querySelectorAll(".mentra-live")[1].textContent;
@@ -66,7 +77,22 @@ describe("AgentView", () => {
     model.emit("msg:custom", { kind: "delta", seq: 2, text: "lo", thinking: "", tools: {} });
     model.emit("msg:custom", { kind: "delta", seq: 2, text: "lo", thinking: "", tools: {} });
     model.emit("msg:custom", { kind: "delta", seq: 1, text: "Hel", thinking: "", tools: {} });
-    expect(live()).toBe("Hello");
+    await revealed(live, "Hello");
+    model.emit("msg:custom", { kind: "reset", seq: 3, text: "", thinking: "", tools: {} });
+    expect(live()).toBe("");
+  });
+
+  it("shows a stream's first words at once and reveals each later batch gradually", async () => {
+    const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
+    render({ model, el });
+    const live = () => el.querySelectorAll(".mentra-live")[1].textContent;
+    model.emit("msg:custom", { kind: "delta", seq: 1, text: "First words", thinking: "", tools: {} });
+    expect(live()).toBe("First words");
+    const batch = " and a whole second of text that arrived in one message";
+    model.emit("msg:custom", { kind: "delta", seq: 2, text: batch, thinking: "", tools: {} });
+    expect(live()).toBe("First words"); // no frame has run yet
+    await revealed(live, `First words${batch}`);
+    // A commit shows the reply in the transcript at once and empties the live text.
     model.emit("msg:custom", { kind: "reset", seq: 3, text: "", thinking: "", tools: {} });
     expect(live()).toBe("");
   });
@@ -115,7 +141,7 @@ describe("AgentView", () => {
       kind: "items", seq: 3, start: 1, basis: [text.length, 0], tail: [text.slice(30), ""],
       items: [{ index: 1, role: "assistant", kind: "text", html_parts: ["<p><em>", [0, 0, text.length], "</em></p>"] }],
     });
-    const reply = el.querySelectorAll(".mentra-item")[1];
+    const reply = /** @type {Element} */ (el.querySelectorAll(".mentra-item")[1].querySelector(".mentra-body"));
     expect(reply.innerHTML).toBe("<p><em>A long streamed answer with &lt; and &amp; in it, and more.</em></p>");
     expect(el.querySelectorAll(".mentra-live")[1].textContent).toBe("");
     expect(model.sent).toEqual([{ kind: "hello" }]);
@@ -145,6 +171,9 @@ describe("AgentView", () => {
     /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-stop")).click();
     /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-interrupt")).click();
     model.set("status", { name: "finished" });
+    model.set("status", { name: "streaming" });
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-finish")).click();
+    model.set("status", { name: "finished" });
     const box = /** @type {HTMLTextAreaElement} */ (el.querySelector("textarea"));
     box.value = "  next question  ";
     /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-send")).click();
@@ -154,8 +183,9 @@ describe("AgentView", () => {
     /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-send")).click();
     expect(model.sent).toEqual([
       { kind: "hello" },
-      { kind: "stop" },
+      { kind: "stop", now: true },
       { kind: "interrupt" },
+      { kind: "stop", now: false },
       { kind: "send", text: "next question" },
       { kind: "send", text: "via keyboard" },
     ]);

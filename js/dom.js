@@ -27,14 +27,35 @@ export function element(tag, className, text) {
 }
 
 /**
+ * A button in JupyterLab's own look: `tone` "accept" (blue), "warn" (red),
+ * "reject" (grey) are its dialog buttons; "minimal" its small toolbar buttons.
+ * The classes are JupyterLab's (Notebook 7 shares them); mentra.css styles the
+ * same buttons in hosts without them.
+ * @param {string} className
+ * @param {string} text
+ * @param {"accept"|"warn"|"reject"|"minimal"} tone
+ * @returns {HTMLButtonElement}
+ */
+export function button(className, text, tone) {
+  const classes = tone === "minimal"
+    ? "jp-Button jp-mod-minimal jp-mod-small"
+    : `jp-Button jp-mod-styled jp-mod-${tone}`;
+  const node = /** @type {HTMLButtonElement} */ (element("button", `${classes} ${className}`, text));
+  node.type = "button";
+  return node;
+}
+
+/**
  * Render the committed transcript. Tool results are shown inside the
  * collapsible block of the call they answer.
  * @param {HTMLElement} container
  * @param {Item[]} items
+ * @param {ClampWatcher|null} [watcher]
  */
-export function renderTranscript(container, items) {
+export function renderTranscript(container, items, watcher = null) {
+  watcher?.clear();
   container.replaceChildren();
-  appendTranscript(container, items, new Map());
+  appendTranscript(container, items, new Map(), watcher);
 }
 
 /**
@@ -43,19 +64,25 @@ export function renderTranscript(container, items) {
  * @param {HTMLElement} container
  * @param {Item[]} items
  * @param {Map<string, HTMLElement>} calls
+ * @param {ClampWatcher|null} [watcher] measures long messages for "Show more"
  */
-export function appendTranscript(container, items, calls) {
+export function appendTranscript(container, items, calls, watcher = null) {
   for (const item of items) {
     if (item.kind === "tool_result") {
       const result = element("pre", item.is_error ? "mentra-error" : "", item.content ?? "");
       const host = item.id ? calls.get(item.id) : undefined;
+      const cut = item.truncated
+        ? element("div", "mentra-notice-item", "… the first 4,000 characters of the result (agent.history has all of it)")
+        : null;
       if (host) {
         host.append(result);
+        if (cut) host.append(cut);
         if (item.is_error) host.classList.add("mentra-error");
       } else {
         const orphan = element("div", "mentra-item mentra-tool");
         orphan.dataset.role = item.role;
         orphan.append(result);
+        if (cut) orphan.append(cut);
         container.append(orphan);
       }
       continue;
@@ -65,13 +92,21 @@ export function appendTranscript(container, items, calls) {
     node.dataset.kind = item.kind;
     if (item.kind === "text" || item.kind === "notice") {
       // Rendered by markdown-it in the kernel with raw HTML disabled.
-      node.innerHTML = item.html ?? "";
+      const body = element("div", "mentra-body");
+      body.innerHTML = item.html ?? "";
+      addCodeTools(body);
+      node.append(body);
       if (item.kind === "notice") node.classList.add("mentra-notice-item");
+      if (item.kind === "text") {
+        clamp(body, item.role === "user" ? "prompt" : "message");
+        watcher?.watch(body);
+      }
     } else if (item.kind === "thinking") {
       const fold = element("details", "mentra-thinking");
       fold.append(element("summary", "", "thinking"));
-      const body = element("div");
+      const body = element("div", "mentra-body");
       body.innerHTML = item.html ?? "";
+      addCodeTools(body);
       fold.append(body);
       node.append(fold);
     } else if (item.kind === "tool_use") {
@@ -83,11 +118,200 @@ export function appendTranscript(container, items, calls) {
     } else if (item.kind === "image") {
       const img = /** @type {HTMLImageElement} */ (element("img"));
       img.src = `data:${item.media_type};base64,${item.data}`;
-      img.style.maxWidth = "100%";
       node.append(img);
+    }
+    // A reply cut by Stop: its text (or thinking) ends here, visibly.
+    if (item.truncated && (item.kind === "text" || item.kind === "thinking")) {
+      node.dataset.truncated = "true";
+      node.append(element("div", "mentra-truncated", "stopped here: the rest of this reply was not generated"));
     }
     container.append(node);
   }
+}
+
+/**
+ * Long messages are clamped to a height (mentra.css: a message 24 lines, a
+ * prompt 6) with a "Show more" toggle. Whether one overflows is known only once
+ * the browser has laid it out, so a `ClampWatcher` adds the toggle to those that
+ * overflow; a message that fits has none.
+ * @param {HTMLElement} body a message's content
+ * @param {"message"|"prompt"} size
+ */
+function clamp(body, size) {
+  body.classList.add("mentra-clamp");
+  body.dataset.clamp = size;
+}
+
+/**
+ * Give a clamped body that overflows its limit a "Show more" toggle (once).
+ * @param {Element} body
+ */
+export function measureClamped(body) {
+  const node = body.parentElement;
+  if (!node || node.querySelector(":scope > .mentra-more") || !(body.scrollHeight > body.clientHeight + 1)) return;
+  const toggle = button("mentra-more", "Show more", "minimal");
+  toggle.setAttribute("aria-expanded", "false");
+  toggle.addEventListener("click", () => {
+    const open = node.classList.toggle("mentra-expanded");
+    toggle.textContent = open ? "Show less" : "Show more";
+    toggle.setAttribute("aria-expanded", String(open));
+  });
+  body.after(toggle);
+}
+
+/**
+ * A view's watcher of its clamped messages: it measures each once the browser
+ * has laid it out (and again when it resizes, e.g. a hidden output shown).
+ * Without a layout engine (a test's DOM) it does nothing; tests call
+ * `measureClamped` themselves.
+ */
+export class ClampWatcher {
+  constructor() {
+    this.observer = typeof ResizeObserver === "undefined" ? null
+      : new ResizeObserver((entries) => { for (const entry of entries) measureClamped(entry.target); });
+  }
+
+  /** @param {Element} body a clamped message body */
+  watch(body) {
+    this.observer?.observe(body);
+  }
+
+  /** Stop watching everything (before a re-render, and when the view closes). */
+  clear() {
+    this.observer?.disconnect();
+  }
+}
+
+/**
+ * Code blocks get a small toolbar: Copy, and "Insert as cell" when this output
+ * sits in a JupyterLab or Notebook 7 notebook.
+ * @param {HTMLElement} body
+ */
+function addCodeTools(body) {
+  for (const pre of body.querySelectorAll("pre")) {
+    const code = pre.querySelector("code");
+    if (!code) continue;
+    highlightCode(code);
+    // A fence's text ends with its closing newline; a cell's source does not.
+    const source = () => (code.textContent ?? "").replace(/\n$/, "");
+    const bar = element("div", "mentra-code-tools");
+    const copy = button("mentra-copy", "Copy", "minimal");
+    copy.title = "Copy this code";
+    copy.addEventListener("click", () => {
+      copyText(source()).then(
+        () => flash(copy, "Copied"),
+        () => flash(copy, "Copy failed"));
+    });
+    const insert = button("mentra-insert", "Insert as cell", "minimal");
+    insert.title = "Insert this code as a new cell below the one that shows it";
+    insert.addEventListener("click", () => {
+      if (insertCell(insert, source())) {
+        flash(insert, "Inserted");
+      } else {
+        // Not in JupyterLab or Notebook 7 (VS Code, Colab...): the clipboard is the way in.
+        copyText(source()).then(() => flash(insert, "No notebook here: copied"),
+          () => flash(insert, "No notebook here"));
+      }
+    });
+    bar.append(copy, insert);
+    const frame = element("div", "mentra-code");
+    pre.replaceWith(frame);
+    frame.append(bar, pre);
+  }
+}
+
+const TOKEN = /^(?:([a-z][a-z0-9]{0,3}):)?(\d+)$/;
+
+/**
+ * Colour a code block from the token map the kernel sent with it (`data-hl`:
+ * "class:length" or "length" for plain text, lengths in UTF-16 units; see
+ * mentra_nb/notebook/_markdown_html.py). The text is the block's own, cut into
+ * spans: nothing in the map becomes markup but a validated class name. A map
+ * that does not fit the text leaves the block plain.
+ * @param {HTMLElement} code
+ */
+export function highlightCode(code) {
+  const map = code.dataset.hl;
+  code.removeAttribute("data-hl");
+  if (!map) return;
+  const text = code.textContent ?? "";
+  const pieces = [];
+  let at = 0;
+  for (const entry of map.split(" ")) {
+    const match = TOKEN.exec(entry);
+    if (!match) return;
+    const end = at + Number(match[2]);
+    pieces.push(match[1] ? element("span", match[1], text.slice(at, end)) : document.createTextNode(text.slice(at, end)));
+    at = end;
+  }
+  if (at !== text.length) return;
+  code.replaceChildren(...pieces);
+}
+
+/** @param {HTMLButtonElement} node @param {string} text */
+function flash(node, text) {
+  const label = node.dataset.label ?? node.textContent ?? "";
+  node.dataset.label = label;
+  node.textContent = text;
+  setTimeout(() => { node.textContent = label; }, 1500);
+}
+
+/**
+ * The clipboard API where the page may use it, else the older copy command.
+ * @param {string} text
+ * @returns {Promise<void>}
+ */
+export async function copyText(text) {
+  if (navigator.clipboard?.writeText) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return;
+    } catch {
+      // Not allowed here (an insecure origin, a denied permission): try the old way.
+    }
+  }
+  const area = /** @type {HTMLTextAreaElement} */ (element("textarea"));
+  area.value = text;
+  area.style.position = "fixed";
+  area.style.opacity = "0";
+  document.body.append(area);
+  area.select();
+  const copied = document.execCommand("copy");
+  area.remove();
+  if (!copied) throw new Error("the browser refused to copy");
+}
+
+/**
+ * Insert `source` as a new code cell right below the notebook cell that holds
+ * `from`. A widget has no handle on JupyterLab's application, so this speaks the
+ * notebook's own protocol for a drop of cells from another notebook (Lumino's
+ * `lm-drop` event carrying `application/vnd.jupyter.cells`): the notebook
+ * inserts them before the cell marked as the drop target (`jp-mod-dropTarget`,
+ * which its drag-over handler would set), or at the end when there is none.
+ * JupyterLab and Notebook 7 share that notebook widget.
+ * @param {Element} from
+ * @param {string} source
+ * @returns {boolean} whether a notebook was found to insert into
+ */
+export function insertCell(from, source) {
+  const cell = from.closest(".jp-Cell");
+  const notebook = cell?.closest(".jp-Notebook");
+  if (!cell || !notebook) return false;
+  let next = cell.nextElementSibling;
+  while (next && !next.classList.contains("jp-Cell")) next = next.nextElementSibling;
+  const target = next ?? notebook;
+  const cells = [{ cell_type: "code", source, metadata: {}, outputs: [], execution_count: null }];
+  const mime = "application/vnd.jupyter.cells";
+  const drop = new Event("lm-drop", { bubbles: true, cancelable: true });
+  Object.assign(drop, {
+    mimeData: { hasData: (/** @type {string} */ type) => type === mime, getData: () => cells, types: () => [mime] },
+    proposedAction: "copy", supportedActions: "copy", dropAction: "none", source: null,
+    clientX: 0, clientY: 0,
+  });
+  next?.classList.add("jp-mod-dropTarget");
+  target.dispatchEvent(drop);
+  next?.classList.remove("jp-mod-dropTarget"); // the notebook removes it; a page without one may not
+  return true;
 }
 
 /**
@@ -116,12 +340,12 @@ export function approvalBox(call, onAnswer, signal) {
   const box = element("div", "mentra-approval");
   box.dataset.id = call.id;
   box.append(element("div", "mentra-name", call.title), element("pre", "", call.input));
-  const approve = /** @type {HTMLButtonElement} */ (element("button", "mentra-approve", "Approve"));
-  const always = /** @type {HTMLButtonElement} */ (element("button", "mentra-always", "Always allow"));
+  const approve = button("mentra-approve", "Approve", "accept");
+  const always = button("mentra-always", "Always allow", "reject");
   always.title = call.alwaysTitle;
-  const reason = /** @type {HTMLInputElement} */ (element("input", "mentra-reason"));
+  const reason = /** @type {HTMLInputElement} */ (element("input", "jp-mod-styled mentra-reason"));
   reason.placeholder = "reason for the model (optional)";
-  const deny = /** @type {HTMLButtonElement} */ (element("button", "mentra-deny", "Deny"));
+  const deny = button("mentra-deny", "Deny", "warn");
   /** @param {boolean} approved @param {boolean} alwaysAllow */
   const answer = (approved, alwaysAllow) => {
     for (const control of [approve, always, deny, reason]) control.disabled = true;

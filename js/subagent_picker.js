@@ -1,7 +1,7 @@
 // SubagentPickerView: a root agent's subagents — badge, list, transcript preview.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { approvalBox, element, renderTranscript, subscribe, toolLabel } from "./dom.js";
+import { ClampWatcher, approvalBox, button, element, renderTranscript, subscribe, toolLabel } from "./dom.js";
 
 /**
  * @typedef {{label: string, status: string, model: string, path: string, agent_id: string|null,
@@ -17,7 +17,7 @@ const ACTIVE = new Set(["pending_init", "running"]);
 const TONES = { success: "active", error: "error", neutral: "" };
 
 /** @param {{model: Model, el: HTMLElement}} context */
-export function render({ model, el }) {
+function render({ model, el }) {
   const root = element("div", "mentra-picker");
   const header = element("div", "mentra-header");
   const title = element("span", "mentra-name");
@@ -31,6 +31,7 @@ export function render({ model, el }) {
   el.append(root);
   const controller = new AbortController();
   const { signal } = controller;
+  const watcher = new ClampWatcher();
 
   const renderHeader = () => {
     title.textContent = `${model.get("root_name")} · subagents`;
@@ -60,7 +61,7 @@ export function render({ model, el }) {
       row.title = option.path;
       row.addEventListener("click", () => model.send({ kind: "open", path: option.path }), { signal });
       if (ACTIVE.has(option.status)) {
-        const stop = element("button", "mentra-interrupt", "Interrupt");
+        const stop = button("mentra-interrupt", "Interrupt", "warn");
         stop.addEventListener("click", (event) => {
           event.stopPropagation(); // interrupting is not opening
           model.send({ kind: "interrupt", path: option.path });
@@ -78,19 +79,27 @@ export function render({ model, el }) {
     if (!p.path) return;
     const head = element("div", "mentra-header");
     head.append(element("span", "mentra-name", p.path), element("span", "mentra-model", p.model ?? ""));
-    const close = element("button", "mentra-close", "Close");
+    const close = button("mentra-close", "Close", "minimal");
     close.addEventListener("click", () => model.send({ kind: "close" }), { signal });
     head.append(close);
     preview.append(head);
     if (p.has_older) {
-      const older = element("button", "mentra-older", "Load older");
+      const older = button("mentra-older", "Load older", "minimal");
       older.addEventListener("click", () => model.send({ kind: "older" }), { signal });
       preview.append(older);
     }
     const transcript = element("div", "mentra-transcript");
-    renderTranscript(transcript, p.items ?? []);
+    renderTranscript(transcript, p.items ?? [], watcher);
     preview.append(transcript);
+    // A running child's reply so far (the kernel follows it while the preview is open).
+    preview.append(live);
+    renderLive();
     if (p.error) preview.append(element("div", "mentra-error", p.error));
+  };
+
+  const live = element("div", "mentra-live");
+  const renderLive = () => {
+    live.textContent = model.get("preview_live") ?? "";
   };
 
   // A child's paused tool call, answered as in its own AgentView (or a teammate's in the TeamView).
@@ -118,6 +127,7 @@ export function render({ model, el }) {
   const subscriptions = [
     ["change:root_name", renderHeader], ["change:badge", renderHeader], ["change:options", renderList],
     ["change:preview", renderPreview], ["change:notice", renderNotice], ["change:approvals", renderApprovals],
+    ["change:preview_live", renderLive],
   ];
   const unsubscribe = subscribe(model, subscriptions);
   renderHeader();
@@ -128,6 +138,7 @@ export function render({ model, el }) {
 
   return () => {
     controller.abort();
+    watcher.clear();
     unsubscribe();
     root.remove();
   };

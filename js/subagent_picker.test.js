@@ -1,6 +1,8 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { FakeModel } from "./fake_model.js";
-import { render } from "./subagent_picker.js";
+import picker from "./subagent_picker.js";
+
+const { render } = picker;
 
 const STATE = {
   root_name: "lead",
@@ -63,6 +65,18 @@ describe("SubagentPickerView", () => {
     expect(el.querySelector(".mentra-count")?.getAttribute("data-tone")).toBe("error");
     model.set("options", []);
     expect(el.querySelector("li")?.textContent).toBe("no subagents yet");
+  });
+
+  it("shows a running child's reply as it streams under its preview", () => {
+    const model = new FakeModel({ ...STATE, preview: { path: "/root/alpha", model: "m", items: [] } });
+    render({ model, el });
+    expect(el.querySelector(".mentra-preview .mentra-live")?.textContent).toBe("");
+    model.set("preview_live", "half a sentence");
+    expect(el.querySelector(".mentra-preview .mentra-live")?.textContent).toBe("half a sentence");
+    model.set("preview", { path: "/root/alpha", model: "m", items: [], has_older: true });
+    expect(el.querySelector(".mentra-preview .mentra-live")?.textContent).toBe("half a sentence");
+    model.set("preview_live", "");
+    expect(el.querySelector(".mentra-preview .mentra-live")?.textContent).toBe("");
   });
 
   it("shows a child waiting for approval and answers its call from the picker", () => {

@@ -1,13 +1,14 @@
 // TeamView: a lead, its teammates and the requests waiting for the lead.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { approvalBox, element, subscribe, toolLabel } from "./dom.js";
+import { ClampWatcher, approvalBox, button, element, renderTranscript, subscribe, toolLabel } from "./dom.js";
 
 /**
  * @typedef {{name: string, role: string, model: string, status: string, error?: string|null,
  *   alive: boolean, unread: number, last_active?: number|null}} Member
  * @typedef {{id: string, protocol: string, sender: string, content: string, created_at: number}} Request
  * @typedef {{agent: string, id: string, name: string, input: string}} CallApproval
+ * @typedef {{name?: string, items?: import("./dom.js").Item[], has_older?: boolean, error?: string}} Preview
  * @typedef {import("./dom.js").Model} Model
  */
 
@@ -22,21 +23,39 @@ export function ago(seconds, now = Date.now() / 1000) {
   return `${Math.round(delta / 3600)} h ago`;
 }
 
+/**
+ * Of every view of one team in the page, the last (the newest cell) holds the
+ * Approve / Reject buttons, so a request shows once; the others point at it.
+ * @param {HTMLElement} root
+ * @param {string} lead
+ */
+export function holdsAnswers(root, lead) {
+  const views = [...document.querySelectorAll(".mentra-team[data-mentra-team]")]
+    .filter((view) => /** @type {HTMLElement} */ (view).dataset.mentraTeam === lead);
+  return !root.isConnected || views.length === 0 || views[views.length - 1] === root;
+}
+
+const VIEWS_CHANGED = "mentra-team-views";
+
 /** @param {{model: Model, el: HTMLElement}} context */
-export function render({ model, el }) {
+function render({ model, el }) {
   const root = element("div", "mentra-team");
   const header = element("div", "mentra-header");
   const members = element("ul", "mentra-list mentra-members");
+  const pointer = element("div", "mentra-notice-item");
   const requests = element("div", "mentra-requests");
   const approvals = element("div", "mentra-approvals");
   const notice = element("div", "mentra-notice mentra-error");
-  root.append(header, members, requests, approvals, notice);
+  root.append(header, members, pointer, requests, approvals, notice);
   el.append(root);
   const controller = new AbortController();
   const { signal } = controller;
+  const watcher = new ClampWatcher();
+  const leadName = () => String((model.get("lead") ?? {}).name ?? "");
 
   const renderHeader = () => {
     const lead = model.get("lead") ?? {};
+    root.dataset.mentraTeam = lead.name ?? "";
     header.replaceChildren(
       element("span", "mentra-name", `team of ${lead.name ?? ""}`),
       element("span", "mentra-model", `lead: ${lead.status ?? ""}`),
@@ -44,16 +63,46 @@ export function render({ model, el }) {
     );
   };
 
+  /** The open teammate's transcript, under its row. @param {HTMLElement} row */
+  const previewPanel = (row) => {
+    /** @type {Preview} */
+    const p = model.get("preview") ?? {};
+    const panel = element("div", "mentra-preview");
+    panel.addEventListener("click", (event) => event.stopPropagation(), { signal }); // reading is not closing
+    const head = element("div", "mentra-header");
+    head.append(element("span", "mentra-name", `${p.name}'s transcript`));
+    const close = button("mentra-close", "Close", "minimal");
+    close.addEventListener("click", () => model.send({ kind: "close" }), { signal });
+    head.append(close);
+    panel.append(head);
+    if (p.has_older) {
+      const older = button("mentra-older", "Load older", "minimal");
+      older.addEventListener("click", () => model.send({ kind: "older" }), { signal });
+      panel.append(older);
+    }
+    const transcript = element("div", "mentra-transcript");
+    renderTranscript(transcript, p.items ?? [], watcher);
+    if (!(p.items ?? []).length && !p.error) transcript.append(element("div", "mentra-empty", "no messages yet"));
+    panel.append(transcript);
+    if (p.error) panel.append(element("div", "mentra-error", p.error));
+    row.append(panel);
+  };
+
   const renderMembers = () => {
+    watcher.clear();
     members.replaceChildren();
     /** @type {Member[]} */
     const list = model.get("members") ?? [];
     if (!list.length) members.append(element("li", "mentra-empty", "no teammates yet"));
     /** @type {CallApproval[]} */
     const waiting = model.get("approvals") ?? [];
+    /** @type {Preview} */
+    const open = model.get("preview") ?? {};
     for (const m of list) {
-      const row = element("li");
+      const row = element("li", "mentra-clickable");
       row.dataset.name = m.name;
+      row.title = `Show ${m.name}'s transcript`;
+      row.setAttribute("aria-expanded", String(open.name === m.name));
       const badge = element("span", "mentra-badge", m.status === "failed" ? `failed: ${m.error ?? ""}` : m.status);
       badge.dataset.status = STATUS_TO_BADGE[/** @type {keyof typeof STATUS_TO_BADGE} */ (m.status)] ?? m.status;
       const tools = [...new Set(waiting.filter((a) => a.agent === m.name).map((a) => a.name))];
@@ -69,6 +118,16 @@ export function render({ model, el }) {
         element("span", "mentra-usage", `${m.unread} unread`),
         element("span", "mentra-run", ago(m.last_active)),
       );
+      row.addEventListener("click", () => model.send(open.name === m.name
+        ? { kind: "close" } : { kind: "open", name: m.name }), { signal });
+      row.tabIndex = 0; // opened from the keyboard too
+      row.addEventListener("keydown", (event) => {
+        if (event.target === row && (event.key === "Enter" || event.key === " ")) {
+          event.preventDefault();
+          row.click();
+        }
+      }, { signal });
+      if (open.name === m.name) previewPanel(row);
       members.append(row);
     }
   };
@@ -81,10 +140,10 @@ export function render({ model, el }) {
       const box = element("div", "mentra-request");
       box.dataset.id = r.id;
       box.append(element("div", "mentra-name", `${r.protocol} from ${r.sender}`), element("pre", "", r.content));
-      const approve = element("button", "mentra-approve", "Approve");
-      const reason = /** @type {HTMLInputElement} */ (element("input", "mentra-reason"));
+      const approve = button("mentra-approve", "Approve", "accept");
+      const reason = /** @type {HTMLInputElement} */ (element("input", "jp-mod-styled mentra-reason"));
       reason.placeholder = "reason (needed to reject)";
-      const reject = element("button", "mentra-reject", "Reject");
+      const reject = button("mentra-reject", "Reject", "warn");
       approve.addEventListener("click", () => model.send({ kind: "approve", request_id: r.id }), { signal });
       reject.addEventListener("click", () => {
         const text = reason.value.trim();
@@ -116,27 +175,64 @@ export function render({ model, el }) {
     }
   };
 
+  // Requests and paused calls are answered in one view of the team (the newest);
+  // the others say how many wait, and where.
+  // Rendered again only when what it shows changed: a reason being typed survives
+  // another view of the team coming or going.
+  let shownAnswers = "";
+  const renderAnswers = () => {
+    const waiting = (model.get("requests") ?? []).length + (model.get("approvals") ?? []).length;
+    const holder = holdsAnswers(root, leadName());
+    const key = JSON.stringify([holder, model.get("requests") ?? [], model.get("approvals") ?? []]);
+    if (key === shownAnswers) return;
+    shownAnswers = key;
+    pointer.textContent = !holder && waiting
+      ? `${waiting === 1 ? "1 request waits" : `${waiting} requests wait`} for you in the newest view of this team, below`
+      : "";
+    if (holder) {
+      renderRequests();
+      renderApprovals();
+    } else {
+      requests.replaceChildren();
+      approvals.replaceChildren();
+    }
+  };
+
   const renderNotice = () => {
     notice.textContent = model.get("notice") ?? "";
   };
 
+  const announce = () => document.dispatchEvent(new CustomEvent(VIEWS_CHANGED, { detail: leadName() }));
+  document.addEventListener(VIEWS_CHANGED, (event) => {
+    if (/** @type {CustomEvent} */ (event).detail === leadName()) renderAnswers();
+  }, { signal });
+
   /** @type {[string, () => void][]} */
   const subscriptions = [
-    ["change:lead", renderHeader], ["change:members", renderMembers],
-    ["change:requests", renderRequests], ["change:notice", renderNotice],
-    ["change:approvals", () => { renderApprovals(); renderMembers(); }],
+    ["change:lead", () => { renderHeader(); renderAnswers(); }], ["change:members", renderMembers],
+    ["change:requests", renderAnswers], ["change:notice", renderNotice],
+    ["change:approvals", () => { renderAnswers(); renderMembers(); }],
+    ["change:preview", renderMembers],
   ];
   const unsubscribe = subscribe(model, subscriptions);
   renderHeader();
   renderMembers();
-  renderRequests();
-  renderApprovals();
+  renderAnswers();
   renderNotice();
+  // Attached to the page after `render` returns (and again as a windowed notebook
+  // scrolls): then the views decide again.
+  const attached = requestAnimationFrame(announce);
+  const visibility = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver(announce);
+  visibility?.observe(root);
 
   return () => {
+    cancelAnimationFrame(attached);
+    visibility?.disconnect();
     controller.abort();
     unsubscribe();
+    watcher.clear();
     root.remove();
+    announce();
   };
 }
 

@@ -1,6 +1,8 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { FakeModel } from "./fake_model.js";
-import { ago, render } from "./team_view.js";
+import teamView, { ago } from "./team_view.js";
+
+const { render } = teamView;
 
 const STATE = {
   lead: { name: "lead", status: "idle", unread: 1 },
@@ -84,5 +86,42 @@ describe("TeamView", () => {
     expect(ago(100, 130)).toBe("30 s ago");
     expect(ago(100, 100 + 180)).toBe("3 min ago");
     expect(ago(null, 100)).toBe("");
+  });
+});
+
+describe("TeamView: a teammate's transcript", () => {
+  it("opens under the teammate's row on a click, and closes on the next", () => {
+    const el = document.createElement("div");
+    document.body.replaceChildren(el);
+    const model = new FakeModel(STATE);
+    render({ model, el });
+    const row = /** @type {HTMLElement} */ (el.querySelector('[data-name="alice"]'));
+    row.click();
+    expect(model.sent).toEqual([{ kind: "open", name: "alice" }]);
+    model.set("preview", { name: "alice", has_older: true, items: [
+      { index: 7, role: "assistant", kind: "text", html: "<p>three facts</p>" }] });
+    const open = /** @type {HTMLElement} */ (el.querySelector('[data-name="alice"]'));
+    expect(open.getAttribute("aria-expanded")).toBe("true");
+    expect(open.querySelector(".mentra-preview .mentra-body")?.textContent).toBe("three facts");
+    expect(el.querySelector('[data-name="bob"] .mentra-preview')).toBeNull();
+    /** @type {HTMLElement} */ (open.querySelector(".mentra-older")).click();
+    /** @type {HTMLElement} */ (open.querySelector(".mentra-preview")).click(); // reading is not closing
+    open.click();
+    /** @type {HTMLElement} */ (el.querySelector('[data-name="bob"]')).dispatchEvent(
+      new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+    expect(model.sent.slice(1)).toEqual([{ kind: "older" }, { kind: "close" }, { kind: "open", name: "bob" }]);
+  });
+});
+
+describe("TeamView: one team shown in several cells", () => {
+  it("shows a pending request's buttons once, in the newest view", async () => {
+    const views = [0, 1, 2].map(() => document.createElement("div"));
+    document.body.replaceChildren(...views);
+    const model = new FakeModel(STATE);
+    for (const el of views) render({ model, el });
+    await new Promise((resolve) => requestAnimationFrame(resolve));
+    expect(document.querySelectorAll(".mentra-request").length).toBe(1);
+    expect(views[2].querySelector(".mentra-request")).not.toBeNull();
+    expect(views[0].textContent).toContain("1 request waits for you in the newest view of this team");
   });
 });

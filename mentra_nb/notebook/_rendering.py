@@ -14,8 +14,6 @@ import json
 import re
 from typing import Any
 
-from markdown_it import MarkdownIt
-
 from mentra_nb.messages import (
     ImageBlock,
     Message,
@@ -26,11 +24,10 @@ from mentra_nb.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from mentra_nb.notebook._markdown_html import render_markdown
 
 __all__ = ["mail_notices", "md_cell", "md_code", "md_text", "message_items", "transcript_markdown"]
 
-# html=False: raw HTML in a model's answer is shown as text, never injected.
-_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 _RESULT_PREVIEW = 4000
 
 
@@ -158,11 +155,11 @@ def message_items(message: Message, index: int) -> list[dict[str, Any]]:
         if isinstance(block, TextBlock):
             notices = mail_notices(block.text)
             if notices is not None:
-                items.append({**base, "kind": "notice", "html": _markdown.render("\n\n".join(notices))})
+                items.append({**base, "kind": "notice", "html": render_markdown("\n\n".join(notices))})
             else:
-                items.append({**base, "kind": "text", "html": _markdown.render(block.text)})
+                items.append({**base, "kind": "text", "html": render_markdown(block.text)})
         elif isinstance(block, ThinkingBlock):
-            items.append({**base, "kind": "thinking", "html": _markdown.render(block.thinking)})
+            items.append({**base, "kind": "thinking", "html": render_markdown(block.thinking)})
         elif isinstance(block, RedactedThinkingBlock):
             items.append({**base, "kind": "thinking", "html": "<p><em>redacted</em></p>"})
         elif isinstance(block, ToolUseBlock):

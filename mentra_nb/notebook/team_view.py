@@ -7,7 +7,9 @@ tool call that needs approval gets Approve / Always allow / Deny, so a paused
 teammate is seen (and answered) where the team is. The view follows the lead's
 snapshot but refreshes only when the team part of it changes, plus the
 approval events of the teammates alive in this kernel, so a streaming agent
-costs it nothing.
+costs it nothing. A click on a teammate opens its committed transcript (read
+from the store, so a teammate that is not running reads too), newest messages
+first in pages, "load older" for the rest.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pydantic import Field, TypeAdapter
 
 from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.notebook._assets import static_file
-from mentra_nb.notebook._rendering import md_cell, md_code, md_text
+from mentra_nb.notebook._rendering import md_cell, md_code, md_text, message_items
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
 from mentra_nb.notebook.agent_view import approval_item
 from mentra_nb.runtime import Agent, AgentEvent, AgentSnapshot
@@ -60,9 +62,24 @@ class _DenyCall(BrowserMessage):
     reason: str = Field(default="", max_length=2_000)
 
 
+class _Open(BrowserMessage):
+    kind: Literal["open"]
+    name: str = Field(min_length=1, max_length=200)
+
+
+class _Older(BrowserMessage):
+    kind: Literal["older"]
+
+
+class _Close(BrowserMessage):
+    kind: Literal["close"]
+
+
 _browser_message: TypeAdapter[Any] = browser_messages(
-    Annotated[_Approve | _Reject | _ApproveCall | _DenyCall, Field(discriminator="kind")]
+    Annotated[_Approve | _Reject | _ApproveCall | _DenyCall | _Open | _Older | _Close,
+              Field(discriminator="kind")]
 )
+PREVIEW_PAGE = 20  # messages of a teammate's transcript shown at a time
 _APPROVAL_EVENTS = ("tool_approval_requested", "tool_approval_resolved", "run_finished", "run_failed",
                     "run_cancelled")
 
@@ -76,6 +93,8 @@ class TeamView(MentraWidget):
     requests: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # pending, addressed to the lead
     approvals: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # teammates' tool calls waiting for the user
     notice = traitlets.Unicode("").tag(sync=True)
+    # The teammate whose transcript is open: {name, items, has_older, count}; {} when none.
+    preview = traitlets.Dict().tag(sync=True)
 
     def __init__(self, lead: Agent, host: RuntimeHost) -> None:
         super().__init__()
@@ -83,6 +102,7 @@ class TeamView(MentraWidget):
         self._host = host
         self._team_key: object = None
         self._watched: dict[str, Callable[[], None]] = {}  # teammate agent id -> unsubscribe
+        self._preview_pages = 1
         self.on_msg(self._on_browser_message)
         host.call(self._attach)
 
@@ -149,6 +169,30 @@ class TeamView(MentraWidget):
                  "created_at": r.created_at}
                 for r in pending
             ]
+            if self.preview.get("name"):
+                self._show(str(self.preview["name"]), records, snapshot)
+
+    def _show(self, name: str, records: dict[str, Any] | None = None,
+              snapshot: AgentSnapshot | None = None) -> None:
+        """Open (or bring up to date) `name`'s transcript: its last pages of messages."""
+        lead = self._lead
+        snapshot = snapshot or lead.snapshot
+        member = next((t for t in snapshot.teammates if t.name == name), None)
+        if member is None:
+            self.preview = {"name": name, "items": [], "has_older": False, "count": 0,
+                            "error": f"'{name}' is not on {lead.name}'s team"}
+            return
+        if records is None:
+            records = {r.id: r for r in lead.runtime.store.list_agents(lead.runtime.runtime_id)}
+        record = records.get(member.agent_id)
+        count = record.message_count if record is not None else 0
+        if self.preview.get("name") == name and self.preview.get("count") == count and \
+                self.preview.get("pages") == self._preview_pages:
+            return  # nothing new
+        start = max(0, count - PREVIEW_PAGE * self._preview_pages)
+        messages = lead.runtime.store.load_messages(member.agent_id, start, count)
+        self.preview = {"name": name, "count": count, "pages": self._preview_pages, "has_older": start > 0,
+                        "items": [item for i, m in enumerate(messages, start) for item in message_items(m, i)]}
 
     def _answer(self, request_id: str, approve: bool, reason: str | None) -> None:
         try:
@@ -180,6 +224,18 @@ class TeamView(MentraWidget):
     def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         message = self._accept(_browser_message, content)
         if message is None:
+            return
+        if isinstance(message, _Open):
+            self._preview_pages = 1
+            self._host.call_soon(self._show, message.name)
+            return
+        if isinstance(message, _Older):
+            if self.preview.get("name"):
+                self._preview_pages += 1
+                self._host.call_soon(self._show, str(self.preview["name"]))
+            return
+        if isinstance(message, _Close):
+            self._host.call_soon(setattr, self, "preview", {})
             return
         if isinstance(message, (_ApproveCall, _DenyCall)):
             self._host.call_soon(self._answer_call, message)

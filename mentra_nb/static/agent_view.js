@@ -7,18 +7,30 @@ function element(tag, className, text) {
   if (text !== void 0) node.textContent = text;
   return node;
 }
-function appendTranscript(container, items, calls) {
+function button(className, text, tone) {
+  const classes = tone === "minimal" ? "jp-Button jp-mod-minimal jp-mod-small" : `jp-Button jp-mod-styled jp-mod-${tone}`;
+  const node = (
+    /** @type {HTMLButtonElement} */
+    element("button", `${classes} ${className}`, text)
+  );
+  node.type = "button";
+  return node;
+}
+function appendTranscript(container, items, calls, watcher = null) {
   for (const item of items) {
     if (item.kind === "tool_result") {
       const result = element("pre", item.is_error ? "mentra-error" : "", item.content ?? "");
       const host = item.id ? calls.get(item.id) : void 0;
+      const cut = item.truncated ? element("div", "mentra-notice-item", "\u2026 the first 4,000 characters of the result (agent.history has all of it)") : null;
       if (host) {
         host.append(result);
+        if (cut) host.append(cut);
         if (item.is_error) host.classList.add("mentra-error");
       } else {
         const orphan = element("div", "mentra-item mentra-tool");
         orphan.dataset.role = item.role;
         orphan.append(result);
+        if (cut) orphan.append(cut);
         container.append(orphan);
       }
       continue;
@@ -27,13 +39,21 @@ function appendTranscript(container, items, calls) {
     node.dataset.role = item.role;
     node.dataset.kind = item.kind;
     if (item.kind === "text" || item.kind === "notice") {
-      node.innerHTML = item.html ?? "";
+      const body = element("div", "mentra-body");
+      body.innerHTML = item.html ?? "";
+      addCodeTools(body);
+      node.append(body);
       if (item.kind === "notice") node.classList.add("mentra-notice-item");
+      if (item.kind === "text") {
+        clamp(body, item.role === "user" ? "prompt" : "message");
+        watcher?.watch(body);
+      }
     } else if (item.kind === "thinking") {
       const fold = element("details", "mentra-thinking");
       fold.append(element("summary", "", "thinking"));
-      const body = element("div");
+      const body = element("div", "mentra-body");
       body.innerHTML = item.html ?? "";
+      addCodeTools(body);
       fold.append(body);
       node.append(fold);
     } else if (item.kind === "tool_use") {
@@ -48,11 +68,149 @@ function appendTranscript(container, items, calls) {
         element("img")
       );
       img.src = `data:${item.media_type};base64,${item.data}`;
-      img.style.maxWidth = "100%";
       node.append(img);
+    }
+    if (item.truncated && (item.kind === "text" || item.kind === "thinking")) {
+      node.dataset.truncated = "true";
+      node.append(element("div", "mentra-truncated", "stopped here: the rest of this reply was not generated"));
     }
     container.append(node);
   }
+}
+function clamp(body, size) {
+  body.classList.add("mentra-clamp");
+  body.dataset.clamp = size;
+}
+function measureClamped(body) {
+  const node = body.parentElement;
+  if (!node || node.querySelector(":scope > .mentra-more") || !(body.scrollHeight > body.clientHeight + 1)) return;
+  const toggle = button("mentra-more", "Show more", "minimal");
+  toggle.setAttribute("aria-expanded", "false");
+  toggle.addEventListener("click", () => {
+    const open = node.classList.toggle("mentra-expanded");
+    toggle.textContent = open ? "Show less" : "Show more";
+    toggle.setAttribute("aria-expanded", String(open));
+  });
+  body.after(toggle);
+}
+var ClampWatcher = class {
+  constructor() {
+    this.observer = typeof ResizeObserver === "undefined" ? null : new ResizeObserver((entries) => {
+      for (const entry of entries) measureClamped(entry.target);
+    });
+  }
+  /** @param {Element} body a clamped message body */
+  watch(body) {
+    this.observer?.observe(body);
+  }
+  /** Stop watching everything (before a re-render, and when the view closes). */
+  clear() {
+    this.observer?.disconnect();
+  }
+};
+function addCodeTools(body) {
+  for (const pre of body.querySelectorAll("pre")) {
+    const code = pre.querySelector("code");
+    if (!code) continue;
+    highlightCode(code);
+    const source = () => (code.textContent ?? "").replace(/\n$/, "");
+    const bar = element("div", "mentra-code-tools");
+    const copy = button("mentra-copy", "Copy", "minimal");
+    copy.title = "Copy this code";
+    copy.addEventListener("click", () => {
+      copyText(source()).then(
+        () => flash(copy, "Copied"),
+        () => flash(copy, "Copy failed")
+      );
+    });
+    const insert = button("mentra-insert", "Insert as cell", "minimal");
+    insert.title = "Insert this code as a new cell below the one that shows it";
+    insert.addEventListener("click", () => {
+      if (insertCell(insert, source())) {
+        flash(insert, "Inserted");
+      } else {
+        copyText(source()).then(
+          () => flash(insert, "No notebook here: copied"),
+          () => flash(insert, "No notebook here")
+        );
+      }
+    });
+    bar.append(copy, insert);
+    const frame = element("div", "mentra-code");
+    pre.replaceWith(frame);
+    frame.append(bar, pre);
+  }
+}
+var TOKEN = /^(?:([a-z][a-z0-9]{0,3}):)?(\d+)$/;
+function highlightCode(code) {
+  const map = code.dataset.hl;
+  code.removeAttribute("data-hl");
+  if (!map) return;
+  const text = code.textContent ?? "";
+  const pieces = [];
+  let at = 0;
+  for (const entry of map.split(" ")) {
+    const match = TOKEN.exec(entry);
+    if (!match) return;
+    const end = at + Number(match[2]);
+    pieces.push(match[1] ? element("span", match[1], text.slice(at, end)) : document.createTextNode(text.slice(at, end)));
+    at = end;
+  }
+  if (at !== text.length) return;
+  code.replaceChildren(...pieces);
+}
+function flash(node, text) {
+  const label = node.dataset.label ?? node.textContent ?? "";
+  node.dataset.label = label;
+  node.textContent = text;
+  setTimeout(() => {
+    node.textContent = label;
+  }, 1500);
+}
+async function copyText(text) {
+  if (navigator.clipboard?.writeText) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return;
+    } catch {
+    }
+  }
+  const area = (
+    /** @type {HTMLTextAreaElement} */
+    element("textarea")
+  );
+  area.value = text;
+  area.style.position = "fixed";
+  area.style.opacity = "0";
+  document.body.append(area);
+  area.select();
+  const copied = document.execCommand("copy");
+  area.remove();
+  if (!copied) throw new Error("the browser refused to copy");
+}
+function insertCell(from, source) {
+  const cell = from.closest(".jp-Cell");
+  const notebook = cell?.closest(".jp-Notebook");
+  if (!cell || !notebook) return false;
+  let next = cell.nextElementSibling;
+  while (next && !next.classList.contains("jp-Cell")) next = next.nextElementSibling;
+  const target = next ?? notebook;
+  const cells = [{ cell_type: "code", source, metadata: {}, outputs: [], execution_count: null }];
+  const mime = "application/vnd.jupyter.cells";
+  const drop = new Event("lm-drop", { bubbles: true, cancelable: true });
+  Object.assign(drop, {
+    mimeData: { hasData: (type) => type === mime, getData: () => cells, types: () => [mime] },
+    proposedAction: "copy",
+    supportedActions: "copy",
+    dropAction: "none",
+    source: null,
+    clientX: 0,
+    clientY: 0
+  });
+  next?.classList.add("jp-mod-dropTarget");
+  target.dispatchEvent(drop);
+  next?.classList.remove("jp-mod-dropTarget");
+  return true;
 }
 function toolLabel(name) {
   if (!name.startsWith("mcp__")) return name;
@@ -65,24 +223,15 @@ function approvalBox(call, onAnswer, signal) {
   const box = element("div", "mentra-approval");
   box.dataset.id = call.id;
   box.append(element("div", "mentra-name", call.title), element("pre", "", call.input));
-  const approve = (
-    /** @type {HTMLButtonElement} */
-    element("button", "mentra-approve", "Approve")
-  );
-  const always = (
-    /** @type {HTMLButtonElement} */
-    element("button", "mentra-always", "Always allow")
-  );
+  const approve = button("mentra-approve", "Approve", "accept");
+  const always = button("mentra-always", "Always allow", "reject");
   always.title = call.alwaysTitle;
   const reason = (
     /** @type {HTMLInputElement} */
-    element("input", "mentra-reason")
+    element("input", "jp-mod-styled mentra-reason")
   );
   reason.placeholder = "reason for the model (optional)";
-  const deny = (
-    /** @type {HTMLButtonElement} */
-    element("button", "mentra-deny", "Deny")
-  );
+  const deny = button("mentra-deny", "Deny", "warn");
   const answer = (approved, alwaysAllow) => {
     for (const control of [approve, always, deny, reason]) control.disabled = true;
     onAnswer({ approve: approved, always: alwaysAllow, reason: approved ? "" : reason.value.trim() });
@@ -126,6 +275,49 @@ function badgeLabel(status, approvals, progress = "") {
 function escapeHtml(text) {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
+var Reveal = class {
+  /** @param {HTMLElement} el */
+  constructor(el) {
+    this.node = document.createTextNode("");
+    el.replaceChildren(this.node);
+    this.target = "";
+    this.from = 0;
+    this.start = 0;
+    this.span = 0;
+    this.lastBatch = 0;
+    this.frame = 0;
+  }
+  /** @param {string} text the whole live text now */
+  set(text) {
+    if (text === this.target) return;
+    const now = performance.now();
+    const extends_ = this.target !== "" && text.startsWith(this.target);
+    const since = now - this.lastBatch;
+    this.lastBatch = now;
+    this.target = text;
+    if (!extends_ || typeof requestAnimationFrame !== "function") {
+      this.stop();
+      this.node.data = text;
+      return;
+    }
+    this.from = this.node.data.length;
+    this.start = now;
+    this.span = Math.min(1e3, Math.max(50, since));
+    if (!this.frame) this.frame = requestAnimationFrame(this.step);
+  }
+  /** @param {number} now */
+  step = (now) => {
+    this.frame = 0;
+    const done = Math.min(1, (now - this.start) / this.span);
+    const length = this.from + Math.round((this.target.length - this.from) * done);
+    if (length > this.node.data.length) this.node.appendData(this.target.slice(this.node.data.length, length));
+    if (this.node.data.length < this.target.length) this.frame = requestAnimationFrame(this.step);
+  };
+  stop() {
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.frame = 0;
+  }
+};
 function resolveHtml(parts, sources) {
   return parts.map((part) => {
     if (typeof part === "string") return part;
@@ -211,6 +403,20 @@ function initialize({ model }) {
     modelStreams.delete(model);
   };
 }
+function holdsApprovals(root, name) {
+  const views = [...document.querySelectorAll(".mentra-agent[data-mentra-agent]")].filter((view) => (
+    /** @type {HTMLElement} */
+    view.dataset.mentraAgent === name
+  ));
+  return !root.isConnected || views.length === 0 || views[views.length - 1] === root;
+}
+function fullView(name, except) {
+  return (
+    /** @type {HTMLElement[]} */
+    [...document.querySelectorAll('.mentra-agent[data-mentra-scope="full"]')].find((view) => view !== except && view.dataset.mentraAgent === name)
+  );
+}
+var VIEWS_CHANGED = "mentra-agent-views";
 function render({ model, el }) {
   const root = element("div", "mentra-agent");
   const header = element("div", "mentra-header");
@@ -219,52 +425,70 @@ function render({ model, el }) {
   const badge = element("span", "mentra-badge");
   const run = element("span", "mentra-run");
   const usage = element("span", "mentra-usage");
-  header.append(name, modelName, badge, run, usage);
+  const scopeLink = button("mentra-full-link", "full conversation", "minimal");
+  scopeLink.title = "This cell shows one turn; go to the view of the whole conversation";
+  const notice = element("span", "mentra-notice-item mentra-header-notice");
+  header.append(name, modelName, badge, run, usage, scopeLink, notice);
+  const scroll = element("div", "mentra-scroll");
   const transcript = element("div", "mentra-transcript");
   const liveThinking = element("div", "mentra-live mentra-thinking");
   const liveText = element("div", "mentra-live");
+  const reveal = new Reveal(liveText);
   const liveTools = element("div", "mentra-live-tools");
+  scroll.append(transcript, liveThinking, liveText, liveTools);
   const approvalsBox = element("div", "mentra-approvals");
   const resumeBox = element("div", "mentra-resumable");
   const controls = element("div", "mentra-controls");
   const input = (
     /** @type {HTMLTextAreaElement} */
-    element("textarea")
+    element("textarea", "jp-mod-styled")
   );
   input.placeholder = "Message the agent (Ctrl+Enter sends)";
-  const sendButton = (
-    /** @type {HTMLButtonElement} */
-    element("button", "mentra-send", "Send")
-  );
-  const stopButton = (
-    /** @type {HTMLButtonElement} */
-    element("button", "mentra-stop", "Stop")
-  );
-  stopButton.title = "Finish after the current round, keeping the work";
-  const interruptButton = (
-    /** @type {HTMLButtonElement} */
-    element("button", "mentra-interrupt", "Interrupt")
-  );
+  const sendButton = button("mentra-send", "Send", "accept");
+  const stopButton = button("mentra-stop", "Stop", "warn");
+  stopButton.title = "Stop now: end the reply where it is, keep it (marked as cut) and end the run";
+  const finishButton = button("mentra-finish", "Finish round", "reject");
+  finishButton.title = "Finish after the current round (its tool calls run), keeping the work";
+  const interruptButton = button("mentra-interrupt", "Interrupt", "warn");
   interruptButton.title = "Abort now; the turn is rolled back and can be resumed";
-  controls.append(input, sendButton, stopButton, interruptButton);
-  root.append(header, transcript, liveThinking, liveText, liveTools, approvalsBox, resumeBox, controls);
+  controls.append(input, sendButton, stopButton, finishButton, interruptButton);
+  root.append(header, scroll, approvalsBox, resumeBox, controls);
   el.append(root);
   const shared = modelStreams.get(model);
   const stream = shared ?? new ModelStream();
   const live = stream.live;
+  const watcher = new ClampWatcher();
+  let stopClicked = "";
+  let connected = true;
+  let following = true;
+  const follow = () => {
+    if (following) scroll.scrollTop = scroll.scrollHeight;
+  };
+  const renderScope = () => {
+    const scope = model.get("scope") ?? {};
+    root.dataset.mentraAgent = model.get("agent_name") ?? "";
+    root.dataset.mentraScope = scope.kind === "turn" ? "turn" : "full";
+    scopeLink.hidden = scope.kind !== "turn";
+  };
   const renderHeader = () => {
+    renderScope();
     name.textContent = model.get("agent_name");
     modelName.textContent = model.get("model_key");
     const status = model.get("status") ?? { name: "idle" };
     const approvals = model.get("approvals") ?? [];
-    badge.textContent = badgeLabel(status, approvals, model.get("progress") ?? "");
-    badge.dataset.status = approvals.length ? "waiting" : status.name;
+    const running = RUNNING.has(status.name);
+    if (!running) stopClicked = "";
+    const stopping = running ? status.stopping || stopClicked : "";
+    if (!connected) return;
+    badge.textContent = stopping ? "stopping\u2026" : badgeLabel(status, approvals, model.get("progress") ?? "");
+    badge.dataset.status = stopping ? "stopping" : approvals.length ? "waiting" : status.name;
+    root.dataset.stopping = stopping || "";
     run.textContent = `run ${model.get("run_generation") ?? 0}`;
     const u = model.get("usage") ?? {};
     const cost = model.get("cost");
     usage.textContent = `${u.input_tokens ?? 0} in / ${u.output_tokens ?? 0} out tokens` + (cost ? ` \xB7 ${cost}` : "");
-    const running = RUNNING.has(status.name);
-    stopButton.disabled = !running;
+    stopButton.disabled = !running || stopping === "now";
+    finishButton.disabled = !running || Boolean(stopping);
     interruptButton.disabled = !running;
     sendButton.disabled = running;
   };
@@ -273,31 +497,50 @@ function render({ model, el }) {
   const renderItems = () => {
     const from = live.changedFrom;
     if (from !== renderedItems) {
+      watcher.clear();
       transcript.replaceChildren();
       calls = /* @__PURE__ */ new Map();
-      appendTranscript(transcript, live.items, calls);
+      appendTranscript(transcript, live.items, calls, watcher);
     } else {
-      appendTranscript(transcript, live.items.slice(from), calls);
+      appendTranscript(transcript, live.items.slice(from), calls, watcher);
     }
     renderedItems = live.items.length;
+    follow();
   };
   const renderLive = () => {
-    liveText.textContent = live.text;
+    reveal.set(live.text);
     liveThinking.textContent = live.thinking;
     liveTools.replaceChildren();
     const pending = model.get("pending_tools") ?? [];
     const ids = /* @__PURE__ */ new Set([...pending.map((p) => p.id), ...Object.keys(live.tools)]);
     for (const id of ids) {
+      if (calls.has(id)) continue;
       const known = pending.find((p) => p.id === id);
       const box = element("div", "mentra-live-tool");
       box.append(element("span", "", `tool call: ${known?.name ?? id}`));
       box.append(element("pre", "", live.tools[id] ?? known?.input_json ?? ""));
       liveTools.append(box);
     }
+    follow();
   };
+  let shownApprovals = "";
   const renderApprovals = () => {
+    const approvals = connected ? model.get("approvals") ?? [] : [];
+    const holder = holdsApprovals(root, model.get("agent_name") ?? "");
+    const key = JSON.stringify([holder, approvals]);
+    if (key === shownApprovals) return;
+    shownApprovals = key;
     approvalsBox.replaceChildren();
-    const approvals = model.get("approvals") ?? [];
+    if (!approvals.length) return;
+    if (!holder) {
+      const names = [...new Set(approvals.map((a) => toolLabel(a.name)))].join(", ");
+      approvalsBox.append(element(
+        "div",
+        "mentra-notice-item",
+        `${names} waits for your approval in the newest view of this agent, below`
+      ));
+      return;
+    }
     for (const a of approvals) {
       const call = {
         id: a.id,
@@ -318,7 +561,7 @@ function render({ model, el }) {
     if (changed === "items") {
       if (message.start === 0 && !message.basis) helloPending = false;
       renderItems();
-      if (message.tail) renderLive();
+      renderLive();
     }
     if (changed === "resync" && !helloPending) hello();
   };
@@ -334,34 +577,62 @@ function render({ model, el }) {
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) send();
   }, { signal });
-  stopButton.addEventListener("click", () => model.send({ kind: "stop" }), { signal });
+  const stop = (how) => {
+    stopClicked = how;
+    renderHeader();
+    model.send({ kind: "stop", now: how === "now" });
+  };
+  stopButton.addEventListener("click", () => stop("now"), { signal });
+  finishButton.addEventListener("click", () => stop("round"), { signal });
   interruptButton.addEventListener("click", () => model.send({ kind: "interrupt" }), { signal });
+  scroll.addEventListener("scroll", () => {
+    following = scroll.scrollHeight - scroll.scrollTop - scroll.clientHeight < 24;
+  }, { signal, passive: true });
+  scopeLink.addEventListener("click", () => {
+    const agent = model.get("agent_name") ?? "";
+    const full = fullView(agent, root);
+    if (full) {
+      full.scrollIntoView({ behavior: "smooth", block: "start" });
+      full.classList.add("mentra-highlight");
+      setTimeout(() => full.classList.remove("mentra-highlight"), 1500);
+      notice.textContent = "";
+    } else {
+      notice.textContent = `no full view of ${agent} in this notebook: run %mentra show ${agent}`;
+    }
+  }, { signal });
   const renderResumable = () => {
     resumeBox.replaceChildren();
     const resumable = model.get("resumable") ?? {};
-    if (!resumable.kind) return;
+    if (!resumable.kind || !connected) return;
     const label = resumable.kind === "replay" ? `This turn was cut and rolled back: \u201C${resumable.text ?? ""}\u201D` : "Tool calls were cut before they finished.";
-    const button = element("button", "mentra-resume", resumable.kind === "replay" ? "Replay it" : "Continue");
-    button.addEventListener("click", () => model.send({ kind: "resume" }), { signal });
-    resumeBox.append(element("span", "mentra-notice-item", label), button);
+    const resume = button("mentra-resume", resumable.kind === "replay" ? "Replay it" : "Continue", "accept");
+    resume.addEventListener("click", () => model.send({ kind: "resume" }), { signal });
+    resumeBox.append(element("span", "mentra-notice-item", label), resume);
   };
   const onDisconnect = () => {
+    if (!connected) return;
+    connected = false;
     root.dataset.connected = "false";
-    for (const button of root.querySelectorAll("button")) button.disabled = true;
+    for (const node of root.querySelectorAll("button")) node.disabled = true;
     input.disabled = true;
     badge.textContent = "disconnected";
     badge.dataset.status = "idle";
-    liveText.textContent = "";
+    reveal.set("");
     liveThinking.textContent = "";
-    header.append(element(
-      "span",
-      "mentra-notice-item",
-      "its kernel stopped: run %mentra resume in the new kernel for a live view"
-    ));
+    renderApprovals();
+    notice.textContent = "its kernel stopped: run %mentra resume in the new kernel for a live view";
   };
+  const onViewsChanged = (event) => {
+    if (
+      /** @type {CustomEvent} */
+      event.detail === model.get("agent_name")
+    ) renderApprovals();
+  };
+  const announce = () => document.dispatchEvent(new CustomEvent(VIEWS_CHANGED, { detail: model.get("agent_name") }));
+  document.addEventListener(VIEWS_CHANGED, onViewsChanged, { signal });
   const unsubscribe = subscribe(model, [
     ["comm_live_update", onDisconnect],
-    ...["agent_name", "model_key", "status", "run_generation", "usage", "cost", "progress"].map(
+    ...["agent_name", "model_key", "status", "run_generation", "usage", "cost", "progress", "scope"].map(
       (trait) => (
         /** @type {[string, () => void]} */
         [`change:${trait}`, renderHeader]
@@ -385,20 +656,30 @@ function render({ model, el }) {
   renderApprovals();
   renderResumable();
   if (live.seq < 0) hello();
+  const attached = requestAnimationFrame(announce);
+  const visibility = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver(announce);
+  visibility?.observe(root);
   return () => {
+    cancelAnimationFrame(attached);
+    reveal.stop();
+    visibility?.disconnect();
     controller.abort();
     unsubscribe();
     stream.views.delete(onStream);
+    watcher.clear();
     root.remove();
+    announce();
   };
 }
 var agent_view_default = { initialize, render };
 export {
   LiveStream,
+  Reveal,
   badgeLabel,
   agent_view_default as default,
+  fullView,
+  holdsApprovals,
   initialize,
-  render,
   resolveHtml,
   statusLabel
 };

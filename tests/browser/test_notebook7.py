@@ -52,9 +52,11 @@ def test_team_view_shows_a_request_and_approves_it_in_notebook_7(notebook7):
     nb.run_all(4)
     team = nb.output(2).locator(".mentra-team")
     expect(team.locator('li[data-name="alice"] .mentra-model')).to_have_text("researcher")
-    request = team.locator(".mentra-request")
+    # The teammate cell shows the team too: the newest view holds the request's buttons.
+    request = nb.output(3).locator(".mentra-team .mentra-request")
     expect(request.locator(".mentra-name")).to_have_text("plan_approval from alice",
                                                          timeout=20_000)
+    expect(team).to_contain_text("1 request waits for you in the newest view of this team")
     request.locator("button.mentra-approve").click()
     expect(request).to_have_count(0)
     answered = poll(lambda: nb.kernel.value(

@@ -63,7 +63,7 @@ def test_teammate_status_changes_live_and_approve_reaches_the_kernel(notebook):
     nb.run_cell(3)
     alice = team.locator('li[data-name="alice"]')
     expect(alice.locator(".mentra-model")).to_have_text("researcher")
-    request = team.locator(".mentra-request")
+    request = nb.output(3).locator(".mentra-team .mentra-request")  # in the newest view of the team
     expect(request.locator(".mentra-name")).to_have_text("plan_approval from alice", timeout=20_000)
     expect(request.locator("pre")).to_have_text("Read the tide pool guide.")
     expect(alice.locator(".mentra-badge")).to_have_text("idle")
@@ -196,8 +196,9 @@ def test_a_teammates_tool_call_is_approved_from_the_team_view(notebook):
     team = nb.output(2).locator(".mentra-team")
     bob = team.locator('li[data-name="bob"]')
     expect(bob.locator(".mentra-badge")).to_have_text("waiting for approval: drop_rows", timeout=20_000)
-    box = team.locator(".mentra-approval")
+    box = nb.output(3).locator(".mentra-team .mentra-approval")  # in the newest view of the team
     expect(box.locator(".mentra-name")).to_have_text("bob wants to run drop_rows")
+    expect(team.locator(".mentra-approval")).to_have_count(0)
     expect(box.locator("pre")).to_contain_text('"table": "events"')
     box.locator("button.mentra-approve").click()
     expect(box).to_have_count(0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,7 +58,8 @@ def test_nothing_is_referenced_that_is_not_there():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from([*"ab cd*_`#>-<&\"'\n\\[]()!1.", "word ", "  ", "\t", "é", "a" * 30]),
+@given(st.lists(st.sampled_from([*"ab cd*_`#>-<&\"'\n\\[]()!1.$", "word ", "  ", "\t", "é", "a" * 30,
+                                 "```python\n", "x^2", "\\frac{a}{b}", "def "]),
                max_size=120).map("".join))
 def test_any_markdown_round_trips(text):
     html = html_of(text) if text.strip() else "<p></p>\n"
@@ -66,14 +68,20 @@ def test_any_markdown_round_trips(text):
     assert resolve(parts, [text, thinking]) == html
 
 
-def test_code_full_of_quotes_is_referenced_not_resent():
+@pytest.mark.parametrize("language", ["", "python"])
+def test_code_full_of_quotes_is_referenced_not_resent(language):
     """Quotes become `&quot;` in the HTML; the browser escapes spans the same way,
-    so the escaped runs still go out as spans (issue 22: they were resent, 1.9x)."""
+    so the escaped runs still go out as spans (issue 22: they were resent, 1.9x).
+    Highlighted code adds only its token map (issue 15: the code stays one text run)."""
     code = "\n".join(f'config["key_{i}"] = {{"name": "value {i}", "flag": "<on> & \'off\'"}}'
                      for i in range(40))
-    text = f"Here is the config:\n\n```python\n{code}\n```\n"
+    text = f"Here is the config:\n\n```{language}\n{code}\n```\n"
     html = html_of(text)
     parts = encode_html(html, [text, ""])
     assert resolve(parts, [text, ""]) == html
     wire = len(json.dumps(parts, separators=(",", ":")))
-    assert wire < len(text) / 4, (wire, len(text))
+    token_map = re.search(r'data-hl="([^"]*)"', html)
+    assert (token_map is not None) == bool(language)
+    tokens = len(token_map.group(1)) if token_map else 0
+    assert wire - tokens < len(text) / 4, (wire, tokens, len(text))
+    print(f"{language or 'plain'}: text {len(text)} bytes, wire {wire} (token map {tokens})")

@@ -110,3 +110,36 @@ def test_a_teammates_tool_call_waiting_for_approval_is_answered_in_the_team_view
     denied = alice.history[-2].tool_results[0]
     assert denied.is_error and "keep the users" in denied.content
     view.close()
+
+
+def test_a_click_on_a_teammate_opens_its_transcript_in_pages(host, team, monkeypatch):
+    import mentra_nb.notebook.team_view as team_view_module
+
+    lead, _ = team
+    view = TeamView(lead, host)
+    host.submit(lead.spawn_teammate("alice", "researcher", "Clean the table")).result(5)
+    until(lambda: view.members and view.members[0]["status"] == "idle" and view.requests)
+    alice = host.call(lambda: lead.runtime.store.list_agents(lead.runtime.runtime_id))
+    count = next(r.message_count for r in alice if r.name == "alice")
+    assert count >= 2  # her prompt, her plan request (a tool call) and its result
+    monkeypatch.setattr(team_view_module, "PREVIEW_PAGE", 1)
+
+    view._on_browser_message(view, {"kind": "open", "name": "alice"}, [])
+    until(lambda: view.preview.get("name") == "alice")
+    assert view.preview["has_older"] is True
+    assert {item["index"] for item in view.preview["items"]} == {count - 1}
+    view._on_browser_message(view, {"kind": "older"}, [])
+    until(lambda: view.preview.get("pages") == 2)
+    assert {item["index"] for item in view.preview["items"]} == {count - 2, count - 1}
+    view._on_browser_message(view, {"kind": "close"}, [])
+    until(lambda: view.preview == {})
+    monkeypatch.setattr(team_view_module, "PREVIEW_PAGE", 100)
+    view._on_browser_message(view, {"kind": "open", "name": "alice"}, [])
+    until(lambda: view.preview.get("name") == "alice")
+    assert view.preview["has_older"] is False
+    assert view.preview["items"][0]["index"] == 0
+    assert "Clean the table" in view.preview["items"][0]["html"]
+
+    view._on_browser_message(view, {"kind": "open", "name": "mallory"}, [])
+    until(lambda: view.preview.get("name") == "mallory")
+    assert view.preview["error"] == "'mallory' is not on lead's team"
