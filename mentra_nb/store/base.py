@@ -20,6 +20,7 @@ __all__ = [
     "AgentRecord",
     "LeaseClaim",
     "LeaseRecord",
+    "MailSignal",
     "PendingTurn",
     "PersistedAgent",
     "RunRecord",
@@ -184,6 +185,18 @@ class TeamRequest(BaseModel):
     reason: str | None = None
 
 
+class MailSignal(Protocol):
+    """Tells a runtime that team mail may have arrived from another process or host.
+
+    `wait` blocks for up to `timeout` seconds and returns True as soon as mail
+    may have been posted (a false alarm is allowed, a missed post is not once it
+    committed), False when nothing happened. Used from one thread."""
+
+    def wait(self, timeout: float) -> bool: ...
+
+    def close(self) -> None: ...
+
+
 @runtime_checkable
 class Store(Protocol):
     """Persistence for agents. `SqliteStore` is the embedded default; any other
@@ -328,6 +341,11 @@ class Store(Protocol):
 
     def list_team_requests(self, team_id: str) -> list[TeamRequest]:
         """Requests of a team, oldest first."""
+        ...
+
+    def mail_signal(self) -> MailSignal:
+        """A new signal of mail posted through any handle on this storage, by any
+        process (SQLite: a poll of `PRAGMA data_version`; Postgres: LISTEN/NOTIFY)."""
         ...
 
     def close(self) -> None: ...

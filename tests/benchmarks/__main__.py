@@ -1,6 +1,7 @@
 """Run the benchmarks, print their tables, and write RESULTS.md.
 
     python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost wire
+                                               postgres
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from tests.benchmarks import (
     bench_concurrency,
     bench_cost,
     bench_import,
+    bench_postgres,
     bench_resume,
     bench_storage,
     bench_streaming,
@@ -29,6 +31,7 @@ BENCHMARKS = {
     "concurrency": bench_concurrency.run,
     "cost": bench_cost.run,
     "wire": bench_wire.run,
+    "postgres": bench_postgres.run,
 }
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
