@@ -91,7 +91,14 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
         shell_tool,
         tool,
     )
-    from mentra_nb.store import PersistedAgent, SqliteStore, Store, TeamMessage, TeamRequest
+    from mentra_nb.store import (
+        PersistedAgent,
+        PostgresStore,
+        SqliteStore,
+        Store,
+        TeamMessage,
+        TeamRequest,
+    )
 
 # The public names, by the module each comes from. `import mentra_nb` imports none
 # of them: each is imported on first use (PEP 562), so importing the package, or
@@ -122,7 +129,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Workspace", "file_tools", "shell_tool", "tool",
     ),
     "mentra_nb.store": (
-        "PersistedAgent", "SqliteStore", "Store", "TeamMessage", "TeamRequest",
+        "PersistedAgent", "PostgresStore", "SqliteStore", "Store", "TeamMessage", "TeamRequest",
     ),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
@@ -211,6 +218,7 @@ __all__ = [
     "PendingApproval",
     "PendingToolUse",
     "PersistedAgent",
+    "PostgresStore",
     "Provider",
     "ProviderAuthError",
     "ProviderError",

@@ -6,8 +6,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import shutil
 import sqlite3
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +22,7 @@ from mentra_nb import AgentSnapshot, AgentStatus, SqliteStore
 from tests.children import Child
 from tests.installed_wheel import install_wheel
 from tests.kernels import Kernel
+from tests.postgres import PostgresServer, find_binaries
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -70,6 +74,36 @@ def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The python of a fresh venv holding the wheel (with JupyterLab and Notebook 7, for the
     browser tests)."""
     return install_wheel(tmp_path_factory.mktemp("wheel"), extras=["jupyterlab", "notebook>=7"])
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory):
+    """One throwaway Postgres for the session (stopped even when tests fail), or a
+    skip (a failure under CI) where no server binaries are installed."""
+    if find_binaries() is None:
+        missing("no Postgres server binaries (initdb, pg_ctl): apt-get install postgresql")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        missing("psycopg is not installed: pip install -e '.[postgres]'")
+    # A short path: the unix socket's path must fit in 107 bytes.
+    folder = Path(tempfile.mkdtemp(prefix="mentra-pg-"))
+    try:
+        server = PostgresServer.start(folder / "pg")
+    except (OSError, RuntimeError, subprocess.SubprocessError) as err:
+        shutil.rmtree(folder, ignore_errors=True)
+        missing(f"could not start a throwaway Postgres: {err}")
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_dsn(postgres_server: PostgresServer) -> str:
+    """The DSN of a fresh, empty database on the session's server."""
+    return postgres_server.create_database()
 
 
 @pytest.fixture

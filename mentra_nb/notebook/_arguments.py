@@ -302,7 +302,7 @@ class RmArgs(Command):
 
 class DbArgs(Command):
     command = "db"
-    summary = "show where this notebook's agents are stored, or move to PATH"
+    summary = "show where this notebook's agents are stored, or move to PATH (or a postgresql:// URL)"
     positionals = ("path",)
     path: str | None = None
 

@@ -1,11 +1,14 @@
 """Where a notebook's agents live: the state file and the runtime id.
 
-Order: an explicit `%mentra db PATH` → the notebook's own path (from
-`JPY_SESSION_NAME`, IPython's `__session__`, VS Code's `__vsc_ipynb_file__`
-or a headless runner's command line) → `.mentra/<notebook stem>.sqlite`
-beside it → else `./.mentra/mentra.sqlite`. The runtime id is the notebook's
-file name, so two notebooks never see each other's agents even when they share
-a file. The folder is hidden, so the file browser shows notebooks, not state.
+Order: an explicit `%mentra db PATH` (or `%mentra db postgresql://…`) → the
+`MENTRA_DB_URL` environment variable (a Postgres URL shared by several hosts) →
+the notebook's own path (from `JPY_SESSION_NAME`, IPython's `__session__`, VS
+Code's `__vsc_ipynb_file__` or a headless runner's command line) →
+`.mentra/<notebook stem>.sqlite` beside it → else `./.mentra/mentra.sqlite`.
+The runtime id is the notebook's file name, so two notebooks never see each
+other's agents even when they share a store; on a shared database (Postgres)
+and a JupyterHub it starts with the user's name (`JUPYTERHUB_USER`), so two
+users' notebooks of one name do not either. The folder is hidden, so the file browser shows notebooks, not state.
 
 Earlier versions kept `<stem>.mentra.sqlite` (and `./mentra.sqlite`) beside the
 notebook: `migrate_store` moves such a file into the folder on first use.
@@ -18,13 +21,18 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
 from mentra_nb._notebook_path import notebook_path
+from mentra_nb.errors import ConfigError
+from mentra_nb.store import is_postgres_url
+from mentra_nb.store.postgres import redact_dsn
 
 __all__ = ["EXPLICIT_SOURCE", "StoreLocation", "discover_store", "migrate_store", "notebook_path"]
 
+DB_URL_VARIABLE = "MENTRA_DB_URL"
 STATE_FOLDER = ".mentra"
 EXPLICIT_SOURCE = "set with %mentra db"
 LEGACY_SUFFIX = ".mentra.sqlite"
@@ -41,6 +49,12 @@ class StoreLocation(BaseModel):
     notebook: Path | None = None
     # Where earlier versions kept this notebook's state (moved here on first use).
     legacy_path: Path | None = None
+    url: str | None = None  # a Postgres URL: the store is there, not at `path`
+
+    @property
+    def where(self) -> str:
+        """The store as messages name it (a URL without its password)."""
+        return redact_dsn(self.url) if self.url else str(self.path)
 
 
 def discover_store(user_ns: Mapping[str, Any], *, explicit: str | os.PathLike[str] | None = None,
@@ -49,6 +63,26 @@ def discover_store(user_ns: Mapping[str, Any], *, explicit: str | os.PathLike[st
     found = notebook_path(user_ns, environ, cwd)
     notebook = found[0] if found is not None else None
     runtime_id = _runtime_id(notebook)
+    # On a shared database the runtime id names the hub user, so two users' notebooks
+    # of one name stay apart; a file is one user's already (and keeps its old ids).
+    shared_id = f"{environ['JUPYTERHUB_USER']}/{runtime_id}" if environ.get("JUPYTERHUB_USER") \
+        else runtime_id
+    if explicit is not None and is_postgres_url(explicit):
+        if _has_password(str(explicit)):
+            raise ConfigError(
+                "leave the password out of %mentra db: the notebook would keep it. Put it in "
+                "~/.pgpass (or PGPASSFILE) or the PGPASSWORD variable, or set MENTRA_DB_URL in "
+                "the kernel's environment"
+            )
+        return StoreLocation(path=cwd / STATE_FOLDER / "mentra.sqlite", url=str(explicit),
+                             runtime_id=shared_id, source=EXPLICIT_SOURCE, notebook=notebook)
+    url = environ.get(DB_URL_VARIABLE)
+    if explicit is None and url:
+        if not is_postgres_url(url):
+            raise ConfigError(f"{DB_URL_VARIABLE} must be a postgresql:// URL, not {url[:30]!r}")
+        return StoreLocation(path=cwd / STATE_FOLDER / "mentra.sqlite", url=url,
+                             runtime_id=shared_id, notebook=notebook,
+                             source=f"the {DB_URL_VARIABLE} environment variable")
     if explicit is not None:
         path = Path(explicit).expanduser()
         return StoreLocation(path=path if path.is_absolute() else cwd / path, runtime_id=runtime_id,
@@ -68,6 +102,8 @@ def migrate_store(location: StoreLocation) -> Path | None:
     """Move an earlier version's state file (and its -wal/-shm) to `location.path`
     if only the old one exists; returns where it came from, or None. Creates the
     state folder either way, so SQLite can make its file there."""
+    if location.url is not None:
+        return None  # on Postgres: no file to move, no folder to make
     location.path.parent.mkdir(parents=True, exist_ok=True)
     old = location.legacy_path
     if old is None or location.path.exists() or not old.is_file():
@@ -85,3 +121,8 @@ def _runtime_id(notebook: Path | None) -> str:
     if notebook is None:
         return "notebook"
     return re.sub(r"[^A-Za-z0-9_.-]", "_", notebook.name[: -len(".ipynb")]) or "notebook"
+
+
+def _has_password(url: str) -> bool:
+    parts = urlsplit(url)
+    return bool(parts.password) or "password" in parse_qs(parts.query)

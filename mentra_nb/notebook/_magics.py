@@ -14,7 +14,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from traitlets import Dict, Unicode, observe
 
 from mentra_nb._lazy import lazy_import
-from mentra_nb.errors import MentraError
+from mentra_nb.errors import AgentNotFound, MentraError
 from mentra_nb.notebook._display import display
 
 if TYPE_CHECKING:
@@ -129,8 +129,18 @@ class MentraMagics(Magics):
     def _do_deny(self, command: args.DenyArgs) -> None:
         self.session.deny(self.session.agent(command.agent), command.call_id, command.reason)
 
-    def _do_send(self, command: args.SendArgs) -> Turn | Reply:
-        return self._send(self.session.agent(command.agent), command.text, wait=command.wait)
+    def _do_send(self, command: args.SendArgs) -> Turn | Reply | None:
+        try:
+            agent = self.session.agent(command.agent)
+        except AgentNotFound:
+            # Driven by another kernel (maybe on another host): leave it mail there.
+            owner = self.session.post(command.agent, command.text)
+            if owner is None:
+                raise
+            print(f"mentra: '{command.agent}' is driven by another kernel ({owner}); the message "
+                  "was left as mail and runs there")
+            return None
+        return self._send(agent, command.text, wait=command.wait)
 
     def _cell(self, command: args.CellArgs, body: str) -> Turn | Reply:
         prompt = body.strip()
@@ -157,7 +167,7 @@ class MentraMagics(Magics):
         # Read on the runtime's thread, where approvals come and go.
         waiting = self.session.host.call(
             lambda: {a.id: a.snapshot.pending_approvals for a in runtime.agents})
-        print(f"agents of '{self.session.location.runtime_id}' in {self.session.location.path}:")
+        print(f"agents of '{self.session.location.runtime_id}' in {self.session.location.where}:")
         if not records:
             print("  none yet: %mentra spawn NAME")
             return
@@ -213,7 +223,7 @@ class MentraMagics(Magics):
                 self.session.enable_tool(name)
         agents = self.session.resume(command.agent)
         if not agents:
-            print(f"mentra: nothing to resume in {self.session.location.path}")
+            print(f"mentra: nothing to resume in {self.session.location.where}")
         for agent in agents:
             note = ""
             if agent.status.name == "interrupted":
@@ -366,7 +376,8 @@ class MentraMagics(Magics):
 
     def _do_db(self, command: args.DbArgs) -> None:
         location = self.session.use_store(command.path) if command.path else self.session.location
-        print(f"state file: {location.path}\n  found: {location.source}\n  runtime id: {location.runtime_id}")
+        print(f"{'store' if location.url else 'state file'}: {location.where}\n  found: {location.source}"
+              f"\n  runtime id: {location.runtime_id}")
 
     def _do_models(self, command: args.ModelsArgs) -> None:
         runtime = self.session.runtime

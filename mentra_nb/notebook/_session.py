@@ -47,7 +47,7 @@ from mentra_nb.runtime import (
     mcp,
     shell_tool,
 )
-from mentra_nb.store import AgentRecord, SqliteStore
+from mentra_nb.store import AgentRecord, open_store
 
 __all__ = ["NotebookSession"]
 
@@ -110,7 +110,7 @@ class NotebookSession:
 
             def open_runtime() -> Runtime:
                 return Runtime(
-                    store=SqliteStore(location.path),
+                    store=open_store(location.url or location.path),
                     runtime_id=location.runtime_id,
                     # Streams a little slower than instant, so the offline model is watchable.
                     providers=[TestProvider(chunk_delay=0.01)],
@@ -134,7 +134,8 @@ class NotebookSession:
         if moved is not None:
             print(f"mentra: moved this notebook's state from {moved.name} to {location.path}")
         # In a kernel only: a terminal IPython has no notebook to find.
-        if location.notebook is None and location.source != EXPLICIT_SOURCE and _kernel_label() is not None:
+        if (location.notebook is None and location.source != EXPLICIT_SOURCE and location.url is None
+                and _kernel_label() is not None):
             print(f"mentra: this kernel does not know its notebook's path, so agents are kept in "
                   f"{location.path} (runtime id '{location.runtime_id}'); to give this notebook a file "
                   "of its own, add %mentra db NAME.sqlite to its first cell")
@@ -294,6 +295,20 @@ class NotebookSession:
         runtime = self.runtime
         return self.host.call(lambda: runtime.spawn(name, model, config=config))
 
+    def post(self, name: str, text: str) -> str | None:
+        """Leave `text` as mail for lead agent `name` when another kernel drives it;
+        returns who drives it, or None (nobody: nothing was posted)."""
+        runtime = self.runtime
+        stored = next((r for r in self.records() if r.name == name and r.kind == "agent"), None)
+        if stored is None:
+            return None
+        holder = self.host.call(lambda: runtime.store.lease_holder(stored.id))
+        if holder is None:
+            return None
+        self.host.call(lambda: runtime.post(stored.id, text))
+        label = f" ({holder.label})" if holder.label else ""
+        return f"pid {holder.pid} on {holder.host}{label}"
+
     def spawn_or_attach(self, name: str, model: str, config: AgentConfig, *, model_given: bool,
                         replace: bool = False) -> tuple[Agent, str | None]:
         """The agent `name` as a spawn cell asks for it, and a note for the cell.
@@ -400,7 +415,7 @@ class NotebookSession:
         record = next((r for r in self.records() if r.name == name and r.kind == "agent"), None)
         if record is None:
             known = ", ".join(r.name for r in self.records() if r.kind == "agent") or "none"
-            raise AgentNotFound(f"no stored agent named '{name}' in {self.location.path.name} "
+            raise AgentNotFound(f"no stored agent named '{name}' in {self.location.where} "
                                 f"(stored: {known})")
         return [self.host.call(lambda: runtime.resume_agent(record.id))]
 

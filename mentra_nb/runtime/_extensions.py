@@ -67,5 +67,9 @@ class RuntimeExtension:
     def after_resume(self, runtime_id: str, agents: Sequence[AgentHandle]) -> None:
         """A resume path loaded these agents (leads, teammates or subagents) of `runtime_id`."""
 
+    def mail_arrived(self) -> None:
+        """Mail may have been posted for agents of this runtime, by this process or
+        another one (on the event loop)."""
+
     async def aclose(self) -> None:
         """The runtime is closing (after its agents' runs were cancelled)."""

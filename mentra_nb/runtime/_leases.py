@@ -20,11 +20,19 @@ import psutil
 from mentra_nb.errors import StoreError
 from mentra_nb.store.base import LeaseClaim, Store
 
-__all__ = ["DEFAULT_LEASE_TTL", "LeaseKeeper", "release_leases_quietly"]
+__all__ = ["DEFAULT_LEASE_TTL", "HOST_ID_VARIABLE", "LeaseKeeper", "host_id", "release_leases_quietly"]
 
 log = logging.getLogger("mentra_nb.runtime")
 
 DEFAULT_LEASE_TTL = 30.0
+HOST_ID_VARIABLE = "MENTRA_HOST_ID"
+
+
+def host_id() -> str:
+    """This host's name in leases: `MENTRA_HOST_ID` when set (containers that share
+    a hostname, or tests playing two hosts), else the hostname. Two processes with
+    one host id must see each other's pids: that is how a dead owner is told apart."""
+    return os.environ.get(HOST_ID_VARIABLE) or socket.gethostname()
 
 
 class LeaseKeeper:
@@ -33,7 +41,7 @@ class LeaseKeeper:
         self.store = store
         self.ttl = ttl
         started_at = psutil.Process().create_time()
-        host = socket.gethostname()
+        host = host_id()
         pid = os.getpid()
         self.claim = LeaseClaim(
             # Stable for this process and runtime id: a second Runtime object in the

@@ -12,23 +12,25 @@ collection, or interpreter exit) releases them for the next runtime.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 import uuid
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from mentra_nb.errors import AgentBusy, AgentNotFound, ConfigError, MentraError
+from mentra_nb.errors import AgentBusy, AgentError, AgentNotFound, ConfigError, MentraError
 from mentra_nb.providers.base import ModelInfo, Provider
 from mentra_nb.providers.registry import ProviderRegistry
-from mentra_nb.runtime import mcp
+from mentra_nb.runtime import mcp, teams
 from mentra_nb.runtime._agent import Agent
 from mentra_nb.runtime._closing import RuntimeParts, on_dropped, weak_method
 from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._extensions import RuntimeExtension
 from mentra_nb.runtime._file_tools import Workspace, file_tools
 from mentra_nb.runtime._leases import DEFAULT_LEASE_TTL, LeaseKeeper
+from mentra_nb.runtime._mail_watch import MailWatcher
 from mentra_nb.runtime._names import agent_name_problem
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import AgentHandle, Services
@@ -42,6 +44,20 @@ from mentra_nb.store.base import AgentKind, AgentRecord, PersistedAgent, Store
 from mentra_nb.store.sqlite import SqliteStore
 
 __all__ = ["Runtime", "default_extensions"]
+
+log = logging.getLogger("mentra_nb.runtime")
+
+
+def _weak_call(method: Callable[[], None]) -> Callable[[], None]:
+    """`method`, called only while its object lives (a thread must not keep it alive)."""
+    ref = weakref.WeakMethod(method)
+
+    def call() -> None:
+        bound = ref()
+        if bound is not None:
+            bound()
+
+    return call
 
 
 def _with_dependents(records: Sequence[AgentRecord], root: str, *, with_forks: bool) -> list[str]:
@@ -138,6 +154,9 @@ class Runtime:
         # Closed when the runtime is garbage collected or the interpreter exits, so
         # a dropped runtime never blocks the next one nor leaves its tasks pending.
         self._finalizer = weakref.finalize(self, on_dropped, self._parts)
+        # The mail watcher holds the runtime weakly and stops when it is collected.
+        self._mail = MailWatcher(self.store, _weak_call(self._mail_arrived))
+        self._mail_finalizer = weakref.finalize(self, self._mail.close)
         for server in mcp_servers:
             self.add_mcp_server(server)
 
@@ -246,6 +265,7 @@ class Runtime:
             updated_at=now,
         )
         self._leases.acquire(record.id)
+        self._mail.start()
         try:
             self.store.create_agent(record, token=self._leases.token)
         except MentraError:
@@ -347,6 +367,7 @@ class Runtime:
             return live
         # Take the lease first, then load once: transcripts can be long.
         self._leases.acquire(agent_id)
+        self._mail.start()
         try:
             # Transcripts load lazily (a long one is read when first needed), except
             # for an agent cut mid-run, whose recovery must look at its last turn.
@@ -389,6 +410,7 @@ class Runtime:
     def _after_resume(self, runtime_id: str, agents: Sequence[AgentHandle]) -> None:
         for extension in self._extensions:
             extension.after_resume(runtime_id, agents)
+        self._mail_arrived()  # mail posted while no process drove them
 
     def resume(self, runtime_id: str | None = None) -> list[Agent]:
         """Resume the lead agents persisted under `runtime_id` (default: this runtime's);
@@ -421,10 +443,68 @@ class Runtime:
         self._ensure_open()
         self._parts.loop = asyncio.get_running_loop()
         self._leases.start_heartbeat()
+        self._mail.start()
+
+    # --- mail from anywhere ------------------------------------------------------
+
+    def post(self, agent: str, content: str, *, sender: str = "user") -> int:
+        """Leave `content` as durable mail for `agent` (a name in this runtime, or an
+        id), whichever process or host drives it, and return at once (the mail's id).
+
+        The owner wakes within a second and runs it as a turn: a user turn for a
+        plain agent, a `<team-inbox>` item for a lead with teammates or a teammate.
+        With no owner running, the mail waits for the next `rt.resume()`.
+        """
+        self._ensure_open()
+        record = self._find_record(agent)
+        if record.kind == "subagent":
+            raise AgentError(
+                f"'{record.name}' is a subagent: its parent drives it. Post to its root agent "
+                "instead, which can pass the message on"
+            )
+        team_id = record.parent_id if record.kind == "teammate" and record.parent_id else record.id
+        mail_id = teams.post_mail(self.store, team_id, record.name, sender, content)
+        if record.id in self._agents:
+            self._mail_arrived()  # ours: no need to wait for the signal
+        return mail_id
+
+    def _find_record(self, agent: str) -> AgentRecord:
+        records = self.store.list_agents(self.runtime_id)
+        by_id = [r for r in records if r.id == agent]
+        leads = [r for r in records if r.kind == "agent" and r.name == agent]
+        if by_id or leads:
+            return (by_id or leads)[0]
+        mates = [r for r in records if r.kind == "teammate" and r.name == agent]
+        if len(mates) == 1:
+            return mates[0]
+        persisted = self.store.load_agent(agent, transcript=False)  # an id of another runtime
+        if persisted is not None:
+            return persisted.record
+        known = ", ".join(r.name for r in records if r.kind == "agent") or "none"
+        raise AgentNotFound(
+            f"no agent '{agent}' in runtime '{self.runtime_id}' (agents: {known}); give a name "
+            "from that list or an agent id"
+            + (" (two teammates share that name: give an id)" if len(mates) > 1 else "")
+        )
+
+    def _mail_arrived(self) -> None:
+        if self._parts.closed:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # a sync caller: the watcher delivers it on the loop
+        for extension in self._extensions:
+            try:
+                extension.mail_arrived()
+            except Exception:
+                log.exception("an extension failed to deliver mail")
 
     async def aclose(self) -> None:
         """Cancel running turns (they roll back), stop teammates, subagents and MCP
-        servers, stop the heartbeat, release every lease."""
+        servers, stop the heartbeat and the mail watcher, release every lease."""
+        self._mail_finalizer.detach()
+        await asyncio.to_thread(self._mail.close)
         self._finalizer.detach()
         await self._parts.close()
 

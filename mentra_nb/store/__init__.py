@@ -1,4 +1,5 @@
-"""Persistence: the `Store` protocol and the embedded `SqliteStore`."""
+"""Persistence: the `Store` protocol, the embedded `SqliteStore` and `PostgresStore`
+(shared by kernels on several hosts; `pip install mentra-nb[postgres]`)."""
 
 from mentra_nb.store.base import (
     AgentKind,
@@ -15,6 +16,8 @@ from mentra_nb.store.base import (
     TeamMessage,
     TeamRequest,
 )
+from mentra_nb.store.locations import is_postgres_url, open_store
+from mentra_nb.store.postgres import PostgresStore
 from mentra_nb.store.sqlite import SqliteStore
 
 __all__ = [
@@ -26,10 +29,13 @@ __all__ = [
     "LeaseRecord",
     "PendingTurn",
     "PersistedAgent",
+    "PostgresStore",
     "RunRecord",
     "SqliteStore",
     "Store",
     "TeamMail",
     "TeamMessage",
     "TeamRequest",
+    "is_postgres_url",
+    "open_store",
 ]

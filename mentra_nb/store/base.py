@@ -22,6 +22,7 @@ __all__ = [
     "Checkpoint",
     "LeaseClaim",
     "LeaseRecord",
+    "MailSignal",
     "PendingTurn",
     "PersistedAgent",
     "RunRecord",
@@ -219,6 +220,18 @@ class TeamRequest(BaseModel):
     created_at: float = 0.0
     resolved_at: float | None = None
     reason: str | None = None
+
+
+class MailSignal(Protocol):
+    """Tells a runtime that team mail may have arrived from another process or host.
+
+    `wait` blocks for up to `timeout` seconds and returns True as soon as mail
+    may have been posted (a false alarm is allowed, a missed post is not once it
+    committed), False when nothing happened. Used from one thread."""
+
+    def wait(self, timeout: float) -> bool: ...
+
+    def close(self) -> None: ...
 
 
 @runtime_checkable
@@ -419,6 +432,11 @@ class Store(Protocol):
 
     def vacuum(self) -> None:
         """Give the space of deleted rows back to the file system."""
+        ...
+
+    def mail_signal(self) -> MailSignal:
+        """A new signal of mail posted through any handle on this storage, by any
+        process (SQLite: a poll of `PRAGMA data_version`; Postgres: LISTEN/NOTIFY)."""
         ...
 
     def close(self) -> None: ...

@@ -30,20 +30,28 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
+from urllib.parse import quote
 
-import psutil
 from pydantic import ValidationError
 
 from mentra_nb.errors import AgentExists, LeaseLost, LeaseUnavailable, StoreError
 from mentra_nb.messages import Message, Usage, preview
 from mentra_nb.status import AgentStatus
 from mentra_nb.store._decoding import decode_messages
+from mentra_nb.store._lease_rules import (
+    describe_holder,
+    holder_is_live,
+    lease_lost_message,
+    lease_unavailable_message,
+    process_is_alive,
+)
 from mentra_nb.store.base import (
     AgentRecord,
     BranchRecord,
     Checkpoint,
     LeaseClaim,
     LeaseRecord,
+    MailSignal,
     PendingTurn,
     PersistedAgent,
     RunRecord,
@@ -53,7 +61,9 @@ from mentra_nb.store.base import (
     TeamRequest,
 )
 
-__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteStore", "is_network_filesystem"]
+__all__ = [
+    "APPLICATION_ID", "SCHEMA_VERSION", "SqliteStore", "is_network_filesystem", "process_is_alive",
+]
 
 log = logging.getLogger("mentra_nb.store")
 
@@ -396,12 +406,8 @@ class SqliteStore:
                         "SELECT token, pid, host FROM leases WHERE agent_id = ?", (agent_id,)
                     ).fetchone()
                     if row is None or row[0] != token:
-                        holder = "nobody" if row is None else f"pid {row[1]} on {row[2]}"
-                        raise LeaseLost(
-                            f"this runtime no longer holds the lease of agent {agent_id} "
-                            f"(now held by {holder}); the write was refused so the newer "
-                            "runtime's state is kept. Resume the agent again to take it back."
-                        )
+                        raise LeaseLost(lease_lost_message(
+                            str(agent_id), None if row is None else (row[1], row[2])))
                 yield cur
                 cur.execute("COMMIT")
             except BaseException as err:
@@ -803,11 +809,11 @@ class SqliteStore:
                               (agent_id,)).fetchone()
             if row is not None:
                 holder = _lease_record(row)
-                if holder.owner_id != claim.owner_id and _holder_is_live(holder, claim, now, ttl):
-                    raise LeaseUnavailable(_lease_unavailable_message(holder, now, ttl), holder=holder)
+                if holder.owner_id != claim.owner_id and holder_is_live(holder, claim, now, ttl):
+                    raise LeaseUnavailable(lease_unavailable_message(holder, now, ttl), holder=holder)
                 if holder.owner_id != claim.owner_id:
                     log.info("taking over agent %s from %s (gone or expired)", agent_id,
-                             _describe_holder(holder))
+                             describe_holder(holder))
             cur.execute(
                 "INSERT OR REPLACE INTO leases (agent_id, owner_id, token, runtime_id, pid, host,"
                 " process_started_at, label, acquired_at, heartbeat_at)"
@@ -960,6 +966,12 @@ class SqliteStore:
             _post_mail(cur, team_id, resolved.sender, response)
             return resolved
 
+    def mail_signal(self) -> MailSignal:
+        if self.path == ":memory:":
+            return NoMailSignal()
+        self._ensure_open()
+        return DataVersionSignal(self.path)
+
     def list_team_requests(self, team_id: str) -> list[TeamRequest]:
         rows = self._read(
             f"SELECT {_REQUEST_COLUMNS} FROM team_requests WHERE team_id = ?"
@@ -967,6 +979,65 @@ class SqliteStore:
             (team_id,),
         )
         return [_request(row) for row in rows]
+
+
+# --- mail from other processes ----------------------------------------------------
+
+
+class DataVersionSignal:
+    """Mail posted by another connection, seen by polling `PRAGMA data_version`
+    (which changes when any other connection commits; reading it costs no I/O
+    beyond the WAL index), then the pending mail's count and newest id and time,
+    so commits that queue no mail (streaming checkpoints) do not wake anyone."""
+
+    POLL_SECONDS = 0.05
+
+    def __init__(self, path: str) -> None:
+        # Quoted: a folder named "a#b" or "q?" must not end the file name of the URI.
+        uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
+        self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        self._version = self._data_version()
+        self._mark = self._mail_mark()
+
+    def _data_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def _mail_mark(self) -> tuple[Any, ...]:
+        return tuple(self._conn.execute(
+            "SELECT count(*), coalesce(max(id), 0), coalesce(max(updated_at), 0) FROM team_mail"
+            " WHERE state = 'pending'").fetchone())
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                version = self._data_version()
+                if version != self._version:
+                    self._version = version
+                    mark = self._mail_mark()
+                    if mark != self._mark:
+                        self._mark = mark
+                        return True
+            except sqlite3.Error as err:  # locked for a moment, or the file went away
+                log.debug("polling for mail failed: %s", err)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(self.POLL_SECONDS, left))
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class NoMailSignal:
+    """An in-memory store has no other process to hear from."""
+
+    def wait(self, timeout: float) -> bool:
+        time.sleep(timeout)
+        return False
+
+    def close(self) -> None:
+        pass
 
 
 # --- file checks ----------------------------------------------------------------
@@ -1237,51 +1308,3 @@ def _update_agent(cur: sqlite3.Cursor, agent_id: str, *, status: AgentStatus | N
         sets.append("message_count = ?")
         params.append(message_count)
     cur.execute(f"UPDATE agents SET {', '.join(sets)} WHERE id = ?", (*params, agent_id))
-
-
-# --- lease liveness -------------------------------------------------------------
-
-
-def _holder_is_live(holder: LeaseRecord, claim: LeaseClaim, now: float, ttl: float) -> bool:
-    """On this host, live exactly while its process runs: a dead kernel's agents
-    are taken over at once, and a living one never loses them, however old its
-    heartbeat (a loop blocked by a tool is not a dead owner; taking over would
-    run the tool's side effects twice). On another host, where the process cannot
-    be seen, live while it heartbeats: a silent remote owner is taken over after
-    `ttl`, and the lease token fences it out from then on."""
-    if holder.host == claim.host:
-        return process_is_alive(holder.pid, holder.process_started_at)
-    return now - holder.heartbeat_at < ttl
-
-
-START_TIME_SLACK = 2.5  # seconds
-
-
-def process_is_alive(pid: int, started_at: float) -> bool:
-    """True if `pid` runs and is the same process that started at `started_at`
-    (a recycled pid belongs to another process; a zombie is dead)."""
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
-        # A process's start time is its boot-relative start plus the boot time, which
-        # /proc/stat gives in whole seconds recomputed from a wall clock that NTP slews:
-        # two processes can read it a second apart. A recycled pid would have to start
-        # within the slack of the dead process's start to be mistaken for it.
-        return abs(proc.create_time() - started_at) < START_TIME_SLACK
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        return False
-
-
-def _describe_holder(holder: LeaseRecord) -> str:
-    label = f" ({holder.label})" if holder.label else ""
-    return f"runtime '{holder.runtime_id}' in pid {holder.pid} on {holder.host}{label}"
-
-
-def _lease_unavailable_message(holder: LeaseRecord, now: float, ttl: float) -> str:
-    return (
-        f"agent {holder.agent_id} is driven by another live runtime: {_describe_holder(holder)}, "
-        f"last heartbeat {now - holder.heartbeat_at:.0f} s ago. Stop that kernel or process "
-        f"(or close its runtime) and try again; a holder on another host is taken over "
-        f"{ttl:.0f} s after its last heartbeat."
-    )

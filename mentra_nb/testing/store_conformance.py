@@ -243,6 +243,19 @@ class StoreConformance:
         store.append_messages(agent_id, [results], token=token)
         assert reopen().load_messages(agent_id) == [Message.user("hello"), message, results]
 
+    def test_a_tool_calls_arguments_read_back_in_the_models_key_order(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        # A prompt cache keys on exact bytes: a store that reorders object keys
+        # (Postgres jsonb does) would make every reloaded prefix a cache miss.
+        agent_id, token = _spawn(store)
+        _start(store, agent_id, token)
+        arguments = {"zeta": 1, "a": {"long_key": 2, "k": 3}, "middle": [4]}
+        message = Message.assistant(ContentBlock.tool_use("call-1", "grep", arguments))
+        store.commit_assistant(agent_id, message, usage=Usage(), status=AgentStatus.streaming(), token=token)
+        [stored] = reopen().load_messages(agent_id, 1)
+        assert stored.model_dump_json() == message.model_dump_json()
+
     def test_transcript_pages_are_slices_in_order(self, store: Store) -> None:
         agent_id, token = _spawn(store)
         _start(store, agent_id, token, "m0")
@@ -404,6 +417,23 @@ class StoreConformance:
         with pytest.raises(LeaseLost):
             store.claim_team_mail(lead, "alice", agent_id=alice, transcript_seq=0, token="not-the-holder")
         assert store.count_team_mail(lead, "alice") == 1
+
+    def test_mail_posted_through_another_handle_raises_the_mail_signal(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        signal = store.mail_signal()
+        try:
+            other = reopen()
+            if other is store:
+                pytest.skip("one connection: no other process can post (in-memory store)")
+            agent_id, token = _spawn(store)
+            store.checkpoint_pending(agent_id, PendingTurn(run_generation=1, current_text="x"),
+                                     token=token)
+            assert not signal.wait(0.3), "a write that queued no mail raised the signal"
+            other.post_team_mail(agent_id, "writer", TeamMessage(sender="user", content="wake up"))
+            assert signal.wait(10)
+        finally:
+            signal.close()
 
     def test_team_messages_round_trip_with_their_optional_fields(
         self, store: Store, reopen: Callable[[], Store]

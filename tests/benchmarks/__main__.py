@@ -1,6 +1,7 @@
 """Run the benchmarks, print their tables, and write RESULTS.md.
 
-    python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost wire fork
+    python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost wire
+                                               postgres fork
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from tests.benchmarks import (
     bench_cost,
     bench_fork,
     bench_import,
+    bench_postgres,
     bench_resume,
     bench_storage,
     bench_streaming,
@@ -30,6 +32,7 @@ BENCHMARKS = {
     "concurrency": bench_concurrency.run,
     "cost": bench_cost.run,
     "wire": bench_wire.run,
+    "postgres": bench_postgres.run,
     "fork": bench_fork.run,
 }
 RESULTS = Path(__file__).with_name("RESULTS.md")

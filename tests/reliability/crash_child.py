@@ -3,6 +3,9 @@ a teammate and delegating to subagents, all at once, until SIGKILL.
 
     python -m tests.reliability.crash_child DB SEED
 
+DB is a SQLite file's path or a Postgres DSN (`postgresql://…`); the lease TTL
+is `MENTRA_TEST_LEASE_TTL` seconds (default 30).
+
 It prints what it has durably done, one line each, *after* the store call
 returned, so every line the test read before the kill is a promise the file
 must keep (the two "-ING" lines are printed *before* a write, so the test also
@@ -20,7 +23,7 @@ knows what may be in the file and what must not be):
     RESOLVED {"id", "status", "reason"}      … and was written (with its mail)
     ALLDONE                                 nothing left to do (killed while idle)
 
-The SUBMAIL/SUBGONE and REQUEST*/RESOLV* lines come from `ReportingStore`,
+The SUBMAIL/SUBGONE and REQUEST*/RESOLV* lines come from `Reporting`,
 around the store calls themselves. Usually a `boss` agent also delegates each
 turn to a subagent (`kid`) that keeps working while the boss answers, and
 sometimes sends the boss a message (`send_message` to `/root`); each finished
@@ -40,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import random
 import sys
 from collections.abc import AsyncIterator
@@ -52,7 +56,6 @@ from mentra_nb import (
     ProviderRequest,
     Role,
     Runtime,
-    SqliteStore,
     TextBlock,
     Usage,
     tool,
@@ -68,6 +71,7 @@ from mentra_nb.providers.events import (
 )
 from mentra_nb.runtime.subagents import STATE_KEY as SUBAGENTS_KEY
 from mentra_nb.runtime.teams._inbox import INBOX_MARKER
+from mentra_nb.store import PostgresStore, SqliteStore, is_postgres_url
 from mentra_nb.store.base import TeamMessage, TeamRequest
 from mentra_nb.testing import ok_stream
 
@@ -99,16 +103,16 @@ def verdict(request_id: str) -> str:
     return f"verdict on {request_id}"
 
 
-class ReportingStore(SqliteStore):
-    """A `SqliteStore` that prints what it wrote of subagent mailboxes and team
+class Reporting:
+    """Mixed into a store: prints what it wrote of subagent mailboxes and team
     requests, once the write returned (and, for requests, what it is about to write)."""
 
-    def __init__(self, path: str) -> None:
-        super().__init__(path)
+    def __init__(self, location: str) -> None:
+        super().__init__(location)  # type: ignore[call-arg]
         self._mailboxes: dict[str, dict[str, dict[str, Any]]] = {}
 
     def save_state(self, agent_id: str, key: str, value: Any, *, token: str) -> None:
-        super().save_state(agent_id, key, value, token=token)
+        super().save_state(agent_id, key, value, token=token)  # type: ignore[misc]
         if key != SUBAGENTS_KEY:
             return
         before = self._mailboxes.get(agent_id, {})
@@ -124,7 +128,7 @@ class ReportingStore(SqliteStore):
         fields = json.dumps(request.model_dump(
             mode="json", include={"id", "team_id", "protocol", "sender", "recipient", "content"}))
         print(f"REQUESTING {fields}", flush=True)
-        super().create_team_request(request, message)
+        super().create_team_request(request, message)  # type: ignore[misc]
         print(f"REQUEST {fields}", flush=True)
 
     def resolve_team_request(
@@ -132,12 +136,26 @@ class ReportingStore(SqliteStore):
         response: TeamMessage,
     ) -> TeamRequest | None:
         print(f"RESOLVING {request_id}", flush=True)
-        resolved = super().resolve_team_request(team_id, request_id, approve=approve, reason=reason,
-                                                response=response)
+        resolved = super().resolve_team_request(  # type: ignore[misc]
+            team_id, request_id, approve=approve, reason=reason, response=response)
         if resolved is not None:
             print("RESOLVED " + json.dumps({"id": resolved.id, "status": resolved.status,
                                             "reason": resolved.reason}), flush=True)
         return resolved
+
+
+class ReportingSqliteStore(Reporting, SqliteStore):
+    pass
+
+
+class ReportingPostgresStore(Reporting, PostgresStore):
+    pass
+
+
+def reporting_store(location: str) -> SqliteStore | PostgresStore:
+    if is_postgres_url(location):
+        return ReportingPostgresStore(location)
+    return ReportingSqliteStore(location)
 
 
 def open_requests(messages: list[Message]) -> list[str]:
@@ -248,8 +266,10 @@ def report(agent: Any) -> None:
 
 async def main(db: str, seed: int) -> None:
     plan = random.Random(seed)
-    rt = Runtime.empty(store=ReportingStore(db), runtime_id=RUNTIME_ID, tools=[work, peek],
-                 providers=[PlanProvider(seed)])
+    # A short lease when the test plays another host, which must wait for it to expire.
+    ttl = float(os.environ.get("MENTRA_TEST_LEASE_TTL", "30"))
+    rt = Runtime.empty(store=reporting_store(db), runtime_id=RUNTIME_ID, tools=[work, peek],
+                 providers=[PlanProvider(seed)], lease_ttl=ttl)
     lead = rt.spawn("lead", "anthropic:lead")
     solos = [rt.spawn(f"solo{i}", f"anthropic:solo{i}") for i in range(plan.randint(0, 2))]
     if plan.random() < 0.7:  # a root that delegates to subagents

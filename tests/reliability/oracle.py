@@ -1,4 +1,7 @@
-"""What a state file must hold, read straight from SQLite (not through the store).
+"""What a store must hold, read straight from SQLite or Postgres (not through the store).
+
+`db` is a SQLite file's path or a Postgres DSN (a `str` starting with
+`postgresql://`); the tables and columns are the same in both.
 
 `read_agents` takes a read-only look at a file; `after_recovery` restates the
 recovery matrix of design.md independently of `mentra_nb.runtime._recovery`, so
@@ -15,6 +18,8 @@ import json
 import re
 import sqlite3
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,9 +63,43 @@ class StoredAgent:
     problems: list[str] = field(default_factory=list)
 
 
-def read_agents(db: Path) -> dict[str, StoredAgent]:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+class _Reader:
+    """A read-only cursor-like handle with SQLite's `?` placeholders on either engine."""
+
+    def __init__(self, db: Path | str) -> None:
+        self.postgres = isinstance(db, str) and db.startswith("postgresql://")
+        if self.postgres:
+            import psycopg
+            from psycopg.types.string import TextLoader
+
+            self.conn: Any = psycopg.connect(str(db), autocommit=True)
+            # JSON columns come back as their text, as SQLite's do.
+            self.conn.adapters.register_loader("json", TextLoader)
+        else:
+            self.conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        if self.postgres:
+            sql = sql.replace("?", "%s").replace("rowid", "ord")
+        return self.conn.execute(sql, params)
+
+    def rows_as_dicts(self, sql: str) -> list[dict[str, Any]]:
+        cursor = self.execute(sql)
+        names = [d[0] for d in cursor.description]
+        return [{k: v for k, v in zip(names, row, strict=True) if k != "ord"} for row in cursor]
+
+
+@contextmanager
+def _reading(db: Path | str) -> Iterator[_Reader]:
+    reader = _Reader(db)
     try:
+        yield reader
+    finally:
+        reader.conn.close()
+
+
+def read_agents(db: Path | str) -> dict[str, StoredAgent]:
+    with _reading(db) as conn:
         agents: dict[str, StoredAgent] = {}
         for agent_id, name, kind, status, count in conn.execute(
             "SELECT id, name, kind, status, message_count FROM agents ORDER BY created_at, rowid"
@@ -101,8 +140,6 @@ def read_agents(db: Path) -> dict[str, StoredAgent]:
                     stored.problems.append(f"message {seq} of {name} is not a valid message: {err}")
             agents[name] = stored
         return agents
-    finally:
-        conn.close()
 
 
 def after_recovery(agent: StoredAgent) -> tuple[list[Message], str, Message | None]:
@@ -130,14 +167,11 @@ def after_recovery(agent: StoredAgent) -> tuple[list[Message], str, Message | No
 # --- subagent trees and their mailbox ------------------------------------------------
 
 
-def read_trees(db: Path) -> dict[str, dict[str, Any]]:
+def read_trees(db: Path | str) -> dict[str, dict[str, Any]]:
     """Root agent id → its stored subagent tree {"agents": {path: record}, "mailbox": [item]}."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
+    with _reading(db) as conn:
         rows = conn.execute("SELECT agent_id, value FROM state WHERE key = ?", (TREE_KEY,)).fetchall()
         return {agent_id: json.loads(value) for agent_id, value in rows}
-    finally:
-        conn.close()
 
 
 def delivered_mail(transcript: list[Message]) -> Counter[str]:
@@ -213,28 +247,21 @@ def mailbox_problems(
 # --- team protocol requests ------------------------------------------------------------
 
 
-def read_requests(db: Path) -> list[dict[str, Any]]:
+def read_requests(db: Path | str) -> list[dict[str, Any]]:
     """Every team request row, oldest first."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    conn.row_factory = sqlite3.Row
-    try:
-        return [dict(row) for row in conn.execute("SELECT * FROM team_requests ORDER BY created_at, rowid")]
-    finally:
-        conn.close()
+    with _reading(db) as conn:
+        return conn.rows_as_dicts("SELECT * FROM team_requests ORDER BY created_at, rowid")
 
 
-def read_request_mail(db: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def read_request_mail(db: Path | str) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """(type, request id) → the team mail queued for it ("request" or "response")."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
+    with _reading(db) as conn:
         found: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for (raw,) in conn.execute("SELECT message FROM team_mail ORDER BY id"):
             message = json.loads(raw)
             if message.get("request_id"):
                 found.setdefault((message["type"], message["request_id"]), []).append(message)
         return found
-    finally:
-        conn.close()
 
 
 def request_problems(

@@ -27,6 +27,10 @@ open) then checks the file straight through SQLite and resumes everything:
   none; the resumed members can answer every pending one, and no answered one
   a second time.
 
+Each seed runs on a SQLite file, on Postgres, and on Postgres with the child
+on "host-a" and this process on "host-b" (it cannot see the child's pid, so it
+takes over once the child's short lease expires).
+
 30 seeds by default; MENTRA_CRASH_ITERATIONS=300 for the long run. A failing
 test's id names its seed: MENTRA_CRASH_SEED=<seed> MENTRA_CRASH_ITERATIONS=1.
 """
@@ -38,16 +42,18 @@ import json
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mentra_nb import AgentError, Runtime, SqliteStore, tool
+from mentra_nb import AgentError, LeaseUnavailable, Runtime, tool
 from mentra_nb.runtime.subagents import list_subagents
 from mentra_nb.runtime.teams import team_of
 from mentra_nb.runtime.teams._inbox import INBOX_MARKER, holds_inbox
+from mentra_nb.store import open_store
 from mentra_nb.testing import text_stream
 from tests.children import Child, integrity
 from tests.reliability.conftest import crash_seeds
@@ -150,10 +156,58 @@ def _inbox_contents(messages) -> list[str]:
     return contents
 
 
+TWO_HOSTS_TTL = 1.0  # seconds: the child's lease, which the other "host" waits out
+
+
+@dataclass
+class Setup:
+    """Where the child writes, and whether this process plays another host
+    (which cannot see the child's pid, so it takes over once the lease expires)."""
+
+    db: Path | str
+    two_hosts: bool = False
+
+    @property
+    def child_env(self) -> dict[str, str]:
+        if not self.two_hosts:
+            return {}
+        return {"MENTRA_HOST_ID": "host-a", "MENTRA_TEST_LEASE_TTL": str(TWO_HOSTS_TTL)}
+
+
+@pytest.fixture(params=["sqlite", "postgres", "postgres-two-hosts"])
+def setup(request, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Setup:
+    """A SQLite file; a fresh Postgres database; or that database with the child on
+    host-a and this process on host-b."""
+    if request.param == "sqlite":
+        return Setup(tmp_path / "crash.mentra.sqlite")
+    two_hosts = request.param == "postgres-two-hosts"
+    if two_hosts:
+        monkeypatch.setenv("MENTRA_HOST_ID", "host-b")
+    return Setup(request.getfixturevalue("pg_dsn"), two_hosts)
+
+
+def when_free(load: Callable[[], Any], timeout: float = 60.0) -> Any:
+    """`load()` (a resume), retried while a lease has not expired yet (another host's:
+    a lease taken shortly before the kill expires a little later than the rest)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return load()
+        except LeaseUnavailable:
+            assert time.monotonic() < deadline, "the dead host's leases never expired"
+            time.sleep(0.05)
+
+
+def sound(db: Path | str) -> bool:
+    """SQLite's own integrity check of the file (Postgres checks its pages itself)."""
+    return isinstance(db, str) or integrity(db) == "ok"
+
+
 @pytest.mark.parametrize("seed", crash_seeds(), ids=lambda s: f"seed={s}")
-async def test_a_killed_process_loses_nothing_it_committed(seed: int, tmp_path: Path, children) -> None:
-    db = tmp_path / "crash.mentra.sqlite"
-    child = Child("tests.reliability.crash_child", str(db), str(seed))
+async def test_a_killed_process_loses_nothing_it_committed(seed: int, setup: Setup,
+                                                           children) -> None:
+    db = setup.db
+    child = Child("tests.reliability.crash_child", str(db), str(seed), env=setup.child_env)
     children.append(child)
     child.wait_for("READY")
     await asyncio.sleep(random.Random(seed).uniform(0, KILL_WINDOW))
@@ -162,8 +216,8 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, tmp_path: 
     seen = _parse(child.lines)
     commits, finished, mail = seen.commits, seen.finished, seen.mail
 
-    # --- the file as the kill left it, read through SQLite alone -------------------
-    assert integrity(db) == "ok", where
+    # --- the store as the kill left it, read through SQL alone ----------------------
+    assert sound(db), where
     before = read_agents(db)
     for name, agent in before.items():
         assert not agent.problems, (agent.problems, where)
@@ -186,12 +240,12 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, tmp_path: 
                                 written=seen.requests, answering=seen.resolving, answered=seen.resolved)
     assert not problems, (problems, where)
 
-    # --- a fresh runtime resumes: the dead child's leases are taken over at once -----
-    store = SqliteStore(db)
+    # --- a fresh runtime resumes: the dead child's leases are taken over -----------------
+    store = open_store(db)
     rt = Runtime.empty(store=store, runtime_id=RUNTIME_ID, tools=[work, peek],
-                 providers=[ReplyProvider()])
+                 providers=[ReplyProvider()], lease_ttl=TWO_HOSTS_TTL if setup.two_hosts else 30)
     try:
-        leads = rt.resume()
+        leads = when_free(rt.resume)
         assert {a.name for a in leads} == {n for n, a in before.items() if a.kind == "agent"}, where
         # Checked before any await: revived teammates have not run yet. Subagents load
         # lazily: until then their rows stay exactly as the kill left them.
@@ -203,7 +257,7 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, tmp_path: 
                 now = untouched[name]
                 assert (now.raw, now.run, now.pending) == (agent.raw, agent.run, agent.pending), (
                     f"{name}: a subagent nobody loaded was changed {where}")
-                rt.resume_agent(agent.id)
+                when_free(lambda agent_id=agent.id: rt.resume_agent(agent_id))
         after = read_agents(db)
         for name, agent in before.items():
             transcript, status, resumable = after_recovery(agent)
@@ -296,7 +350,7 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, tmp_path: 
                 if item["recipient"] == "/root":
                     assert read[item["id"]] == 1, f"mail {item} read {read[item['id']]} times {where}"
         assert read_requests(db) == answered, f"a request changed after it was answered {where}"
-        assert integrity(db) == "ok", where
+        assert sound(db), where
         for name, agent in read_agents(db).items():
             assert max(Counter(agent.raw).values(), default=1) == 1, f"{name}: duplicate {where}"
     finally:

@@ -1,5 +1,5 @@
-"""Two kernels on one notebook file: one driver per agent, and a dead driver's
-agents are taken over at once.
+"""Two kernels on one notebook file: one driver per agent (the other kernel's
+`%mentra send` leaves it mail), and a dead driver's agents are taken over at once.
 
 Both kernels run in the same folder with `JPY_SESSION_NAME` naming the same
 notebook, exactly as two browser tabs on one notebook would (or a notebook
@@ -42,15 +42,22 @@ def test_a_second_kernel_is_refused_by_name_and_takes_over_when_the_first_dies(k
     assert status == "error"
     after = read_agents(db)["writer"]
     assert (after.raw, after.run, after.status) == (before.raw, before.run, before.status)
-    # Sending from the second kernel is refused too: it has no live agent.
+    # Sending from the second kernel leaves mail, which the first kernel runs.
     out, _ = run_cell(second, "%mentra send writer hi")
-    assert "AgentNotFound" in out and "%mentra resume writer" in out, out
+    assert "driven by another kernel" in out and f"pid {first_pid}" in out, out
+    deadline = time.monotonic() + 30
+    while "4 False" not in first.run(
+            "import mentra_nb.notebook as nb; w = nb.session().agent('writer');"
+            " print(len(w.history), w.is_running)"):
+        assert time.monotonic() < deadline, "the first kernel never ran the mail"
+        time.sleep(0.1)
+    assert "hi" in first.run("print(w.history[2].text)")
 
     first.kill_hard()
     started = time.monotonic()
     out, status = run_cell(second, "%mentra resume")
     took = time.monotonic() - started
-    assert status == "ok" and "mentra: resumed 'writer', 2 messages" in out, out
+    assert status == "ok" and "mentra: resumed 'writer', 4 messages" in out, out
     assert took < 10, f"taking over a dead kernel's agent took {took:.1f} s"  # no lease TTL wait
     assert "You said: again" in second.run(
         "%mentra send writer --wait again\n"

@@ -34,6 +34,7 @@ from mentra_nb.runtime.teams._team import (
     LEAD_ONLY_TOOLS,
     MEMBER_STATE_KEY,
     Team,
+    post_mail,
     teammate_system_prompt,
 )
 from mentra_nb.runtime.teams._tools import lead_tools, teammate_tools
@@ -52,6 +53,7 @@ __all__ = [
     "format_inbox",
     "holds_inbox",
     "lead_tools",
+    "post_mail",
     "reject_request",
     "send_team_message",
     "send_team_request",

@@ -58,6 +58,10 @@ class TeamExtension(RuntimeExtension):
             if lead.id in with_team:
                 self.team(lead.services, lead.id).revive()
 
+    def mail_arrived(self) -> None:
+        for team in list(self._teams.values()):
+            team.check_mail()
+
     async def aclose(self) -> None:
         for team in self._teams.values():
             await team.aclose()

@@ -7,7 +7,9 @@ inflight) and added as one user message,
     [{"type": "message", "from": "lead", "content": "…", "timestamp": 1700000000}]
     </team-inbox>
 
-which the turn loop commits with the run (and rolls back with it). Each claim
+which the turn loop commits with the run (and rolls back with it). An agent
+with no teammates reads its mail (`rt.post` from another process) as a plain
+user message instead: the contents, oldest first, one paragraph each. Each claim
 records the transcript position its message is written at. When the run ends,
 and again whenever the agent is loaded after a crash, every inflight message is
 settled by looking at that position: if the transcript holds the inbox there
@@ -44,6 +46,11 @@ def format_inbox(mail: list[TeamMail]) -> str:
     return f"{INBOX_MARKER}\n{body}\n</team-inbox>"
 
 
+def format_plain(mail: list[TeamMail]) -> str:
+    """Mail as an agent without a team reads it: what a user would have typed."""
+    return "\n\n".join(m.message.content for m in mail)
+
+
 def holds_inbox(message: Message) -> bool:
     """Whether `message` delivered team mail (injected, or a `team_read_inbox` result)."""
     if message.role is not Role.USER:
@@ -73,7 +80,13 @@ class TeamInbox(AgentExtension):
     async def before_round(self) -> list[Message]:
         self.team.start_dormant_actors()
         mail = self.claim()
-        return [Message.user(format_inbox(mail))] if mail else []
+        if not mail:
+            return []
+        return [Message.user(format_plain(mail) if self._plain() else format_inbox(mail))]
+
+    def _plain(self) -> bool:
+        """Whether this agent reads mail as plain user text: a lead with no team."""
+        return self.agent.kind == "agent" and not self.team.has_members()
 
     def claim(self) -> list[TeamMail]:
         """Claim this member's pending mail for the message written next in its transcript."""
@@ -92,6 +105,9 @@ class TeamInbox(AgentExtension):
         # Settled from the transcript rather than from `succeeded`: a run that hit
         # max_rounds failed but kept its transcript, so its mail was delivered.
         self.settle()
+        if self.agent.kind == "agent" and not self.agent.services.closed:
+            # Mail posted while this run was in its last round waits for no signal.
+            self.team.check_mail()
 
     def settle(self) -> None:
         agent = self.agent
@@ -103,10 +119,12 @@ class TeamInbox(AgentExtension):
             history = agent.state.transcript
             ack: list[int] = []
             requeue: list[int] = []
+            claimed: dict[int | None, list[TeamMail]] = {}
             for mail in inflight:
-                seq = mail.transcript_seq
-                kept = seq is not None and seq < len(history) and holds_inbox(history[seq])
-                (ack if kept else requeue).append(mail.id)
+                claimed.setdefault(mail.transcript_seq, []).append(mail)
+            for seq, group in claimed.items():
+                kept = seq is not None and seq < len(history) and _delivers(history[seq], group)
+                (ack if kept else requeue).extend(mail.id for mail in group)
             services.store.settle_team_mail(agent.id, ack=ack, requeue=requeue, token=services.token)
         except MentraError as err:
             # Left inflight, it is settled again when the agent is next loaded.
@@ -119,6 +137,11 @@ class TeamInbox(AgentExtension):
         if not self.agent.is_teammate:
             fields["teammates"] = self.team.teammates()
         return fields
+
+
+def _delivers(message: Message, mail: list[TeamMail]) -> bool:
+    """Whether `message` (at the position `mail` was claimed for) is that mail."""
+    return holds_inbox(message) or (message.role is Role.USER and message.text == format_plain(mail))
 
 
 def team_of(agent: AgentHandle) -> Team:

@@ -18,6 +18,8 @@ shut down and wakes them for the mail that arrived while no process ran.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -40,6 +42,7 @@ __all__ = [
     "TEAMMATE_TOOL_NAMES",
     "Direction",
     "Team",
+    "post_mail",
     "teammate_system_prompt",
 ]
 
@@ -100,6 +103,7 @@ class Team:
         self._unread: dict[str, int] = {}
         self._shutdowns: set[str] = set()
         self._lead_name: str | None = None
+        self._lead_run: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"<Team of {self.lead_name}: {', '.join(self.members) or 'no teammates'}>"
@@ -351,6 +355,43 @@ class Team:
             actor.start()  # no-op once started; starts one revived outside an event loop
             actor.wake()
 
+    def check_mail(self) -> None:
+        """Mail may have arrived from another process or host: wake each teammate
+        with unread mail, and run the lead for mail from outside the team (a
+        `rt.post`); mail among the team reaches the lead at its next round, as ever."""
+        for name, actor in list(self._actors.items()):
+            # A shut-down teammate (its actor ended) is not woken: as on a resume.
+            if actor.alive and self.unread(name, refresh=True):
+                self.mail_changed(name)
+                actor.wake()
+        lead = self.lead
+        if lead is None or lead.services.closed:
+            return
+        pending = self.store.list_team_mail(self.id, self.lead_name, "pending")
+        if not pending:
+            return  # the usual case: one indexed read, no member list loaded
+        insiders = {self.lead_name, *self.members}
+        if all(m.message.sender in insiders for m in pending):
+            return
+        self.mail_changed(self.lead_name)
+        if self._lead_run is None or self._lead_run.done():
+            self._lead_run = asyncio.get_running_loop().create_task(
+                self._run_lead_for_mail(lead), name=f"mentra-mail-{lead.name}")
+
+    async def _run_lead_for_mail(self, lead: AgentHandle) -> None:
+        """Runs of the lead while mail waits; each run opens with the mail as its
+        first message. A run already in progress takes the mail at its next round."""
+        while not lead.services.closed and self.unread(self.lead_name, refresh=True):
+            if lead.is_running:
+                return
+            try:
+                await lead.start_run()
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # its status says failed; the mail was requeued
+                log.warning("the run of %s for its mail failed: %s", lead.name, err)
+                return
+
     def send(self, sender: str, to: str, content: str) -> None:
         self._check_sender(sender)
         to = self._recipient(sender, to)
@@ -460,6 +501,10 @@ class Team:
     async def aclose(self) -> None:
         for actor in list(self._actors.values()):
             await actor.aclose()
+        if self._lead_run is not None and not self._lead_run.done():
+            self._lead_run.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._lead_run
 
 
 def _teammate_config(lead: AgentHandle, name: str, role: str, max_rounds: int | None) -> AgentConfig:
@@ -476,6 +521,13 @@ def _teammate_config(lead: AgentHandle, name: str, role: str, max_rounds: int | 
         "max_rounds": max_rounds if max_rounds is not None else config.teammate_max_rounds,
         "team": False,  # a teammate never leads a team of its own
     })
+
+
+def post_mail(store: Store, team_id: str, recipient: str, sender: str, content: str) -> int:
+    """Queue mail for `recipient` of team `team_id` from anyone (another process,
+    host or the user: `rt.post`); the process driving the recipient wakes for it."""
+    _require_content(content)
+    return store.post_team_mail(team_id, recipient, _message("message", sender, content))
 
 
 def _message(kind: Literal["message", "broadcast"], sender: str, content: str) -> TeamMessage:

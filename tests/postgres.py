@@ -1,0 +1,133 @@
+"""A throwaway Postgres server from Debian's binaries: `initdb` into a temporary
+folder, `pg_ctl start` on a random port with its unix socket in that folder, and
+`pg_ctl stop` (then SIGKILL) whatever happens. As root the server runs as the
+`postgres` user, which Postgres insists on.
+
+    with PostgresServer.start(folder) as server:
+        dsn = server.create_database("t1")   # a fresh, empty database per test
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+__all__ = ["PostgresServer", "find_binaries"]
+
+
+def find_binaries() -> Path | None:
+    """The folder holding `initdb` and `pg_ctl` (PATH first, then Debian's layout)."""
+    initdb = shutil.which("initdb")
+    if initdb and shutil.which("pg_ctl"):
+        return Path(initdb).resolve().parent
+    for folder in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if (Path(folder) / "initdb").exists() and (Path(folder) / "pg_ctl").exists():
+            return Path(folder)
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PostgresServer:
+    def __init__(self, folder: Path, binaries: Path) -> None:
+        self.folder = folder
+        self.binaries = binaries
+        self.data = folder / "data"
+        self.port = _free_port()
+        self.user = "postgres" if os.geteuid() == 0 else None
+        self._count = 0
+
+    @classmethod
+    def start(cls, folder: Path) -> PostgresServer:
+        binaries = find_binaries()
+        if binaries is None:
+            raise FileNotFoundError("no Postgres server binaries (initdb, pg_ctl)")
+        server = cls(folder, binaries)
+        try:
+            server._init_and_start()
+        except BaseException:
+            server.stop()
+            raise
+        return server
+
+    def _run(self, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        command = [str(self.binaries / argv[0]), *argv[1:]]
+        if self.user is not None:
+            command = ["runuser", "-u", self.user, "--", *command]
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+
+    def _init_and_start(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if self.user is not None:
+            shutil.chown(self.folder, self.user)
+            self.folder.chmod(0o755)
+            # runuser must be able to reach the folder through its parents.
+            for parent in self.folder.parents:
+                if parent == Path("/"):
+                    break
+                parent.chmod(parent.stat().st_mode | 0o011)
+        done = self._run("initdb", "-D", str(self.data), "--auth=trust", "-U", "postgres",
+                         "--no-sync", "-E", "UTF8", "--locale=C.UTF-8")
+        if done.returncode != 0:
+            raise RuntimeError(f"initdb failed:\n{done.stdout}\n{done.stderr}")
+        options = (f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1"
+                   " -c fsync=off -c max_connections=200")
+        done = self._run("pg_ctl", "start", "-D", str(self.data), "-w", "-t", "60",
+                         "-l", str(self.folder / "server.log"), "-o", options)
+        if done.returncode != 0:
+            log = (self.folder / "server.log")
+            raise RuntimeError(f"pg_ctl start failed:\n{done.stdout}\n{done.stderr}\n"
+                               f"{log.read_text() if log.exists() else ''}")
+
+    def dsn(self, database: str = "postgres", user: str = "postgres") -> str:
+        return f"postgresql://{user}@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, prefix: str = "t") -> str:
+        """A new empty database; returns its DSN."""
+        import psycopg
+
+        self._count += 1
+        name = f"{prefix}_{os.getpid()}_{self._count}"
+        with psycopg.connect(self.dsn(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.dsn(name)
+
+    def stop(self) -> None:
+        """Stop fast; kill the postmaster if it does not stop in time."""
+        pid_file = self.data / "postmaster.pid"
+        if not pid_file.exists():
+            return
+        try:
+            pid = int(pid_file.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            pid = None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._run("pg_ctl", "stop", "-D", str(self.data), "-m", "immediate", "-w", "-t", "20",
+                      timeout=30)
+        if pid is not None:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    return
+                time.sleep(0.05)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def __enter__(self) -> PostgresServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
