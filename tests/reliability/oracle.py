@@ -107,8 +107,10 @@ def read_agents(db: Path | str) -> dict[str, StoredAgent]:
             # The head branch and the branches it was forked or rewound from (schema 6).
             rows = conn.execute(
                 "WITH RECURSIVE chain(branch, below) AS ("
-                " SELECT branch_id, 1 << 62 FROM agents WHERE id = ?"
-                " UNION ALL SELECT b.parent_id, min(b.fork_index, chain.below) FROM branches b"
+                # Written for SQLite and Postgres alike (no min(a, b), no LEAST).
+                " SELECT branch_id, 2147483647 FROM agents WHERE id = ?"
+                " UNION ALL SELECT b.parent_id, CASE WHEN b.fork_index < chain.below"
+                " THEN b.fork_index ELSE chain.below END FROM branches b"
                 " JOIN chain ON b.id = chain.branch WHERE b.parent_id IS NOT NULL)"
                 " SELECT m.seq, m.message FROM chain JOIN messages m"
                 " ON m.branch_id = chain.branch AND m.seq < chain.below ORDER BY m.seq",
