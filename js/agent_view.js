@@ -2,6 +2,7 @@
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
 import { ClampWatcher, appendTranscript, approvalBox, button, element, subscribe, toolLabel } from "./dom.js";
+import { Sources, addMessageActions, forkOriginLabel, setEditable } from "./time_travel.js";
 
 /**
  * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null,
@@ -264,7 +265,8 @@ function render({ model, el }) {
   const scopeLink = button("mentra-full-link", "full conversation", "minimal");
   scopeLink.title = "This cell shows one turn; go to the view of the whole conversation";
   const notice = element("span", "mentra-notice-item mentra-header-notice");
-  header.append(name, modelName, badge, run, usage, scopeLink, notice);
+  const forkOrigin = element("span", "mentra-fork-origin");
+  header.append(name, modelName, badge, run, usage, forkOrigin, scopeLink, notice);
   // One scrolling area, capped in height, for the transcript and the live stream
   // that follows it.
   const scroll = element("div", "mentra-scroll");
@@ -276,6 +278,7 @@ function render({ model, el }) {
   scroll.append(transcript, liveThinking, liveText, liveTools);
   const approvalsBox = element("div", "mentra-approvals");
   const resumeBox = element("div", "mentra-resumable");
+  const travelNotice = element("div", "mentra-time-travel-notice");
   const controls = element("div", "mentra-controls");
   const input = /** @type {HTMLTextAreaElement} */ (element("textarea", "jp-mod-styled"));
   input.placeholder = "Message the agent (Ctrl+Enter sends)";
@@ -287,13 +290,14 @@ function render({ model, el }) {
   const interruptButton = button("mentra-interrupt", "Interrupt", "warn");
   interruptButton.title = "Abort now; the turn is rolled back and can be resumed";
   controls.append(input, sendButton, stopButton, finishButton, interruptButton);
-  root.append(header, scroll, approvalsBox, resumeBox, controls);
+  root.append(header, scroll, approvalsBox, resumeBox, travelNotice, controls);
   el.append(root);
 
   // Without `initialize` (a host that skips it) the view keeps a stream of its own.
   const shared = modelStreams.get(model);
   const stream = shared ?? new ModelStream();
   const live = stream.live;
+  const sources = new Sources((request) => model.send(request));
   const watcher = new ClampWatcher();
   /** @type {""|"now"|"round"} a stop clicked here, shown before the kernel confirms it */
   let stopClicked = "";
@@ -339,6 +343,8 @@ function render({ model, el }) {
     finishButton.disabled = !running || Boolean(stopping);
     interruptButton.disabled = !running;
     sendButton.disabled = running;
+    forkOrigin.textContent = forkOriginLabel(model.get("fork_origin"));
+    setEditable(transcript, !running && connected);
   };
   /** @type {Map<string, HTMLElement>} */
   let calls = new Map();
@@ -355,6 +361,10 @@ function render({ model, el }) {
       appendTranscript(transcript, live.items.slice(from), calls, watcher);
     }
     renderedItems = live.items.length;
+    const running = RUNNING.has((model.get("status") ?? {}).name);
+    addMessageActions(transcript, live.items, {
+      agentName: model.get("agent_name"), send: (request) => model.send(request), sources,
+      editable: !running && connected, signal });
     follow();
   };
   const renderLive = () => {
@@ -411,6 +421,11 @@ function render({ model, el }) {
   };
   /** @param {string} changed @param {StreamMessage} message */
   const onStream = (changed, message) => {
+    const other = /** @type {{kind?: string}} */ (message);
+    if (other?.kind === "source") { // the words "Edit" asked for, not part of the stream
+      sources.receive(/** @type {import("./time_travel.js").Source} */ (other));
+      return;
+    }
     if (changed === "live") renderLive();
     if (changed === "items") {
       if (message.start === 0 && !message.basis) helloPending = false;
@@ -489,6 +504,7 @@ function render({ model, el }) {
     notice.textContent = "its kernel stopped: run %mentra resume in the new kernel for a live view";
   };
 
+  const renderNotice = () => { travelNotice.textContent = model.get("notice") ?? ""; };
   const onViewsChanged = (/** @type {Event} */ event) => {
     if (/** @type {CustomEvent} */ (event).detail === model.get("agent_name")) renderApprovals();
   };
@@ -502,6 +518,8 @@ function render({ model, el }) {
     ["change:pending_tools", renderLive],
     ["change:approvals", () => { renderApprovals(); renderHeader(); }],
     ["change:resumable", renderResumable],
+    ["change:fork_origin", renderHeader],
+    ["change:notice", renderNotice],
     ...(shared ? [] : [/** @type {[string, (m: StreamMessage) => void]} */ (["msg:custom", stream.receive])]),
   ]);
   stream.views.add(onStream);
@@ -511,6 +529,7 @@ function render({ model, el }) {
   renderLive();
   renderApprovals();
   renderResumable();
+  renderNotice();
   if (live.seq < 0) hello(); // nothing received yet: ask (answered once the kernel is free)
   // The output area attaches this view to the page after `render` returns, and a
   // windowed notebook detaches and re-attaches cells as they scroll: each time,

@@ -235,7 +235,9 @@ describe("AgentView during Run All (issue 15.9)", () => {
     model.emit("msg:custom", { kind: "items", seq: 2, start: 4,
       items: [{ index: 4, role: "user", kind: "text", html: "<p>more</p>" }] });
     for (const view of [first, second]) {
-      expect(view.querySelector(".mentra-transcript")?.textContent).toMatch(/hello.*done.*more$/);
+      // The messages' own text (each is followed by its Fork / Edit actions).
+      const shown = [...view.querySelectorAll(".mentra-transcript .mentra-item")].map((n) => n.textContent);
+      expect(shown.join("")).toMatch(/hello.*done.*more$/);
     }
     cleanupFirst();
     disposeModel();

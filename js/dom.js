@@ -81,6 +81,7 @@ export function appendTranscript(container, items, calls, watcher = null) {
       } else {
         const orphan = element("div", "mentra-item mentra-tool");
         orphan.dataset.role = item.role;
+        orphan.dataset.index = String(item.index);
         orphan.append(result);
         if (cut) orphan.append(cut);
         container.append(orphan);
@@ -89,6 +90,7 @@ export function appendTranscript(container, items, calls, watcher = null) {
     }
     const node = element("div", "mentra-item");
     node.dataset.role = item.role;
+    node.dataset.index = String(item.index); // which message: time travel's actions follow its last block
     node.dataset.kind = item.kind;
     if (item.kind === "text" || item.kind === "notice") {
       // Rendered by markdown-it in the kernel with raw HTML disabled.

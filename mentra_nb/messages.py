@@ -37,6 +37,7 @@ __all__ = [
     "ToolResultBlock",
     "ToolUseBlock",
     "Usage",
+    "preview",
 ]
 
 
@@ -173,6 +174,23 @@ class Message(BaseModel):
     @property
     def tool_results(self) -> list[ToolResultBlock]:
         return [b for b in self.content if isinstance(b, ToolResultBlock)]
+
+
+def preview(message: Message, limit: int = 80) -> str:
+    """A one-line glimpse of `message` for tables and pickers: its text, else its
+    tool traffic (`→ lookup`, `← result`), cut to `limit` characters."""
+    parts: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ToolUseBlock):
+            parts.append(f"→ {block.name}")
+        elif isinstance(block, ToolResultBlock):
+            parts.append(f"← {'error: ' if block.is_error else ''}{block.content}")
+        elif isinstance(block, ImageBlock):
+            parts.append("[image]")
+    text = " ".join(" ".join(parts).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _blocks(content: tuple[str | ContentBlock, ...]) -> list[Any]:

@@ -8,7 +8,7 @@ help can never drift from what the parser accepts.
 from __future__ import annotations
 
 import shlex
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -31,7 +31,10 @@ __all__ = [
     "CostArgs",
     "DbArgs",
     "DenyArgs",
+    "ExportArgs",
+    "ForkArgs",
     "HelpArgs",
+    "HistoryArgs",
     "InterruptArgs",
     "ListAgentsArgs",
     "McpAddArgs",
@@ -41,6 +44,8 @@ __all__ = [
     "ModelsArgs",
     "ParseError",
     "ResumeArgs",
+    "RewindArgs",
+    "RmArgs",
     "SendArgs",
     "ShowArgs",
     "SpawnArgs",
@@ -240,6 +245,61 @@ class CostArgs(Command):
     agent: AgentName | None = None
 
 
+# --- time travel ------------------------------------------------------------------
+
+
+class ForkArgs(Command):
+    command = "fork"
+    summary = ("a new agent NEW whose history is NAME's first N messages (all without --at); "
+               "nothing is copied, NAME is unchanged; a rerun attaches to the fork it made "
+               "(--replace: start over, a stored NEW kept renamed)")
+    positionals = ("agent", "new")
+    metavars = {"agent": "NAME", "new": "NEW", "at": "N"}
+    agent: AgentName
+    new: AgentName
+    at: int | None = Field(default=None, ge=0)
+    replace: bool = False
+
+
+class RewindArgs(Command):
+    command = "rewind"
+    summary = ("NAME's history becomes its first N messages for the next turn; what followed is kept "
+               "as a branch (agent.branches(), agent.switch_branch(id))")
+    positionals = ("agent", "to")
+    metavars = {"agent": "NAME", "to": "N"}
+    agent: AgentName
+    to: int = Field(ge=0)
+
+
+class HistoryArgs(Command):
+    command = "history"
+    summary = "NAME's checkpoints (one per committed message, N to fork or rewind at) and branches"
+    positionals = ("agent",)
+    metavars = {"agent": "NAME"}
+    agent: AgentName
+
+
+class ExportArgs(Command):
+    command = "export"
+    summary = ("write NAME's transcript, tool calls included, as markdown (default), json or ipynb "
+               "to PATH (default: NAME.md / .json / .ipynb here)")
+    positionals = ("agent",)
+    metavars = {"agent": "NAME", "format": "F", "out": "PATH"}
+    agent: AgentName
+    format: Literal["markdown", "json", "ipynb"] = "markdown"
+    out: str | None = None
+
+
+class RmArgs(Command):
+    command = "rm"
+    summary = ("delete NAME from the state file with its teammates and subagents (--with-forks: its "
+               "forks too; forks left keep the messages they use)")
+    positionals = ("agent",)
+    metavars = {"agent": "NAME"}
+    agent: AgentName
+    with_forks: bool = False
+
+
 class DbArgs(Command):
     command = "db"
     summary = "show where this notebook's agents are stored, or move to PATH (or a postgresql:// URL)"
@@ -345,6 +405,7 @@ class CellArgs(Command):
 COMMANDS: dict[str, type[Command]] = {
     c.command: c for c in (SpawnArgs, SendArgs, ListAgentsArgs, ResumeArgs, ApproveArgs, DenyArgs,
                            ShowArgs, TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
+                           ForkArgs, RewindArgs, HistoryArgs, ExportArgs, RmArgs,
                            DbArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
                            HelpArgs)
 }

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import string
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -170,8 +172,11 @@ class MentraMagics(Magics):
             print("  none yet: %mentra spawn NAME")
             return
         width = max(len(r.name) for r in records)
+        names = {r.id: r.name for r in records}
         for r in records:
             kind = "" if r.kind == "agent" else f" ({r.kind})"
+            if r.forked_from is not None:
+                kind += f" (fork of {names.get(r.forked_from, 'a deleted agent')} at {r.fork_index})"
             where = "live" if r.id in live else "stored"
             print(f"  {r.name:<{width}}  {where:<6}  {r.model:<24}  {r.status!s:<16}  "
                   f"{r.run_generation:>3} turns  {r.message_count:>4} messages  "
@@ -270,6 +275,63 @@ class MentraMagics(Magics):
 
     def _do_subagents(self, command: args.SubagentsArgs) -> None:
         display(self.session.picker(self.session.agent(command.agent)))
+
+    # --- time travel ----------------------------------------------------------------
+
+    def _do_fork(self, command: args.ForkArgs) -> Agent:
+        source = self.session.agent(command.agent)
+        fork, note = self.session.fork(source, command.new, command.at, replace=command.replace)
+        at = fork.fork_index
+        print(f"mentra: '{fork.name}' is a fork of '{source.name}' at message {at} "
+              f"({at} of its messages, shared, not copied)" + (f"; {note}" if note else ""))
+        return fork
+
+    def _do_rewind(self, command: args.RewindArgs) -> None:
+        agent = self.session.agent(command.agent)
+        before = agent.snapshot.history_len
+        self.session.call(lambda: agent.rewind(command.to))
+        kept = f"; the {before - command.to} after it stay a branch (%mentra history {agent.name})" \
+            if before > command.to else ""
+        print(f"mentra: '{agent.name}' goes on from its first {command.to} messages{kept}")
+
+    def _do_history(self, command: args.HistoryArgs) -> None:
+        agent = self.session.agent(command.agent)
+        checkpoints = self.session.call(agent.checkpoints)
+        branches = self.session.call(agent.branches)
+        fork = ""
+        if agent.forked_from is not None:
+            parent = next((r.name for r in self.session.records() if r.id == agent.forked_from),
+                          "a deleted agent")
+            fork = f", forked from '{parent}' at message {agent.fork_index}"
+        print(f"{agent.name}: {len(checkpoints)} messages{fork}")
+        if not checkpoints:
+            print("  none yet")
+        for c in checkpoints:
+            when = time.strftime("%H:%M:%S", time.localtime(c.created_at))
+            print(f"  {c.index:>4}  {c.role.value:<9}  run {c.run_generation:<3}  {when}  {c.preview}")
+        if len(branches) > 1:
+            print(f"branches ({len(branches)}; agent.switch_branch(ID) moves to one):")
+            for b in branches:
+                head = "head" if b.is_head else "    "
+                print(f"  {head}  {b.id[:12]}  from message {b.fork_index:<4}  {b.length:>4} messages  "
+                      f"{b.preview}")
+
+    def _do_export(self, command: args.ExportArgs) -> None:
+        agent = self.session.agent(command.agent)
+        suffix = {"markdown": "md", "json": "json", "ipynb": "ipynb"}[command.format]
+        out = Path(command.out or f"{agent.name}.{suffix}").expanduser()
+        self.session.call(lambda: agent.export(command.format, out))
+        print(f"mentra: wrote {agent.snapshot.history_len} messages of '{agent.name}' to {out} "
+              f"({command.format})")
+
+    def _do_rm(self, command: args.RmArgs) -> None:
+        if not any(r.name == command.agent and r.kind == "agent" for r in self.session.records()):
+            # A re-run cell: what it deleted is gone already.
+            print(f"mentra: no stored agent named '{command.agent}'; nothing to delete")
+            return
+        deleted = self.session.delete(command.agent, with_forks=command.with_forks)
+        others = f" and {len(deleted) - 1} agents that belonged to it" if len(deleted) > 1 else ""
+        print(f"mentra: deleted '{command.agent}'{others} from {self.session.location.path.name}")
 
     # --- MCP servers ----------------------------------------------------------------
 

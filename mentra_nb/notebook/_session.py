@@ -327,12 +327,7 @@ class NotebookSession:
             return self.spawn(name, model, config), None
         agent_id: str = stored_id
         if replace:
-            # Retired without being resumed: its teammates are not woken to be left behind.
-            taken = {r.name for r in self.records()}
-            retired = next(f"{name[:50]}.replaced-{n}" for n in range(1, 10_000)
-                           if f"{name[:50]}.replaced-{n}" not in taken)
-            self.host.call(lambda: runtime.retire_agent(agent_id, retired))
-            self._views.pop(agent_id, None)
+            retired = self._retire(name, agent_id)
             agent = self.spawn(name, model, config)
             return agent, f"the earlier '{name}' is kept as '{retired}' (%mentra resume {retired})"
         existing = live if live is not None else self.host.call(lambda: runtime.resume_agent(agent_id))
@@ -346,6 +341,17 @@ class NotebookSession:
             return existing, None
         return existing, (f"'{name}' was stored: attached to it ({existing.snapshot.history_len} "
                           f"messages, {existing.status}); --replace would start over")
+
+    def _retire(self, name: str, agent_id: str) -> str:
+        """Rename stored agent `name` out of the way (nothing is deleted); its new name."""
+        # Retired without being resumed: its teammates are not woken to be left behind.
+        runtime = self.runtime
+        taken = {r.name for r in self.records()}
+        retired = next(f"{name[:50]}.replaced-{n}" for n in range(1, 10_000)
+                       if f"{name[:50]}.replaced-{n}" not in taken)
+        self.host.call(lambda: runtime.retire_agent(agent_id, retired))
+        self._views.pop(agent_id, None)
+        return retired
 
     def _differences(self, agent: Agent, model: str | None, config: AgentConfig) -> list[str]:
         """What a spawn cell asks for that `agent` was not created with: the model
@@ -438,6 +444,42 @@ class NotebookSession:
 
     def stop(self, agent: Agent, *, now: bool = False) -> None:
         self.host.call(lambda: agent.stop(now=now))
+
+    def fork(self, source: Agent, new: str, at: int | None, *,
+             replace: bool = False) -> tuple[Agent, str | None]:
+        """`source.fork(new, at)`, or the stored fork `new` of `source` at that point
+        brought back (a re-run cell), and a note for the cell (None: made now).
+        `replace` renames a stored `new` out of the way first (nothing is deleted)."""
+        runtime = self.runtime
+        existing = next((r for r in self.records() if r.name == new and r.kind == "agent"), None)
+        if existing is not None and replace:
+            retired = self._retire(new, existing.id)
+            return (self.host.call(lambda: source.fork(new, at)),
+                    f"the earlier '{new}' is kept as '{retired}'")
+        if existing is not None and existing.forked_from == source.id and at in (None, existing.fork_index):
+            live = next((a for a in runtime.agents if a.id == existing.id), None)
+            agent = live or self.host.call(lambda: runtime.resume_agent(existing.id))
+            return agent, "it was forked before: attached to it"
+        if existing is not None:
+            raise AgentExists(
+                f"an agent named '{new}' already exists and is not a fork of '{source.name}'"
+                + (f" at {at}" if at is not None else "") + f"; pick another name, start over with "
+                f"%mentra fork {source.name} {new} ... --replace (the stored one is kept, renamed), "
+                f"or delete it with %mentra rm {new}"
+            )
+        return self.host.call(lambda: source.fork(new, at)), None
+
+    def delete(self, name: str, *, with_forks: bool) -> list[str]:
+        """Delete stored agent `name` (and what `rt.delete_agent` takes with it);
+        their views stop updating."""
+        runtime = self.runtime
+        deleted = self.host.submit(runtime.delete_agent(name, with_forks=with_forks)).result(60)
+        for agent_id in deleted:
+            for views in (self._views, self._pickers, self._teams):
+                view = views.pop(agent_id, None)
+                if view is not None:
+                    view.close()
+        return deleted
 
     def interrupt(self, agent: Agent) -> None:
         self.host.call(agent.cancel)

@@ -38,7 +38,7 @@ import traitlets
 from pydantic import Field, TypeAdapter
 
 from mentra_nb import pricing
-from mentra_nb.errors import AgentError
+from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.messages import Message, Role, TextBlock, ThinkingBlock
 from mentra_nb.notebook._assets import static_file
 from mentra_nb.notebook._display import Shown, show
@@ -46,6 +46,7 @@ from mentra_nb.notebook._rendering import md_code, md_text, message_items, trans
 from mentra_nb.notebook._stream_refs import encode_html
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
 from mentra_nb.runtime import (
+    AGENT_NAME_PATTERN,
     Agent,
     AgentEvent,
     AgentSnapshot,
@@ -93,6 +94,29 @@ class _Resume(BrowserMessage):
     kind: Literal["resume"]
 
 
+class _Fork(BrowserMessage):
+    """"Fork from here": a new agent `name` with this one's first `at` messages."""
+
+    kind: Literal["fork"]
+    at: int = Field(ge=0)
+    name: str = Field(pattern=AGENT_NAME_PATTERN)
+
+
+class _EditSource(BrowserMessage):
+    """"Edit" was clicked: the words of the user message at `index`, as written."""
+
+    kind: Literal["edit_source"]
+    index: int = Field(ge=0)
+
+
+class _Edit(BrowserMessage):
+    """"Edit": send `text` in place of the user message at `index`."""
+
+    kind: Literal["edit"]
+    index: int = Field(ge=0)
+    text: str = Field(min_length=1, max_length=100_000)
+
+
 class _Approve(BrowserMessage):
     kind: Literal["approve"]
     call_id: str = Field(min_length=1, max_length=200)
@@ -106,7 +130,8 @@ class _Deny(BrowserMessage):
 
 
 _browser_message: TypeAdapter[Any] = browser_messages(
-    Annotated[_Hello | _Stop | _Interrupt | _Send | _Resume | _Approve | _Deny,
+    Annotated[_Hello | _Stop | _Interrupt | _Send | _Resume | _Approve | _Deny | _Fork | _EditSource
+              | _Edit,
               Field(discriminator="kind")]
 )
 
@@ -139,6 +164,10 @@ class AgentView(MentraWidget):
     resumable = traitlets.Dict().tag(sync=True)
     # {} for the whole conversation, {"kind": "turn", "first": N} for one turn's view.
     scope = traitlets.Dict().tag(sync=True)
+    # A fork's origin for its header, {"parent": name, "at": messages it began with}; {} otherwise.
+    fork_origin = traitlets.Dict().tag(sync=True)
+    # What the last "Fork from here" or "Edit" click did, or why it could not ("" at first).
+    notice = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, agent: Agent, host: RuntimeHost, *, turn: TurnScope | None = None) -> None:
         self._agent = agent
@@ -178,6 +207,7 @@ class AgentView(MentraWidget):
         agent = self._agent
         self.agent_name = agent.name
         self.model_key = agent.model.key
+        self.fork_origin = _fork_origin(agent)
         self._sync_state()
         self._unsubscribe = agent.on_event(self._on_event, deltas=False)
         self._poll_while_running()
@@ -199,6 +229,8 @@ class AgentView(MentraWidget):
             self.progress = ""
         if event.type == "assistant_message_committed":
             self._commit(event.message)
+        elif event.type == "history_replaced":
+            self._replace_transcript()
         else:
             with self.hold_sync():  # one state message for the status and the rest
                 self._flush()
@@ -398,6 +430,17 @@ class AgentView(MentraWidget):
         self._send_items(start, new, stream)
         return stream is not None
 
+    def _replace_transcript(self) -> None:
+        """A rewind, an edit or a switch of branch: the transcript is another one,
+        perhaps as long as the old, so it is rendered and sent again from the start.
+        (A turn's view keeps showing what its turn did.)"""
+        self._sync_state()
+        if self._items is not None and self._turn is None:
+            history = self._agent.history
+            self._items = self._render(history, 0)
+            self._rendered_messages = len(history)
+            self._send_items(0, self._items)
+
     @property
     def items(self) -> list[dict[str, Any]]:
         """The committed transcript (of its turn, for a turn view) as the browser
@@ -462,6 +505,39 @@ class AgentView(MentraWidget):
             self._host.call_soon(_answer, agent.name, agent.approve, message.call_id, message.always)
         elif isinstance(message, _Deny):
             self._host.call_soon(_answer, agent.name, agent.deny, message.call_id, message.reason)
+        elif isinstance(message, _Fork):
+            self._host.call_soon(self._fork_from_here, message.at, message.name)
+        elif isinstance(message, _EditSource):
+            self._host.call_soon(self._send_source, message.index)
+        elif isinstance(message, _Edit):
+            future = self._host.submit(agent.edit(message.index, message.text))
+            future.add_done_callback(self._report_edit)
+
+    # --- time travel from the browser (runs on the runtime thread) -----------------
+
+    def _fork_from_here(self, at: int, name: str) -> None:
+        try:
+            fork = self._agent.fork(name, at=at)
+        except MentraError as err:
+            self.notice = f"could not fork: {err}"
+            return
+        self.notice = (f"forked as '{fork.name}' with the first {at} messages; "
+                       f"nb.session().agent('{fork.name}') in a cell shows it")
+
+    def _send_source(self, index: int) -> None:
+        # On request, not with every item: a prompt would cross the wire twice.
+        history = self._agent.history
+        text = history[index].text if index < len(history) else ""
+        self.send({"kind": "source", "index": index, "text": text})
+
+    def _report_edit(self, future: Any) -> None:
+        if future.cancelled():
+            return
+        error = future.exception()
+        if isinstance(error, MentraError):
+            self.notice = f"could not edit: {error}"
+        elif error is not None:
+            log.warning("an edit sent from %s's widget failed: %s", self._agent.name, error)
 
     # --- static outputs -----------------------------------------------------------
 
@@ -506,6 +582,9 @@ class AgentView(MentraWidget):
             earlier = len(self._turn_messages()) - len(recent)
         else:
             header = f"**{md_text(agent.name)}** · {md_code(agent.model.key)} · {md_text(str(agent.status))}"
+            if self.fork_origin:
+                header += (f" · fork of **{md_text(self.fork_origin['parent'])}** at message "
+                           f"{self.fork_origin['at']}")
             recent = agent.recent_messages(STATIC_MESSAGES)
             earlier = agent.snapshot.history_len - len(recent)
         if earlier > 0:
@@ -562,6 +641,14 @@ def _answer(name: str, answer: Any, *args: Any) -> None:
         answer(*args)
     except AgentError as err:
         log.warning("an approval answer from %s's widget was ignored: %s", name, err)
+
+
+def _fork_origin(agent: Agent) -> dict[str, Any]:
+    if agent.forked_from is None:
+        return {}
+    parent = agent.services.store.load_agent(agent.forked_from, transcript=False)
+    return {"parent": parent.record.name if parent is not None else "a deleted agent",
+            "at": agent.fork_index}
 
 
 RESUMABLE_PREVIEW_CHARS = 300

@@ -9,6 +9,7 @@ the extensions attached to it, and offers the public API.
 from __future__ import annotations
 
 import asyncio
+import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol, TypeVar
@@ -30,11 +31,13 @@ from mentra_nb.providers.registry import ProviderRegistry
 from mentra_nb.runtime import teams
 from mentra_nb.runtime._approvals import ApprovalDecision, Approvals, load_approval_state
 from mentra_nb.runtime._config import AgentConfig
+from mentra_nb.runtime._export import ExportFormat, ExportHeader, export_transcript
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import Services
 from mentra_nb.runtime._snapshot import AgentSnapshot, SnapshotFields, TeammateInfo
 from mentra_nb.runtime._state import AgentState
+from mentra_nb.runtime._time_travel import Branch, check_index
 from mentra_nb.runtime._turn_loop import StopKind, TurnLoop
 from mentra_nb.runtime.events import AgentEvent
 from mentra_nb.runtime.mcp import MCPServer
@@ -43,6 +46,7 @@ from mentra_nb.status import AgentStatus
 from mentra_nb.store.base import (
     AgentKind,
     AgentRecord,
+    Checkpoint,
     PersistedAgent,
     Store,
     TeamRequest,
@@ -74,6 +78,7 @@ class OwningRuntime(Protocol):
     def register_tool(self, tool: Tool) -> None: ...
     def agent(self, name: str) -> Agent: ...
     def spawn(self, name: str, model: str | ModelInfo, config: AgentConfig | None = None) -> Agent: ...
+    def fork_agent(self, source: Agent, new_name: str, at: int | None = None) -> Agent: ...
     def resume_agent(self, agent_id: str) -> Agent: ...
     def resume(self, runtime_id: str | None = None) -> list[Agent]: ...
     def resume_all(self) -> list[Agent]: ...
@@ -114,6 +119,9 @@ class Agent:
         self.kind: AgentKind = record.kind
         self.parent_id = record.parent_id
         self.role = record.role
+        # A fork's source agent (its id) and how many of its messages the fork began with.
+        self.forked_from = record.forked_from
+        self.fork_index = record.fork_index
         self._state = AgentState(self.id, self.name, self._services.store, self._services.token,
                                  persisted, lambda: self.snapshot)
         self._run_task: asyncio.Task[Message] | None = None
@@ -381,6 +389,104 @@ class Agent:
         """Refuse the paused tool call `call_id`; the model gets an error result
         saying it was not run, with `reason`."""
         self._approvals.answer(call_id, ApprovalDecision(approved=False, reason=reason))
+
+    # --- time travel (runtime/_time_travel.py) ------------------------------------
+
+    def checkpoints(self) -> list[Checkpoint]:
+        """One `Checkpoint(index, role, preview, run_generation, created_at)` per
+        committed message of the current branch; `index` is the number of messages
+        before it (what `fork(at=...)`, `rewind(...)` and `edit(...)` take)."""
+        return self._services.store.load_checkpoints(self.id)
+
+    def fork(self, new_name: str, at: int | None = None) -> Agent:
+        """A new persisted agent `new_name` whose history is this agent's first `at`
+        committed messages (all when None), with the same model and config, its own
+        id and lease. Nothing is copied: the fork reads this agent's stored messages.
+        A running agent is forked at its last committed message. Teammates,
+        subagents, pending approvals and inbox mail are not part of a fork."""
+        return self.runtime.fork_agent(self, new_name, at)
+
+    def rewind(self, to: int) -> None:
+        """Make the history its first `to` messages for the next turn. Nothing is
+        deleted: what followed stays a branch (`branches()`, `switch_branch()`)."""
+        self._ensure_at_rest("rewind")
+        check_index(self.name, "rewind()", to, self._state.history_len)
+        self._services.store.rewind(self.id, to, token=self._services.token)
+        self._take_stored_history()
+
+    def branches(self) -> list[Branch]:
+        """This agent's branches in creation order, each with the checkpoints of its
+        own messages (those after its fork point); one `is_head`."""
+        store = self._services.store
+        return [
+            Branch(id=b.id, parent_id=b.parent_id, fork_index=b.fork_index, length=b.length,
+                   is_head=b.is_head, created_at=b.created_at,
+                   checkpoints=store.load_checkpoints(self.id, b.fork_index, branch_id=b.id))
+            for b in store.list_branches(self.id)
+        ]
+
+    @property
+    def branch_id(self) -> str:
+        """The branch the agent reads and extends now."""
+        return self._state.branch_id
+
+    def switch_branch(self, branch_id: str) -> None:
+        """Go back to another of this agent's branches (`branches()` lists them)."""
+        self._ensure_at_rest("switch branches of")
+        if not isinstance(branch_id, str) or branch_id not in {b.id for b in
+                                                               self._services.store.list_branches(self.id)}:
+            raise AgentError(
+                f"agent '{self.name}' has no branch {branch_id!r}; agent.branches() lists its branches"
+            )
+        self._services.store.switch_branch(self.id, branch_id, token=self._services.token)
+        self._take_stored_history()
+
+    async def edit(self, index: int, new_text: str) -> Message:
+        """Send `new_text` in place of the user message at `index`: the history is
+        rewound to just before it (the old branch kept) and `new_text` is sent.
+        Returns like `send`."""
+        self._ensure_at_rest("edit")
+        check_index(self.name, "edit()", index, self._state.history_len)
+        found = self._services.store.load_messages(self.id, index, index + 1)
+        if not found or found[0].role is not Role.USER or found[0].tool_results:
+            what = ("nothing (it is the end of the history)" if not found
+                    else "a tool result" if found[0].tool_results else "the model's reply")
+            raise AgentError(
+                f"message {index} of agent '{self.name}' is {what}, not a message you wrote; "
+                "edit() takes the index of a user message (agent.checkpoints() shows each role)"
+            )
+        if not isinstance(new_text, str) or not new_text.strip():
+            raise AgentError("edit() needs the new text of the message (a non-empty string)")
+        self.rewind(index)
+        return await self.send(new_text)
+
+    def export(self, format: ExportFormat = "markdown",
+               path: str | os.PathLike[str] | None = None) -> str:
+        """The committed transcript as `"markdown"`, `"json"` or `"ipynb"` text,
+        tool calls and results included (no config, no key); written to `path`
+        too when given."""
+        parent = None
+        if self.forked_from is not None:
+            stored = self._services.store.load_agent(self.forked_from, transcript=False)
+            parent = stored.record.name if stored is not None else f"a deleted agent ({self.forked_from})"
+        header = ExportHeader(name=self.name, agent_id=self.id, model=self.model.key,
+                              forked_from=parent, fork_index=self.fork_index)
+        return export_transcript(header, self.history, format, path)
+
+    def _ensure_at_rest(self, what: str) -> None:
+        if self._state.stale and not self.is_running:
+            self.sync_with_store()
+        if self.is_running:
+            raise AgentBusy(
+                f"cannot {what} agent '{self.name}' while it runs; wait for the run to end, "
+                "or call agent.stop() / agent.cancel() first"
+            )
+
+    def _take_stored_history(self) -> None:
+        persisted = self._services.store.load_agent(self.id, transcript=False)
+        if persisted is None:
+            raise AgentNotFound(f"agent {self.id} is no longer in {self._services.store!r}")
+        self._state.replace_history(persisted)
 
     # --- teams: the contract's methods, each one call of the `teams` API ---------
 

@@ -34,6 +34,7 @@ from mentra_nb.runtime._mail_watch import MailWatcher
 from mentra_nb.runtime._names import agent_name_problem
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import AgentHandle, Services
+from mentra_nb.runtime._time_travel import check_index, results_for_cut_calls
 from mentra_nb.runtime.cost import CostExtension
 from mentra_nb.runtime.mcp import MCPExtension, MCPServer
 from mentra_nb.runtime.subagents import SubagentsExtension
@@ -57,6 +58,20 @@ def _weak_call(method: Callable[[], None]) -> Callable[[], None]:
             bound()
 
     return call
+
+
+def _with_dependents(records: Sequence[AgentRecord], root: str, *, with_forks: bool) -> list[str]:
+    """`root` and the agents that belong to it (teammates, subagents, at any depth),
+    and, `with_forks`, its forks and theirs, in a stable order."""
+    chosen = [root]
+    seen = {root}
+    for agent_id in chosen:  # grows while it is walked: a breadth-first search
+        for record in records:
+            owned = record.parent_id == agent_id or (with_forks and record.forked_from == agent_id)
+            if owned and record.id not in seen:
+                seen.add(record.id)
+                chosen.append(record.id)
+    return chosen
 
 
 def default_extensions() -> list[RuntimeExtension]:
@@ -258,6 +273,78 @@ class Runtime:
             self._leases.held.discard(record.id)
             raise
         return self._adopt(PersistedAgent(record=record, transcript=[]))
+
+    def fork_agent(self, source: Agent, new_name: str, at: int | None = None) -> Agent:
+        """`source.fork(new_name, at)`: a new lead agent reading `source`'s first `at`
+        committed messages (all when None), with its model and config. O(1) rows
+        whatever the history's length; if the cut leaves tool calls without results,
+        the fork gets error results for them (one message of its own)."""
+        self._ensure_open()
+        problem = agent_name_problem(new_name)
+        if problem is not None:
+            raise ConfigError(problem)
+        stored = self.store.load_agent(source.id, transcript=False)
+        if stored is None:
+            raise AgentNotFound(f"agent '{source.name}' ({source.id}) is not in {self.store!r}")
+        committed = stored.record.message_count  # a running agent: what it has committed
+        at = committed if at is None else check_index(source.name, "fork(at=...)", at, committed)
+        now = time.time()
+        record = AgentRecord(
+            id=uuid.uuid4().hex, runtime_id=self.runtime_id, name=new_name, model=source.model.key,
+            config=source.config.model_dump(mode="json"), created_at=now, updated_at=now,
+            message_count=at, forked_from=source.id, fork_index=at,
+        )
+        self._leases.acquire(record.id)
+        try:
+            self.store.fork_agent(record, source_id=source.id, at=at, token=self._leases.token)
+        except MentraError:
+            self.store.release_leases(self._leases.token, [record.id])
+            self._leases.held.discard(record.id)
+            raise
+        fork = self._adopt(PersistedAgent(record=record, transcript=[]))
+        repair = results_for_cut_calls(fork.last_message)
+        if repair is not None:
+            fork.state.append_messages([repair])
+        return fork
+
+    async def delete_agent(self, name_or_id: str, *, with_forks: bool = False) -> list[str]:
+        """Delete a stored agent of this runtime (by name or id), with its teammates
+        and subagents, its state and its mail; its forks too when `with_forks`.
+        Forks that stay keep the messages they read. Returns the deleted ids.
+        A running agent is `AgentBusy`; one another live runtime drives is
+        `LeaseUnavailable`. `store.vacuum()` gives the space back to the disk."""
+        self._ensure_open()
+        records = self.store.list_agents(self.runtime_id)
+        target = next((r for r in records if r.id == name_or_id), None) or next(
+            (r for r in records if r.name == name_or_id and r.kind == "agent"), None)
+        if target is None:
+            known = ", ".join(r.name for r in records if r.kind == "agent") or "none"
+            raise AgentNotFound(f"no stored agent '{name_or_id}' in runtime '{self.runtime_id}' "
+                                f"(stored: {known})")
+        doomed = _with_dependents(records, target.id, with_forks=with_forks)
+        busy = [a.name for i in doomed if (a := self._agents.get(i)) is not None and a.is_running]
+        if busy:
+            raise AgentBusy(f"cannot delete while {', '.join(busy)} runs; stop or cancel it first")
+        taken: list[str] = []
+        try:
+            for agent_id in doomed:
+                if agent_id not in self._leases.held:
+                    self._leases.acquire(agent_id)
+                    taken.append(agent_id)
+        except MentraError:
+            # Another runtime drives one of them: delete nothing, and let go of the rest.
+            self.store.release_leases(self._leases.token, taken)
+            self._leases.held.difference_update(taken)
+            raise
+        for agent_id in doomed:
+            live = self._agents.pop(agent_id, None)
+            if live is not None:
+                for agent_extension in live.extensions:
+                    await agent_extension.aclose()
+                live.state.close()
+        self.store.delete_agents(doomed, token=self._leases.token)
+        self._leases.held.difference_update(doomed)
+        return doomed
 
     def resume_agent(self, agent_id: str) -> Agent:
         """Load one persisted agent, taking its lease and applying crash recovery,

@@ -33,6 +33,7 @@ from mentra_nb.runtime._snapshot import AgentSnapshot
 from mentra_nb.runtime.events import (
     AgentEvent,
     AssistantMessageCommitted,
+    HistoryReplaced,
     RunStarted,
     ToolResultsCommitted,
     UsageReported,
@@ -80,6 +81,7 @@ class AgentState:
         self._status = AgentStatus.idle()
         self._run_generation = 0
         self._usage = Usage()
+        self._branch_id = persisted.record.branch_id or agent_id
         self._take(persisted)
 
     # --- reads -------------------------------------------------------------------
@@ -107,6 +109,11 @@ class AgentState:
     @property
     def status(self) -> AgentStatus:
         return self._status
+
+    @property
+    def branch_id(self) -> str:
+        """The branch of history the transcript is read from and extended."""
+        return self._branch_id
 
     @property
     def usage(self) -> Usage:
@@ -211,8 +218,9 @@ class AgentState:
         forked child's inherited turns)."""
         if not messages:
             return
+        history = self._history()  # read before the write, or the read would hold them too
         self._store.append_messages(self.agent_id, list(messages), token=self._token)
-        self._history().extend(messages)
+        history.extend(messages)
         self.changed()
 
     def stream_from(self, assembler: MessageAssembler) -> None:
@@ -314,6 +322,15 @@ class AgentState:
         self._resumable = resumable
         self.changed()
 
+    def replace_history(self, persisted: PersistedAgent) -> None:
+        """The store moved the agent to another history (a rewind, a switch of
+        branch): take it, read lazily, and tell views to re-read the transcript."""
+        self._take(persisted)
+        self._stale = False
+        self.emit(HistoryReplaced(agent_id=self.agent_id, run_generation=self._run_generation,
+                                  branch_id=self._branch_id, history_len=self.history_len))
+        self.changed()
+
     def reload(self, persisted: PersistedAgent) -> None:
         """Take the stored state (after recovery) in place of memory."""
         self._take(persisted)
@@ -337,6 +354,7 @@ class AgentState:
         self._status = record.status
         self._run_generation = record.run_generation
         self._usage = record.usage
+        self._branch_id = record.branch_id or record.id
 
     def _clear_live_text(self) -> None:
         # In place: the turn loop may still hold these lists (see `live_parts`).

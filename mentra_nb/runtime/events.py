@@ -16,6 +16,7 @@ from mentra_nb.messages import Message, Usage
 __all__ = [
     "AgentEvent",
     "AssistantMessageCommitted",
+    "HistoryReplaced",
     "ReasoningDelta",
     "RetryAttempted",
     "RunCancelled",
@@ -140,6 +141,15 @@ class ToolResultsCommitted(_AgentEvent):
     message: Message
 
 
+class HistoryReplaced(_AgentEvent):
+    """The transcript was replaced, not appended to: a rewind, an edit or a switch
+    of branch. Views re-read the history (`history_len` messages, on `branch_id`)."""
+
+    type: Literal["history_replaced"] = "history_replaced"
+    branch_id: str
+    history_len: int
+
+
 class UsageReported(_AgentEvent):
     """Usage of one committed message (`usage`) and the agent's running total."""
 
@@ -156,6 +166,6 @@ class RetryAttempted(_AgentEvent):
 
 
 AgentEvent = Annotated[
-    RunStarted | RunFinished | RunFailed | RunCancelled | TextDelta | ReasoningDelta | ToolUseUpdated | ToolUseReady | ToolApprovalRequested | ToolApprovalResolved | ToolExecutionStarted | ToolExecutionProgress | ToolExecutionFinished | AssistantMessageCommitted | ToolResultsCommitted | UsageReported | RetryAttempted,
+    RunStarted | RunFinished | RunFailed | RunCancelled | TextDelta | ReasoningDelta | ToolUseUpdated | ToolUseReady | ToolApprovalRequested | ToolApprovalResolved | ToolExecutionStarted | ToolExecutionProgress | ToolExecutionFinished | AssistantMessageCommitted | ToolResultsCommitted | UsageReported | RetryAttempted | HistoryReplaced,
     Field(discriminator="type"),
 ]

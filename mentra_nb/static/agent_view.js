@@ -29,6 +29,7 @@ function appendTranscript(container, items, calls, watcher = null) {
       } else {
         const orphan = element("div", "mentra-item mentra-tool");
         orphan.dataset.role = item.role;
+        orphan.dataset.index = String(item.index);
         orphan.append(result);
         if (cut) orphan.append(cut);
         container.append(orphan);
@@ -37,6 +38,7 @@ function appendTranscript(container, items, calls, watcher = null) {
     }
     const node = element("div", "mentra-item");
     node.dataset.role = item.role;
+    node.dataset.index = String(item.index);
     node.dataset.kind = item.kind;
     if (item.kind === "text" || item.kind === "notice") {
       const body = element("div", "mentra-body");
@@ -254,6 +256,155 @@ function subscribe(model, subscriptions) {
   };
 }
 
+// time_travel.js
+var Sources = class {
+  /** @param {(request: Request) => void} send */
+  constructor(send) {
+    this.send = send;
+    this.waiting = /* @__PURE__ */ new Map();
+  }
+  /**
+   * @param {number} index
+   * @returns {Promise<string>}
+   */
+  request(index) {
+    return new Promise((resolve) => {
+      const queue = this.waiting.get(index) ?? [];
+      queue.push(resolve);
+      this.waiting.set(index, queue);
+      if (queue.length === 1) this.send({ kind: "edit_source", index });
+    });
+  }
+  /** @param {Source} message the kernel's answer */
+  receive(message) {
+    const queue = this.waiting.get(message.index) ?? [];
+    this.waiting.delete(message.index);
+    for (const resolve of queue) resolve(message.text ?? "");
+  }
+};
+function forkOriginLabel(origin) {
+  if (!origin || !origin.parent) return "";
+  return `fork of ${origin.parent} at message ${origin.at ?? 0}`;
+}
+function forkPoint(items, index) {
+  const answered = items.some((i) => i.index === index + 1 && i.kind === "tool_result");
+  return answered ? index + 2 : index + 1;
+}
+function addMessageActions(container, items, { agentName, send, sources, editable, signal }) {
+  for (const row of container.querySelectorAll(":scope > .mentra-message-actions")) row.remove();
+  const lastBlock = /* @__PURE__ */ new Map();
+  for (const node of container.children) {
+    const index = (
+      /** @type {HTMLElement} */
+      node.dataset.index
+    );
+    if (index !== void 0) lastBlock.set(Number(index), node);
+  }
+  for (const [index, node] of lastBlock) {
+    const own = items.some((i) => i.index === index && i.role === "user" && i.kind === "text");
+    const row = element("div", "mentra-message-actions");
+    row.dataset.index = String(index);
+    const at = forkPoint(items, index);
+    const fork = button2(
+      "mentra-fork",
+      "Fork from here",
+      `A new agent with messages 0\u2013${at - 1} of ${agentName}; ${agentName} is unchanged`
+    );
+    fork.addEventListener("click", () => openForkForm(row, agentName, at, send, signal), { signal });
+    row.append(fork);
+    if (own) {
+      const edit = button2(
+        "mentra-edit",
+        "Edit",
+        "Send new words in place of this message; the old branch is kept"
+      );
+      edit.disabled = !editable;
+      edit.addEventListener("click", () => openEditForm(row, index, sources, send, signal), { signal });
+      row.append(edit);
+    }
+    node.after(row);
+  }
+}
+function setEditable(container, editable) {
+  for (const edit of container.querySelectorAll(".mentra-message-actions .mentra-edit")) {
+    edit.disabled = !editable;
+  }
+}
+function openForkForm(row, agentName, at, send, signal) {
+  const form = inlineForm(row);
+  const name = (
+    /** @type {HTMLInputElement} */
+    element("input", "mentra-fork-name")
+  );
+  name.value = `${agentName}-fork-${at}`;
+  name.setAttribute("aria-label", "name of the new agent");
+  const submit = () => {
+    const chosen = name.value.trim();
+    if (!chosen) return;
+    send({ kind: "fork", at, name: chosen });
+    closeForm(form);
+  };
+  const confirm = button2("mentra-fork-confirm", "Fork", `Fork the first ${at} messages`);
+  confirm.addEventListener("click", submit, { signal });
+  name.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") submit();
+  }, { signal });
+  form.append(element("span", "", "new agent:"), name, confirm, cancelButton(form, signal));
+  name.focus();
+}
+function openEditForm(row, index, sources, send, signal) {
+  const form = inlineForm(row);
+  const text = (
+    /** @type {HTMLTextAreaElement} */
+    element("textarea", "mentra-edit-text")
+  );
+  text.disabled = true;
+  text.placeholder = "loading the message\u2026";
+  const submit = () => {
+    const edited = text.value.trim();
+    if (!edited || text.disabled) return;
+    send({ kind: "edit", index, text: edited });
+    closeForm(form);
+  };
+  const confirm = button2(
+    "mentra-edit-confirm",
+    "Send in its place",
+    "Rewind to before this message and send the new words; the old branch is kept"
+  );
+  confirm.addEventListener("click", submit, { signal });
+  text.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) submit();
+  }, { signal });
+  form.append(text, confirm, cancelButton(form, signal));
+  sources.request(index).then((words) => {
+    if (signal.aborted) return;
+    text.value = words;
+    text.disabled = false;
+    text.focus();
+  });
+}
+function inlineForm(row) {
+  row.querySelector(".mentra-inline-form")?.remove();
+  const form = element("div", "mentra-inline-form");
+  row.append(form);
+  row.classList.add("mentra-open");
+  return form;
+}
+function closeForm(form) {
+  form.parentElement?.classList.remove("mentra-open");
+  form.remove();
+}
+function cancelButton(form, signal) {
+  const cancel = button2("mentra-cancel", "Cancel", "");
+  cancel.addEventListener("click", () => closeForm(form), { signal });
+  return cancel;
+}
+function button2(className, label, title) {
+  const node = button(className, label, "minimal");
+  if (title) node.title = title;
+  return node;
+}
+
 // agent_view.js
 var RUNNING = /* @__PURE__ */ new Set(["awaiting_model", "streaming", "executing_tool"]);
 function statusLabel(status, progress = "") {
@@ -428,7 +579,8 @@ function render({ model, el }) {
   const scopeLink = button("mentra-full-link", "full conversation", "minimal");
   scopeLink.title = "This cell shows one turn; go to the view of the whole conversation";
   const notice = element("span", "mentra-notice-item mentra-header-notice");
-  header.append(name, modelName, badge, run, usage, scopeLink, notice);
+  const forkOrigin = element("span", "mentra-fork-origin");
+  header.append(name, modelName, badge, run, usage, forkOrigin, scopeLink, notice);
   const scroll = element("div", "mentra-scroll");
   const transcript = element("div", "mentra-transcript");
   const liveThinking = element("div", "mentra-live mentra-thinking");
@@ -438,6 +590,7 @@ function render({ model, el }) {
   scroll.append(transcript, liveThinking, liveText, liveTools);
   const approvalsBox = element("div", "mentra-approvals");
   const resumeBox = element("div", "mentra-resumable");
+  const travelNotice = element("div", "mentra-time-travel-notice");
   const controls = element("div", "mentra-controls");
   const input = (
     /** @type {HTMLTextAreaElement} */
@@ -452,11 +605,12 @@ function render({ model, el }) {
   const interruptButton = button("mentra-interrupt", "Interrupt", "warn");
   interruptButton.title = "Abort now; the turn is rolled back and can be resumed";
   controls.append(input, sendButton, stopButton, finishButton, interruptButton);
-  root.append(header, scroll, approvalsBox, resumeBox, controls);
+  root.append(header, scroll, approvalsBox, resumeBox, travelNotice, controls);
   el.append(root);
   const shared = modelStreams.get(model);
   const stream = shared ?? new ModelStream();
   const live = stream.live;
+  const sources = new Sources((request) => model.send(request));
   const watcher = new ClampWatcher();
   let stopClicked = "";
   let connected = true;
@@ -491,6 +645,8 @@ function render({ model, el }) {
     finishButton.disabled = !running || Boolean(stopping);
     interruptButton.disabled = !running;
     sendButton.disabled = running;
+    forkOrigin.textContent = forkOriginLabel(model.get("fork_origin"));
+    setEditable(transcript, !running && connected);
   };
   let calls = /* @__PURE__ */ new Map();
   let renderedItems = 0;
@@ -505,6 +661,14 @@ function render({ model, el }) {
       appendTranscript(transcript, live.items.slice(from), calls, watcher);
     }
     renderedItems = live.items.length;
+    const running = RUNNING.has((model.get("status") ?? {}).name);
+    addMessageActions(transcript, live.items, {
+      agentName: model.get("agent_name"),
+      send: (request) => model.send(request),
+      sources,
+      editable: !running && connected,
+      signal
+    });
     follow();
   };
   const renderLive = () => {
@@ -557,6 +721,17 @@ function render({ model, el }) {
     model.send({ kind: "hello" });
   };
   const onStream = (changed, message) => {
+    const other = (
+      /** @type {{kind?: string}} */
+      message
+    );
+    if (other?.kind === "source") {
+      sources.receive(
+        /** @type {import("./time_travel.js").Source} */
+        other
+      );
+      return;
+    }
     if (changed === "live") renderLive();
     if (changed === "items") {
       if (message.start === 0 && !message.basis) helloPending = false;
@@ -622,6 +797,9 @@ function render({ model, el }) {
     renderApprovals();
     notice.textContent = "its kernel stopped: run %mentra resume in the new kernel for a live view";
   };
+  const renderNotice = () => {
+    travelNotice.textContent = model.get("notice") ?? "";
+  };
   const onViewsChanged = (event) => {
     if (
       /** @type {CustomEvent} */
@@ -644,6 +822,8 @@ function render({ model, el }) {
       renderHeader();
     }],
     ["change:resumable", renderResumable],
+    ["change:fork_origin", renderHeader],
+    ["change:notice", renderNotice],
     ...shared ? [] : [
       /** @type {[string, (m: StreamMessage) => void]} */
       ["msg:custom", stream.receive]
@@ -655,6 +835,7 @@ function render({ model, el }) {
   renderLive();
   renderApprovals();
   renderResumable();
+  renderNotice();
   if (live.seq < 0) hello();
   const attached = requestAnimationFrame(announce);
   const visibility = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver(announce);

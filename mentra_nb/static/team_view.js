@@ -34,6 +34,7 @@ function appendTranscript(container, items, calls, watcher = null) {
       } else {
         const orphan = element("div", "mentra-item mentra-tool");
         orphan.dataset.role = item.role;
+        orphan.dataset.index = String(item.index);
         orphan.append(result);
         if (cut) orphan.append(cut);
         container.append(orphan);
@@ -42,6 +43,7 @@ function appendTranscript(container, items, calls, watcher = null) {
     }
     const node = element("div", "mentra-item");
     node.dataset.role = item.role;
+    node.dataset.index = String(item.index);
     node.dataset.kind = item.kind;
     if (item.kind === "text" || item.kind === "notice") {
       const body = element("div", "mentra-body");

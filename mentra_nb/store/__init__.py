@@ -4,6 +4,8 @@
 from mentra_nb.store.base import (
     AgentKind,
     AgentRecord,
+    BranchRecord,
+    Checkpoint,
     LeaseClaim,
     LeaseRecord,
     PendingTurn,
@@ -21,6 +23,8 @@ from mentra_nb.store.sqlite import SqliteStore
 __all__ = [
     "AgentKind",
     "AgentRecord",
+    "BranchRecord",
+    "Checkpoint",
     "LeaseClaim",
     "LeaseRecord",
     "PendingTurn",

@@ -12,12 +12,14 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mentra_nb.messages import Message, Usage
+from mentra_nb.messages import Message, Role, Usage
 from mentra_nb.status import AgentStatus, PendingToolUse
 
 __all__ = [
     "AgentKind",
     "AgentRecord",
+    "BranchRecord",
+    "Checkpoint",
     "LeaseClaim",
     "LeaseRecord",
     "MailSignal",
@@ -58,11 +60,46 @@ class AgentRecord(BaseModel):
     message_count: int = 0
     created_at: float = 0.0
     updated_at: float = 0.0
-
+    # Time travel: the branch the transcript is read from (its head; "" means the
+    # agent's first branch, whose id is the agent's), and for a fork, the agent it
+    # was forked from and how many of that agent's messages it started with.
+    branch_id: str = ""
+    forked_from: str | None = None
+    fork_index: int | None = None
 
     @property
     def is_teammate(self) -> bool:
         return self.kind == "teammate"
+
+
+class Checkpoint(BaseModel):
+    """One committed message as a point to go back to: `index` is the number of
+    messages before it, so `agent.fork(name, at=index)` keeps everything before it
+    and `agent.rewind(index)` drops it and what follows."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    index: int
+    role: Role
+    preview: str  # the message's first words (or its tool traffic), for tables and pickers
+    run_generation: int  # the run that wrote it (0: written before schema 6 recorded it)
+    created_at: float
+
+
+class BranchRecord(BaseModel):
+    """A line of an agent's history. An agent reads its transcript from its head
+    branch: the parent branch's first `fork_index` messages (recursively), then the
+    branch's own. A rewind starts a new head and keeps the old one as a branch."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    id: str
+    agent_id: str | None  # None once its agent was deleted while a fork still reads it
+    parent_id: str | None
+    fork_index: int  # messages taken from the parent branch
+    length: int  # messages in the branch's transcript, inherited ones included
+    is_head: bool
+    created_at: float
 
 
 class RunRecord(BaseModel):
@@ -221,8 +258,11 @@ class Store(Protocol):
         out (empty) for callers that load it later, if at all."""
         ...
 
-    def load_messages(self, agent_id: str, start: int = 0, end: int | None = None) -> list[Message]:
-        """Transcript slice `[start, end)`, for paged views."""
+    def load_messages(self, agent_id: str, start: int = 0, end: int | None = None, *,
+                      branch_id: str | None = None) -> list[Message]:
+        """Transcript slice `[start, end)`, for paged views; of `branch_id` (one of
+        the agent's branches) instead of the head when given. One read, however
+        many forks and rewinds the transcript went through."""
         ...
 
     def list_agents(self, runtime_id: str | None = None, *,
@@ -341,6 +381,57 @@ class Store(Protocol):
 
     def list_team_requests(self, team_id: str) -> list[TeamRequest]:
         """Requests of a team, oldest first."""
+        ...
+
+    # --- time travel: forks, branches, deletion ------------------------------
+    # A fork or a rewind writes O(1) rows whatever the transcript's length: a
+    # branch points at its parent branch's first messages instead of copying them.
+
+    def fork_agent(self, record: AgentRecord, *, source_id: str, at: int, token: str) -> None:
+        """Create agent `record` (its lease for `token` already held) whose transcript
+        is the first `at` committed messages of agent `source_id`'s head, without
+        copying them. `record.forked_from` / `fork_index` are stored as given; its
+        first branch has the agent's id. `at` beyond the source's committed messages
+        is a `StoreError`; a lead's name taken is `AgentExists`, as in `create_agent`.
+        The source is not written (no lease of it is needed). If the source later
+        rolls back a run past `at`, the rows the fork reads are kept (the source
+        moves to a new branch instead of deleting them)."""
+        ...
+
+    def rewind(self, agent_id: str, to: int, *, token: str) -> str:
+        """Make the agent's transcript its first `to` messages; returns the head
+        branch's id. Nothing is deleted: the old head stays a branch (unless it held
+        no message of its own, which is then re-pointed in place). Clears the
+        resumable turn. A run in progress or `to` outside `[0, message_count]` is a
+        `StoreError`."""
+        ...
+
+    def switch_branch(self, agent_id: str, branch_id: str, *, token: str) -> None:
+        """Make `branch_id` (one of the agent's branches) its head; the transcript
+        and message count become that branch's. A head that held no message of its
+        own and has no branch off it is dropped (it was only a rewind's pointer).
+        Clears the resumable turn; a run in progress is a `StoreError`."""
+        ...
+
+    def list_branches(self, agent_id: str) -> list[BranchRecord]:
+        """The agent's branches in creation order (the head among them)."""
+        ...
+
+    def load_checkpoints(self, agent_id: str, start: int = 0, end: int | None = None, *,
+                         branch_id: str | None = None) -> list[Checkpoint]:
+        """A `Checkpoint` per committed message in `[start, end)` of the head (or of
+        `branch_id`), in order."""
+        ...
+
+    def delete_agents(self, agent_ids: list[str], *, token: str) -> None:
+        """Delete these agents in one step, each leased by `token`: their rows,
+        state, leases, resumable turns, team mail and requests, and every branch no
+        remaining agent reads. Messages a fork of theirs still reads are kept (only
+        those). An unknown id is ignored."""
+        ...
+
+    def vacuum(self) -> None:
+        """Give the space of deleted rows back to the file system."""
         ...
 
     def mail_signal(self) -> MailSignal:

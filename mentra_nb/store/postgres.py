@@ -33,14 +33,15 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import ValidationError
 
 from mentra_nb.errors import AgentExists, ConfigError, LeaseLost, LeaseUnavailable, StoreError
-from mentra_nb.messages import Message, Usage
+from mentra_nb.messages import Message, Usage, preview
 from mentra_nb.status import AgentStatus
 from mentra_nb.store._decoding import decode_messages
 from mentra_nb.store._lease_rules import (
@@ -51,6 +52,8 @@ from mentra_nb.store._lease_rules import (
 )
 from mentra_nb.store.base import (
     AgentRecord,
+    BranchRecord,
+    Checkpoint,
     LeaseClaim,
     LeaseRecord,
     MailSignal,
@@ -71,7 +74,7 @@ __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact_dsn"]
 
 log = logging.getLogger("mentra_nb.store")
 
-POSTGRES_SCHEMA_VERSION = 1
+POSTGRES_SCHEMA_VERSION = 2
 # The channel `NOTIFY` wakes listeners on when mail is posted (see `ListenSignal`).
 MAIL_CHANNEL = "mentra_mail"
 
@@ -167,6 +170,29 @@ _MIGRATIONS: list[str] = [
         reason TEXT
     );
     CREATE INDEX team_requests_by_team ON team_requests (team_id, created_at, ord);
+    """,
+    # 2: time travel, as SQLite's schema 6: messages hang on branches; an agent reads
+    # its head branch (its parent branch's first `fork_index` messages, recursively,
+    # then its own rows), so a fork or a rewind inserts a row instead of a copy.
+    """
+    CREATE TABLE branches (
+        id TEXT PRIMARY KEY,
+        agent_id TEXT,
+        parent_id TEXT REFERENCES branches (id),
+        fork_index INTEGER NOT NULL DEFAULT 0,
+        created_at DOUBLE PRECISION NOT NULL
+    );
+    CREATE INDEX branches_by_parent ON branches (parent_id, fork_index);
+    INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at)
+        SELECT id, id, NULL, 0, created_at FROM agents;
+    ALTER TABLE agents ADD COLUMN branch_id TEXT, ADD COLUMN forked_from TEXT,
+        ADD COLUMN fork_index INTEGER;
+    UPDATE agents SET branch_id = id;
+    ALTER TABLE messages DROP CONSTRAINT messages_agent_id_fkey;
+    ALTER TABLE messages RENAME COLUMN agent_id TO branch_id;
+    ALTER TABLE messages ADD COLUMN run_generation INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE messages ADD CONSTRAINT messages_branch_id_fkey FOREIGN KEY (branch_id)
+        REFERENCES branches (id) ON DELETE CASCADE
     """,
 ]
 
@@ -380,22 +406,42 @@ class PostgresStore:
     # --- agents ---------------------------------------------------------------
 
     def create_agent(self, record: AgentRecord, *, token: str) -> None:
+        self._create(record, token=token, source_id=None, at=0)
+
+    def _create(self, record: AgentRecord, *, token: str, source_id: str | None, at: int) -> None:
+        """The agent's row and its first branch (named after it); a fork's reads the
+        first `at` messages of `source_id`'s head branch."""
         now = time.time()
         unique = self._psycopg.errors.UniqueViolation
         try:
             with self._write(record.id, token) as conn:
+                parent_branch = None
+                if source_id is not None:
+                    row = conn.execute("SELECT branch_id, message_count FROM agents WHERE id = %s",
+                                       (source_id,)).fetchone()
+                    if row is None:
+                        raise StoreError(f"no agent {source_id} in {self._where} to fork")
+                    if not 0 <= at <= row[1]:
+                        raise StoreError(f"cannot fork agent {source_id} at {at}: it has {row[1]} "
+                                         "committed messages")
+                    parent_branch = row[0]
                 conn.execute(
                     "INSERT INTO agents (id, runtime_id, name, model, config, status, kind,"
-                    " parent_id, role, run_generation, usage, message_count, created_at, updated_at)"
-                    " VALUES (%s, %s, %s, %s, %s::json, %s::json, %s, %s, %s, %s, %s::json, 0,"
-                    " %s, %s)",
+                    " parent_id, role, run_generation, usage, message_count, created_at, updated_at,"
+                    " branch_id, forked_from, fork_index)"
+                    " VALUES (%s, %s, %s, %s, %s::json, %s::json, %s, %s, %s, %s, %s::json, %s,"
+                    " %s, %s, %s, %s, %s)",
                     (
                         record.id, record.runtime_id, record.name, record.model,
                         json.dumps(record.config), record.status.model_dump_json(),
                         record.kind, record.parent_id, record.role, record.run_generation,
-                        record.usage.model_dump_json(), record.created_at or now, now,
+                        record.usage.model_dump_json(), at, record.created_at or now, now,
+                        record.id, record.forked_from, record.fork_index,
                     ),
                 )
+                conn.execute(
+                    "INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at)"
+                    " VALUES (%s, %s, %s, %s, %s)", (record.id, record.id, parent_branch, at, now))
         except StoreError as err:
             cause = err.__cause__
             if not isinstance(cause, unique):
@@ -423,8 +469,9 @@ class PostgresStore:
             if not rows:
                 return None
             messages = conn.execute(
-                "SELECT convert_to(message::text, 'UTF8') FROM messages WHERE agent_id = %s"
-                " ORDER BY seq", (agent_id,)
+                f"{_CHAIN} SELECT convert_to(m.message::text, 'UTF8') FROM chain JOIN messages m"
+                " ON m.branch_id = chain.branch AND m.seq >= 0 AND m.seq < chain.below ORDER BY m.seq",
+                (rows[0][14] or agent_id, _END)
             ).fetchall() if transcript else []
             run_row = conn.execute(
                 "SELECT run_baseline, run_assistant_committed, run_started_at, pending_turn::text"
@@ -446,13 +493,16 @@ class PostgresStore:
                 resumable_turn=Message.model_validate(resumable_row[0]) if resumable_row else None,
             )
 
-    def load_messages(self, agent_id: str, start: int = 0, end: int | None = None) -> list[Message]:
+    def load_messages(self, agent_id: str, start: int = 0, end: int | None = None, *,
+                      branch_id: str | None = None) -> list[Message]:
         # As bytes, validated by pydantic in one call (not json.loads, then a validation each).
-        rows = self._read(
-            "SELECT convert_to(message::text, 'UTF8') FROM messages WHERE agent_id = %s"
-            " AND seq >= %s AND seq < %s ORDER BY seq",
-            (agent_id, start, end if end is not None else 2**31 - 1),
-        )
+        with self._connection() as conn, conn.transaction():
+            branch = _branch_to_read(conn, agent_id, branch_id)
+            rows = conn.execute(
+                f"{_CHAIN} SELECT convert_to(m.message::text, 'UTF8') FROM chain JOIN messages m"
+                " ON m.branch_id = chain.branch AND m.seq >= %s AND m.seq < chain.below ORDER BY m.seq",
+                (branch, end if end is not None else _END, start),
+            ).fetchall()
         with self._decoding(f"message of agent {agent_id}"):
             return decode_messages(row[0] for row in rows)
 
@@ -483,13 +533,14 @@ class PostgresStore:
         token: str, clear_resumable: bool = False,
     ) -> None:
         with self._write(agent_id, token) as conn:
-            count = _message_count(conn, agent_id)
+            head = _head(conn, agent_id)
+            count = head.length
             if count != run.baseline:
                 raise StoreError(
                     f"agent {agent_id} has {count} stored messages but the run starts at "
                     f"{run.baseline}; reload the agent (rt.resume_agent) before sending"
                 )
-            _append(conn, agent_id, count, messages)
+            _append(conn, head.branch, count, run.generation, messages)
             conn.execute(
                 "UPDATE agents SET run_baseline = %s, run_assistant_committed = %s,"
                 " run_started_at = %s, pending_turn = NULL WHERE id = %s",
@@ -509,26 +560,28 @@ class PostgresStore:
         self, agent_id: str, message: Message, *, usage: Usage, status: AgentStatus, token: str
     ) -> None:
         with self._write(agent_id, token) as conn:
-            count = _message_count(conn, agent_id)
-            _append(conn, agent_id, count, [message])
+            head = _head(conn, agent_id)
+            count = head.length
+            _append(conn, head.branch, count, head.generation, [message])
             conn.execute("UPDATE agents SET run_assistant_committed = TRUE, pending_turn = NULL"
                          " WHERE id = %s", (agent_id,))
             _update_agent(conn, agent_id, status=status, usage=usage, message_count=count + 1)
 
     def append_messages(self, agent_id: str, messages: list[Message], *, token: str) -> None:
         with self._write(agent_id, token) as conn:
-            count = _message_count(conn, agent_id)
-            _append(conn, agent_id, count, messages)
-            _update_agent(conn, agent_id, message_count=count + len(messages))
+            head = _head(conn, agent_id)
+            _append(conn, head.branch, head.length, head.generation, messages)
+            _update_agent(conn, agent_id, message_count=head.length + len(messages))
 
     def finish_run(
         self, agent_id: str, *, status: AgentStatus, token: str, append: list[Message] | None = None,
         usage: Usage | None = None,
     ) -> None:
         with self._write(agent_id, token) as conn:
-            count = _message_count(conn, agent_id)
+            head = _head(conn, agent_id)
+            count = head.length
             if append:
-                _append(conn, agent_id, count, append)
+                _append(conn, head.branch, count, head.generation, append)
                 count += len(append)
             conn.execute(_END_RUN, (agent_id,))
             _update_agent(conn, agent_id, status=status, usage=usage, message_count=count)
@@ -537,13 +590,20 @@ class PostgresStore:
         self, agent_id: str, *, status: AgentStatus, resumable: Message | None, token: str
     ) -> None:
         with self._write(agent_id, token) as conn:
-            row = conn.execute("SELECT run_baseline FROM agents WHERE id = %s",
-                               (agent_id,)).fetchone()
-            count = _message_count(conn, agent_id)
-            if row is not None and row[0] is not None:
-                count = row[0]
-                conn.execute("DELETE FROM messages WHERE agent_id = %s AND seq >= %s",
-                             (agent_id, count))
+            head = _head(conn, agent_id)
+            count = head.length
+            if head.run_baseline is not None:
+                count = head.run_baseline
+                forked_after = conn.execute(
+                    "SELECT 1 FROM branches WHERE parent_id = %s AND fork_index > %s LIMIT 1",
+                    (head.branch, count)).fetchone()
+                if forked_after is None:
+                    conn.execute("DELETE FROM messages WHERE branch_id = %s AND seq >= %s",
+                                 (head.branch, count))
+                else:
+                    # A fork of the running agent reads messages of this run: keep them
+                    # (as a branch) and go on from the baseline on a new head.
+                    _new_head(conn, agent_id, head.branch, count)
             conn.execute(_END_RUN, (agent_id,))
             if resumable is not None:
                 conn.execute(
@@ -552,6 +612,108 @@ class PostgresStore:
                     (agent_id, resumable.model_dump_json()),
                 )
             _update_agent(conn, agent_id, status=status, message_count=count)
+
+    # --- time travel (the same rules as SqliteStore's) ------------------------------
+
+    def fork_agent(self, record: AgentRecord, *, source_id: str, at: int, token: str) -> None:
+        self._create(record, token=token, source_id=source_id, at=at)
+
+    def rewind(self, agent_id: str, to: int, *, token: str) -> str:
+        with self._write(agent_id, token) as conn:
+            head = _head(conn, agent_id)
+            _refuse_during_run(head, agent_id, "rewind")
+            if not 0 <= to <= head.length:
+                raise StoreError(f"cannot rewind agent {agent_id} to {to}: it has {head.length} messages")
+            conn.execute("DELETE FROM resumable_turns WHERE agent_id = %s", (agent_id,))
+            if to == head.length:
+                return head.branch
+            if _is_bare_pointer(conn, head.branch):
+                conn.execute("UPDATE branches SET fork_index = %s WHERE id = %s", (to, head.branch))
+                _update_agent(conn, agent_id, message_count=to)
+                return head.branch
+            branch = _new_head(conn, agent_id, head.branch, to)
+            _update_agent(conn, agent_id, message_count=to)
+            return branch
+
+    def switch_branch(self, agent_id: str, branch_id: str, *, token: str) -> None:
+        with self._write(agent_id, token) as conn:
+            head = _head(conn, agent_id)
+            _refuse_during_run(head, agent_id, "switch branches of")
+            owner = conn.execute("SELECT agent_id FROM branches WHERE id = %s", (branch_id,)).fetchone()
+            if owner is None or owner[0] != agent_id:
+                raise StoreError(
+                    f"agent {agent_id} has no branch {branch_id}; agent.branches() lists its branches")
+            conn.execute("DELETE FROM resumable_turns WHERE agent_id = %s", (agent_id,))
+            if branch_id == head.branch:
+                return
+            conn.execute("UPDATE agents SET branch_id = %s WHERE id = %s", (branch_id, agent_id))
+            _update_agent(conn, agent_id, message_count=_branch_length(conn, branch_id))
+            if _is_bare_pointer(conn, head.branch) and head.branch != agent_id:
+                conn.execute("DELETE FROM branches WHERE id = %s", (head.branch,))
+
+    def list_branches(self, agent_id: str) -> list[BranchRecord]:
+        with self._connection() as conn, conn.transaction():
+            head = conn.execute("SELECT branch_id FROM agents WHERE id = %s", (agent_id,)).fetchone()
+            rows = conn.execute(
+                "WITH RECURSIVE tree(id) AS (SELECT id FROM branches WHERE id = %s AND agent_id = %s"
+                " UNION ALL SELECT b.id FROM branches b JOIN tree ON b.parent_id = tree.id"
+                " WHERE b.agent_id = %s)"
+                " SELECT b.id, b.agent_id, b.parent_id, b.fork_index, b.created_at,"
+                " (SELECT max(seq) FROM messages m WHERE m.branch_id = b.id)"
+                " FROM tree JOIN branches b ON b.id = tree.id ORDER BY b.created_at, b.id",
+                (agent_id, agent_id, agent_id)).fetchall()
+        return [
+            BranchRecord(id=row[0], agent_id=row[1], parent_id=row[2], fork_index=row[3],
+                         length=row[3] if row[5] is None else max(row[3], row[5] + 1),
+                         is_head=head is not None and row[0] == head[0], created_at=row[4])
+            for row in rows
+        ]
+
+    def load_checkpoints(self, agent_id: str, start: int = 0, end: int | None = None, *,
+                         branch_id: str | None = None) -> list[Checkpoint]:
+        with self._connection() as conn, conn.transaction():
+            branch = _branch_to_read(conn, agent_id, branch_id)
+            rows = conn.execute(
+                f"{_CHAIN} SELECT m.seq, convert_to(m.message::text, 'UTF8'), m.run_generation,"
+                " m.created_at FROM chain JOIN messages m"
+                " ON m.branch_id = chain.branch AND m.seq >= %s AND m.seq < chain.below ORDER BY m.seq",
+                (branch, end if end is not None else _END, start)).fetchall()
+        with self._decoding(f"message of agent {agent_id}"):
+            messages = decode_messages(row[1] for row in rows)
+        return [
+            Checkpoint(index=row[0], role=message.role, preview=preview(message),
+                       run_generation=row[2], created_at=row[3])
+            for row, message in zip(rows, messages, strict=True)
+        ]
+
+    def delete_agents(self, agent_ids: list[str], *, token: str) -> None:
+        with self._write() as conn:
+            for agent_id in agent_ids:
+                row = conn.execute("SELECT token FROM leases WHERE agent_id = %s FOR UPDATE",
+                                   (agent_id,)).fetchone()
+                known = conn.execute("SELECT 1 FROM agents WHERE id = %s", (agent_id,)).fetchone()
+                if known is not None and (row is None or row[0] != token):
+                    raise LeaseLost(
+                        f"this runtime does not hold the lease of agent {agent_id}, so it cannot "
+                        "delete it; resume the agent first")
+            ids = list(agent_ids)
+            for table, column in (("resumable_turns", "agent_id"), ("state", "agent_id"),
+                                  ("leases", "agent_id"), ("team_mail", "team_id"),
+                                  ("team_mail", "claimed_by"), ("team_requests", "team_id"),
+                                  ("agents", "id")):
+                conn.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (ids,))
+            conn.execute("UPDATE branches SET agent_id = NULL WHERE agent_id = ANY(%s)", (ids,))
+            _collect_branches(conn)
+
+    def vacuum(self) -> None:
+        with self._connection() as conn:
+            autocommit = conn.autocommit
+            conn.autocommit = True  # VACUUM cannot run inside a transaction
+            try:
+                conn.execute("VACUUM messages")
+                conn.execute("VACUUM branches")
+            finally:
+                conn.autocommit = autocommit
 
     # --- state ----------------------------------------------------------------
 
@@ -824,7 +986,7 @@ def _statements(script: str) -> list[str]:
 
 _AGENT_COLUMNS = (
     "id, runtime_id, name, model, config, status, kind, parent_id, role, run_generation,"
-    " usage, message_count, created_at, updated_at"
+    " usage, message_count, created_at, updated_at, branch_id, forked_from, fork_index"
 )
 _LEASE_COLUMNS = (
     "agent_id, owner_id, token, runtime_id, pid, host, process_started_at, label, acquired_at,"
@@ -842,7 +1004,8 @@ def _agent_record(row: tuple[Any, ...]) -> AgentRecord:
         status=AgentStatus.model_validate(row[5]), kind=row[6],
         parent_id=row[7], role=row[8], run_generation=row[9],
         usage=Usage.model_validate(row[10]), message_count=row[11],
-        created_at=row[12], updated_at=row[13],
+        created_at=row[12], updated_at=row[13], branch_id=row[14] or row[0],
+        forked_from=row[15], fork_index=row[16],
     )
 
 
@@ -887,22 +1050,97 @@ _END_RUN = ("UPDATE agents SET run_baseline = NULL, run_assistant_committed = FA
             " run_started_at = NULL, pending_turn = NULL WHERE id = %s")
 
 
-def _message_count(conn: psycopg.Connection[Any], agent_id: str) -> int:
-    row = conn.execute("SELECT message_count FROM agents WHERE id = %s", (agent_id,)).fetchone()
+_END = 2**31 - 1  # "to the end" for a seq (an INTEGER)
+
+# The branches a transcript is read from, head first, each with the position below
+# which its rows count (as in SqliteStore): one recursive query, as deep as the
+# forks and rewinds behind the head, never as long as the transcript.
+_CHAIN = (
+    "WITH RECURSIVE chain(branch, below) AS (SELECT %s::text, %s::integer"
+    " UNION ALL SELECT b.parent_id, LEAST(b.fork_index, chain.below) FROM branches b"
+    " JOIN chain ON b.id = chain.branch WHERE b.parent_id IS NOT NULL)"
+)
+
+
+class _Head(NamedTuple):
+    branch: str
+    length: int
+    generation: int
+    run_baseline: int | None
+
+
+def _head(conn: psycopg.Connection[Any], agent_id: str) -> _Head:
+    row = conn.execute(
+        "SELECT branch_id, message_count, run_generation, run_baseline FROM agents WHERE id = %s",
+        (agent_id,)).fetchone()
     if row is None:
         raise StoreError(f"no agent {agent_id} in the store")
-    return int(row[0])
+    return _Head(row[0] or agent_id, int(row[1]), int(row[2]), row[3])
 
 
-def _append(conn: psycopg.Connection[Any], agent_id: str, start: int,
+def _branch_to_read(conn: psycopg.Connection[Any], agent_id: str, branch_id: str | None) -> str:
+    if branch_id is None:
+        row = conn.execute("SELECT branch_id FROM agents WHERE id = %s", (agent_id,)).fetchone()
+        return str(row[0]) if row is not None and row[0] else agent_id
+    owner = conn.execute("SELECT agent_id FROM branches WHERE id = %s", (branch_id,)).fetchone()
+    if owner is None or owner[0] != agent_id:
+        raise StoreError(f"agent {agent_id} has no branch {branch_id}; agent.branches() lists its branches")
+    return branch_id
+
+
+def _refuse_during_run(head: _Head, agent_id: str, what: str) -> None:
+    if head.run_baseline is not None:
+        raise StoreError(
+            f"cannot {what} agent {agent_id} while a run is in progress; wait for it or cancel it")
+
+
+def _new_head(conn: psycopg.Connection[Any], agent_id: str, parent: str, at: int) -> str:
+    branch = uuid.uuid4().hex
+    conn.execute("INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at)"
+                 " VALUES (%s, %s, %s, %s, %s)", (branch, agent_id, parent, at, time.time()))
+    conn.execute("UPDATE agents SET branch_id = %s WHERE id = %s", (branch, agent_id))
+    return branch
+
+
+def _is_bare_pointer(conn: psycopg.Connection[Any], branch: str) -> bool:
+    row = conn.execute(
+        "SELECT parent_id IS NOT NULL"
+        " AND NOT EXISTS (SELECT 1 FROM messages WHERE branch_id = %s)"
+        " AND NOT EXISTS (SELECT 1 FROM branches c WHERE c.parent_id = %s)"
+        " FROM branches WHERE id = %s", (branch, branch, branch)).fetchone()
+    return bool(row and row[0])
+
+
+def _branch_length(conn: psycopg.Connection[Any], branch: str) -> int:
+    row = conn.execute("SELECT b.fork_index, (SELECT max(seq) FROM messages WHERE branch_id = b.id)"
+                       " FROM branches b WHERE b.id = %s", (branch,)).fetchone()
+    if row is None:
+        return 0
+    return int(row[0]) if row[1] is None else max(int(row[0]), int(row[1]) + 1)
+
+
+def _collect_branches(conn: psycopg.Connection[Any]) -> None:
+    """Delete ownerless branches nothing reads (leaf first, their messages with them);
+    trim an ownerless branch a fork still reads to what the fork reads."""
+    while conn.execute(
+        "DELETE FROM branches b WHERE agent_id IS NULL"
+        " AND NOT EXISTS (SELECT 1 FROM branches c WHERE c.parent_id = b.id)").rowcount:
+        pass
+    conn.execute(
+        "DELETE FROM messages m USING branches b WHERE m.branch_id = b.id AND b.agent_id IS NULL"
+        " AND m.seq >= (SELECT max(c.fork_index) FROM branches c WHERE c.parent_id = b.id)")
+
+
+def _append(conn: psycopg.Connection[Any], branch: str, start: int, generation: int,
             messages: list[Message]) -> None:
     if not messages:
         return
     now = time.time()
     with conn.cursor() as cur:
         cur.executemany(
-            "INSERT INTO messages (agent_id, seq, message, created_at) VALUES (%s, %s, %s::json, %s)",
-            [(agent_id, start + i, m.model_dump_json(), now) for i, m in enumerate(messages)],
+            "INSERT INTO messages (branch_id, seq, message, run_generation, created_at)"
+            " VALUES (%s, %s, %s::json, %s, %s)",
+            [(branch, start + i, m.model_dump_json(), generation, now) for i, m in enumerate(messages)],
         )
 
 

@@ -24,17 +24,18 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from urllib.parse import quote
 
 from pydantic import ValidationError
 
 from mentra_nb.errors import AgentExists, LeaseLost, LeaseUnavailable, StoreError
-from mentra_nb.messages import Message, Usage
+from mentra_nb.messages import Message, Usage, preview
 from mentra_nb.status import AgentStatus
 from mentra_nb.store._decoding import decode_messages
 from mentra_nb.store._lease_rules import (
@@ -46,6 +47,8 @@ from mentra_nb.store._lease_rules import (
 )
 from mentra_nb.store.base import (
     AgentRecord,
+    BranchRecord,
+    Checkpoint,
     LeaseClaim,
     LeaseRecord,
     MailSignal,
@@ -65,7 +68,7 @@ __all__ = [
 log = logging.getLogger("mentra_nb.store")
 
 APPLICATION_ID = 0x4D4E4231  # "MNB1" in the SQLite header marks a mentra-nb file
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 PAGE_SIZE = 2048  # bytes, for new files
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _NETWORK_FILESYSTEMS = {
@@ -207,6 +210,46 @@ _MIGRATIONS: list[str] = [
         pending_turn = (SELECT turn FROM pending_turns WHERE pending_turns.agent_id = agents.id);
     DROP TABLE runs;
     DROP TABLE pending_turns;
+    """,
+    # 6: time travel. Messages belong to a branch, not to an agent: an agent reads
+    # its head branch, which is its parent branch's first `fork_index` messages
+    # (recursively) followed by its own rows. A fork or a rewind inserts a branch
+    # row instead of copying a transcript. Every agent's existing messages become
+    # its first branch, whose id is the agent's. The messages table is rebuilt
+    # (once) to hang its rows on branches and record each message's run.
+    # A fork writes a handful of pages, so each index it touches counts: an agent's
+    # branches are found from its first branch (whose id is the agent's) down the
+    # parent index, not by an index of their own, and only agents with a parent
+    # (teammates, subagents) are in the parent index.
+    """
+    CREATE TABLE branches (
+        id TEXT PRIMARY KEY,
+        agent_id TEXT,
+        parent_id TEXT REFERENCES branches (id),
+        fork_index INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX branches_by_parent ON branches (parent_id, fork_index);
+    DROP INDEX agents_by_parent;
+    CREATE INDEX agents_by_parent ON agents (parent_id, created_at) WHERE parent_id IS NOT NULL;
+    INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at)
+        SELECT id, id, NULL, 0, created_at FROM agents;
+    ALTER TABLE agents ADD COLUMN branch_id TEXT;
+    ALTER TABLE agents ADD COLUMN forked_from TEXT;
+    ALTER TABLE agents ADD COLUMN fork_index INTEGER;
+    UPDATE agents SET branch_id = id;
+    CREATE TABLE branch_messages (
+        branch_id TEXT NOT NULL REFERENCES branches (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        message TEXT NOT NULL,
+        run_generation INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (branch_id, seq)
+    ) WITHOUT ROWID;
+    INSERT INTO branch_messages (branch_id, seq, message, run_generation, created_at)
+        SELECT agent_id, seq, message, 0, created_at FROM messages WHERE agent_id IN (SELECT id FROM agents);
+    DROP TABLE messages;
+    ALTER TABLE branch_messages RENAME TO messages;
     """,
 ]
 
@@ -395,34 +438,45 @@ class SqliteStore:
     # --- agents ---------------------------------------------------------------
 
     def create_agent(self, record: AgentRecord, *, token: str) -> None:
-        now = time.time()
         with self._write(record.id, token) as cur:
-            try:
-                cur.execute(
-                    "INSERT INTO agents (id, runtime_id, name, model, config, status, kind,"
-                    " parent_id, role, run_generation, usage, message_count, created_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
-                    (
-                        record.id, record.runtime_id, record.name, record.model,
-                        json.dumps(record.config), record.status.model_dump_json(),
-                        record.kind, record.parent_id, record.role,
-                        record.run_generation, record.usage.model_dump_json(),
-                        record.created_at or now, now,
-                    ),
-                )
-            except sqlite3.IntegrityError as err:
-                if record.kind == "agent" and "name" in str(err):
-                    row = cur.execute(
-                        "SELECT id FROM agents WHERE runtime_id = ? AND name = ? AND kind = 'agent'",
-                        (record.runtime_id, record.name),
-                    ).fetchone()
-                    existing = row[0] if row else "unknown"
-                    raise AgentExists(
-                        f"an agent named '{record.name}' already exists in runtime "
-                        f"'{record.runtime_id}' (id {existing}); resume it with "
-                        f"rt.resume_agent('{existing}') or pick another name"
-                    ) from None
-                raise StoreError(f"agent {record.id} already exists in {self.path}") from err
+            self._insert_agent(cur, record, parent_branch=None, at=0)
+
+    def _insert_agent(self, cur: sqlite3.Cursor, record: AgentRecord, *, parent_branch: str | None,
+                      at: int) -> None:
+        """The agent's row and its first branch (named after it), reading `at`
+        messages of `parent_branch`."""
+        now = time.time()
+        try:
+            cur.execute(
+                "INSERT INTO agents (id, runtime_id, name, model, config, status, kind,"
+                " parent_id, role, run_generation, usage, message_count, created_at, updated_at,"
+                " branch_id, forked_from, fork_index)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.id, record.runtime_id, record.name, record.model,
+                    json.dumps(record.config), record.status.model_dump_json(),
+                    record.kind, record.parent_id, record.role,
+                    record.run_generation, record.usage.model_dump_json(), at,
+                    record.created_at or now, now, record.id, record.forked_from, record.fork_index,
+                ),
+            )
+        except sqlite3.IntegrityError as err:
+            if record.kind == "agent" and "name" in str(err):
+                row = cur.execute(
+                    "SELECT id FROM agents WHERE runtime_id = ? AND name = ? AND kind = 'agent'",
+                    (record.runtime_id, record.name),
+                ).fetchone()
+                existing = row[0] if row else "unknown"
+                raise AgentExists(
+                    f"an agent named '{record.name}' already exists in runtime "
+                    f"'{record.runtime_id}' (id {existing}); resume it with "
+                    f"rt.resume_agent('{existing}') or pick another name"
+                ) from None
+            raise StoreError(f"agent {record.id} already exists in {self.path}") from err
+        cur.execute(
+            "INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at) VALUES (?, ?, ?, ?, ?)",
+            (record.id, record.id, parent_branch, at, now),
+        )
 
     @contextmanager
     def _decoding(self, what: str) -> Iterator[None]:
@@ -461,15 +515,30 @@ class SqliteStore:
                 resumable_turn=Message.model_validate_json(resumable_row[0][0]) if resumable_row else None,
             )
 
-    def load_messages(self, agent_id: str, start: int = 0, end: int | None = None) -> list[Message]:
-        rows = self._read(
-            # As bytes: the decoder joins them into one JSON array without re-encoding.
-            "SELECT CAST(message AS BLOB) FROM messages WHERE agent_id = ? AND seq >= ? AND seq < ?"
-            " ORDER BY seq",
-            (agent_id, start, end if end is not None else 2**62),
-        )
+    def load_messages(self, agent_id: str, start: int = 0, end: int | None = None, *,
+                      branch_id: str | None = None) -> list[Message]:
+        with self._lock:
+            branch = self._branch_to_read(agent_id, branch_id)
+            rows = self._read(
+                # As bytes: the decoder joins them into one JSON array without re-encoding.
+                f"{_CHAIN} SELECT CAST(m.message AS BLOB) FROM chain JOIN messages m"
+                " ON m.branch_id = chain.branch AND m.seq >= ? AND m.seq < chain.below ORDER BY m.seq",
+                (branch, _end(end), start),
+            )
         with self._decoding(f"message of agent {agent_id}"):
             return decode_messages(row[0] for row in rows)
+
+    def _branch_to_read(self, agent_id: str, branch_id: str | None) -> str:
+        """The agent's head branch, or `branch_id` once checked to be the agent's."""
+        if branch_id is None:
+            rows = self._read("SELECT branch_id FROM agents WHERE id = ?", (agent_id,))
+            return str(rows[0][0]) if rows else agent_id  # unknown agent: reads nothing
+        rows = self._read("SELECT agent_id FROM branches WHERE id = ?", (branch_id,))
+        if not rows or rows[0][0] != agent_id:
+            raise StoreError(
+                f"agent {agent_id} has no branch {branch_id}; agent.branches() lists its branches"
+            )
+        return branch_id
 
     def list_agents(self, runtime_id: str | None = None, *,
                     parent_id: str | None = None) -> list[AgentRecord]:
@@ -498,13 +567,13 @@ class SqliteStore:
         token: str, clear_resumable: bool = False,
     ) -> None:
         with self._write(agent_id, token) as cur:
-            count = _message_count(cur, agent_id)
-            if count != run.baseline:
+            head = _head(cur, agent_id)
+            if head.length != run.baseline:
                 raise StoreError(
-                    f"agent {agent_id} has {count} stored messages but the run starts at "
+                    f"agent {agent_id} has {head.length} stored messages but the run starts at "
                     f"{run.baseline}; reload the agent (rt.resume_agent) before sending"
                 )
-            _append(cur, agent_id, count, messages)
+            _append(cur, head.branch, head.length, run.generation, messages)
             if clear_resumable:
                 cur.execute("DELETE FROM resumable_turns WHERE agent_id = ?", (agent_id,))
             cur.execute(
@@ -513,7 +582,7 @@ class SqliteStore:
                 (run.baseline, int(run.assistant_committed), run.started_at or time.time(), agent_id),
             )
             _update_agent(cur, agent_id, status=status, run_generation=run.generation,
-                          message_count=count + len(messages))
+                          message_count=head.length + len(messages))
 
     def checkpoint_pending(self, agent_id: str, pending: PendingTurn, *, token: str) -> None:
         with self._write(agent_id, token) as cur:
@@ -525,26 +594,27 @@ class SqliteStore:
         self, agent_id: str, message: Message, *, usage: Usage, status: AgentStatus, token: str
     ) -> None:
         with self._write(agent_id, token) as cur:
-            count = _message_count(cur, agent_id)
-            _append(cur, agent_id, count, [message])
+            head = _head(cur, agent_id)
+            _append(cur, head.branch, head.length, head.generation, [message])
             cur.execute("UPDATE agents SET run_assistant_committed = 1, pending_turn = NULL WHERE id = ?",
                         (agent_id,))
-            _update_agent(cur, agent_id, status=status, usage=usage, message_count=count + 1)
+            _update_agent(cur, agent_id, status=status, usage=usage, message_count=head.length + 1)
 
     def append_messages(self, agent_id: str, messages: list[Message], *, token: str) -> None:
         with self._write(agent_id, token) as cur:
-            count = _message_count(cur, agent_id)
-            _append(cur, agent_id, count, messages)
-            _update_agent(cur, agent_id, message_count=count + len(messages))
+            head = _head(cur, agent_id)
+            _append(cur, head.branch, head.length, head.generation, messages)
+            _update_agent(cur, agent_id, message_count=head.length + len(messages))
 
     def finish_run(
         self, agent_id: str, *, status: AgentStatus, token: str, append: list[Message] | None = None,
         usage: Usage | None = None,
     ) -> None:
         with self._write(agent_id, token) as cur:
-            count = _message_count(cur, agent_id)
+            head = _head(cur, agent_id)
+            count = head.length
             if append:
-                _append(cur, agent_id, count, append)
+                _append(cur, head.branch, count, head.generation, append)
                 count += len(append)
             cur.execute(_END_RUN, (agent_id,))
             _update_agent(cur, agent_id, status=status, usage=usage, message_count=count)
@@ -553,11 +623,21 @@ class SqliteStore:
         self, agent_id: str, *, status: AgentStatus, resumable: Message | None, token: str
     ) -> None:
         with self._write(agent_id, token) as cur:
-            row = cur.execute("SELECT run_baseline FROM agents WHERE id = ?", (agent_id,)).fetchone()
-            count = _message_count(cur, agent_id)
-            if row is not None and row[0] is not None:
-                count = row[0]
-                cur.execute("DELETE FROM messages WHERE agent_id = ? AND seq >= ?", (agent_id, count))
+            head = _head(cur, agent_id)
+            count = head.length
+            if head.run_baseline is not None:
+                count = head.run_baseline
+                forked_after = cur.execute(
+                    "SELECT 1 FROM branches WHERE parent_id = ? AND fork_index > ? LIMIT 1",
+                    (head.branch, count),
+                ).fetchone()
+                if forked_after is None:
+                    cur.execute("DELETE FROM messages WHERE branch_id = ? AND seq >= ?",
+                                (head.branch, count))
+                else:
+                    # A fork of the running agent reads messages of this run: keep
+                    # them (as a branch) and go on from the baseline on a new head.
+                    _new_head(cur, agent_id, head.branch, count)
             cur.execute(_END_RUN, (agent_id,))
             if resumable is not None:
                 cur.execute(
@@ -565,6 +645,124 @@ class SqliteStore:
                     (agent_id, resumable.model_dump_json()),
                 )
             _update_agent(cur, agent_id, status=status, message_count=count)
+
+    # --- time travel ------------------------------------------------------------
+
+    def fork_agent(self, record: AgentRecord, *, source_id: str, at: int, token: str) -> None:
+        with self._write(record.id, token) as cur:
+            row = cur.execute("SELECT branch_id, message_count FROM agents WHERE id = ?",
+                              (source_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"no agent {source_id} in {self.path} to fork")
+            if not 0 <= at <= row[1]:
+                raise StoreError(
+                    f"cannot fork agent {source_id} at {at}: it has {row[1]} committed messages"
+                )
+            self._insert_agent(cur, record, parent_branch=row[0], at=at)
+
+    def rewind(self, agent_id: str, to: int, *, token: str) -> str:
+        with self._write(agent_id, token) as cur:
+            head = _head(cur, agent_id)
+            _refuse_during_run(head, agent_id, "rewind")
+            if not 0 <= to <= head.length:
+                raise StoreError(
+                    f"cannot rewind agent {agent_id} to {to}: it has {head.length} messages"
+                )
+            cur.execute("DELETE FROM resumable_turns WHERE agent_id = ?", (agent_id,))
+            if to == head.length:
+                return head.branch
+            if _is_bare_pointer(cur, head.branch):
+                # The head holds nothing of its own (a rewind's pointer): point it
+                # further back rather than leave an empty branch behind.
+                cur.execute("UPDATE branches SET fork_index = ? WHERE id = ?", (to, head.branch))
+                _update_agent(cur, agent_id, message_count=to)
+                return head.branch
+            branch = _new_head(cur, agent_id, head.branch, to)
+            _update_agent(cur, agent_id, message_count=to)
+            return branch
+
+    def switch_branch(self, agent_id: str, branch_id: str, *, token: str) -> None:
+        with self._write(agent_id, token) as cur:
+            head = _head(cur, agent_id)
+            _refuse_during_run(head, agent_id, "switch branches of")
+            owner = cur.execute("SELECT agent_id FROM branches WHERE id = ?", (branch_id,)).fetchone()
+            if owner is None or owner[0] != agent_id:
+                raise StoreError(
+                    f"agent {agent_id} has no branch {branch_id}; agent.branches() lists its branches"
+                )
+            cur.execute("DELETE FROM resumable_turns WHERE agent_id = ?", (agent_id,))
+            if branch_id == head.branch:
+                return
+            cur.execute("UPDATE agents SET branch_id = ? WHERE id = ?", (branch_id, agent_id))
+            _update_agent(cur, agent_id, message_count=_branch_length(cur, branch_id))
+            if _is_bare_pointer(cur, head.branch) and head.branch != agent_id:
+                cur.execute("DELETE FROM branches WHERE id = ?", (head.branch,))
+
+    def list_branches(self, agent_id: str) -> list[BranchRecord]:
+        with self._lock:
+            head = self._read("SELECT branch_id FROM agents WHERE id = ?", (agent_id,))
+            rows = self._read(
+                # The agent's branches form a tree under its first branch (id = agent id).
+                "WITH RECURSIVE tree(id) AS (SELECT id FROM branches WHERE id = ? AND agent_id = ?"
+                " UNION ALL SELECT b.id FROM branches b JOIN tree ON b.parent_id = tree.id"
+                " WHERE b.agent_id = ?)"
+                " SELECT b.id, b.agent_id, b.parent_id, b.fork_index, b.created_at,"
+                " (SELECT max(seq) FROM messages m WHERE m.branch_id = b.id)"
+                " FROM tree JOIN branches b ON b.id = tree.id ORDER BY b.created_at, b.id",
+                (agent_id, agent_id, agent_id),
+            )
+        return [
+            BranchRecord(id=row[0], agent_id=row[1], parent_id=row[2], fork_index=row[3],
+                         length=row[3] if row[5] is None else max(row[3], row[5] + 1),
+                         is_head=bool(head) and row[0] == head[0][0], created_at=row[4])
+            for row in rows
+        ]
+
+    def load_checkpoints(self, agent_id: str, start: int = 0, end: int | None = None, *,
+                         branch_id: str | None = None) -> list[Checkpoint]:
+        with self._lock:
+            branch = self._branch_to_read(agent_id, branch_id)
+            rows = self._read(
+                f"{_CHAIN} SELECT m.seq, CAST(m.message AS BLOB), m.run_generation, m.created_at"
+                " FROM chain JOIN messages m"
+                " ON m.branch_id = chain.branch AND m.seq >= ? AND m.seq < chain.below ORDER BY m.seq",
+                (branch, _end(end), start),
+            )
+        with self._decoding(f"message of agent {agent_id}"):
+            messages = decode_messages(row[1] for row in rows)
+        return [
+            Checkpoint(index=row[0], role=message.role, preview=preview(message),
+                       run_generation=row[2], created_at=row[3])
+            for row, message in zip(rows, messages, strict=True)
+        ]
+
+    def delete_agents(self, agent_ids: list[str], *, token: str) -> None:
+        with self._write() as cur:
+            for agent_id in agent_ids:
+                row = cur.execute("SELECT token FROM leases WHERE agent_id = ?", (agent_id,)).fetchone()
+                known = cur.execute("SELECT 1 FROM agents WHERE id = ?", (agent_id,)).fetchone()
+                if known is not None and (row is None or row[0] != token):
+                    raise LeaseLost(
+                        f"this runtime does not hold the lease of agent {agent_id}, so it cannot "
+                        "delete it; resume the agent first"
+                    )
+            for table, column in (("agents", "id"), ("state", "agent_id"), ("leases", "agent_id"),
+                                  ("resumable_turns", "agent_id"), ("team_mail", "team_id"),
+                                  ("team_mail", "claimed_by"), ("team_requests", "team_id")):
+                cur.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(i,) for i in agent_ids])
+            cur.executemany("UPDATE branches SET agent_id = NULL WHERE agent_id = ?",
+                            [(i,) for i in agent_ids])
+            _collect_branches(cur)
+
+    def vacuum(self) -> None:
+        with self._lock:
+            self._ensure_open()
+            try:
+                self._conn.execute("VACUUM")
+                if self.journal_mode == "wal":
+                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as err:
+                raise StoreError(f"vacuuming {self.path} failed: {err}") from err
 
     # --- state ----------------------------------------------------------------
 
@@ -931,7 +1129,7 @@ def _statements(script: str) -> list[str]:
 
 _AGENT_COLUMNS = (
     "id, runtime_id, name, model, config, status, kind, parent_id, role, run_generation,"
-    " usage, message_count, created_at, updated_at"
+    " usage, message_count, created_at, updated_at, branch_id, forked_from, fork_index"
 )
 _LEASE_COLUMNS = (
     "agent_id, owner_id, token, runtime_id, pid, host, process_started_at, label, acquired_at,"
@@ -945,7 +1143,8 @@ def _agent_record(row: tuple[Any, ...]) -> AgentRecord:
         status=AgentStatus.model_validate_json(row[5]), kind=row[6],
         parent_id=row[7], role=row[8], run_generation=row[9],
         usage=Usage.model_validate_json(row[10]), message_count=row[11],
-        created_at=row[12], updated_at=row[13],
+        created_at=row[12], updated_at=row[13], branch_id=row[14] or row[0],
+        forked_from=row[15], fork_index=row[16],
     )
 
 
@@ -992,19 +1191,103 @@ _END_RUN = ("UPDATE agents SET run_baseline = NULL, run_assistant_committed = 0,
             " pending_turn = NULL WHERE id = ?")
 
 
-def _message_count(cur: sqlite3.Cursor, agent_id: str) -> int:
-    row = cur.execute("SELECT message_count FROM agents WHERE id = ?", (agent_id,)).fetchone()
+# The chain of branches a transcript is read from, head first, each with the
+# position below which its rows count (`below`): a branch's own rows start at its
+# fork index, and its parent's count only below it. One recursive query, whose
+# depth is the number of forks and rewinds behind the head, never the length.
+_CHAIN = (
+    "WITH RECURSIVE chain(branch, below) AS (SELECT ?, ?"
+    " UNION ALL SELECT b.parent_id, min(b.fork_index, chain.below) FROM branches b"
+    " JOIN chain ON b.id = chain.branch WHERE b.parent_id IS NOT NULL)"
+)
+
+
+def _end(end: int | None) -> int:
+    return end if end is not None else 2**62
+
+
+class _Head(NamedTuple):
+    branch: str
+    length: int
+    generation: int
+    run_baseline: int | None
+
+
+def _head(cur: sqlite3.Cursor, agent_id: str) -> _Head:
+    row = cur.execute(
+        "SELECT branch_id, message_count, run_generation, run_baseline FROM agents WHERE id = ?",
+        (agent_id,),
+    ).fetchone()
     if row is None:
         raise StoreError(f"no agent {agent_id} in the store")
-    return int(row[0])
+    return _Head(row[0], int(row[1]), int(row[2]), row[3])
 
 
-def _append(cur: sqlite3.Cursor, agent_id: str, start: int, messages: list[Message]) -> None:
+def _refuse_during_run(head: _Head, agent_id: str, what: str) -> None:
+    if head.run_baseline is not None:
+        raise StoreError(
+            f"cannot {what} agent {agent_id} while a run is in progress; wait for it or cancel it"
+        )
+
+
+def _append(cur: sqlite3.Cursor, branch: str, start: int, generation: int,
+            messages: list[Message]) -> None:
     now = time.time()
     cur.executemany(
-        "INSERT INTO messages (agent_id, seq, message, created_at) VALUES (?, ?, ?, ?)",
-        [(agent_id, start + i, m.model_dump_json(), now) for i, m in enumerate(messages)],
+        "INSERT INTO messages (branch_id, seq, message, run_generation, created_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        [(branch, start + i, m.model_dump_json(), generation, now) for i, m in enumerate(messages)],
     )
+
+
+def _new_head(cur: sqlite3.Cursor, agent_id: str, parent: str, at: int) -> str:
+    """A new head branch for the agent reading `parent`'s first `at` messages."""
+    branch = uuid.uuid4().hex
+    cur.execute(
+        "INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at) VALUES (?, ?, ?, ?, ?)",
+        (branch, agent_id, parent, at, time.time()),
+    )
+    cur.execute("UPDATE agents SET branch_id = ? WHERE id = ?", (branch, agent_id))
+    return branch
+
+
+def _is_bare_pointer(cur: sqlite3.Cursor, branch: str) -> bool:
+    """A branch with no rows of its own and no branch off it."""
+    return (
+        cur.execute("SELECT 1 FROM messages WHERE branch_id = ? LIMIT 1", (branch,)).fetchone() is None
+        and cur.execute("SELECT 1 FROM branches WHERE parent_id = ? LIMIT 1", (branch,)).fetchone()
+        is None
+        and cur.execute("SELECT parent_id FROM branches WHERE id = ?", (branch,)).fetchone()[0]
+        is not None
+    )
+
+
+def _branch_length(cur: sqlite3.Cursor, branch: str) -> int:
+    row = cur.execute(
+        "SELECT b.fork_index, (SELECT max(seq) FROM messages WHERE branch_id = b.id)"
+        " FROM branches b WHERE b.id = ?",
+        (branch,),
+    ).fetchone()
+    return int(row[0]) if row[1] is None else max(int(row[0]), int(row[1]) + 1)
+
+
+def _collect_branches(cur: sqlite3.Cursor) -> None:
+    """Delete branches no agent owns and no branch reads (their messages go with
+    them), leaf first; of an ownerless branch a fork still reads, keep only the
+    messages below the furthest fork point."""
+    while True:
+        orphans = cur.execute(
+            "SELECT id FROM branches b WHERE agent_id IS NULL"
+            " AND NOT EXISTS (SELECT 1 FROM branches c WHERE c.parent_id = b.id)"
+        ).fetchall()
+        if not orphans:
+            break
+        cur.executemany("DELETE FROM branches WHERE id = ?", orphans)
+    for (branch, needed) in cur.execute(
+        "SELECT b.id, (SELECT max(fork_index) FROM branches c WHERE c.parent_id = b.id)"
+        " FROM branches b WHERE agent_id IS NULL"
+    ).fetchall():
+        cur.execute("DELETE FROM messages WHERE branch_id = ? AND seq >= ?", (branch, needed))
 
 
 def _update_agent(cur: sqlite3.Cursor, agent_id: str, *, status: AgentStatus | None = None,

@@ -82,6 +82,34 @@ def _spawn(store: Store, name: str = "writer", runtime_id: str = "nb", **fields:
     return agent_id, claim.token
 
 
+def _fork(store: Store, source_id: str, at: int, name: str = "fork") -> tuple[str, str]:
+    """Fork `source_id` at `at` under a fresh lease; returns (agent_id, token)."""
+    agent_id = uuid.uuid4().hex
+    claim = _claim()
+    store.acquire_lease(agent_id, claim, ttl=30)
+    now = time.time()
+    store.fork_agent(
+        AgentRecord(id=agent_id, runtime_id="nb", name=name, model="test:default", created_at=now,
+                    updated_at=now, forked_from=source_id, fork_index=at),
+        source_id=source_id, at=at, token=claim.token,
+    )
+    return agent_id, claim.token
+
+
+def _texts(store: Store, agent_id: str, start: int = 0, end: int | None = None, *,
+           branch_id: str | None = None) -> list[str]:
+    return [m.text for m in store.load_messages(agent_id, start, end, branch_id=branch_id)]
+
+
+def _conversation(store: Store, n: int, name: str = "writer") -> tuple[str, str]:
+    """An agent with `n` committed messages m0..m{n-1} (one finished run)."""
+    agent_id, token = _spawn(store, name)
+    _start(store, agent_id, token, "m0")
+    store.finish_run(agent_id, status=AgentStatus.finished(), token=token,
+                     append=[Message.assistant(f"m{i}") for i in range(1, n)])
+    return agent_id, token
+
+
 def _start(store: Store, agent_id: str, token: str, text: str = "hello", generation: int = 1) -> None:
     baseline = len(store.load_messages(agent_id))
     store.begin_run(agent_id, RunRecord(generation=generation, baseline=baseline),
@@ -448,3 +476,159 @@ class StoreConformance:
         store.update_agent_profile(agent_id, role="reviewer", config={"max_rounds": 3}, token=token)
         record = _loaded(store, agent_id).record
         assert (record.role, record.config) == ("reviewer", {"max_rounds": 3})
+
+    # --- time travel: forks, rewinds, branches, deletion ------------------------------
+
+    def test_a_fork_reads_its_sources_first_messages_and_both_go_their_own_way(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        source, source_token = _conversation(store, 6)
+        fork, fork_token = _fork(store, source, 4)
+        record = _loaded(store, fork).record
+        assert (record.message_count, record.forked_from, record.fork_index) == (4, source, 4)
+        assert _texts(store, fork) == ["m0", "m1", "m2", "m3"]
+        _start(store, fork, fork_token, "f4", generation=1)
+        store.append_messages(source, [Message.assistant("m6")], token=source_token)
+        again = reopen()
+        assert _texts(again, fork) == ["m0", "m1", "m2", "m3", "f4"]
+        assert _texts(again, source) == [f"m{i}" for i in range(7)]
+        assert _texts(again, fork, 3, 5) == ["m3", "f4"]  # a slice across the fork point
+
+    def test_a_fork_of_a_fork_reads_through_both(self, store: Store) -> None:
+        source, _ = _conversation(store, 5)
+        child, child_token = _fork(store, source, 3, "child")
+        store.append_messages(child, [Message.assistant("c3"), Message.assistant("c4")], token=child_token)
+        grandchild, _ = _fork(store, child, 4, "grandchild")
+        assert _texts(store, grandchild) == ["m0", "m1", "m2", "c3"]
+        assert _texts(store, grandchild, 2) == ["m2", "c3"]
+
+    def test_a_fork_past_the_sources_messages_is_refused(self, store: Store) -> None:
+        source, _ = _conversation(store, 2)
+        with pytest.raises(StoreError, match="2 committed messages"):
+            _fork(store, source, 3)
+        with pytest.raises(StoreError):
+            _fork(store, "no-such-agent", 0)
+
+    def test_a_fork_needs_its_own_lease_and_a_free_lead_name(self, store: Store) -> None:
+        source, _ = _conversation(store, 2)
+        now = time.time()
+        with pytest.raises(LeaseLost):
+            store.fork_agent(AgentRecord(id=uuid.uuid4().hex, runtime_id="nb", name="x",
+                                         model="test:default", created_at=now),
+                             source_id=source, at=1, token="nobody")
+        with pytest.raises(AgentExists):
+            _fork(store, source, 1, name="writer")
+
+    def test_rolling_back_a_run_keeps_the_messages_a_fork_reads(self, store: Store) -> None:
+        source, token = _conversation(store, 2)
+        _start(store, source, token, "m2", generation=2)
+        store.commit_assistant(source, Message.assistant("m3"), usage=Usage(),
+                               status=AgentStatus.streaming(), token=token)
+        fork, _ = _fork(store, source, 4)  # forked mid-run: its last committed state
+        store.rollback_run(source, status=AgentStatus.interrupted(), resumable=Message.user("m2"),
+                           token=token)
+        assert _texts(store, source) == ["m0", "m1"]
+        assert _texts(store, fork) == ["m0", "m1", "m2", "m3"]
+        _start(store, source, token, "again", generation=3)
+        assert _texts(store, source) == ["m0", "m1", "again"]
+        assert _texts(store, fork) == ["m0", "m1", "m2", "m3"]
+
+    def test_a_rewind_keeps_the_old_messages_as_a_branch_to_switch_back_to(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        agent_id, token = _conversation(store, 4)
+        first_head = _loaded(store, agent_id).record.branch_id
+        store.rollback_run(agent_id, status=AgentStatus.interrupted(), resumable=Message.user("x"),
+                           token=token)  # no run: leaves a resumable turn only
+        head = store.rewind(agent_id, 2, token=token)
+        assert head != first_head
+        loaded = _loaded(store, agent_id)
+        assert (loaded.record.branch_id, loaded.record.message_count) == (head, 2)
+        assert [m.text for m in loaded.transcript] == ["m0", "m1"]
+        assert loaded.resumable_turn is None
+        _start(store, agent_id, token, "n2", generation=2)
+        store.finish_run(agent_id, status=AgentStatus.finished(), token=token,
+                         append=[Message.assistant("n3")])
+        branches = reopen().list_branches(agent_id)
+        assert [(b.id, b.parent_id, b.fork_index, b.length, b.is_head) for b in branches] == [
+            (first_head, None, 0, 4, False), (head, first_head, 2, 4, True)]
+        assert _texts(store, agent_id, branch_id=first_head) == ["m0", "m1", "m2", "m3"]
+        store.switch_branch(agent_id, first_head, token=token)
+        assert _texts(reopen(), agent_id) == ["m0", "m1", "m2", "m3"]
+        assert _loaded(store, agent_id).record.message_count == 4
+        store.switch_branch(agent_id, head, token=token)
+        assert _texts(store, agent_id) == ["m0", "m1", "n2", "n3"]
+
+    def test_rewinding_twice_leaves_no_empty_branch(self, store: Store) -> None:
+        agent_id, token = _conversation(store, 5)
+        head = store.rewind(agent_id, 3, token=token)
+        assert store.rewind(agent_id, 1, token=token) == head  # the bare pointer moves back
+        assert [b.length for b in store.list_branches(agent_id)] == [5, 1]
+        assert store.rewind(agent_id, 1, token=token) == head  # to where it is: no change
+        first = store.list_branches(agent_id)[0].id
+        store.switch_branch(agent_id, first, token=token)  # leaving a bare pointer drops it
+        assert [b.id for b in store.list_branches(agent_id)] == [first]
+
+    def test_a_rewind_or_switch_is_refused_during_a_run_or_out_of_range(self, store: Store) -> None:
+        agent_id, token = _conversation(store, 2)
+        with pytest.raises(StoreError, match="2 messages"):
+            store.rewind(agent_id, 3, token=token)
+        with pytest.raises(LeaseLost):
+            store.rewind(agent_id, 1, token="nobody")
+        other, _ = _conversation(store, 1, "other")
+        with pytest.raises(StoreError, match="no branch"):
+            store.switch_branch(agent_id, store.list_branches(other)[0].id, token=token)
+        with pytest.raises(StoreError, match="no branch"):
+            store.load_messages(agent_id, branch_id=store.list_branches(other)[0].id)
+        _start(store, agent_id, token, "m2", generation=2)
+        with pytest.raises(StoreError, match="run is in progress"):
+            store.rewind(agent_id, 1, token=token)
+
+    def test_checkpoints_describe_each_committed_message(self, store: Store) -> None:
+        agent_id, token = _spawn(store)
+        before = time.time()
+        _start(store, agent_id, token, "what is 2+2?", generation=1)
+        store.commit_assistant(agent_id, Message.assistant(ContentBlock.tool_use("t1", "calc", {"x": 1})),
+                               usage=Usage(), status=AgentStatus.streaming(), token=token)
+        store.finish_run(agent_id, status=AgentStatus.finished(), token=token,
+                         append=[Message.user(ContentBlock.tool_result("t1", "4"))])
+        _start(store, agent_id, token, "thanks", generation=2)
+        checkpoints = store.load_checkpoints(agent_id)
+        assert [(c.index, c.role.value, c.preview, c.run_generation) for c in checkpoints] == [
+            (0, "user", "what is 2+2?", 1), (1, "assistant", "→ calc", 1), (2, "user", "← 4", 1),
+            (3, "user", "thanks", 2)]
+        assert all(c.created_at >= before - 1 for c in checkpoints)
+        assert [c.index for c in store.load_checkpoints(agent_id, 1, 3)] == [1, 2]
+
+    def test_deleting_an_agent_keeps_the_messages_its_fork_reads(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        source, token = _conversation(store, 4)
+        store.save_state(source, "k", {"v": 1}, token=token)
+        store.post_team_mail(source, "alice", TeamMessage(sender="lead", content="hi"))
+        fork, fork_token = _fork(store, source, 3)
+        store.delete_agents([source], token=token)
+        again = reopen()
+        assert again.load_agent(source) is None
+        assert again.lease_holder(source) is None
+        assert again.load_state(source, "k") is None
+        assert again.list_team_mail(source) == []
+        assert [r.id for r in again.list_agents("nb")] == [fork]
+        assert _texts(again, fork) == ["m0", "m1", "m2"]
+        store.delete_agents([fork], token=fork_token)
+        assert store.list_agents("nb") == []
+        assert store.load_messages(fork) == []
+
+    def test_deleting_needs_the_agents_lease(self, store: Store) -> None:
+        agent_id, _ = _conversation(store, 1)
+        with pytest.raises(LeaseLost):
+            store.delete_agents([agent_id], token="nobody")
+        assert store.load_agent(agent_id) is not None
+        store.delete_agents(["no-such-agent"], token="nobody")  # unknown ids are ignored
+
+    def test_vacuum_keeps_everything_stored(self, store: Store, reopen: Callable[[], Store]) -> None:
+        agent_id, _ = _conversation(store, 3)
+        doomed, doomed_token = _conversation(store, 50, "doomed")
+        store.delete_agents([doomed], token=doomed_token)
+        store.vacuum()
+        assert _texts(reopen(), agent_id) == ["m0", "m1", "m2"]

@@ -1,7 +1,7 @@
 """Run the benchmarks, print their tables, and write RESULTS.md.
 
     python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost wire
-                                               postgres
+                                               postgres fork
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from tests.benchmarks import (
     bench_concurrency,
     bench_cost,
+    bench_fork,
     bench_import,
     bench_postgres,
     bench_resume,
@@ -32,6 +33,7 @@ BENCHMARKS = {
     "cost": bench_cost.run,
     "wire": bench_wire.run,
     "postgres": bench_postgres.run,
+    "fork": bench_fork.run,
 }
 RESULTS = Path(__file__).with_name("RESULTS.md")
 

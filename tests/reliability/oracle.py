@@ -104,8 +104,17 @@ def read_agents(db: Path | str) -> dict[str, StoredAgent]:
         for agent_id, name, kind, status, count in conn.execute(
             "SELECT id, name, kind, status, message_count FROM agents ORDER BY created_at, rowid"
         ):
+            # The head branch and the branches it was forked or rewound from (schema 6).
             rows = conn.execute(
-                "SELECT seq, message FROM messages WHERE agent_id = ? ORDER BY seq", (agent_id,)
+                "WITH RECURSIVE chain(branch, below) AS ("
+                # Written for SQLite and Postgres alike (no min(a, b), no LEAST).
+                " SELECT branch_id, 2147483647 FROM agents WHERE id = ?"
+                " UNION ALL SELECT b.parent_id, CASE WHEN b.fork_index < chain.below"
+                " THEN b.fork_index ELSE chain.below END FROM branches b"
+                " JOIN chain ON b.id = chain.branch WHERE b.parent_id IS NOT NULL)"
+                " SELECT m.seq, m.message FROM chain JOIN messages m"
+                " ON m.branch_id = chain.branch AND m.seq < chain.below ORDER BY m.seq",
+                (agent_id,),
             ).fetchall()
             run = conn.execute(
                 "SELECT run_generation, run_baseline, run_assistant_committed FROM agents"
