@@ -50,6 +50,16 @@ from mentra_nb.store._lease_rules import (
     lease_lost_message,
     lease_unavailable_message,
 )
+from mentra_nb.store._rows import (
+    AGENT_COLUMNS,
+    LEASE_COLUMNS,
+    MAIL_COLUMNS,
+    REQUEST_COLUMNS,
+    agent_record,
+    lease_record,
+    team_mail,
+    team_request,
+)
 from mentra_nb.store.base import (
     AgentRecord,
     BranchRecord,
@@ -465,7 +475,7 @@ class PostgresStore:
             # pair a new transcript with an old run row.
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             rows = conn.execute(
-                f"SELECT {_AGENT_COLUMNS} FROM agents WHERE id = %s", (agent_id,)).fetchall()
+                f"SELECT {AGENT_COLUMNS} FROM agents WHERE id = %s", (agent_id,)).fetchall()
             if not rows:
                 return None
             messages = conn.execute(
@@ -517,7 +527,7 @@ class PostgresStore:
             where.append("parent_id = %s")
             params.append(parent_id)
         clause = f" WHERE {' AND '.join(where)}" if where else ""
-        rows = self._read(f"SELECT {_AGENT_COLUMNS} FROM agents{clause} ORDER BY created_at, ord",
+        rows = self._read(f"SELECT {AGENT_COLUMNS} FROM agents{clause} ORDER BY created_at, ord",
                           tuple(params))
         with self._decoding("agent record"):
             return [_agent_record(row) for row in rows]
@@ -756,7 +766,7 @@ class PostgresStore:
             values = (agent_id, claim.owner_id, claim.token, claim.runtime_id, claim.pid,
                       claim.host, claim.process_started_at, claim.label, now, now)
             inserted = conn.execute(
-                f"INSERT INTO leases ({_LEASE_COLUMNS}) VALUES"
+                f"INSERT INTO leases ({LEASE_COLUMNS}) VALUES"
                 " (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (agent_id) DO NOTHING"
                 " RETURNING agent_id", values,
             ).fetchone()
@@ -764,10 +774,10 @@ class PostgresStore:
                 return
             # FOR UPDATE waits for fenced writes of the holder in flight (they hold the
             # row FOR SHARE), so a takeover lands between two of its writes, never inside one.
-            row = conn.execute(f"SELECT {_LEASE_COLUMNS} FROM leases WHERE agent_id = %s FOR UPDATE",
+            row = conn.execute(f"SELECT {LEASE_COLUMNS} FROM leases WHERE agent_id = %s FOR UPDATE",
                                (agent_id,)).fetchone()
             if row is not None:
-                holder = _lease_record(row)
+                holder = lease_record(row)
                 if holder.owner_id != claim.owner_id and holder_is_live(holder, claim, now, ttl):
                     raise LeaseUnavailable(lease_unavailable_message(holder, now, ttl), holder=holder)
                 if holder.owner_id != claim.owner_id:
@@ -794,8 +804,8 @@ class PostgresStore:
                              (token, agent_ids))
 
     def lease_holder(self, agent_id: str) -> LeaseRecord | None:
-        rows = self._read(f"SELECT {_LEASE_COLUMNS} FROM leases WHERE agent_id = %s", (agent_id,))
-        return _lease_record(rows[0]) if rows else None
+        rows = self._read(f"SELECT {LEASE_COLUMNS} FROM leases WHERE agent_id = %s", (agent_id,))
+        return lease_record(rows[0]) if rows else None
 
     # --- teams ----------------------------------------------------------------
 
@@ -831,7 +841,7 @@ class PostgresStore:
                 "UPDATE team_mail SET state = 'inflight', claimed_by = %s, transcript_seq = %s,"
                 " updated_at = %s WHERE id IN (SELECT id FROM team_mail WHERE team_id = %s"
                 " AND recipient = %s AND state = 'pending' ORDER BY id FOR UPDATE)"
-                f" RETURNING {_MAIL_COLUMNS}",
+                f" RETURNING {MAIL_COLUMNS}",
                 (agent_id, transcript_seq, time.time(), team_id, recipient),
             ).fetchall()
         return sorted((_mail(row) for row in rows), key=lambda mail: mail.id)
@@ -846,7 +856,7 @@ class PostgresStore:
     def list_team_mail(
         self, team_id: str, recipient: str | None = None, state: TeamMailState | None = None
     ) -> list[TeamMail]:
-        sql = f"SELECT {_MAIL_COLUMNS} FROM team_mail WHERE team_id = %s"
+        sql = f"SELECT {MAIL_COLUMNS} FROM team_mail WHERE team_id = %s"
         params: list[Any] = [team_id]
         if recipient is not None:
             sql += " AND recipient = %s"
@@ -858,7 +868,7 @@ class PostgresStore:
 
     def inflight_team_mail(self, agent_id: str) -> list[TeamMail]:
         rows = self._read(
-            f"SELECT {_MAIL_COLUMNS} FROM team_mail WHERE claimed_by = %s AND state = 'inflight'"
+            f"SELECT {MAIL_COLUMNS} FROM team_mail WHERE claimed_by = %s AND state = 'inflight'"
             " ORDER BY id",
             (agent_id,),
         )
@@ -887,7 +897,7 @@ class PostgresStore:
         try:
             with self._write() as conn:
                 conn.execute(
-                    f"INSERT INTO team_requests ({_REQUEST_COLUMNS})"
+                    f"INSERT INTO team_requests ({REQUEST_COLUMNS})"
                     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     (request.id, request.team_id, request.protocol, request.sender,
                      request.recipient, request.content, request.status,
@@ -909,12 +919,12 @@ class PostgresStore:
             row = conn.execute(
                 "UPDATE team_requests SET status = %s, resolved_at = %s, reason = %s"
                 " WHERE team_id = %s AND id = %s AND status = 'pending'"
-                f" RETURNING {_REQUEST_COLUMNS}",
+                f" RETURNING {REQUEST_COLUMNS}",
                 ("approved" if approve else "rejected", time.time(), reason, team_id, request_id),
             ).fetchone()
             if row is None:
                 return None
-            resolved = _request(row)
+            resolved = team_request(row)
             _post_mail(conn, team_id, resolved.sender, response)
             return resolved
 
@@ -923,11 +933,11 @@ class PostgresStore:
 
     def list_team_requests(self, team_id: str) -> list[TeamRequest]:
         rows = self._read(
-            f"SELECT {_REQUEST_COLUMNS} FROM team_requests WHERE team_id = %s"
+            f"SELECT {REQUEST_COLUMNS} FROM team_requests WHERE team_id = %s"
             " ORDER BY created_at, ord",
             (team_id,),
         )
-        return [_request(row) for row in rows]
+        return [team_request(row) for row in rows]
 
 
 # --- mail from other hosts ----------------------------------------------------------
@@ -982,54 +992,6 @@ def _reason(err: BaseException) -> str:
 
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
-
-
-_AGENT_COLUMNS = (
-    "id, runtime_id, name, model, config, status, kind, parent_id, role, run_generation,"
-    " usage, message_count, created_at, updated_at, branch_id, forked_from, fork_index"
-)
-_LEASE_COLUMNS = (
-    "agent_id, owner_id, token, runtime_id, pid, host, process_started_at, label, acquired_at,"
-    " heartbeat_at"
-)
-_MAIL_COLUMNS = "id, team_id, recipient, message, state, claimed_by, transcript_seq"
-_REQUEST_COLUMNS = (
-    "id, team_id, protocol, sender, recipient, content, status, created_at, resolved_at, reason"
-)
-
-
-def _agent_record(row: tuple[Any, ...]) -> AgentRecord:
-    return AgentRecord(
-        id=row[0], runtime_id=row[1], name=row[2], model=row[3], config=row[4],
-        status=AgentStatus.model_validate(row[5]), kind=row[6],
-        parent_id=row[7], role=row[8], run_generation=row[9],
-        usage=Usage.model_validate(row[10]), message_count=row[11],
-        created_at=row[12], updated_at=row[13], branch_id=row[14] or row[0],
-        forked_from=row[15], fork_index=row[16],
-    )
-
-
-def _lease_record(row: tuple[Any, ...]) -> LeaseRecord:
-    return LeaseRecord(
-        agent_id=row[0], owner_id=row[1], token=row[2], runtime_id=row[3], pid=row[4],
-        host=row[5], process_started_at=row[6], label=row[7], acquired_at=row[8],
-        heartbeat_at=row[9],
-    )
-
-
-def _mail(row: tuple[Any, ...]) -> TeamMail:
-    return TeamMail(
-        id=row[0], team_id=row[1], recipient=row[2],
-        message=TeamMessage.model_validate(row[3]), state=row[4], claimed_by=row[5],
-        transcript_seq=row[6],
-    )
-
-
-def _request(row: tuple[Any, ...]) -> TeamRequest:
-    return TeamRequest(
-        id=row[0], team_id=row[1], protocol=row[2], sender=row[3], recipient=row[4],
-        content=row[5], status=row[6], created_at=row[7], resolved_at=row[8], reason=row[9],
-    )
 
 
 def _post_mail(conn: psycopg.Connection[Any], team_id: str, recipient: str,
@@ -1163,4 +1125,17 @@ def _update_agent(conn: psycopg.Connection[Any], agent_id: str, *,
         params.append(message_count)
     conn.execute(f"UPDATE agents SET {', '.join(sets)} WHERE id = %s",
                  (*params, agent_id))
+
+
+# psycopg returns JSON columns already decoded.
+def _agent_record(row: tuple[Any, ...]) -> AgentRecord:
+    return agent_record(row, _as_is)
+
+
+def _mail(row: tuple[Any, ...]) -> TeamMail:
+    return team_mail(row, _as_is)
+
+
+def _as_is(value: Any) -> Any:
+    return value
 

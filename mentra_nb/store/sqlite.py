@@ -45,6 +45,16 @@ from mentra_nb.store._lease_rules import (
     lease_unavailable_message,
     process_is_alive,
 )
+from mentra_nb.store._rows import (
+    AGENT_COLUMNS,
+    LEASE_COLUMNS,
+    MAIL_COLUMNS,
+    REQUEST_COLUMNS,
+    agent_record,
+    lease_record,
+    team_mail,
+    team_request,
+)
 from mentra_nb.store.base import (
     AgentRecord,
     BranchRecord,
@@ -491,7 +501,7 @@ class SqliteStore:
 
     def load_agent(self, agent_id: str, *, transcript: bool = True) -> PersistedAgent | None:
         with self._lock, self._decoding(f"record of agent {agent_id}"):
-            rows = self._read(f"SELECT {_AGENT_COLUMNS} FROM agents WHERE id = ?", (agent_id,))
+            rows = self._read(f"SELECT {AGENT_COLUMNS} FROM agents WHERE id = ?", (agent_id,))
             if not rows:
                 return None
             record = _agent_record(rows[0])
@@ -551,7 +561,7 @@ class SqliteStore:
             where.append("parent_id = ?")
             params.append(parent_id)
         clause = f" WHERE {' AND '.join(where)}" if where else ""
-        rows = self._read(f"SELECT {_AGENT_COLUMNS} FROM agents{clause} ORDER BY created_at, rowid",
+        rows = self._read(f"SELECT {AGENT_COLUMNS} FROM agents{clause} ORDER BY created_at, rowid",
                           tuple(params))
         with self._decoding("agent record"):
             return [_agent_record(row) for row in rows]
@@ -805,10 +815,10 @@ class SqliteStore:
     def acquire_lease(self, agent_id: str, claim: LeaseClaim, *, ttl: float) -> None:
         now = time.time()
         with self._write() as cur:
-            row = cur.execute(f"SELECT {_LEASE_COLUMNS} FROM leases WHERE agent_id = ?",
+            row = cur.execute(f"SELECT {LEASE_COLUMNS} FROM leases WHERE agent_id = ?",
                               (agent_id,)).fetchone()
             if row is not None:
-                holder = _lease_record(row)
+                holder = lease_record(row)
                 if holder.owner_id != claim.owner_id and holder_is_live(holder, claim, now, ttl):
                     raise LeaseUnavailable(lease_unavailable_message(holder, now, ttl), holder=holder)
                 if holder.owner_id != claim.owner_id:
@@ -839,8 +849,8 @@ class SqliteStore:
                 )
 
     def lease_holder(self, agent_id: str) -> LeaseRecord | None:
-        rows = self._read(f"SELECT {_LEASE_COLUMNS} FROM leases WHERE agent_id = ?", (agent_id,))
-        return _lease_record(rows[0]) if rows else None
+        rows = self._read(f"SELECT {LEASE_COLUMNS} FROM leases WHERE agent_id = ?", (agent_id,))
+        return lease_record(rows[0]) if rows else None
 
 
     # --- teams ----------------------------------------------------------------
@@ -872,7 +882,7 @@ class SqliteStore:
     ) -> list[TeamMail]:
         with self._write(agent_id, token) as cur:
             rows = cur.execute(
-                f"SELECT {_MAIL_COLUMNS} FROM team_mail WHERE team_id = ? AND recipient = ?"
+                f"SELECT {MAIL_COLUMNS} FROM team_mail WHERE team_id = ? AND recipient = ?"
                 " AND state = 'pending' ORDER BY id",
                 (team_id, recipient),
             ).fetchall()
@@ -898,7 +908,7 @@ class SqliteStore:
     def list_team_mail(
         self, team_id: str, recipient: str | None = None, state: TeamMailState | None = None
     ) -> list[TeamMail]:
-        sql = f"SELECT {_MAIL_COLUMNS} FROM team_mail WHERE team_id = ?"
+        sql = f"SELECT {MAIL_COLUMNS} FROM team_mail WHERE team_id = ?"
         params: list[Any] = [team_id]
         if recipient is not None:
             sql += " AND recipient = ?"
@@ -910,7 +920,7 @@ class SqliteStore:
 
     def inflight_team_mail(self, agent_id: str) -> list[TeamMail]:
         rows = self._read(
-            f"SELECT {_MAIL_COLUMNS} FROM team_mail WHERE claimed_by = ? AND state = 'inflight'"
+            f"SELECT {MAIL_COLUMNS} FROM team_mail WHERE claimed_by = ? AND state = 'inflight'"
             " ORDER BY id",
             (agent_id,),
         )
@@ -937,7 +947,7 @@ class SqliteStore:
         with self._write() as cur:
             try:
                 cur.execute(
-                    f"INSERT INTO team_requests ({_REQUEST_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO team_requests ({REQUEST_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (request.id, request.team_id, request.protocol, request.sender,
                      request.recipient, request.content, request.status,
                      request.created_at or time.time(), request.resolved_at, request.reason),
@@ -960,9 +970,9 @@ class SqliteStore:
             if not changed:
                 return None
             row = cur.execute(
-                f"SELECT {_REQUEST_COLUMNS} FROM team_requests WHERE id = ?", (request_id,)
+                f"SELECT {REQUEST_COLUMNS} FROM team_requests WHERE id = ?", (request_id,)
             ).fetchone()
-            resolved = _request(row)
+            resolved = team_request(row)
             _post_mail(cur, team_id, resolved.sender, response)
             return resolved
 
@@ -974,11 +984,11 @@ class SqliteStore:
 
     def list_team_requests(self, team_id: str) -> list[TeamRequest]:
         rows = self._read(
-            f"SELECT {_REQUEST_COLUMNS} FROM team_requests WHERE team_id = ?"
+            f"SELECT {REQUEST_COLUMNS} FROM team_requests WHERE team_id = ?"
             " ORDER BY created_at, rowid",
             (team_id,),
         )
-        return [_request(row) for row in rows]
+        return [team_request(row) for row in rows]
 
 
 # --- mail from other processes ----------------------------------------------------
@@ -1127,41 +1137,6 @@ def _statements(script: str) -> list[str]:
 
 # --- row helpers ----------------------------------------------------------------
 
-_AGENT_COLUMNS = (
-    "id, runtime_id, name, model, config, status, kind, parent_id, role, run_generation,"
-    " usage, message_count, created_at, updated_at, branch_id, forked_from, fork_index"
-)
-_LEASE_COLUMNS = (
-    "agent_id, owner_id, token, runtime_id, pid, host, process_started_at, label, acquired_at,"
-    " heartbeat_at"
-)
-
-
-def _agent_record(row: tuple[Any, ...]) -> AgentRecord:
-    return AgentRecord(
-        id=row[0], runtime_id=row[1], name=row[2], model=row[3], config=json.loads(row[4]),
-        status=AgentStatus.model_validate_json(row[5]), kind=row[6],
-        parent_id=row[7], role=row[8], run_generation=row[9],
-        usage=Usage.model_validate_json(row[10]), message_count=row[11],
-        created_at=row[12], updated_at=row[13], branch_id=row[14] or row[0],
-        forked_from=row[15], fork_index=row[16],
-    )
-
-
-_MAIL_COLUMNS = "id, team_id, recipient, message, state, claimed_by, transcript_seq"
-_REQUEST_COLUMNS = (
-    "id, team_id, protocol, sender, recipient, content, status, created_at, resolved_at, reason"
-)
-
-
-def _mail(row: tuple[Any, ...]) -> TeamMail:
-    return TeamMail(
-        id=row[0], team_id=row[1], recipient=row[2],
-        message=TeamMessage.model_validate_json(row[3]), state=row[4], claimed_by=row[5],
-        transcript_seq=row[6],
-    )
-
-
 def _post_mail(cur: sqlite3.Cursor, team_id: str, recipient: str, message: TeamMessage) -> int:
     now = time.time()
     cur.execute(
@@ -1170,21 +1145,6 @@ def _post_mail(cur: sqlite3.Cursor, team_id: str, recipient: str, message: TeamM
         (team_id, recipient, message.model_dump_json(by_alias=True), now, now),
     )
     return int(cur.lastrowid or 0)
-
-
-def _request(row: tuple[Any, ...]) -> TeamRequest:
-    return TeamRequest(
-        id=row[0], team_id=row[1], protocol=row[2], sender=row[3], recipient=row[4],
-        content=row[5], status=row[6], created_at=row[7], resolved_at=row[8], reason=row[9],
-    )
-
-
-def _lease_record(row: tuple[Any, ...]) -> LeaseRecord:
-    return LeaseRecord(
-        agent_id=row[0], owner_id=row[1], token=row[2], runtime_id=row[3], pid=row[4],
-        host=row[5], process_started_at=row[6], label=row[7], acquired_at=row[8],
-        heartbeat_at=row[9],
-    )
 
 
 _END_RUN = ("UPDATE agents SET run_baseline = NULL, run_assistant_committed = 0, run_started_at = NULL,"
@@ -1308,3 +1268,13 @@ def _update_agent(cur: sqlite3.Cursor, agent_id: str, *, status: AgentStatus | N
         sets.append("message_count = ?")
         params.append(message_count)
     cur.execute(f"UPDATE agents SET {', '.join(sets)} WHERE id = ?", (*params, agent_id))
+
+
+# SQLite returns JSON columns as text.
+def _agent_record(row: tuple[Any, ...]) -> AgentRecord:
+    return agent_record(row, json.loads)
+
+
+def _mail(row: tuple[Any, ...]) -> TeamMail:
+    return team_mail(row, json.loads)
+
