@@ -464,8 +464,11 @@ function render({ model, el }) {
     const full = fullView(agent, root);
     if (full) {
       full.scrollIntoView({ behavior: "smooth", block: "start" });
+      // Outlined until the reader's next click anywhere, not for a fixed time: on a
+      // busy page a timer could end before the scroll does.
       full.classList.add("mentra-highlight");
-      setTimeout(() => full.classList.remove("mentra-highlight"), 1500);
+      document.addEventListener("pointerdown", () => full.classList.remove("mentra-highlight"),
+        { once: true, capture: true });
       notice.textContent = "";
     } else {
       notice.textContent = `no full view of ${agent} in this notebook: run %mentra show ${agent}`;

@@ -769,7 +769,11 @@ function render({ model, el }) {
     if (full) {
       full.scrollIntoView({ behavior: "smooth", block: "start" });
       full.classList.add("mentra-highlight");
-      setTimeout(() => full.classList.remove("mentra-highlight"), 1500);
+      document.addEventListener(
+        "pointerdown",
+        () => full.classList.remove("mentra-highlight"),
+        { once: true, capture: true }
+      );
       notice.textContent = "";
     } else {
       notice.textContent = `no full view of ${agent} in this notebook: run %mentra show ${agent}`;
