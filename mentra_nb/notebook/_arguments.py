@@ -31,6 +31,7 @@ __all__ = [
     "CostArgs",
     "DbArgs",
     "DenyArgs",
+    "ExplainArgs",
     "ExportArgs",
     "ForkArgs",
     "HelpArgs",
@@ -75,6 +76,7 @@ class Command(BaseModel):
     rest: ClassVar[str | None] = None  # the field that takes the rest of the line
     argv: ClassVar[str | None] = None  # the field that takes the words after `--`, as a list
     repeatable: ClassVar[tuple[str, ...]] = ()  # options that may be given more than once
+    short: ClassVar[dict[str, str]] = {}  # one-letter options: "f" -> "format" (-f code)
     metavars: ClassVar[dict[str, str]] = {}
 
     @classmethod
@@ -143,6 +145,7 @@ class SendArgs(Command):
     agent: AgentName
     text: str = Field(min_length=1)
     wait: bool = False
+    no_interpolate: bool = False
 
 
 class ListAgentsArgs(Command):
@@ -390,21 +393,37 @@ class McpRemoveArgs(Command):
     name: ServerName
 
 
-class CellArgs(Command):
-    """`%%mentra NAME [--wait] [--no-interpolate]`: the cell body is the prompt."""
-
-    command = ""
-    summary = "send the cell body to NAME ({var} takes a kernel variable)"
+class ExplainArgs(Command):
+    command = "explain"
+    summary = ("send the last exception's traceback and its cell to NAME (default: the agent used last) "
+               "and show the answer")
     positionals = ("agent",)
     metavars = {"agent": "NAME"}
+    agent: AgentName | None = None
+    wait: bool = False
+
+
+class CellArgs(Command):
+    """`%%mentra NAME [--wait] [--no-interpolate] [--figure] [-f code]`: the cell body is the prompt."""
+
+    command = ""
+    summary = ("send the cell body to NAME ({var} takes a kernel variable; {In[n]}, {Out[n]}, {Err[n]} "
+               "cell n's source, value, traceback); --figure attaches the current figure; -f code puts "
+               "the answer's first code block in the next cell")
+    positionals = ("agent",)
+    short = {"f": "format"}
+    metavars = {"agent": "NAME", "format": "markdown|code"}
     agent: AgentName
     wait: bool = False
     no_interpolate: bool = False
+    figure: bool = False
+    format: Literal["markdown", "code"] = "markdown"
 
 
 COMMANDS: dict[str, type[Command]] = {
     c.command: c for c in (SpawnArgs, SendArgs, ListAgentsArgs, ResumeArgs, ApproveArgs, DenyArgs,
                            ShowArgs, TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
+                           ExplainArgs,
                            ForkArgs, RewindArgs, HistoryArgs, ExportArgs, RmArgs,
                            DbArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
                            HelpArgs)
@@ -481,6 +500,8 @@ def _build(command: type[Command], words: list[str], prefix: str = "%mentra") ->
     i = 0
     while i < len(words):
         word = words[i]
+        if len(word) == 2 and word[0] == "-" and word[1] in command.short:
+            word = f"--{command.short[word[1]]}"
         if word == "--" and command.argv:
             values[command.argv] = words[i + 1:]
             break

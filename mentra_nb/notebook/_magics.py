@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import string
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,8 +18,10 @@ from mentra_nb.notebook._display import display
 
 if TYPE_CHECKING:
     from mentra_nb import pricing, runtime
-    from mentra_nb.messages import Usage
+    from mentra_nb.messages import ContentBlock, Usage
     from mentra_nb.notebook import _arguments as args
+    from mentra_nb.notebook import _figures as figures
+    from mentra_nb.notebook import _notebook_context as context
     from mentra_nb.notebook import turn as turns
     from mentra_nb.notebook._session import NotebookSession
     from mentra_nb.notebook.turn import Reply, Turn
@@ -29,6 +30,8 @@ else:
     # `%load_ext` registers these magics; the parser (pydantic), the runtime and the
     # price table load with the first `%mentra` command, so loading stays cheap.
     args = lazy_import("mentra_nb.notebook._arguments")
+    context = lazy_import("mentra_nb.notebook._notebook_context")
+    figures = lazy_import("mentra_nb.notebook._figures")
     turns = lazy_import("mentra_nb.notebook.turn")
     runtime = lazy_import("mentra_nb.runtime")
     pricing = lazy_import("mentra_nb.pricing")
@@ -140,7 +143,8 @@ class MentraMagics(Magics):
             print(f"mentra: '{command.agent}' is driven by another kernel ({owner}); the message "
                   "was left as mail and runs there")
             return None
-        return self._send(agent, command.text, wait=command.wait)
+        text = command.text if command.no_interpolate else self._interpolate(command.text)
+        return self._send(agent, text, wait=command.wait)
 
     def _cell(self, command: args.CellArgs, body: str) -> Turn | Reply:
         prompt = body.strip()
@@ -149,9 +153,21 @@ class MentraMagics(Magics):
                              f"usage: {args.CellArgs.usage('%%mentra')}")
         if not command.no_interpolate:
             prompt = self._interpolate(prompt)
-        return self._send(self.session.agent(command.agent), prompt, wait=command.wait)
+        agent = self.session.agent(command.agent)
+        content: str | list[ContentBlock] = prompt
+        if command.figure:
+            from mentra_nb.messages import TextBlock
 
-    def _send(self, agent: Agent, text: str, *, wait: bool) -> Turn | Reply:
+            content = [TextBlock(text=prompt), *self._current_figure()]
+        if command.format == "code":
+            # The next cell can be set only while this cell runs: wait for the answer.
+            reply = self._send(agent, content, wait=True)
+            assert isinstance(reply, turns.Reply)
+            self._code_into_next_cell(reply)
+            return reply
+        return self._send(agent, content, wait=command.wait)
+
+    def _send(self, agent: Agent, text: str | list[ContentBlock], *, wait: bool) -> Turn | Reply:
         # The cell shows its own turn, live; when the turn ends that output becomes
         # the turn's static transcript (what a saved notebook keeps).
         turn, view = self.session.start_turn(agent, text)
@@ -159,6 +175,43 @@ class MentraMagics(Magics):
         if wait:
             return turns.Reply.of(turn.result(), turn)
         return turn
+
+    def _do_explain(self, command: args.ExplainArgs) -> Turn | Reply:
+        cells = self.session.cells
+        failure = cells.last_error if cells is not None else None
+        if cells is None or failure is None:
+            raise UsageError("no cell has raised an exception since %load_ext mentra_nb; run the failing "
+                             "cell again, then %mentra explain")
+        name = command.agent or self.session.last_agent
+        if name is None:
+            live = [a.name for a in self.session.runtime.agents if not a.is_teammate]
+            if len(live) != 1:
+                raise UsageError("say which agent explains it: %mentra explain NAME (no cell has sent "
+                                 "an agent work yet" + (f"; live agents: {', '.join(live)})" if live else ")"))
+            name = live[0]
+        agent = self.session.agent(name)
+        source = cells.source(failure.execution_count)
+        print(f"mentra: '{agent.name}' explains the {failure.name} of In [{failure.execution_count}]")
+        return self._send(agent, context.explain_prompt(failure, source), wait=command.wait)
+
+    def _current_figure(self) -> list[ContentBlock]:
+        try:
+            shown = figures.find_figures(None, self.session.cells, self.session.user_ns)
+        except figures.FigureNotFound as err:
+            raise UsageError(f"--figure: {err}") from None
+        print(f"mentra: attached {shown.description}")
+        return list(shown.images)
+
+    def _code_into_next_cell(self, reply: Reply) -> None:
+        code = context.first_code_block(reply.text)
+        if code is None:
+            print("mentra: the answer has no code block, so no cell was added (-f code takes the first "
+                  "``` block of the answer)")
+            return
+        shell = self.shell
+        assert shell is not None  # a magic runs in a shell
+        # IPython's set_next_input payload: the front end puts it in a new cell below.
+        shell.set_next_input(code, replace=False)
 
     def _do_list(self, _command: args.ListAgentsArgs) -> None:
         records = self.session.records()
@@ -402,26 +455,9 @@ class MentraMagics(Magics):
     # --- helpers ------------------------------------------------------------------
 
     def _interpolate(self, prompt: str) -> str:
+        shell = self.shell
+        assert shell is not None  # a magic runs in a shell
         try:
-            shell = self.shell
-            assert shell is not None  # a magic runs in a shell
-            return string.Formatter().vformat(prompt, (), _Namespace(shell.user_ns))
-        except KeyError as err:
-            raise UsageError(
-                f"the prompt names {{{err.args[0]}}}, which is not a variable in this kernel; define it, "
-                "write {{ and }} for literal braces, or use %%mentra NAME --no-interpolate"
-            ) from None
-        except (ValueError, AttributeError, IndexError) as err:
-            raise UsageError(f"cannot fill the prompt's {{...}} fields: {err}; use --no-interpolate "
-                             "to send it as written") from None
-
-
-class _Namespace(dict):  # type: ignore[type-arg]
-    """The kernel's variables for str.format, without copying them."""
-
-    def __init__(self, user_ns: dict[str, Any]) -> None:
-        super().__init__()
-        self._ns = user_ns
-
-    def __missing__(self, key: str) -> Any:
-        return self._ns[key]
+            return context.interpolate(prompt, shell.user_ns, self.session.cells)
+        except context.PromptFieldError as err:
+            raise UsageError(str(err)) from None
