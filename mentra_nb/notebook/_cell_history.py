@@ -74,7 +74,9 @@ class CellError:
 def _format_error(shell: Any, error: BaseException, before_exec: bool) -> str:
     # A usage error (a magic's bad input) and a syntax error read best as IPython
     # shows them: one message, no frames of IPython's own.
-    if before_exec or type(error).__name__ == "UsageError":
+    if type(error).__name__ == "UsageError":
+        return f"UsageError: {error}"
+    if before_exec:
         return "".join(traceback.format_exception_only(type(error), error)).rstrip()
     try:
         # The traceback the user saw (IPython's context and "Cell In[n], line m"), coloured.
