@@ -63,7 +63,8 @@ def _figure_png(figure: Any) -> tuple[ImageBlock, str]:
     dpi = min(float(figure.dpi), MAX_SIDE / max(width, height, 0.01))
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
-    title = figure.get_label() or next((a.get_title() for a in figure.get_axes() if a.get_title()), "")
+    suptitle = getattr(figure, "get_suptitle", lambda: "")()  # matplotlib >= 3.8
+    title = figure.get_label() or suptitle or next((a.get_title() for a in figure.get_axes() if a.get_title()), "")
     size = f"{round(width * dpi)}x{round(height * dpi)} px"
     return _png_block(buffer.getvalue()), (f"'{title}', {size}" if title else size)
 
