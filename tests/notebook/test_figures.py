@@ -22,7 +22,7 @@ from mentra_nb.runtime import ToolOutput, tool
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
 
 matplotlib.use("agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 
 @pytest.fixture
