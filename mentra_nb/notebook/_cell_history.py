@@ -18,7 +18,7 @@ import contextlib
 import json
 import re
 import traceback
-from collections import OrderedDict
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,11 +64,23 @@ class CellLookupError(LookupError):
 
 @dataclass(frozen=True)
 class CellError:
-    """A cell's exception as text: `In [n]`, the exception's name, its traceback."""
+    """A cell's exception as text: `In [n]`, the exception's name, its traceback,
+    and the cell's source (kept with it: a headless runner stores no history)."""
 
     execution_count: int
     name: str
     traceback: str
+    source: str
+
+
+@dataclass(frozen=True)
+class _Ran:
+    """One cell run since `%load_ext mentra_nb`, as recorded when it ended."""
+
+    count: int
+    source: str
+    error: CellError | None
+    images: tuple[ImageBlock, ...]
 
 
 def _format_error(shell: Any, error: BaseException, before_exec: bool) -> str:
@@ -87,15 +99,24 @@ def _format_error(shell: Any, error: BaseException, before_exec: bool) -> str:
     return clip(_ANSI.sub("", text).strip("\n"), MAX_TRACEBACK_CHARS)
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
 class CellHistory:
     """Records each cell's exception and displayed images in `shell` once
     `install()`ed (by `%load_ext mentra_nb`); cells before that have `In` and
-    `Out` only."""
+    `Out` only.
+
+    Cells are named by execution count (`In[3]`) or counted back from the cell
+    running now (`In[-1]` is the one before it). Runners that store no history
+    (nbval) give every cell the same count, so there only the relative form
+    finds a cell, and `Out` has nothing."""
 
     def __init__(self, shell: Any) -> None:
         self.shell = shell
-        self._errors: OrderedDict[int, CellError] = OrderedDict()
-        self._images: OrderedDict[int, list[ImageBlock]] = OrderedDict()
+        self._ran: deque[_Ran] = deque(maxlen=MAX_KEPT_CELLS)
+        self._source = ""  # the cell running now
         self._showing: list[ImageBlock] = []  # images displayed by the cell running now
         self.last_error: CellError | None = None
         self._installed = False
@@ -127,6 +148,8 @@ class CellHistory:
 
     def _before_cell(self, info: Any = None) -> None:
         self._showing = []
+        raw = getattr(info, "raw_cell", "")
+        self._source = raw if isinstance(raw, str) else ""
 
     def _on_display(self, msg: Any) -> Any:
         try:
@@ -143,87 +166,91 @@ class CellHistory:
             count = result.execution_count
             if not isinstance(count, int):
                 return
-            if self._showing:
-                self._keep(self._images, count, self._showing)
-                self._showing = []
             error = result.error_in_exec or result.error_before_exec
+            failure = None
             if error is not None:
                 failure = CellError(count, type(error).__name__,
-                                    _format_error(self.shell, error, result.error_in_exec is None))
-                self._keep(self._errors, count, failure)
+                                    _format_error(self.shell, error, result.error_in_exec is None),
+                                    clip(self._source, MAX_SOURCE_CHARS))
                 self.last_error = failure
+            self._ran.append(_Ran(count, self._source, failure, tuple(self._showing)))
+            self._showing = []
         except Exception:
             pass
-
-    @staticmethod
-    def _keep(kept: OrderedDict[int, Any], count: int, value: Any) -> None:
-        kept[count] = value
-        kept.move_to_end(count)
-        while len(kept) > MAX_KEPT_CELLS:
-            kept.popitem(last=False)
 
     # --- reading --------------------------------------------------------------------
 
     @property
     def last_count(self) -> int:
-        """The execution count of the last cell that ran (0 before any)."""
+        """The execution count of the last cell IPython stored (0 before any, or
+        when the runner stores no history)."""
         return len(self.shell.history_manager.input_hist_raw) - 1
+
+    def _ran_cell(self, n: int) -> _Ran | None:
+        """The recorded run of cell n (n < 0: counted back from the cell running now)."""
+        if n < 0:
+            if -n > len(self._ran):
+                raise CellLookupError(f"there is no cell In[{n}]: {_plural(len(self._ran), 'cell')} ran since "
+                                      "%load_ext mentra_nb")
+            return self._ran[n]
+        self._check(n)
+        return next((r for r in reversed(self._ran) if r.count == n), None)
 
     def _check(self, n: int) -> None:
         last = self.last_count
         if not 1 <= n <= last:
-            raise CellLookupError(f"there is no cell In[{n}] in this kernel; cells run so far: "
-                                  + (f"1 to {last}" if last else "none"))
+            runs = f"1 to {last}" if last else "none stored (this runner keeps no history: In[-1] is the cell before)"
+            raise CellLookupError(f"there is no cell In[{n}] in this kernel; cells run so far: {runs}")
 
     def source(self, n: int) -> str:
         """Cell n's source as typed."""
-        self._check(n)
+        ran = self._ran_cell(n)
+        if n < 0 and ran is not None:
+            return ran.source
         return str(self.shell.history_manager.input_hist_raw[n])
+
+    def output(self, n: int, limit: int = MAX_OUTPUT_CHARS) -> str:
+        """Cell n's value (`Out[n]`) as text, cut at `limit` characters."""
+        ran = self._ran_cell(n)
+        count = ran.count if n < 0 and ran is not None else n
+        outputs = self.shell.history_manager.output_hist
+        if count not in outputs or (n < 0 and self.last_count == 0):
+            have = ", ".join(str(k) for k in sorted(outputs)[-20:]) or "none"
+            raise CellLookupError(f"cell In[{n}] has no output (Out[{n}]): its last line was not an expression "
+                                  f"with a value; cells with an output: {have}")
+        return clip(_text_of(outputs[count]), limit)
 
     def has_output(self, n: int) -> bool:
         return n in self.shell.history_manager.output_hist
 
-    def output(self, n: int, limit: int = MAX_OUTPUT_CHARS) -> str:
-        """Cell n's value (`Out[n]`) as text, cut at `limit` characters."""
-        self._check(n)
-        outputs = self.shell.history_manager.output_hist
-        if n not in outputs:
-            have = ", ".join(str(k) for k in sorted(outputs)[-20:]) or "none"
-            raise CellLookupError(f"cell In[{n}] has no output (Out[{n}]): its last line was not an expression "
-                                  f"with a value; cells with an output: {have}")
-        return clip(_text_of(outputs[n]), limit)
-
     def error(self, n: int) -> CellError:
         """Cell n's exception, as recorded when it failed."""
-        self._check(n)
-        found = self._errors.get(n)
-        if found is None:
-            have = ", ".join(str(k) for k in list(self._errors)[-20:]) or "none since %load_ext mentra_nb"
+        ran = self._ran_cell(n)
+        if ran is None or ran.error is None:
+            have = ", ".join(str(r.count) for r in self._ran if r.error is not None) or \
+                "none since %load_ext mentra_nb"
             raise CellLookupError(f"cell In[{n}] raised no exception (that mentra saw); cells with an "
                                   f"error: {have}")
-        return found
-
-    def errors(self) -> dict[int, CellError]:
-        return dict(self._errors)
+        return ran.error
 
     def images(self, n: int) -> list[ImageBlock]:
         """The PNG images cell n displayed (plots included)."""
-        self._check(n)
-        found = self._images.get(n)
-        if not found:
-            have = ", ".join(str(k) for k in list(self._images)[-20:]) or "none yet"
+        ran = self._ran_cell(n)
+        if ran is None or not ran.images:
+            have = ", ".join(str(k) for k in self.cells_with_images()[-20:]) or "none yet"
             raise CellLookupError(f"cell In[{n}] displayed no image; cells that did: {have}")
-        return list(found)
+        return list(ran.images)
 
-    def last_images(self) -> tuple[int, list[ImageBlock]] | None:
-        """The most recent cell that displayed images, and its images."""
-        if not self._images:
-            return None
-        count = next(reversed(self._images))
-        return count, list(self._images[count])
+    def last_images(self) -> tuple[str, list[ImageBlock]] | None:
+        """The most recent cell that displayed images ("In[7]", or "In[-2]" where the
+        runner numbers no cells), and its images."""
+        for back, ran in enumerate(reversed(self._ran), 1):
+            if ran.images:
+                return (f"In[{ran.count}]" if self.last_count else f"In[-{back}]"), list(ran.images)
+        return None
 
     def cells_with_images(self) -> list[int]:
-        return list(self._images)
+        return list(dict.fromkeys(r.count for r in self._ran if r.images))
 
     # --- the listing notebook_cells returns ---------------------------------------------
 
@@ -231,7 +258,7 @@ class CellHistory:
                 notebook: Path | None) -> str:
         last = self.last_count
         if last == 0:
-            return "no cell has run in this kernel yet"
+            return self._unnumbered_listing(with_outputs)
         end = last if end is None else min(end, last)
         start = max(1, end - 19) if start is None else max(1, start)
         if start > end:
@@ -242,24 +269,42 @@ class CellHistory:
                          f"{MAX_CELLS_PER_LISTING} cells per call; ask for them with start and end]")
             start = end - MAX_CELLS_PER_LISTING + 1
         markdown = _markdown_before(notebook)
+        ran = {r.count: r for r in self._ran}
         for n in range(start, end + 1):
             for text in markdown.get(n, []):
                 parts.append(f"Markdown cell (from the notebook file, before In [{n}]):\n{clip(text, MAX_SOURCE_CHARS)}")
             parts.append(f"In [{n}]:\n{clip(str(self.shell.history_manager.input_hist_raw[n]), MAX_SOURCE_CHARS)}")
-            if not with_outputs:
-                continue
-            if self.has_output(n):
-                parts.append(f"Out[{n}]:\n{self.output(n)}")
-            failure = self._errors.get(n)
-            if failure is not None:
-                parts.append(f"Error in In [{n}]:\n{clip(failure.traceback, MAX_OUTPUT_CHARS)}")
-            shown = self._images.get(n)
-            if shown:
-                parts.append(f"[In [{n}] displayed {len(shown)} image{'s' if len(shown) > 1 else ''}: "
-                             f"view_figure with figure='cell {n}' shows it]")
+            if with_outputs:
+                if self.has_output(n):
+                    parts.append(f"Out[{n}]:\n{self.output(n)}")
+                parts += _outcome(ran.get(n), f"In [{n}]", f"figure='cell {n}'")
         if notebook is None:
             parts.append("[the kernel does not know its notebook file, so markdown cells are not listed]")
         return clip("\n\n".join(parts), MAX_LISTING_CHARS)
+
+    def _unnumbered_listing(self, with_outputs: bool) -> str:
+        if not self._ran:
+            return "no cell has run in this kernel yet"
+        parts = ["[this kernel's runner stores no history (nbval, say): the cells since %load_ext "
+                 "mentra_nb, oldest first, without values or markdown]"]
+        cells = list(self._ran)[-MAX_CELLS_PER_LISTING:]
+        for back, ran in zip(range(-len(cells), 0), cells, strict=True):
+            parts.append(f"In [{back}]:\n{clip(ran.source, MAX_SOURCE_CHARS)}")
+            if with_outputs:
+                parts += _outcome(ran, f"In [{back}]", f"figure='cell {back}'")
+        return clip("\n\n".join(parts), MAX_LISTING_CHARS)
+
+
+def _outcome(ran: _Ran | None, label: str, figure: str) -> list[str]:
+    if ran is None:
+        return []
+    parts = []
+    if ran.error is not None:
+        parts.append(f"Error in {label}:\n{clip(ran.error.traceback, MAX_OUTPUT_CHARS)}")
+    if ran.images:
+        parts.append(f"[{label} displayed {_plural(len(ran.images), 'image')}: view_figure with {figure} "
+                     "shows it]")
+    return parts
 
 
 def _text_of(value: Any) -> str:

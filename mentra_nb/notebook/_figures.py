@@ -26,7 +26,7 @@ MAX_IMAGES = 4
 MAX_SIDE = 1568  # pixels
 # Anthropic's limit per image is 5 MB of base64; a displayed PNG above it is scaled down.
 MAX_IMAGE_BASE64 = 5 * 1024 * 1024
-_CELL = re.compile(r"^\s*(?:cell\s*:?\s*|in\s*\[\s*|out\s*\[\s*)(\d+)\s*\]?\s*$", re.I)
+_CELL = re.compile(r"^\s*(?:cell\s*:?\s*|in\s*\[\s*|out\s*\[\s*)(-?\d+)\s*\]?\s*$", re.I)
 
 
 class FigureNotFound(LookupError):
@@ -114,12 +114,12 @@ def current_figures() -> Shown | None:
                  "; ".join(f"matplotlib figure {n}: {what}" for n, _, what in rendered) + more)
 
 
-def _cell_images(cells: CellHistory, n: int) -> Shown:
-    images = [b for b in (_bounded(i) for i in cells.images(n)) if b is not None]
+def _cell_images(displayed: list[ImageBlock], cell: str) -> Shown:
+    images = [b for b in (_bounded(i) for i in displayed) if b is not None]
     if not images:
-        raise FigureNotFound(f"the images cell In[{n}] displayed are too large to send (over 5 MB) and "
+        raise FigureNotFound(f"the images cell {cell} displayed are too large to send (over 5 MB) and "
                              "PIL is not loaded to scale them down")
-    return Shown(images, f"{len(images)} image{'s' if len(images) > 1 else ''} displayed by cell In[{n}]")
+    return Shown(images, f"{len(images)} image{'s' if len(images) > 1 else ''} displayed by cell {cell}")
 
 
 def _value_images(name: str, value: Any) -> Shown | None:
@@ -147,7 +147,7 @@ def find_figures(figure: str | None, cells: CellHistory | None, user_ns: Mapping
             return shown
         latest = cells.last_images() if cells is not None else None
         if latest is not None:
-            return _cell_images(cells, latest[0])  # type: ignore[arg-type]
+            return _cell_images(latest[1], latest[0])
         raise FigureNotFound("there is no figure to show: no matplotlib figure is open and no cell has "
                              "displayed an image since mentra was loaded; draw one in a cell first")
     if wanted.isdigit():
@@ -162,7 +162,7 @@ def find_figures(figure: str | None, cells: CellHistory | None, user_ns: Mapping
         if cells is None:
             raise FigureNotFound("this kernel records no cell images (load mentra with %load_ext mentra_nb)")
         try:
-            return _cell_images(cells, n)
+            return _cell_images(cells.images(n), f"In[{n}]")
         except CellLookupError as err:
             out = user_ns.get("Out", {})
             value = out.get(n) if isinstance(out, Mapping) else None

@@ -190,9 +190,8 @@ class MentraMagics(Magics):
                                  "an agent work yet" + (f"; live agents: {', '.join(live)})" if live else ")"))
             name = live[0]
         agent = self.session.agent(name)
-        source = cells.source(failure.execution_count)
         print(f"mentra: '{agent.name}' explains the {failure.name} of In [{failure.execution_count}]")
-        return self._send(agent, context.explain_prompt(failure, source), wait=command.wait)
+        return self._send(agent, context.explain_prompt(failure), wait=command.wait)
 
     def _current_figure(self) -> list[ContentBlock]:
         try:

@@ -75,10 +75,10 @@ def interpolate(prompt: str, user_ns: Mapping[str, Any], cells: CellHistory | No
                                "to send it as written") from None
 
 
-def explain_prompt(error: CellError, source: str) -> str:
+def explain_prompt(error: CellError) -> str:
     """What `%mentra explain` sends: the failed cell and its traceback."""
     return (f"My notebook cell In [{error.execution_count}] failed with {error.name}. Explain what went "
-            f"wrong and how to fix it; show the corrected code.\n\nThe cell:\n\n{_fenced(source, 'python')}"
+            f"wrong and how to fix it; show the corrected code.\n\nThe cell:\n\n{_fenced(error.source, 'python')}"
             f"\n\nThe traceback:\n\n{_fenced(error.traceback)}")
 
 

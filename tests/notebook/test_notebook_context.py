@@ -60,6 +60,30 @@ def test_in_out_and_err_fill_a_prompt_with_cells_sources_values_and_tracebacks(k
     assert "\x1b[" not in answer
     # %mentra send interpolates too.
     assert "value 42" in kernel.run("%mentra send helper --wait value {Out[2]}")
+    # Negative numbers count back from the cell running now: In[-1] is the cell above.
+    execute(kernel, "{}['missing']")
+    answer = kernel.run("%mentra send helper --wait above: {In[-1]} / {Err[-1]}")
+    assert "above: {}['missing'] /" in answer and "KeyError: 'missing'" in answer
+
+
+def test_a_runner_that_stores_no_history_still_finds_cells_counted_back(kernel):
+    """nbval runs cells with store_history=False: no cell has a number, In[-1] still works."""
+    def run(code):
+        chunks = []
+        reply = kernel.client.execute_interactive(
+            code, store_history=False, timeout=60,
+            output_hook=lambda m: chunks.append(m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
+        return "".join(chunks), reply["content"]
+
+    run("%mentra spawn helper")
+    _, reply = run("values = [1]\nvalues[3]")
+    assert reply["status"] == "error"
+    text, reply = run("reply = %mentra send helper --wait {In[-1]} {Err[-1]}\nprint(reply.text)")
+    assert reply["status"] == "ok" and "values[3]" in text and "IndexError: list index out of range" in text
+    text, _ = run("%mentra explain helper --wait")
+    assert "'helper' explains the IndexError" in text
+    _, reply = run("%mentra send helper look at {In[2]}")  # only %load_ext has a number here
+    assert reply["status"] == "error" and "there is no cell In[2] in this kernel" in reply["evalue"]
 
 
 def test_a_cell_without_output_or_error_or_beyond_the_history_is_a_usage_error(kernel):
