@@ -21,9 +21,10 @@ import traceback
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mentra_nb.messages import ImageBlock
+if TYPE_CHECKING:
+    from mentra_nb.messages import ImageBlock
 
 __all__ = [
     "MAX_CELLS_PER_LISTING",
@@ -80,7 +81,7 @@ class _Ran:
     count: int
     source: str
     error: CellError | None
-    images: tuple[ImageBlock, ...]
+    images: tuple[str, ...]  # base64 PNGs, as displayed
 
 
 def _format_error(shell: Any, error: BaseException, before_exec: bool) -> str:
@@ -117,7 +118,9 @@ class CellHistory:
         self.shell = shell
         self._ran: deque[_Ran] = deque(maxlen=MAX_KEPT_CELLS)
         self._source = ""  # the cell running now
-        self._showing: list[ImageBlock] = []  # images displayed by the cell running now
+        # Base64 PNGs displayed by the cell running now. Kept as the strings the display
+        # message holds (no copy, and no pydantic while %load_ext loads).
+        self._showing: list[str] = []
         self.last_error: CellError | None = None
         self._installed = False
 
@@ -156,7 +159,7 @@ class CellHistory:
             if msg.get("msg_type") == "display_data" and len(self._showing) < MAX_IMAGES_PER_CELL:
                 png = msg["content"]["data"].get("image/png")
                 if isinstance(png, str) and png:
-                    self._showing.append(ImageBlock(media_type="image/png", data=png.replace("\n", "")))
+                    self._showing.append(png)
         except Exception:
             pass
         return msg
@@ -239,14 +242,14 @@ class CellHistory:
         if ran is None or not ran.images:
             have = ", ".join(str(k) for k in self.cells_with_images()[-20:]) or "none yet"
             raise CellLookupError(f"cell In[{n}] displayed no image; cells that did: {have}")
-        return list(ran.images)
+        return _image_blocks(ran.images)
 
     def last_images(self) -> tuple[str, list[ImageBlock]] | None:
         """The most recent cell that displayed images ("In[7]", or "In[-2]" where the
         runner numbers no cells), and its images."""
         for back, ran in enumerate(reversed(self._ran), 1):
             if ran.images:
-                return (f"In[{ran.count}]" if self.last_count else f"In[-{back}]"), list(ran.images)
+                return (f"In[{ran.count}]" if self.last_count else f"In[-{back}]"), _image_blocks(ran.images)
         return None
 
     def cells_with_images(self) -> list[int]:
@@ -293,6 +296,12 @@ class CellHistory:
             if with_outputs:
                 parts += _outcome(ran, f"In [{back}]", f"figure='cell {back}'")
         return clip("\n\n".join(parts), MAX_LISTING_CHARS)
+
+
+def _image_blocks(pngs: tuple[str, ...]) -> list[ImageBlock]:
+    from mentra_nb.messages import ImageBlock
+
+    return [ImageBlock(media_type="image/png", data=png.replace("\n", "")) for png in pngs]
 
 
 def _outcome(ran: _Ran | None, label: str, figure: str) -> list[str]:
