@@ -133,17 +133,18 @@ class MentraMagics(Magics):
         self.session.deny(self.session.agent(command.agent), command.call_id, command.reason)
 
     def _do_send(self, command: args.SendArgs) -> Turn | Reply | None:
+        # Filled here, from this kernel's cells and variables, wherever the message goes.
+        text = command.text if command.no_interpolate else self._interpolate(command.text)
         try:
             agent = self.session.agent(command.agent)
         except AgentNotFound:
             # Driven by another kernel (maybe on another host): leave it mail there.
-            owner = self.session.post(command.agent, command.text)
+            owner = self.session.post(command.agent, text)
             if owner is None:
                 raise
             print(f"mentra: '{command.agent}' is driven by another kernel ({owner}); the message "
                   "was left as mail and runs there")
             return None
-        text = command.text if command.no_interpolate else self._interpolate(command.text)
         return self._send(agent, text, wait=command.wait)
 
     def _cell(self, command: args.CellArgs, body: str) -> Turn | Reply:
