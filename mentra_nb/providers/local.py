@@ -156,6 +156,11 @@ class LocalProvider:
                 )
             else:
                 log.info("local model %s cannot call tools; it answers without them", path.name)
+        if request.output is not None and "tools" not in kwargs:
+            # A grammar built from the schema makes the model write matching JSON. Not
+            # while it may call tools: the grammar would forbid the calls (its text
+            # answer is validated, and retried, all the same).
+            kwargs["response_format"] = {"type": "json_object", "schema": request.output.json_schema}
         decoder = ChatStreamDecoder(self.name)
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         loop = asyncio.get_running_loop()

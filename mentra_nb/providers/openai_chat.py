@@ -32,6 +32,7 @@ from mentra_nb.messages import (
     Usage,
 )
 from mentra_nb.providers._http import ConnectionOptions, HTTPProvider
+from mentra_nb.providers._output import json_schema_format
 from mentra_nb.providers._sse import ServerSentEvent
 from mentra_nb.providers._transcript import merge_consecutive
 from mentra_nb.providers.base import ModelInfo, ProviderRequest, ToolChoice, ToolDefinition
@@ -126,6 +127,10 @@ class OpenAIChatProvider(HTTPProvider):
             body["temperature"] = request.temperature
         if request.max_output_tokens is not None:
             body[self.preset.max_tokens_field] = request.max_output_tokens
+        if request.output is not None:
+            # llama.cpp's server, vLLM, Ollama and OpenRouter take the same field.
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": json_schema_format(request.output)}
         return body
 
     def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
