@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
-from traitlets import Dict, Unicode, observe, validate
+from traitlets import Dict, TraitError, Unicode, observe, validate
 
 from mentra_nb._lazy import lazy_import
 from mentra_nb.errors import AgentNotFound, MentraError
@@ -93,7 +93,8 @@ class MentraMagics(Magics):
             try:
                 aliasing.check_alias(name, target, providers)
             except aliasing.AliasError as err:
-                raise UsageError(f"MentraMagics.aliases: {err}") from None
+                # A TraitError, so %config's update rolls back to the aliases before it.
+                raise TraitError(f"MentraMagics.aliases: {err}") from None
         return {name: target.strip() for name, target in aliases.items()}
 
     def __init__(self, shell: Any, session: Callable[[], NotebookSession]) -> None:
