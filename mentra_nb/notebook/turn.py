@@ -6,13 +6,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import PrivateAttr
 
 from mentra_nb.errors import AgentError
 from mentra_nb.messages import Message
-from mentra_nb.runtime import RunResult
+
+if TYPE_CHECKING:
+    from mentra_nb.runtime import RunResult
 
 __all__ = ["Reply", "Turn"]
 

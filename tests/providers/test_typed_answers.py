@@ -269,3 +269,25 @@ def test_field_constraints_survive_as_hints_in_a_strict_schema() -> None:
     assert strict["properties"]["kind"]["anyOf"] == [{"type": "integer"}, {"type": "string"}]
     assert strict["properties"]["items"] == {"type": "array", "items": {"$ref": "#/$defs/Item"},
                                              "title": "Items"}
+
+
+async def test_a_typed_session_records_and_replays_with_its_schema(tmp_path):
+    from mentra_nb.providers.replay import CassetteMismatch, RecordingProvider, ReplayProvider
+    from mentra_nb.providers.test import TestProvider
+
+    class Other(BaseModel):
+        city: str
+
+    cassette = tmp_path / "typed.cassette.jsonl"
+    recorded, _ = await _ask(RecordingProvider(TestProvider(), cassette), tmp_path / "live.sqlite", "test")
+    replayed, _ = await _ask(ReplayProvider(cassette, name="test"), tmp_path / "replay.sqlite", "test")
+    assert recorded == replayed == Forecast(city="a", temperature_c=0.0, summary=None)
+    # The schema is part of the recorded request: a replay asking for another type misses.
+    with pytest.raises(CassetteMismatch, match="output"):
+        await _ask(ReplayProvider(cassette, name="test"), tmp_path / "other.sqlite", "test", output=Other)
+
+
+def test_a_request_without_output_is_recorded_as_before_output_existed() -> None:
+    from mentra_nb.providers.replay import _request_json
+
+    assert "output" not in _request_json(ask())
