@@ -15,6 +15,10 @@ Hermes / Qwen convention) become tool calls. A model whose template has no
 tool support is not offered tools: it answers in text (the model may always
 choose not to call a tool), and a request that *requires* a tool fails with
 an error saying this model cannot call tools.
+
+Typed answers (`ProviderRequest.output`) become llama.cpp's JSON-schema grammar,
+so the model can only write JSON of that shape; not while it is offered tools,
+which the grammar would forbid (its answer is then validated like any other).
 """
 
 from __future__ import annotations

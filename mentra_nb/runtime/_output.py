@@ -10,6 +10,7 @@ messages of the transcript, so a resumed agent shows them.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -97,10 +98,14 @@ class OutputSpec(Generic[OutputType]):
         lines = [f"- {_where(e)}: {e['msg']}" for e in rejected.errors[:_MAX_ERRORS]]
         if len(rejected.errors) > _MAX_ERRORS:
             lines.append(f"- … and {len(rejected.errors) - _MAX_ERRORS} more")
+        # The schema goes along: a provider that ignores `ProviderRequest.output` (a
+        # custom one) has not shown it to the model any other way.
+        schema = json.dumps(self.format.json_schema, separators=(",", ":"))
         return Message.user(
             f"Your answer is not a valid {self.name} (attempt {attempt} of {retries + 1}):\n"
             + "\n".join(lines)
-            + f"\nAnswer again with only the corrected JSON object for {self.name}, matching its schema."
+            + f"\nAnswer again with only the corrected JSON object for {self.name}, matching this "
+            f"JSON schema:\n{schema}"
         )
 
 

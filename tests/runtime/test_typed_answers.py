@@ -4,6 +4,7 @@ validation errors, `OutputValidationError`, tools in the same turn, resume and s
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from pydantic import BaseModel
@@ -91,6 +92,8 @@ async def test_a_rejected_answer_goes_back_with_its_errors_until_one_validates(d
     assert "Invalid JSON" in first_feedback.text
     assert second_feedback.text.splitlines()[1] == (
         "- total: Input should be a valid number, unable to parse string as a number")
+    # The schema goes along, for a provider that could not show it to the model otherwise.
+    assert second_feedback.text.endswith(json.dumps(Invoice.model_json_schema(), separators=(",", ":")))
     # Every attempt and every feedback is a committed, stored message.
     history = agent.history
     assert [m.role for m in history] == [Role.USER, Role.ASSISTANT, Role.USER, Role.ASSISTANT, Role.USER,
