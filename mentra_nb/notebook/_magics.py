@@ -161,6 +161,8 @@ class MentraMagics(Magics):
         try:
             agent = self.session.agent(command.agent)
         except AgentNotFound:
+            if command.output is not None:
+                raise  # a typed answer comes back to this kernel only: no mail
             # Driven by another kernel (maybe on another host): leave it mail there.
             owner = self.session.post(command.agent, command.text)
             if owner is None:
