@@ -150,6 +150,8 @@ def test_format_code_without_a_code_block_adds_no_cell_and_says_so(kernel):
     assert "the answer has no code block, so no cell was added" in text
     text, reply = execute(kernel, "%%mentra coder -f json\nx")
     assert reply["status"] == "error" and "Input should be 'markdown' or 'code'" in text
+    text, reply = execute(kernel, "%%mentra coder -f code --output Plan\nx")
+    assert reply["status"] == "error" and "-f code puts a code block of the answer in the next cell" in text
 
 
 # --- notebook_cells ------------------------------------------------------------------------
