@@ -152,8 +152,8 @@ def test_wait_returns_the_reply_and_the_cell_shows_only_its_turn(kernels, tmp_pa
     assert shown["content"]["data"]["text/plain"] == "AgentView(writer, turn 2)"
     display_id = shown["content"]["transient"]["display_id"]
     # When the turn ended, the cell's view became the turn's static transcript.
-    [update] = [m for m in messages if m["msg_type"] == "update_display_data"]
-    assert update["content"]["transient"]["display_id"] == display_id
+    [update] = [m for m in messages if m["msg_type"] == "update_display_data"
+                and m["content"]["transient"]["display_id"] == display_id]
     markdown = update["content"]["data"]["text/markdown"]
     assert "second question" in markdown and "You said: second question" in markdown
     assert "first question" not in markdown  # this turn only
@@ -164,3 +164,33 @@ def test_wait_returns_the_reply_and_the_cell_shows_only_its_turn(kernels, tmp_pa
     assert kernel.run("print(type(_).__name__, _.turn)").strip() == "Reply Turn(writer, run 2)"
     # The whole conversation is one command away.
     assert "AgentView(writer, test:default, finished, 4 messages)" in kernel.run("%mentra show writer")
+
+
+def test_a_full_view_keeps_its_static_transcript_up_to_date_above_the_widget(kernels, tmp_path):
+    """Issue 15.7: a spawn / show cell's saved output reads as the conversation at
+    its last turn's end, and the live widget's own output holds no second copy."""
+    kernel = kernels()
+    kernel.run("%load_ext mentra_nb")
+    messages: list[dict] = []
+    kernel.client.execute_interactive("writer = %mentra spawn writer\nwriter", timeout=60,
+                                      output_hook=messages.append)
+    fallback, widget = [m for m in messages if m["msg_type"] == "display_data"]
+    markdown = fallback["content"]["data"]["text/markdown"]
+    assert markdown.startswith('<div class="mentra-fallback">') and "**writer**" in markdown
+    assert "application/vnd.jupyter.widget-view+json" not in fallback["content"]["data"]
+    assert "application/vnd.jupyter.widget-view+json" in widget["content"]["data"]
+    assert "text/markdown" not in widget["content"]["data"]
+    display_id = fallback["content"]["transient"]["display_id"]
+
+    # A turn sent from another cell: when it ends, the spawn cell's copy is replaced.
+    later: list[dict] = []
+    kernel.client.execute_interactive("%mentra send writer --wait What lives in a tide pool",
+                                      timeout=60, output_hook=later.append)
+    updates = [m for m in later if m["msg_type"] == "update_display_data"
+               and m["content"]["transient"]["display_id"] == display_id]
+    assert updates, "the spawn cell's static transcript was not refreshed at the turn's end"
+    refreshed = updates[-1]["content"]["data"]["text/markdown"]
+    assert "You said: What lives in a tide pool" in refreshed and "finished" in refreshed
+    # Sent with the spawn cell's parent too, where JupyterLab routes it.
+    parents = {m["parent_header"].get("msg_id") for m in updates}
+    assert fallback["parent_header"]["msg_id"] in parents
