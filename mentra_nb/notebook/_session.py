@@ -80,6 +80,13 @@ def _setting(value: object) -> str:
     return repr(value) if isinstance(value, str) else str(value).lower()
 
 
+def _definition(tool: object) -> str:
+    """Where a tool comes from, as `module.qualname` of its function (or class): a
+    cell that runs again defines a function of the same name."""
+    source = getattr(tool, "func", None) or type(tool)
+    return f"{getattr(source, '__module__', '?')}.{getattr(source, '__qualname__', '?')}"
+
+
 class NotebookSession:
     """`python_tool` / `shell_tool` register those opt-in tools for this kernel's
     agents from the start (`%mentra spawn NAME --python --shell` does it later)."""
@@ -98,6 +105,7 @@ class NotebookSession:
         self._views: dict[str, AgentView] = {}
         self._pickers: dict[str, SubagentPickerView] = {}
         self._teams: dict[str, TeamView] = {}
+        self._user_tools: set[str] = set()  # names registered with `register_tool`
 
     # --- the runtime --------------------------------------------------------------
 
@@ -282,9 +290,24 @@ class NotebookSession:
     # --- agents -------------------------------------------------------------------
 
     def register_tool(self, tool: Tool) -> None:
-        """Offer a `@tool` function to this kernel's agents (those whose config allows it)."""
+        """Offer a `@tool` function to this kernel's agents (those whose config allows it).
+
+        Rerun-safe: a tool this session registered before under the same name, from
+        a function of the same name (the cell ran again, or the function was
+        redefined), is replaced; a different tool claiming the name is an error."""
         runtime = self.runtime
-        self.host.call(lambda: runtime.register_tool(tool))
+        name = getattr(getattr(tool, "spec", None), "name", None)
+        existing = next((t for t in runtime.tools if t.spec.name == name), None) if name else None
+        if existing is not None:
+            if name not in self._user_tools or _definition(existing) != _definition(tool):
+                where = "a built-in tool" if name not in self._user_tools else \
+                    f"registered from {_definition(existing)}"
+                raise ConfigError(
+                    f"a tool named '{name}' is already registered ({where}), and {_definition(tool)} "
+                    f"is another; rename it (@tool(name='...')) so both can be offered")
+        self.host.call(lambda: runtime.register_tool(tool, replace=existing is not None))
+        if name:
+            self._user_tools.add(name)
 
     def call(self, fn: Callable[[], T]) -> T:
         """Run `fn` on the runtime's thread and return its result: agent methods

@@ -184,14 +184,16 @@ class Runtime:
     def tools(self) -> list[Tool]:
         return list(self._tools.values())
 
-    def register_tool(self, tool: Tool) -> None:
+    def register_tool(self, tool: Tool, *, replace: bool = False) -> None:
+        """Offer `tool` to this runtime's agents; `replace` lets it take the place of a
+        tool registered under the same name (agents call the new one from then on)."""
         spec = getattr(tool, "spec", None)
         if spec is None or not callable(getattr(tool, "run", None)):
             raise ConfigError(
                 f"{tool!r} is not a tool: decorate a function with @tool, or give an object "
                 "a `spec: ToolSpec` and an async `run(ctx, input)`"
             )
-        if spec.name in self._tools:
+        if spec.name in self._tools and not replace:
             raise ConfigError(f"a tool named '{spec.name}' is already registered; rename one of them")
         self._tools[spec.name] = tool
 

@@ -331,3 +331,41 @@ def test_a_cell_can_register_a_tool_and_call_agent_methods_on_the_runtime_thread
     turn = mentra(ip, "send analyst --wait how many rows?")
     assert turn.text == "Tool results: row_count returned 120"
     assert session.call(lambda: [t.spec.name for t in agent.tools()]) == ["row_count"]
+
+
+REGISTER_CELL = '''from mentra_nb import tool
+@tool(read_only=True)
+def row_count() -> int:
+    """How many rows the data has."""
+    return {rows}
+import mentra_nb.notebook as nb
+nb.session().register_tool(row_count)
+'''
+
+
+def test_rerunning_a_register_tool_cell_replaces_the_tool_and_a_real_clash_says_so(ip, session):
+    """Issue 15: re-running a cell that calls register_tool(fn) raised."""
+    from mentra_nb import tool
+    from mentra_nb.errors import ConfigError
+
+    assert ip.run_cell(REGISTER_CELL.format(rows=120)).success
+    assert ip.run_cell(REGISTER_CELL.format(rows=121)).success  # the cell again, edited
+    mentra(ip, "spawn analyst --tools row_count")
+    assert mentra(ip, "send analyst --wait how many rows").text == "Tool results: row_count returned 121"
+
+    @tool(name="row_count")
+    def count_rows() -> int:
+        """Another function under the same tool name."""
+        return 0
+
+    with pytest.raises(ConfigError, match=r"'row_count' is already registered \(registered from "
+                                          r"__main__\.row_count\).*rename it"):
+        session.register_tool(count_rows)
+
+    @tool(name="read_file")
+    def read_file() -> str:
+        """Clashes with a built-in tool."""
+        return ""
+
+    with pytest.raises(ConfigError, match=r"'read_file' is already registered \(a built-in tool\)"):
+        session.register_tool(read_file)
