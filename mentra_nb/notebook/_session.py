@@ -350,9 +350,11 @@ class NotebookSession:
             return self.spawn(name, model, config), None
         agent_id: str = stored_id
         if replace:
-            retired = self._retire(name, agent_id)
+            retired, closed = self._retire(name, agent_id)
             agent = self.spawn(name, model, config)
-            return agent, f"the earlier '{name}' is kept as '{retired}' (%mentra resume {retired})"
+            team = (f"; its teammates {', '.join(closed)} stopped with it and stay on its team "
+                    f"(resuming it revives them)") if closed else ""
+            return agent, f"the earlier '{name}' is kept as '{retired}' (%mentra resume {retired}){team}"
         existing = live if live is not None else self.host.call(lambda: runtime.resume_agent(agent_id))
         differences = self._differences(existing, model if model_given else None, config)
         if differences:
@@ -365,16 +367,20 @@ class NotebookSession:
         return existing, (f"'{name}' was stored: attached to it ({existing.snapshot.history_len} "
                           f"messages, {existing.status}); --replace would start over")
 
-    def _retire(self, name: str, agent_id: str) -> str:
-        """Rename stored agent `name` out of the way (nothing is deleted); its new name."""
-        # Retired without being resumed: its teammates are not woken to be left behind.
+    def _retire(self, name: str, agent_id: str) -> tuple[str, list[str]]:
+        """Rename stored agent `name` out of the way (nothing is deleted): its new
+        name, and the names of its live teammates and subagents closed with it."""
+        # Retired without being resumed: its stored teammates are not woken to be left behind.
         runtime = self.runtime
         taken = {r.name for r in self.records()}
         retired = next(f"{name[:50]}.replaced-{n}" for n in range(1, 10_000)
                        if f"{name[:50]}.replaced-{n}" not in taken)
-        self.host.call(lambda: runtime.retire_agent(agent_id, retired))
-        self._views.pop(agent_id, None)
-        return retired
+        closed = self.host.submit(runtime.retire_agent(agent_id, retired)).result(60)
+        for views in (self._views, self._pickers, self._teams):
+            view = views.pop(agent_id, None)
+            if view is not None:
+                view.close()
+        return retired, closed
 
     def _differences(self, agent: Agent, model: str | None, config: AgentConfig) -> list[str]:
         """What a spawn cell asks for that `agent` was not created with: the model
@@ -476,7 +482,7 @@ class NotebookSession:
         runtime = self.runtime
         existing = next((r for r in self.records() if r.name == new and r.kind == "agent"), None)
         if existing is not None and replace:
-            retired = self._retire(new, existing.id)
+            retired, _closed = self._retire(new, existing.id)
             return (self.host.call(lambda: source.fork(new, at)),
                     f"the earlier '{new}' is kept as '{retired}'")
         if existing is not None and existing.forked_from == source.id and at in (None, existing.fork_index):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import time
 
 import pytest
 from IPython.core.error import UsageError
@@ -369,3 +370,26 @@ def test_rerunning_a_register_tool_cell_replaces_the_tool_and_a_real_clash_says_
 
     with pytest.raises(ConfigError, match=r"'read_file' is already registered \(a built-in tool\)"):
         session.register_tool(read_file)
+
+
+def test_replacing_a_lead_closes_its_live_teammates_and_resuming_it_brings_them_back(ip, session, capsys):
+    """Issue 15: `%mentra spawn NAME --replace` on a lead left its teammates running."""
+    old_lead = mentra(ip, "spawn lead --team")
+    mentra(ip, "teammate lead alice --role researcher --prompt 'Find sources'")
+    alice = session.call(lambda: old_lead.teammate("alice"))
+    deadline = time.monotonic() + 30
+    while (alice.is_running or alice.snapshot.history_len == 0) and time.monotonic() < deadline:
+        time.sleep(0.05)  # alice's first turn (the test model answers at once)
+    capsys.readouterr()
+    new_lead = mentra(ip, "spawn lead --team --system 'Lead anew.' --replace")
+    out = capsys.readouterr().out
+    assert "kept as 'lead.replaced-1'" in out
+    assert "its teammates alice stopped with it and stay on its team" in out
+    live = {a.name for a in session.runtime.agents}
+    assert "alice" not in live and "lead.replaced-1" not in live
+    assert session.call(lambda: new_lead.teammates) == []  # the new lead starts with no team
+    # Nothing was lost: resuming the old lead revives alice, with what she did.
+    mentra(ip, "resume lead.replaced-1")
+    old = session.agent("lead.replaced-1")
+    revived = session.call(lambda: old.teammate("alice"))
+    assert revived.history[0].text == alice.history[0].text
