@@ -146,7 +146,10 @@ class NotebookSession:
                 and _kernel_label() is not None):
             print(f"mentra: this kernel does not know its notebook's path, so agents are kept in "
                   f"{location.path} (runtime id '{location.runtime_id}'); to give this notebook a file "
-                  "of its own, add %mentra db NAME.sqlite to its first cell")
+                  "of its own, add %mentra db NAME.sqlite to its first cell, or name the notebook to "
+                  "the kernel: JPY_SESSION_NAME=PATH in its environment (nbclient: "
+                  "client.execute(env=...)), or papermill's --inject-input-path (in Python: "
+                  "parameters={'PAPERMILL_INPUT_PATH': PATH})")
 
     @property
     def workspace(self) -> Path:
