@@ -179,6 +179,7 @@ SLOW = ("from mentra_nb.providers.test import TestProvider\n"
         "nb.session().runtime.providers.register(TestProvider(name='slow', chunk_delay=0.05))")
 # A cell tall enough that a few of them push the agent's cell out of the viewport.
 FILLER = "\n".join(f"# filler line {i}" for i in range(60))
+FILLER_CELLS = [FILLER] * 12
 FULL_VIEW = '.mentra-agent[data-mentra-scope="full"]'
 
 
@@ -205,24 +206,30 @@ def test_in_a_windowed_notebook_a_view_scrolled_away_and_back_keeps_streaming(no
         words = " ".join(f"w{i}" for i in range(400))
         nb = notebook.open([f"{SETUP}\n{SLOW}", "%mentra spawn writer --model slow:default",
                             "%mentra send writer --wait first question",
-                            *[FILLER] * 12, f"%mentra send writer {words} the-end"])
+                            *FILLER_CELLS])
         for index in range(3):
             nb.run_cell(index)
         view = nb.page.locator(FULL_VIEW)
         expect(view.locator(".mentra-transcript")).to_contain_text("You said: first question")
         view.locator("textarea").fill("a draft kept while away")
-        # Scroll to the last cell and run it: the spawn cell leaves the page.
-        nb.page.locator(".jp-NotebookPanel .jp-WindowedPanel-outer").evaluate(
-            "el => el.scrollTop = el.scrollHeight")
-        expect(nb.page.locator(FULL_VIEW)).to_have_count(0, timeout=30_000)
-        nb.page.locator(".jp-NotebookPanel .jp-Cell").last.locator(".jp-InputPrompt").click()
-        nb.page.keyboard.press("Shift+Enter")
+        # Make the last cell the active one (JupyterLab never takes the active cell, or
+        # the one holding the focus, out of the page) and scroll to it (the list
+        # measures cells as they come: again until it shows).
+        nb.page.evaluate(f"""() => {{ document.activeElement?.blur();
+            window.jupyterapp.shell.currentWidget.content.activeCellIndex = {len(FILLER_CELLS) + 2}; }}""")
+        scroller = nb.page.locator(".jp-NotebookPanel .jp-WindowedPanel-outer")
+        last = nb.page.locator(f'.jp-NotebookPanel .jp-Cell[data-windowed-list-index="{len(FILLER_CELLS) + 2}"]')
+        poll(lambda: scroller.evaluate("el => (el.scrollTop = el.scrollHeight, 1)") and last.is_visible(),
+             message="the last cell to scroll into view")
+        expect(nb.page.locator(FULL_VIEW)).to_be_hidden(timeout=30_000)  # out of the page's layout
+        # A long reply starts while the view is away (sent from Python, as a cell would).
+        nb.kernel.run(f"_turn = nb.session().send(nb.session().agent('writer'), {' '.join([words, 'the-end'])!r})")
         poll(lambda: nb.kernel.value("len(nb.session().agent('writer').snapshot.current_text)") > 200,
              message="the reply to stream while its view is away")
-        assert nb.page.locator(FULL_VIEW).count() == 0, "the spawn cell was back in the page too soon"
+        assert not nb.page.locator(FULL_VIEW).is_visible(), "the spawn cell was back in the page too soon"
 
         # Back to the top while the reply still streams.
-        nb.page.locator(".jp-NotebookPanel .jp-WindowedPanel-outer").evaluate("el => el.scrollTop = 0")
+        scroller.evaluate("el => el.scrollTop = 0")
         view = nb.page.locator(FULL_VIEW)
         expect(view).to_be_visible(timeout=30_000)
         assert nb.kernel.value("nb.session().agent('writer').is_running"), "the reply ended too soon"
