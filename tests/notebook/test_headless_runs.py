@@ -35,6 +35,7 @@ def _notebook(folder: Path, name: str) -> Path:
         nbformat.v4.new_code_cell(f"%%mentra writer --wait\nHello from {name}"),
         nbformat.v4.new_code_cell("print('messages:', len(writer.history))"),
         nbformat.v4.new_code_cell("%mentra db"),
+        nbformat.v4.new_code_cell("%mentra show writer"),
     ]
     path = folder / f"{name}.ipynb"
     nbformat.write(nb, path)
@@ -82,6 +83,13 @@ def _check_run(out: Path, name: str, messages: int, folder: Path) -> None:
     # and the cell's result is the reply itself
     [result] = [o for o in cells[2] if o["output_type"] == "execute_result"]
     assert result["data"]["text/plain"] == f"You said: Hello from {name}"
+    # A full view's cell keeps the whole conversation as markdown above the widget,
+    # whose own output holds no second copy.
+    fallback, widget = cells[5]
+    assert 'class="mentra-fallback"' in fallback["data"]["text/markdown"]
+    assert f"You said: Hello from {name}" in fallback["data"]["text/markdown"]
+    assert "application/vnd.jupyter.widget-view+json" in widget["data"]
+    assert "text/markdown" not in widget["data"]
 
 
 def _runner(name: str) -> str:
@@ -108,6 +116,9 @@ def test_nbconvert_runs_two_notebooks_of_one_folder_twice_each(tmp_path):
     _run([nbconvert, "--to", "html", "--execute", "report_b.ipynb"], tmp_path)
     html = (tmp_path / "report_b.html").read_text()
     assert "You said: Hello from report_b" in html
+    # ... and so does the full view's cell, as HTML from its markdown.
+    fallback = html[html.index('class="mentra-fallback"'):]
+    assert "You said: Hello from report_b" in fallback[:fallback.index("</div>")]
 
 
 def test_papermill_runs_two_notebooks_of_one_folder_twice_each(tmp_path):
