@@ -301,13 +301,14 @@ class NotebookSession:
         runtime = self.runtime
         name = getattr(getattr(tool, "spec", None), "name", None)
         existing = next((t for t in runtime.tools if t.spec.name == name), None) if name else None
-        if existing is not None:
-            if name not in self._user_tools or _definition(existing) != _definition(tool):
-                where = "a built-in tool" if name not in self._user_tools else \
-                    f"registered from {_definition(existing)}"
-                raise ConfigError(
-                    f"a tool named '{name}' is already registered ({where}), and {_definition(tool)} "
-                    f"is another; rename it (@tool(name='...')) so both can be offered")
+        if existing is not None and (name not in self._user_tools
+                                     or _definition(existing) != _definition(tool)):
+            where = (f"registered from {_definition(existing)}" if name in self._user_tools
+                     else "a built-in tool" if name in self.builtin_tool_names()
+                     else "registered on the runtime itself")
+            raise ConfigError(
+                f"a tool named '{name}' is already registered ({where}), and {_definition(tool)} "
+                f"is another; rename it (@tool(name='...')) so both can be offered")
         self.host.call(lambda: runtime.register_tool(tool, replace=existing is not None))
         if name:
             self._user_tools.add(name)
