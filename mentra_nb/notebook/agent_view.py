@@ -304,6 +304,9 @@ class AgentView(MentraWidget):
             with self._shown_lock:
                 self._fallbacks.append(fallback)
             data.pop("text/markdown", None)
+            # What a reader without the widget sees below the markdown (JupyterLab shows
+            # an untrusted notebook's widgets so): nothing that goes stale.
+            data["text/plain"] = f"AgentView({self._agent.name}) · live view; saved as the markdown above"
         display(data, raw=True)
 
     def _widget_bundle(self) -> dict[str, Any]:

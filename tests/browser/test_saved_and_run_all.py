@@ -181,3 +181,32 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
     page = html.read_text()
     assert "You said: What lives in a <strong>tide pool</strong>?" in page
     assert "model not found" not in page
+
+
+def test_a_notebook_run_by_nbconvert_reopens_with_each_full_view_as_its_transcript(notebook, lab_server):
+    """A headless run (nbconvert, papermill) writes a notebook JupyterLab does not
+    trust, so it renders no widget from it: the full views' cells read as their
+    markdown, with a line saying a live view was there (nothing stale, no error)."""
+    from tests.browser.notebook_page import write_notebook
+
+    name = "headless-" + notebook.name
+    write_notebook(lab_server.root / name, [
+        SETUP, "%mentra spawn writer", "%mentra send writer --wait What lives in a tide pool",
+        "%mentra show writer"])
+    subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "--inplace",
+                    name], cwd=lab_server.root, check=True, capture_output=True, timeout=300)
+    data = json.loads((lab_server.root / name).read_text())
+    assert data["metadata"]["widgets"][STATE]["state"], "nbconvert saved no widget state"
+    notebook.page.goto(lab_server.url(name))
+    notebook.wait_kernel_idle()
+    panel = notebook.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    for index in (1, 3):
+        output = panel.locator(".jp-Cell .jp-OutputArea").nth(index)
+        expect(output.locator(".mentra-fallback")).to_contain_text("You said: What lives in a tide pool",
+                                                                   timeout=30_000)
+        expect(output.locator(".mentra-fallback")).to_be_visible()
+        expect(output).to_contain_text("AgentView(writer) · live view; saved as the markdown above")
+        expect(output).not_to_contain_text("0 messages")  # nothing of the view's state when shown
+    expect(panel).not_to_contain_text("model not found")
+    expect(panel).not_to_contain_text("Error displaying widget")
+

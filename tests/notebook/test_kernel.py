@@ -56,7 +56,8 @@ def test_kill_minus_nine_mid_stream_then_resume_in_a_new_kernel(kernels, tmp_pat
     second.run("%load_ext mentra_nb")
     out = second.run("%mentra resume")
     assert "mentra: resumed 'writer', 2 messages, interrupted" in out
-    assert "AgentView(writer, slow:m, interrupted, 2 messages)" in out
+    # (a full view's cell: the conversation as markdown, then the widget)
+    assert "**writer** · `slow:m` · interrupted" in out and "You said: warm up" in out
     state = second.run(
         "import mentra_nb.notebook as nb\n"
         "agent = nb.session().agent('writer')\n"
@@ -117,16 +118,17 @@ def test_a_spawn_cell_reruns_in_the_same_and_a_restarted_kernel(kernels, tmp_pat
     spawn = "writer = %mentra spawn writer --system 'Be brief.'\nwriter"
     first = kernels()
     first.run("%load_ext mentra_nb")
-    assert "AgentView(writer, test:default, idle, 0 messages)" in first.run(spawn)
+    assert "**writer** · `test:default` · idle\nAgentView(writer)" in first.run(spawn)
     first.run("%mentra send writer --wait remember the tide pools")
-    assert "AgentView(writer, test:default, finished, 2 messages)" in first.run(spawn)  # same kernel
+    again = first.run(spawn)  # same kernel
+    assert "**writer** · `test:default` · finished" in again and "You said: remember the tide pools" in again
     first.close()
 
     second = kernels()
     second.run("%load_ext mentra_nb")
     out = second.run(spawn)
     assert "mentra: 'writer' was stored: attached to it (2 messages, finished)" in out
-    assert "AgentView(writer, test:default, finished, 2 messages)" in out
+    assert "**writer** · `test:default` · finished" in out and "You said: remember the tide pools" in out
     assert "remember the tide pools" in second.run("print(writer.history[0].text)")
     # Other settings: it says what differs and how to start over; --replace does.
     text, errors, _status = second.execute("%mentra spawn writer --system 'Be long.'")
@@ -163,7 +165,8 @@ def test_wait_returns_the_reply_and_the_cell_shows_only_its_turn(kernels, tmp_pa
     assert result["content"]["data"]["text/plain"] == "You said: second question"
     assert kernel.run("print(type(_).__name__, _.turn)").strip() == "Reply Turn(writer, run 2)"
     # The whole conversation is one command away.
-    assert "AgentView(writer, test:default, finished, 4 messages)" in kernel.run("%mentra show writer")
+    whole = kernel.run("%mentra show writer")
+    assert "You said: first question" in whole and "You said: second question" in whole
 
 
 def test_a_full_view_keeps_its_static_transcript_up_to_date_above_the_widget(kernels, tmp_path):
