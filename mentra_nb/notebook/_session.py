@@ -241,6 +241,7 @@ class NotebookSession:
             self._views.clear()
             self._pickers.clear()
             self._teams.clear()
+            self._user_tools.clear()  # the new runtime has none of them
         self.location = location
         _ = self.runtime  # open now, so a bad path fails here and not on the next spawn
         return location
@@ -356,8 +357,8 @@ class NotebookSession:
         if replace:
             retired, closed = self._retire(name, agent_id)
             agent = self.spawn(name, model, config)
-            team = (f"; its teammates {', '.join(closed)} stopped with it and stay on its team "
-                    f"(resuming it revives them)") if closed else ""
+            team = (f"; {', '.join(closed)}, working for it, stopped with it and stay stored under it "
+                    f"(resuming it revives its team)") if closed else ""
             return agent, f"the earlier '{name}' is kept as '{retired}' (%mentra resume {retired}){team}"
         existing = live if live is not None else self.host.call(lambda: runtime.resume_agent(agent_id))
         differences = self._differences(existing, model if model_given else None, config)

@@ -147,6 +147,7 @@ _browser_message: TypeAdapter[Any] = browser_messages(
 # What a saved notebook keeps of a transcript: the tail, so a long-lived agent's
 # output does not grow the .ipynb by its whole history on every display.
 STATIC_MESSAGES = 40
+MAX_FALLBACKS = 20  # places a full view's markdown copy is kept up to date in
 APPROVAL_INPUT_CHARS = 4_000  # what the widget shows of a call's input (a write_file's content may be huge)
 
 
@@ -302,7 +303,9 @@ class AgentView(MentraWidget):
         fallback = show(self._host.call(self._fallback_bundle))
         if fallback is not None:  # in a kernel: the markdown is the output above
             with self._shown_lock:
-                self._fallbacks.append(fallback)
+                # The newest places only: a cell run again drops its old output, whose
+                # copy would be updated for nothing at every turn's end.
+                self._fallbacks = [*self._fallbacks[-(MAX_FALLBACKS - 1):], fallback]
             data.pop("text/markdown", None)
             # What a reader without the widget sees below the markdown (JupyterLab shows
             # an untrusted notebook's widgets so): nothing that goes stale.

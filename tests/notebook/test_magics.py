@@ -384,7 +384,7 @@ def test_replacing_a_lead_closes_its_live_teammates_and_resuming_it_brings_them_
     new_lead = mentra(ip, "spawn lead --team --system 'Lead anew.' --replace")
     out = capsys.readouterr().out
     assert "kept as 'lead.replaced-1'" in out
-    assert "its teammates alice stopped with it and stay on its team" in out
+    assert "alice, working for it, stopped with it and stay stored under it" in out
     live = {a.name for a in session.runtime.agents}
     assert "alice" not in live and "lead.replaced-1" not in live
     assert session.call(lambda: new_lead.teammates) == []  # the new lead starts with no team
