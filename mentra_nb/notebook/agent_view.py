@@ -249,8 +249,8 @@ class AgentView(MentraWidget):
                     self._reset_stream()
                 self._sync_state()
         if self._turn is None and event.type in ("run_finished", "run_failed", "run_cancelled",
-                                                  "history_replaced"):
-            self._refresh_fallbacks()
+                                                  "history_replaced", "tool_approval_requested"):
+            self._refresh_fallbacks()  # (a paused run's copy says what it waits for)
         if self._turn is not None and event.type in ("run_finished", "run_failed", "run_cancelled"):
             if event.type == "run_cancelled":  # rolled back: the agent is idle, this turn was cut
                 self.status = AgentStatus.interrupted().model_dump()
