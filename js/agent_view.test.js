@@ -78,6 +78,20 @@ describe("AgentView", () => {
     expect(model.sent).toEqual([{ kind: "hello" }]);
   });
 
+  it("shows the images a tool result carries as thumbnails in its call, enlarged on click", () => {
+    const model = new FakeModel(STATE);
+    render({ model, el });
+    transcript(model, 1, [
+      { index: 0, role: "assistant", kind: "tool_use", id: "v1", name: "view_figure", input: "{}" },
+      { index: 1, role: "user", kind: "tool_result", id: "v1", content: "matplotlib figure 1: 640x480 px",
+        images: [{ media_type: "image/png", data: "iVBORw0KGgo=" }, { media_type: "text/html", data: "PGI+" }] },
+    ]);
+    const thumbs = [...el.querySelectorAll("details.mentra-tool img.mentra-thumb")];
+    expect(thumbs.map((i) => i.getAttribute("src"))).toEqual(["data:image/png;base64,iVBORw0KGgo="]);
+    /** @type {HTMLElement} */ (thumbs[0]).click();
+    expect(thumbs[0].classList.contains("mentra-thumb-open")).toBe(true);
+  });
+
   it("applies deltas in order, ignores duplicates and stale ones, and resets", async () => {
     const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
     render({ model, el });

@@ -4,7 +4,8 @@
 
 /**
  * @typedef {{index: number, role: string, kind: string, html?: string, id?: string, name?: string,
- *   input?: string, content?: string, truncated?: boolean, is_error?: boolean, media_type?: string, data?: string}} Item
+ *   input?: string, content?: string, truncated?: boolean, is_error?: boolean, media_type?: string, data?: string,
+ *   images?: {media_type: string, data: string}[]}} Item
  * @typedef {{
  *   get(name: string): any,
  *   on(event: string, handler: (...args: any[]) => void): void,
@@ -74,9 +75,11 @@ export function appendTranscript(container, items, calls, watcher = null) {
       const cut = item.truncated
         ? element("div", "mentra-notice-item", "… the first 4,000 characters of the result (agent.history has all of it)")
         : null;
+      const shown = resultImages(item);
       if (host) {
         host.append(result);
         if (cut) host.append(cut);
+        if (shown) host.append(shown);
         if (item.is_error) host.classList.add("mentra-error");
       } else {
         const orphan = element("div", "mentra-item mentra-tool");
@@ -84,6 +87,7 @@ export function appendTranscript(container, items, calls, watcher = null) {
         orphan.dataset.index = String(item.index);
         orphan.append(result);
         if (cut) orphan.append(cut);
+        if (shown) orphan.append(shown);
         container.append(orphan);
       }
       continue;
@@ -129,6 +133,27 @@ export function appendTranscript(container, items, calls, watcher = null) {
     }
     container.append(node);
   }
+}
+
+/**
+ * The images a tool showed the model (view_figure's plot, an MCP screenshot),
+ * as thumbnails under its result; a click opens one at full size.
+ * @param {Item} item
+ * @returns {HTMLElement|null}
+ */
+function resultImages(item) {
+  if (!item.images?.length) return null;
+  const row = element("div", "mentra-result-images");
+  for (const image of item.images) {
+    if (!image.media_type.startsWith("image/")) continue;
+    const img = /** @type {HTMLImageElement} */ (element("img", "mentra-thumb"));
+    img.src = `data:${image.media_type};base64,${image.data}`;
+    img.alt = "image the tool showed the model";
+    img.title = "click to enlarge";
+    img.addEventListener("click", () => img.classList.toggle("mentra-thumb-open"));
+    row.append(img);
+  }
+  return row;
 }
 
 /**

@@ -68,8 +68,10 @@ class ContentBlock(BaseModel):
         return ToolUseBlock(id=id, name=name, input=input or {})
 
     @staticmethod
-    def tool_result(tool_use_id: str, content: str, *, is_error: bool = False) -> ToolResultBlock:
-        return ToolResultBlock(tool_use_id=tool_use_id, content=content, is_error=is_error)
+    def tool_result(tool_use_id: str, content: str, *, is_error: bool = False,
+                    images: list[ImageBlock] | None = None) -> ToolResultBlock:
+        return ToolResultBlock(tool_use_id=tool_use_id, content=content, is_error=is_error,
+                               images=images or [])
 
     @staticmethod
     def image(media_type: str, data: str) -> ImageBlock:
@@ -115,13 +117,26 @@ class ToolUseBlock(ContentBlock):
 
 
 class ToolResultBlock(ContentBlock):
+    """What a tool returned: its text, and the images it showed (a plot for a
+    vision model, say), which providers that take images in tool results send
+    inside the result."""
+
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str
     content: str
     is_error: bool = False
+    images: list[ImageBlock] = Field(default_factory=list)
 
     # A tool's output is whatever the tool printed; it must still be storable.
     _valid_content = field_validator("content")(lambda value: valid_utf8(value))
+
+    @model_serializer(mode="wrap")
+    def _without_images(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A result without images stores (and replays) exactly as before images existed.
+        data = handler(self)
+        if not self.images and isinstance(data, dict):
+            data.pop("images", None)
+        return data
 
 
 class ImageBlock(ContentBlock):
@@ -186,7 +201,8 @@ def preview(message: Message, limit: int = 80) -> str:
         elif isinstance(block, ToolUseBlock):
             parts.append(f"→ {block.name}")
         elif isinstance(block, ToolResultBlock):
-            parts.append(f"← {'error: ' if block.is_error else ''}{block.content}")
+            shown = f" [{len(block.images)} image{'s' if len(block.images) > 1 else ''}]" if block.images else ""
+            parts.append(f"← {'error: ' if block.is_error else ''}{block.content}{shown}")
         elif isinstance(block, ImageBlock):
             parts.append("[image]")
     text = " ".join(" ".join(parts).split())

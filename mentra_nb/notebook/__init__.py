@@ -28,6 +28,7 @@ _EXPORTS = {"AgentView": "mentra_nb.notebook.agent_view",
             "NotebookSession": "mentra_nb.notebook._session", "Turn": "mentra_nb.notebook.turn"}
 _LOADED_ATTR = "_mentra_loaded"
 _SESSION_ATTR = "_mentra_session"
+_CELLS_ATTR = "_mentra_cells"
 # Where Agent is defined: the display hook names it, so loading imports no runtime.
 _AGENT_CLASS = ("mentra_nb.runtime._agent", "Agent")
 
@@ -50,7 +51,7 @@ def session(shell: Any = None) -> NotebookSession:
     if current is None:
         from mentra_nb.notebook._session import NotebookSession
 
-        current = NotebookSession(shell.user_ns)
+        current = NotebookSession(shell.user_ns, cells=getattr(shell, _CELLS_ATTR, None))
         setattr(shell, _SESSION_ATTR, current)
     return current
 
@@ -59,6 +60,7 @@ def load_ipython_extension(shell: Any) -> None:
     """Called by `%load_ext mentra_nb`. Loading again (or re-running the setup
     cell) keeps the same session, runtime and leases."""
     from mentra_nb.errors import MentraError
+    from mentra_nb.notebook._cell_history import CellHistory
     from mentra_nb.notebook._magics import MentraMagics
 
     if getattr(shell, _LOADED_ATTR, False):
@@ -70,6 +72,11 @@ def load_ipython_extension(shell: Any) -> None:
     formatter = shell.display_formatter.ipython_display_formatter
     formatter.for_type_by_name(*_AGENT_CLASS, lambda agent: _display_agent(shell, agent))
     shell.set_custom_exc((MentraError,), _show_mentra_error)
+    # From here on each cell's exception and displayed images are kept for {Err[n]},
+    # %mentra explain and the notebook tools.
+    cells = CellHistory(shell)
+    cells.install()
+    setattr(shell, _CELLS_ATTR, cells)
 
 
 def unload_ipython_extension(shell: Any) -> None:
@@ -78,6 +85,10 @@ def unload_ipython_extension(shell: Any) -> None:
         current.close()
     setattr(shell, _SESSION_ATTR, None)
     setattr(shell, _LOADED_ATTR, False)
+    cells = getattr(shell, _CELLS_ATTR, None)
+    if cells is not None:
+        cells.uninstall()
+    setattr(shell, _CELLS_ATTR, None)
 
 
 def _display_agent(shell: Any, agent: Any) -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "CostArgs",
     "DbArgs",
     "DenyArgs",
+    "ExplainArgs",
     "ExportArgs",
     "ForkArgs",
     "HelpArgs",
@@ -76,6 +77,7 @@ class Command(BaseModel):
     rest: ClassVar[str | None] = None  # the field that takes the rest of the line
     argv: ClassVar[str | None] = None  # the field that takes the words after `--`, as a list
     repeatable: ClassVar[tuple[str, ...]] = ()  # options that may be given more than once
+    short: ClassVar[dict[str, str]] = {}  # one-letter options: "f" -> "format" (-f code)
     metavars: ClassVar[dict[str, str]] = {}
 
     @classmethod
@@ -145,6 +147,7 @@ class SendArgs(Command):
     agent: AgentName
     text: str = Field(min_length=1)
     wait: bool = False
+    no_interpolate: bool = False
     output: str | None = None
 
 
@@ -404,23 +407,40 @@ class McpRemoveArgs(Command):
     name: ServerName
 
 
+class ExplainArgs(Command):
+    command = "explain"
+    summary = ("send the last exception's traceback and its cell to NAME (default: the agent used last) "
+               "and show the answer")
+    positionals = ("agent",)
+    metavars = {"agent": "NAME"}
+    agent: AgentName | None = None
+    wait: bool = False
+
+
 class CellArgs(Command):
-    """`%%mentra NAME [--wait] [--no-interpolate]`: the cell body is the prompt."""
+    """`%%mentra NAME [--wait] [--no-interpolate] [--figure] [-f code] [--output MODEL]`: the cell
+    body is the prompt."""
 
     command = ""
-    summary = ("send the cell body to NAME ({var} takes a kernel variable; --output MODEL: the answer is a "
-               "validated instance of that pydantic class, turn.output, or the result of --wait)")
+    summary = ("send the cell body to NAME ({var} takes a kernel variable; {In[n]}, {Out[n]}, {Err[n]} "
+               "cell n's source, value, traceback); --figure attaches the current figure; -f code puts "
+               "the answer's first code block in the next cell; --output MODEL: the answer is a "
+               "validated instance of that pydantic class, turn.output, or the result of --wait")
     positionals = ("agent",)
-    metavars = {"agent": "NAME", "output": "MODEL"}
+    short = {"f": "format"}
+    metavars = {"agent": "NAME", "format": "markdown|code", "output": "MODEL"}
     agent: AgentName
     wait: bool = False
     no_interpolate: bool = False
+    figure: bool = False
+    format: Literal["markdown", "code"] = "markdown"
     output: str | None = None
 
 
 COMMANDS: dict[str, type[Command]] = {
     c.command: c for c in (SpawnArgs, SendArgs, ListAgentsArgs, ResumeArgs, ApproveArgs, DenyArgs,
                            ShowArgs, TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
+                           ExplainArgs,
                            ForkArgs, RewindArgs, HistoryArgs, ExportArgs, RmArgs,
                            DbArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
                            AliasArgs, HelpArgs)
@@ -498,6 +518,8 @@ def _build(command: type[Command], words: list[str], prefix: str = "%mentra") ->
     i = 0
     while i < len(words):
         word = words[i]
+        if len(word) == 2 and word[0] == "-" and word[1] in command.short:
+            word = f"--{command.short[word[1]]}"
         if word == "--" and command.argv:
             values[command.argv] = words[i + 1:]
             break

@@ -1,5 +1,5 @@
-"""Tools that look into the kernel: `list_variables`, `describe_variable`, and
-the opt-in `python`.
+"""Tools that look into the kernel: `list_variables`, `describe_variable`,
+`notebook_cells`, `view_figure`, and the opt-in `python`.
 
 The inspection tools read the kernel's namespace from the runtime's side
 (a worker thread of its loop) while cells may be running. They never call
@@ -22,11 +22,14 @@ import sys
 import threading
 import traceback
 import types
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field
 
+from mentra_nb.notebook._cell_history import CellHistory, CellLookupError
+from mentra_nb.notebook._figures import FigureNotFound, find_figures
 from mentra_nb.runtime import (
     BoundedOutput,
     Tool,
@@ -38,7 +41,7 @@ from mentra_nb.runtime import (
 
 __all__ = ["KERNEL_TOOL_NAMES", "kernel_tools", "python_tool"]
 
-KERNEL_TOOL_NAMES = ("list_variables", "describe_variable")
+KERNEL_TOOL_NAMES = ("list_variables", "describe_variable", "notebook_cells", "view_figure")
 MAX_VARIABLES = 200
 MAX_REPR_CHARS = 4_000
 MAX_DESCRIBE_CHARS = 12_000
@@ -140,8 +143,11 @@ def _describe(name: str, value: Any) -> str:
     return f"{header}\n{_bounded_repr(value)}"
 
 
-def kernel_tools(user_ns: MutableMapping[str, Any]) -> list[Tool]:
-    """`list_variables` and `describe_variable` over `user_ns` (the kernel's namespace)."""
+def kernel_tools(user_ns: MutableMapping[str, Any], cells: CellHistory | None = None,
+                 notebook: Callable[[], Path | None] = lambda: None) -> list[Tool]:
+    """`list_variables` and `describe_variable` over `user_ns` (the kernel's
+    namespace), and `notebook_cells` and `view_figure` over `cells` (the kernel's
+    cell history) and the notebook file `notebook()` names, when known."""
 
     @tool(read_only=True)
     def list_variables() -> str:
@@ -173,7 +179,38 @@ def kernel_tools(user_ns: MutableMapping[str, Any]) -> list[Tool]:
         except Exception as err:
             return ToolOutput(content=f"could not describe '{name}': {type(err).__name__}: {err}", is_error=True)
 
-    return [list_variables, describe_variable]
+    @tool(read_only=True)
+    def notebook_cells(
+        start: Annotated[int | None, Field(ge=1, description="First execution count (default: 20 before end)")] = None,
+        end: Annotated[int | None, Field(ge=1, description="Last execution count (default: the last cell run)")] = None,
+        with_outputs: Annotated[bool, Field(description="Include each cell's value, error and images")] = True,
+    ) -> str | ToolOutput:
+        """Read the notebook's cells as the kernel ran them: In [n] sources, with their outputs
+        (Out[n] as text), errors (tracebacks) and displayed images, and the notebook file's
+        markdown cells when the file is known. At most 50 cells per call."""
+        if cells is None:
+            return ToolOutput(content="this kernel has no cell history (IPython is not running it)", is_error=True)
+        try:
+            return cells.listing(start, end, with_outputs=with_outputs, notebook=notebook())
+        except CellLookupError as err:
+            return ToolOutput(content=str(err), is_error=True)
+
+    @tool(read_only=True)
+    def view_figure(
+        figure: Annotated[str | None, Field(description=(
+            "Empty: the open matplotlib figures, else the latest displayed image. A number: matplotlib "
+            "figure n. 'cell 12': the images cell In[12] displayed. A name: a figure label or a variable "
+            "holding a matplotlib Figure/Axes or a PIL image"))] = None,
+    ) -> ToolOutput:
+        """See a figure of the notebook: renders a matplotlib figure, a PIL image or a cell's displayed
+        plot as a PNG image you can look at."""
+        try:
+            shown = find_figures(figure, cells, _snapshot(user_ns))
+        except FigureNotFound as err:
+            return ToolOutput(content=str(err), is_error=True)
+        return ToolOutput(content=shown.description, images=shown.images)
+
+    return [list_variables, describe_variable, notebook_cells, view_figure]
 
 
 class _ThreadRouter(io.TextIOBase):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import string
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,9 +20,11 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from mentra_nb import pricing, runtime
-    from mentra_nb.messages import Usage
+    from mentra_nb.messages import ContentBlock, Usage
     from mentra_nb.notebook import _aliases as aliasing
     from mentra_nb.notebook import _arguments as args
+    from mentra_nb.notebook import _figures as figures
+    from mentra_nb.notebook import _notebook_context as context
     from mentra_nb.notebook import _output_model as typed
     from mentra_nb.notebook import turn as turns
     from mentra_nb.notebook._session import NotebookSession
@@ -35,6 +36,8 @@ else:
     # price table load with the first `%mentra` command, so loading stays cheap.
     args = lazy_import("mentra_nb.notebook._arguments")
     aliasing = lazy_import("mentra_nb.notebook._aliases")
+    context = lazy_import("mentra_nb.notebook._notebook_context")
+    figures = lazy_import("mentra_nb.notebook._figures")
     typed = lazy_import("mentra_nb.notebook._output_model")
     registry = lazy_import("mentra_nb.providers.registry")
     turns = lazy_import("mentra_nb.notebook.turn")
@@ -158,31 +161,48 @@ class MentraMagics(Magics):
         self.session.deny(self.session.agent(command.agent), command.call_id, command.reason)
 
     def _do_send(self, command: args.SendArgs) -> Turn | Reply | BaseModel | None:
+        # Filled here, from this kernel's cells and variables, wherever the message goes.
+        text = command.text if command.no_interpolate else self._interpolate(command.text)
         try:
             agent = self.session.agent(command.agent)
         except AgentNotFound:
             if command.output is not None:
                 raise  # a typed answer comes back to this kernel only: no mail
             # Driven by another kernel (maybe on another host): leave it mail there.
-            owner = self.session.post(command.agent, command.text)
+            owner = self.session.post(command.agent, text)
             if owner is None:
                 raise
             print(f"mentra: '{command.agent}' is driven by another kernel ({owner}); the message "
                   "was left as mail and runs there")
             return None
-        return self._send(agent, command.text, wait=command.wait, output=self._output_model(command.output))
+        return self._send(agent, text, wait=command.wait, output=self._output_model(command.output))
 
     def _cell(self, command: args.CellArgs, body: str) -> Turn | Reply | BaseModel:
         prompt = body.strip()
         if not prompt:
             raise UsageError(f"the cell is empty: write the prompt below the magic line\n"
                              f"usage: {args.CellArgs.usage('%%mentra')}")
+        if command.format == "code" and command.output is not None:
+            raise UsageError("-f code puts a code block of the answer in the next cell, --output makes the "
+                             f"answer a {command.output}: use one of them\nusage: {args.CellArgs.usage('%%mentra')}")
         if not command.no_interpolate:
             prompt = self._interpolate(prompt)
         output = self._output_model(command.output)
-        return self._send(self.session.agent(command.agent), prompt, wait=command.wait, output=output)
+        agent = self.session.agent(command.agent)
+        content: str | list[ContentBlock] = prompt
+        if command.figure:
+            from mentra_nb.messages import TextBlock
 
-    def _send(self, agent: Agent, text: str, *, wait: bool,
+            content = [TextBlock(text=prompt), *self._current_figure()]
+        if command.format == "code":
+            # The next cell can be set only while this cell runs: wait for the answer.
+            reply = self._send(agent, content, wait=True)
+            assert isinstance(reply, turns.Reply)
+            self._code_into_next_cell(reply)
+            return reply
+        return self._send(agent, content, wait=command.wait, output=output)
+
+    def _send(self, agent: Agent, text: str | list[ContentBlock], *, wait: bool,
               output: type[BaseModel] | None = None) -> Turn | Reply | BaseModel:
         """A Turn; with `wait`, the Reply, or a typed turn's validated instance."""
         # The cell shows its own turn, live; when the turn ends that output becomes
@@ -196,6 +216,42 @@ class MentraMagics(Magics):
                 return answer
             return turns.Reply.of(turn.result(), turn)
         return turn
+
+    def _do_explain(self, command: args.ExplainArgs) -> Turn | Reply | BaseModel:
+        cells = self.session.cells
+        failure = cells.last_error if cells is not None else None
+        if cells is None or failure is None:
+            raise UsageError("no cell has raised an exception since %load_ext mentra_nb; run the failing "
+                             "cell again, then %mentra explain")
+        name = command.agent or self.session.last_agent
+        if name is None:
+            live = [a.name for a in self.session.runtime.agents if not a.is_teammate]
+            if len(live) != 1:
+                raise UsageError("say which agent explains it: %mentra explain NAME (no cell has sent "
+                                 "an agent work yet" + (f"; live agents: {', '.join(live)})" if live else ")"))
+            name = live[0]
+        agent = self.session.agent(name)
+        print(f"mentra: '{agent.name}' explains the {failure.name} of In [{failure.execution_count}]")
+        return self._send(agent, context.explain_prompt(failure), wait=command.wait)
+
+    def _current_figure(self) -> list[ContentBlock]:
+        try:
+            shown = figures.find_figures(None, self.session.cells, self.session.user_ns)
+        except figures.FigureNotFound as err:
+            raise UsageError(f"--figure: {err}") from None
+        print(f"mentra: attached {shown.description}")
+        return list(shown.images)
+
+    def _code_into_next_cell(self, reply: Reply) -> None:
+        code = context.first_code_block(reply.text)
+        if code is None:
+            print("mentra: the answer has no code block, so no cell was added (-f code takes the first "
+                  "``` block of the answer)")
+            return
+        shell = self.shell
+        assert shell is not None  # a magic runs in a shell
+        # IPython's set_next_input payload: the front end puts it in a new cell below.
+        shell.set_next_input(code, replace=False)
 
     def _do_list(self, _command: args.ListAgentsArgs) -> None:
         records = self.session.records()
@@ -493,26 +549,9 @@ class MentraMagics(Magics):
             raise UsageError(str(err)) from None
 
     def _interpolate(self, prompt: str) -> str:
+        shell = self.shell
+        assert shell is not None  # a magic runs in a shell
         try:
-            shell = self.shell
-            assert shell is not None  # a magic runs in a shell
-            return string.Formatter().vformat(prompt, (), _Namespace(shell.user_ns))
-        except KeyError as err:
-            raise UsageError(
-                f"the prompt names {{{err.args[0]}}}, which is not a variable in this kernel; define it, "
-                "write {{ and }} for literal braces, or use %%mentra NAME --no-interpolate"
-            ) from None
-        except (ValueError, AttributeError, IndexError) as err:
-            raise UsageError(f"cannot fill the prompt's {{...}} fields: {err}; use --no-interpolate "
-                             "to send it as written") from None
-
-
-class _Namespace(dict):  # type: ignore[type-arg]
-    """The kernel's variables for str.format, without copying them."""
-
-    def __init__(self, user_ns: dict[str, Any]) -> None:
-        super().__init__()
-        self._ns = user_ns
-
-    def __missing__(self, key: str) -> Any:
-        return self._ns[key]
+            return context.interpolate(prompt, shell.user_ns, self.session.cells)
+        except context.PromptFieldError as err:
+            raise UsageError(str(err)) from None

@@ -140,6 +140,7 @@ def transcript_markdown(messages: list[Message]) -> str:
             elif isinstance(block, ToolResultBlock):
                 label = "error" if block.is_error else "result"
                 parts.append(f"tool {label}:\n\n{_fence(block.content[:_RESULT_PREVIEW])}")
+                parts.extend(f"*\\[image {md_text(image.media_type)}\\]*" for image in block.images)
             elif isinstance(block, ImageBlock):
                 parts.append(f"{who}: *\\[image {md_text(block.media_type)}\\]*")
         if message.truncated:
@@ -168,7 +169,9 @@ def message_items(message: Message, index: int) -> list[dict[str, Any]]:
         elif isinstance(block, ToolResultBlock):
             items.append({**base, "kind": "tool_result", "id": block.tool_use_id,
                           "content": block.content[:_RESULT_PREVIEW],
-                          "truncated": len(block.content) > _RESULT_PREVIEW, "is_error": block.is_error})
+                          "truncated": len(block.content) > _RESULT_PREVIEW, "is_error": block.is_error,
+                          **({"images": [{"media_type": i.media_type, "data": i.data} for i in block.images]}
+                             if block.images else {})})
         elif isinstance(block, ImageBlock):
             items.append({**base, "kind": "image", "media_type": block.media_type, "data": block.data})
     if message.truncated:  # cut by Stop: the view marks where

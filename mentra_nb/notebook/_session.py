@@ -26,6 +26,8 @@ from mentra_nb.errors import (
     MentraError,
     StoreError,
 )
+from mentra_nb.messages import ContentBlock
+from mentra_nb.notebook._cell_history import CellHistory
 from mentra_nb.notebook._discovery import (
     EXPLICIT_SOURCE,
     StoreLocation,
@@ -94,8 +96,10 @@ class NotebookSession:
     agents from the start (`%mentra spawn NAME --python --shell` does it later)."""
 
     def __init__(self, user_ns: MutableMapping[str, Any], *, environ: Mapping[str, str] = os.environ,
-                 python_tool: bool = False, shell_tool: bool = False) -> None:
+                 python_tool: bool = False, shell_tool: bool = False, cells: CellHistory | None = None) -> None:
         self.user_ns = user_ns
+        self.cells = cells  # the kernel's cell history, for the notebook tools
+        self.last_agent: str | None = None  # the agent a cell sent work to last (%mentra explain's default)
         self.environ = environ
         self.host = RuntimeHost()
         self.location: StoreLocation = discover_store(user_ns, environ=environ)
@@ -124,7 +128,8 @@ class NotebookSession:
                     runtime_id=location.runtime_id,
                     # Streams a little slower than instant, so the offline model is watchable.
                     providers=[TestProvider(chunk_delay=0.01)],
-                    tools=[*kernel_tools(self.user_ns), *(self._opt_in_tool(n) for n in sorted(self._opt_in))],
+                    tools=[*kernel_tools(self.user_ns, self.cells, lambda: self.location.notebook),
+                           *(self._opt_in_tool(n) for n in sorted(self._opt_in))],
                     owner_label=_kernel_label(),
                     workspace=workspace,
                 )
@@ -455,19 +460,22 @@ class NotebookSession:
                                 f"(stored: {known})")
         return [self.host.call(lambda: runtime.resume_agent(record.id))]
 
-    def start_turn(self, agent: Agent, text: str, *, output: type[BaseModel] | None = None,
-                   ) -> tuple[Turn, AgentView]:
-        """Send `text` to `agent` as `send` does, with a view of this turn alone
-        (made before the run starts, so it misses nothing of it)."""
+    def start_turn(self, agent: Agent, text: str | list[ContentBlock], *,
+                   output: type[BaseModel] | None = None) -> tuple[Turn, AgentView]:
+        """Send `text` (or content blocks: a prompt with a figure) to `agent` as `send`
+        does, with a view of this turn alone (made before the run starts, so it
+        misses nothing of it)."""
         self._check_idle(agent)
         snapshot = agent.snapshot
         view = AgentView(agent, self.host,
                          turn=TurnScope(first=snapshot.history_len, generation=snapshot.run_generation + 1))
         return self.send(agent, text, output=output), view
 
-    def send(self, agent: Agent, text: str, *, output: type[BaseModel] | None = None) -> Turn:
+    def send(self, agent: Agent, text: str | list[ContentBlock], *,
+             output: type[BaseModel] | None = None) -> Turn:
         """Start a run of `agent` on `text` (a typed one with `output`); returns at once."""
         self._check_idle(agent)
+        self.last_agent = agent.name
         generation = agent.snapshot.run_generation + 1
         return Turn(agent.name, generation, self.host.submit(agent.run(text, output=output)),
                     output_type=output)

@@ -63,6 +63,7 @@ class AnthropicProvider(HTTPProvider):
     """Provider `anthropic`. `ANTHROPIC_BASE_URL` overrides the default base URL."""
 
     name = "anthropic"
+    tool_result_images = True  # tool_result.content may hold image blocks
     key_env = ("ANTHROPIC_API_KEY",)
     base_url_env = ("ANTHROPIC_BASE_URL",)
     default_base_url = "https://api.anthropic.com"
@@ -154,18 +155,24 @@ def _block(block: Any) -> dict[str, Any] | None:
     if isinstance(block, ToolUseBlock):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
     if isinstance(block, ToolResultBlock):
+        # A plain string as always; a list of text and image blocks when the tool showed images.
+        content: Any = block.content
+        if block.images:
+            content = [*([{"type": "text", "text": block.content}] if block.content else []),
+                       *(_image(image) for image in block.images)]
         result: dict[str, Any] = {
-            "type": "tool_result", "tool_use_id": block.tool_use_id, "content": block.content,
+            "type": "tool_result", "tool_use_id": block.tool_use_id, "content": content,
         }
         if block.is_error:
             result["is_error"] = True
         return result
     if isinstance(block, ImageBlock):
-        return {
-            "type": "image",
-            "source": {"type": "base64", "media_type": block.media_type, "data": block.data},
-        }
+        return _image(block)
     return None
+
+
+def _image(block: ImageBlock) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": block.media_type, "data": block.data}}
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:

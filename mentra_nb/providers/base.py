@@ -11,7 +11,8 @@ from mentra_nb.errors import ConfigError
 from mentra_nb.messages import Message
 from mentra_nb.providers.events import ProviderEvent
 
-__all__ = ["ModelInfo", "OutputFormat", "Provider", "ProviderRequest", "ToolChoice", "ToolDefinition"]
+__all__ = ["ModelInfo", "OutputFormat", "Provider", "ProviderRequest", "ToolChoice", "ToolDefinition",
+           "takes_tool_result_images"]
 
 
 class ModelInfo(BaseModel):
@@ -103,6 +104,13 @@ class Provider(Protocol):
     `stream` yields `ProviderEvent`s for exactly one assistant message. Only
     opening the stream may be retried (announced with `RetryAttempt`); an error
     after the first event is raised to the turn loop, which rolls the run back.
+
+    A provider whose API takes images inside tool results (Anthropic's
+    `tool_result`, OpenAI Responses' `function_call_output`, Gemini's
+    `functionResponse.parts`) says so with a class attribute
+    `tool_result_images = True`; without it the turn loop turns a tool result
+    that carries images into an error result saying why (see
+    `takes_tool_result_images`).
     """
 
     name: str
@@ -110,3 +118,9 @@ class Provider(Protocol):
     def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]: ...
 
     async def list_models(self) -> list[ModelInfo]: ...
+
+
+def takes_tool_result_images(provider: object) -> bool:
+    """Whether `provider`'s API takes images inside a tool result (its optional
+    `tool_result_images` attribute; providers without it do not)."""
+    return getattr(provider, "tool_result_images", False) is True

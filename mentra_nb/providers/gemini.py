@@ -56,6 +56,8 @@ class GeminiProvider(HTTPProvider):
     """Provider `gemini`. `GOOGLE_GEMINI_BASE_URL` or `GEMINI_BASE_URL` override the base URL."""
 
     name = "gemini"
+    # functionResponse.parts carries images (multimodal function responses, Gemini 3 models).
+    tool_result_images = True
     key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     base_url_env = ("GOOGLE_GEMINI_BASE_URL", "GEMINI_BASE_URL")
     default_base_url = "https://generativelanguage.googleapis.com"
@@ -160,6 +162,11 @@ def wire_contents(messages: list[Message]) -> list[dict[str, Any]]:
                 }
                 if not block.tool_use_id.startswith(_LOCAL_ID_PREFIX):
                     reply["id"] = block.tool_use_id
+                if block.images:
+                    reply["parts"] = [
+                        {"inlineData": {"mimeType": image.media_type, "data": image.data,
+                                        "displayName": f"image-{n}"}}
+                        for n, image in enumerate(block.images, 1)]
                 part = {"functionResponse": reply}
             if part is None:
                 continue

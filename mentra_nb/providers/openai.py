@@ -57,6 +57,7 @@ class OpenAIProvider(HTTPProvider):
     """Provider `openai` (Responses API). `OPENAI_BASE_URL` overrides the base URL."""
 
     name = "openai"
+    tool_result_images = True  # function_call_output.output may be a list with input_image parts
     key_env = ("OPENAI_API_KEY",)
     base_url_env = ("OPENAI_BASE_URL",)
     default_base_url = "https://api.openai.com/v1"
@@ -136,20 +137,27 @@ def wire_input(messages: list[Message]) -> list[dict[str, Any]]:
             parts: list[dict[str, Any]] = []
             for block in message.content:
                 if isinstance(block, ToolResultBlock):
-                    output = f"Error: {block.content}" if block.is_error else block.content
+                    text = f"Error: {block.content}" if block.is_error else block.content
+                    # A string as always; a list of input parts when the tool showed images.
+                    output: Any = text if not block.images else [
+                        *([{"type": "input_text", "text": text}] if text else []),
+                        *(_input_image(image) for image in block.images)]
                     items.append(
                         {"type": "function_call_output", "call_id": block.tool_use_id, "output": output}
                     )
                 elif isinstance(block, TextBlock) and block.text:
                     parts.append({"type": "input_text", "text": block.text})
                 elif isinstance(block, ImageBlock):
-                    parts.append({"type": "input_image",
-                                  "image_url": f"data:{block.media_type};base64,{block.data}"})
+                    parts.append(_input_image(block))
             if parts:
                 items.append({"role": "user", "content": parts})
             continue
         items += _assistant_items(message)
     return items
+
+
+def _input_image(block: ImageBlock) -> dict[str, Any]:
+    return {"type": "input_image", "image_url": f"data:{block.media_type};base64,{block.data}"}
 
 
 def _assistant_items(message: Message) -> list[dict[str, Any]]:

@@ -33,7 +33,7 @@ from mentra_nb import errors
 from mentra_nb._notebook_path import notebook_path
 from mentra_nb.errors import ConfigError, InvalidRequest, ProviderError
 from mentra_nb.providers._keys import Secret, redact
-from mentra_nb.providers.base import ModelInfo, Provider, ProviderRequest
+from mentra_nb.providers.base import ModelInfo, Provider, ProviderRequest, takes_tool_result_images
 from mentra_nb.providers.events import MessageStopped, ProviderEvent
 
 __all__ = [
@@ -120,6 +120,7 @@ class RecordingProvider:
                  secrets: Iterable[str | Secret] = ()) -> None:
         self.inner = inner
         self.name = inner.name
+        self.tool_result_images = takes_tool_result_images(inner)
         self.path = Path(path) if path is not None else default_cassette_path()
         self._secrets = list(secrets)
         self._lock = threading.Lock()
@@ -175,6 +176,7 @@ class ReplayProvider:
 
     def __init__(self, path: str | Path, *, name: str = "replay") -> None:
         self.name = name
+        self.tool_result_images = True  # it plays back what the recorded provider was sent
         self.path = Path(path)
         self.entries = self._load(self.path)
         self._used: set[int] = set()

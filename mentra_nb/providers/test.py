@@ -38,6 +38,7 @@ class TestProvider:
     """Offline provider named `test`. `chunk_size` words are streamed per delta."""
 
     __test__ = False  # not a pytest test class, despite the name
+    tool_result_images = True  # it "sees" an image as its size in its answer
 
     def __init__(self, *, name: str = "test", chunk_delay: float = 0.0, chunk_size: int = 1) -> None:
         self.name = name
@@ -89,6 +90,7 @@ def _answer(messages: list[Message], results: list[ToolResultBlock]) -> str:
         names = {u.id: u.name for m in messages for u in m.tool_uses}
         parts = [
             f"{names.get(r.tool_use_id, r.tool_use_id)} {'failed' if r.is_error else 'returned'} {r.content}"
+            + "".join(f" [image {i.media_type}, {len(i.data) * 3 // 4:,} bytes]" for i in r.images)
             for r in results
         ]
         return "Tool results: " + "; ".join(parts)

@@ -35,7 +35,6 @@ from mentra_nb.errors import (
     OutputValidationError,
 )
 from mentra_nb.messages import (
-    ImageBlock,
     Message,
     Role,
     TextBlock,
@@ -43,7 +42,7 @@ from mentra_nb.messages import (
     ToolUseBlock,
     Usage,
 )
-from mentra_nb.providers.base import ProviderRequest
+from mentra_nb.providers.base import ProviderRequest, takes_tool_result_images
 from mentra_nb.providers.events import (
     ContentBlockDelta,
     ContentBlockStarted,
@@ -114,7 +113,6 @@ class TurnLoop:
         self._run_usage = Usage()  # this run's calls, for its trace
         self._stop_reason: str | None = None
         self._response: tuple[str, str] = ("", "")  # the reply's id and model, for its trace
-        self._images: dict[str, list[ImageBlock]] = {}  # tool call id -> images its output showed
         self._assembler: MessageAssembler | None = None  # the reply streaming now, if any
         model = agent.model
         self.trace: RunTrace | None = run_trace(
@@ -202,8 +200,7 @@ class TurnLoop:
                 return message
             self._commit_assistant(message, AgentStatus.executing_tool(uses[0].id, uses[0].name))
             results = await self._run_tools(uses, invalid_inputs)
-            images = [image for use in uses for image in self._images.pop(use.id, [])]
-            state.append_tool_results(Message(role=Role.USER, content=[*results, *images]))
+            state.append_tool_results(Message(role=Role.USER, content=list(results)))
             if self.stop_requested():
                 state.finish_run(AgentStatus.finished())
                 state.emit(RunFinished(**self._event_fields(), message=message))
@@ -505,10 +502,17 @@ class TurnLoop:
         except Exception as err:
             return _error(use, f"tool '{use.name}' failed: {type(err).__name__}: {err}")
         if isinstance(output, ToolOutput):
-            if output.images:
-                self._images[use.id] = list(output.images)
-            return ToolResultBlock(tool_use_id=use.id, content=output.content, is_error=output.is_error)
+            if output.images and not self._model_sees_tool_images():
+                return _error(use, _without_images(output.content, len(output.images), self.agent.model.key))
+            return ToolResultBlock(tool_use_id=use.id, content=output.content, is_error=output.is_error,
+                                   images=list(output.images))
         return ToolResultBlock(tool_use_id=use.id, content=str(output))
+
+    def _model_sees_tool_images(self) -> bool:
+        try:
+            return takes_tool_result_images(self.agent.services.providers.get(self.agent.model.provider))
+        except MentraError:
+            return False
 
     # --- endings -----------------------------------------------------------------
 
@@ -533,6 +537,15 @@ class TurnLoop:
         else:
             extra = [verdict.results] if verdict.results is not None else []
             self.state.show_transcript([*persisted.transcript, *extra], None)
+
+
+def _without_images(text: str, count: int, model: str) -> str:
+    """The error result of a tool that showed images to a model whose API cannot
+    take them in a tool result (Chat Completions' tool messages carry text only)."""
+    note = (f"this tool returned {count} image{'s' if count > 1 else ''}, but {model} cannot take images "
+            "in tool results, so the model was not shown them; use a vision model through the "
+            "anthropic, openai (Responses) or gemini provider to see them")
+    return f"{text}\n[{note}]" if text.strip() else note
 
 
 def _error(use: ToolUseBlock, content: str) -> ToolResultBlock:

@@ -79,8 +79,9 @@ class ToolSpec(ToolDefinition):
 
 class ToolOutput(BaseModel):
     """Return this from a tool to mark its result as an error without raising, or
-    to show the model images: they follow the tool results in the same message
-    (providers take images there, not inside a result)."""
+    to show the model images: they travel inside the tool result to providers
+    whose API takes them there (Anthropic, OpenAI Responses, Gemini); for any
+    other model the result becomes an error saying the images could not be shown."""
 
     model_config = ConfigDict(defer_build=True)
 

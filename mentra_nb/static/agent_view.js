@@ -22,9 +22,11 @@ function appendTranscript(container, items, calls, watcher = null) {
       const result = element("pre", item.is_error ? "mentra-error" : "", item.content ?? "");
       const host = item.id ? calls.get(item.id) : void 0;
       const cut = item.truncated ? element("div", "mentra-notice-item", "\u2026 the first 4,000 characters of the result (agent.history has all of it)") : null;
+      const shown = resultImages(item);
       if (host) {
         host.append(result);
         if (cut) host.append(cut);
+        if (shown) host.append(shown);
         if (item.is_error) host.classList.add("mentra-error");
       } else {
         const orphan = element("div", "mentra-item mentra-tool");
@@ -32,6 +34,7 @@ function appendTranscript(container, items, calls, watcher = null) {
         orphan.dataset.index = String(item.index);
         orphan.append(result);
         if (cut) orphan.append(cut);
+        if (shown) orphan.append(shown);
         container.append(orphan);
       }
       continue;
@@ -78,6 +81,23 @@ function appendTranscript(container, items, calls, watcher = null) {
     }
     container.append(node);
   }
+}
+function resultImages(item) {
+  if (!item.images?.length) return null;
+  const row = element("div", "mentra-result-images");
+  for (const image of item.images) {
+    if (!image.media_type.startsWith("image/")) continue;
+    const img = (
+      /** @type {HTMLImageElement} */
+      element("img", "mentra-thumb")
+    );
+    img.src = `data:${image.media_type};base64,${image.data}`;
+    img.alt = "image the tool showed the model";
+    img.title = "click to enlarge";
+    img.addEventListener("click", () => img.classList.toggle("mentra-thumb-open"));
+    row.append(img);
+  }
+  return row;
 }
 function clamp(body, size) {
   body.classList.add("mentra-clamp");

@@ -143,6 +143,7 @@ class ScriptedProvider:
     def __init__(self, name: str = "scripted", scripts: Iterable[StreamScript] = (),
                  models: Iterable[ModelInfo | str] = ()) -> None:
         self.name = name
+        self.tool_result_images = True  # a test double: it takes whatever the test sends
         self.scripts = list(scripts)
         self._models = [m if isinstance(m, ModelInfo) else ModelInfo(id=m, provider=name)
                         for m in models]

@@ -142,15 +142,16 @@ async def test_a_call_longer_than_the_call_timeout_is_stopped_with_an_error_resu
     await rt.aclose()
 
 
-async def test_an_image_becomes_an_image_block_the_model_sees():
+async def test_an_image_becomes_an_image_block_inside_the_result_the_model_sees():
     rt, provider = _runtime(_call("picture"), text_stream("a dot"))
     agent = rt.spawn("a", "s:m", AgentConfig(mcp_servers=["mem"]))
     await agent.send("show me")
-    results_message = agent.history[-2]
-    images = [b for b in results_message.content if isinstance(b, ImageBlock)]
-    assert [(i.media_type, i.data) for i in images] == [("image/png", __import__("base64").b64encode(PNG).decode())]
-    assert "image/png" in _result(agent).content
-    assert any(isinstance(b, ImageBlock) for b in provider.recorded_requests()[1].messages[-1].content)
+    [result] = agent.history[-2].tool_results
+    assert [(i.media_type, i.data) for i in result.images] == [
+        ("image/png", __import__("base64").b64encode(PNG).decode())]
+    assert "image/png" in result.content
+    [sent] = provider.recorded_requests()[1].messages[-1].tool_results
+    assert all(isinstance(i, ImageBlock) for i in sent.images) and len(sent.images) == 1
     await rt.aclose()
 
 

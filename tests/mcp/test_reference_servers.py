@@ -102,7 +102,7 @@ async def _exercise_everything(server: MCPServer) -> None:
     agent.on_event(lambda e: progress.append(e) if isinstance(e, ToolExecutionProgress) else None)
     try:
         await agent.send("show me the logo")
-        images = [b for b in agent.history[-2].content if isinstance(b, ImageBlock)]
+        images = agent.history[-2].tool_results[0].images
         assert [i.media_type for i in images] == ["image/png"] and len(images[0].data) > 1000
         assert "The image above is the MCP logo." in agent.history[-2].tool_results[0].content
 
@@ -117,6 +117,7 @@ async def _exercise_everything(server: MCPServer) -> None:
         # The image is annotated for the user's eyes only: the model is told, not shown.
         assert "meant for the user only" in message.tool_results[0].content
         assert not any(isinstance(b, ImageBlock) for b in message.content)
+        assert not message.tool_results[0].images
 
         await agent.send("a long job")
         assert "Long running operation completed" in agent.history[-2].tool_results[0].content

@@ -93,7 +93,7 @@ def test_invalid_or_stale_approval_messages_are_logged_and_ignored(host, caplog)
 def test_the_session_registers_file_and_kernel_tools_but_not_python_or_shell(ip, session):
     names = [t.spec.name for t in session.runtime.tools]
     assert names == ["read_file", "list_dir", "glob", "grep", "write_file", "edit_file",
-                     "list_variables", "describe_variable"]
+                     "list_variables", "describe_variable", "notebook_cells", "view_figure"]
 
 
 def test_the_offline_test_model_is_offered_builtin_tools_only_by_name(ip, session):

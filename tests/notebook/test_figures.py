@@ -1,0 +1,157 @@
+"""view_figure's choices in a real IPython shell: open figures by number or label,
+a variable holding a Figure, Axes or PIL image, a cell's value, and what it says
+when nothing matches; and what models without images in tool results get."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import matplotlib
+import pytest
+from PIL import Image
+
+from mentra_nb import AgentConfig, Runtime
+from mentra_nb.messages import ContentBlock
+from mentra_nb.notebook._kernel_tools import kernel_tools
+from mentra_nb.providers.anthropic import wire_messages as anthropic_messages
+from mentra_nb.providers.gemini import wire_contents as gemini_contents
+from mentra_nb.providers.openai import wire_input as openai_input
+from mentra_nb.providers.openai_chat import wire_messages as chat_messages
+from mentra_nb.runtime import ToolOutput, tool
+from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
+
+matplotlib.use("agg")
+import matplotlib.pyplot as plt
+
+
+@pytest.fixture
+def figures(ip):
+    plt.close("all")
+    yield ip
+    plt.close("all")
+
+
+async def _view(ip, figure=None):
+    [view] = [t for t in kernel_tools(ip.user_ns, notebook_cells(ip)) if t.spec.name == "view_figure"]
+    return await view.run(None, {} if figure is None else {"figure": figure})
+
+
+def notebook_cells(ip):
+    import mentra_nb.notebook as nb
+
+    return nb.session(ip).cells
+
+
+def _size(image) -> tuple[int, int]:
+    return Image.open(io.BytesIO(base64.b64decode(image.data))).size
+
+
+async def test_no_argument_shows_every_open_figure_and_keeps_the_current_one(figures):
+    first = plt.figure(figsize=(2, 1))
+    plt.figure(figsize=(3, 2)).suptitle("second")
+    plt.figure(first.number)
+    out = await _view(figures)
+    assert [_size(i) for i in out.images] == [(200, 100), (300, 200)]
+    assert out.content == "matplotlib figure 1: 200x100 px; matplotlib figure 2: 'second', 300x200 px"
+    assert plt.gcf() is first  # looking did not change which figure is current
+
+
+async def test_a_number_a_label_or_a_variable_picks_one_figure(figures):
+    plt.figure(figsize=(2, 2))
+    fig, ax = plt.subplots(num="sales", figsize=(4, 2))
+    ax.set_title("by month")
+    figures.user_ns.update(fig=fig, ax=ax, photo=Image.new("RGB", (3000, 1500), "red"))
+    assert _size((await _view(figures, "1")).images[0]) == (200, 200)
+    by_label = await _view(figures, "sales")
+    assert _size(by_label.images[0]) == (400, 200) and "'sales'" in by_label.content
+    assert _size((await _view(figures, "ax")).images[0]) == (400, 200)
+    # A big PIL image is scaled to 1568 px on its long side.
+    photo = await _view(figures, "photo")
+    assert _size(photo.images[0]) == (1568, 784) and photo.content == "'photo': PIL image 3000x1500 px"
+
+
+async def test_a_cells_value_that_is_a_figure_is_shown(figures):
+    figures.run_cell("import matplotlib.pyplot as plt\nplt.figure(figsize=(1, 1))", store_history=True)
+    count = figures.execution_count - 1
+    plt.close("all")
+    out = await _view(figures, f"Out[{count}]")
+    assert isinstance(out, ToolOutput) and not out.is_error and _size(out.images[0]) == (100, 100)
+
+
+async def test_nothing_matching_is_an_error_naming_what_there_is(figures):
+    plt.figure(num="kept")
+    figures.user_ns["n"] = 3
+    missing = await _view(figures, "7")
+    assert missing.is_error and "there is no open matplotlib figure 7; open figures: 1 (labels: kept)" in missing.content
+    wrong_type = await _view(figures, "n")
+    assert wrong_type.is_error and "'n' is a int, not a matplotlib Figure or Axes or a PIL image" in wrong_type.content
+    plt.close("all")
+    nothing = await _view(figures)
+    assert nothing.is_error and "there is no figure to show" in nothing.content
+    figures.run_cell("x = 1", store_history=True)
+    cell = await _view(figures, f"cell {figures.execution_count - 1}")
+    assert cell.is_error and "displayed no image; cells that did: none yet" in cell.content
+
+
+# --- images in tool results, provider by provider ------------------------------------------
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
+RESULT = ContentBlock.tool_result("call_1", "a plot", images=[ContentBlock.image("image/png", PNG)])
+CALL = ContentBlock.tool_use("call_1", "view_figure", {})
+
+
+def _transcript(result):
+    from mentra_nb.messages import Message
+
+    return [Message.user("look"), Message.assistant(CALL), Message.user(result)]
+
+
+def test_each_api_gets_the_image_inside_the_result_and_a_plain_result_as_before():
+    assert anthropic_messages(_transcript(RESULT))[2]["content"][0]["content"] == [
+        {"type": "text", "text": "a plot"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}]
+    assert [i for i in openai_input(_transcript(RESULT)) if i.get("type") == "function_call_output"] == [
+        {"type": "function_call_output", "call_id": "call_1", "output": [
+            {"type": "input_text", "text": "a plot"},
+            {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"}]}]
+    assert gemini_contents(_transcript(RESULT))[2]["parts"][0]["functionResponse"] == {
+        "name": "view_figure", "id": "call_1", "response": {"result": "a plot"},
+        "parts": [{"inlineData": {"mimeType": "image/png", "data": PNG, "displayName": "image-1"}}]}
+    plain = ContentBlock.tool_result("call_1", "text only")
+    assert anthropic_messages(_transcript(plain))[2]["content"][0]["content"] == "text only"
+    assert openai_input(_transcript(plain))[-1]["output"] == "text only"
+    assert "parts" not in gemini_contents(_transcript(plain))[2]["parts"][0]["functionResponse"]
+    # Chat Completions' tool messages are text: the turn loop never sends it images there.
+    assert chat_messages(_transcript(plain), None)[-1] == {"role": "tool", "tool_call_id": "call_1",
+                                                           "content": "text only"}
+
+
+def test_a_result_stored_before_images_existed_loads_and_stores_as_it_was():
+    from mentra_nb.messages import Message
+
+    old = '{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"4","is_error":false}]}'
+    message = Message.model_validate_json(old)
+    assert message.tool_results[0].images == [] and message.model_dump_json() == old
+
+
+@tool(read_only=True)
+def snapshot() -> ToolOutput:
+    """Show a picture."""
+    return ToolOutput(content="a red dot", images=[ContentBlock.image("image/png", PNG)])
+
+
+async def test_a_model_whose_api_takes_no_images_in_results_gets_an_error_result_saying_so():
+    provider = ScriptedProvider("chat", [tool_use_stream("c1", "snapshot", "{}"), text_stream("ok")])
+    provider.tool_result_images = False  # as Chat Completions and the local provider
+    rt = Runtime.empty(providers=[provider], tools=[snapshot])
+    try:
+        agent = rt.spawn("a", "chat:m", AgentConfig())
+        await agent.send("look")
+        [result] = agent.history[2].tool_results
+        assert result.is_error and not result.images
+        assert result.content == ("a red dot\n[this tool returned 1 image, but chat:m cannot take images in "
+                                  "tool results, so the model was not shown them; use a vision model through "
+                                  "the anthropic, openai (Responses) or gemini provider to see them]")
+    finally:
+        await rt.aclose()
