@@ -18,6 +18,7 @@
     │   ├── AgentBusy             a run is already in progress
     │   ├── NoResumableTurn       `agent.resume()` with nothing to resume
     │   ├── MaxRoundsExceeded     the turn loop hit `AgentConfig.max_rounds`
+    │   ├── OutputValidationError the answers never matched the requested output type
     │   └── BudgetExceeded        the next model call would pass the agent's budget
     ├── ToolError                 a tool definition is unusable
     └── MCPServerError            an MCP server cannot be started, reached or configured
@@ -44,6 +45,7 @@ __all__ = [
     "MentraError",
     "ModelNotFound",
     "NoResumableTurn",
+    "OutputValidationError",
     "ProviderAuthError",
     "ProviderError",
     "StoreError",
@@ -140,6 +142,20 @@ class NoResumableTurn(AgentError):
 
 class MaxRoundsExceeded(AgentError):
     pass
+
+
+class OutputValidationError(AgentError):
+    """A run asked for a typed answer (`agent.send(..., output=Model)`) and the
+    model's answers failed validation `output_retries + 1` times. Every attempt
+    and the validation errors sent back stay in the transcript.
+
+    `errors` holds pydantic's errors for the last attempt (dicts with `loc`,
+    `msg`, `type`), `raw` the text of that attempt."""
+
+    def __init__(self, message: str, *, errors: list[dict[str, Any]], raw: str) -> None:
+        super().__init__(message)
+        self.errors = errors
+        self.raw = raw
 
 
 class BudgetExceeded(AgentError):

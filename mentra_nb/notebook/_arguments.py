@@ -25,6 +25,7 @@ from mentra_nb.runtime.mcp import DEFAULT_START_TIMEOUT, SERVER_NAME_PATTERN
 
 __all__ = [
     "COMMANDS",
+    "AliasArgs",
     "ApproveArgs",
     "CellArgs",
     "Command",
@@ -136,13 +137,15 @@ class SpawnArgs(Command):
 class SendArgs(Command):
     command = "send"
     summary = ("send NAME a message; shows that turn and returns a Turn at once (--wait blocks and returns "
-               "the reply, a Message whose .turn is the Turn)")
+               "the reply, a Message whose .turn is the Turn; --output MODEL: the answer is a validated "
+               "instance of that pydantic class, turn.output, or the result of --wait)")
     positionals = ("agent",)
     rest = "text"
-    metavars = {"agent": "NAME"}
+    metavars = {"agent": "NAME", "output": "MODEL"}
     agent: AgentName
     text: str = Field(min_length=1)
     wait: bool = False
+    output: str | None = None
 
 
 class ListAgentsArgs(Command):
@@ -314,6 +317,17 @@ class ModelsArgs(Command):
     provider: str | None = None
 
 
+class AliasArgs(Command):
+    command = "alias"
+    summary = ("name a model: NAME stands for PROVIDER:MODEL in --model and default_model (no arguments: "
+               "list the aliases; --remove: forget NAME)")
+    positionals = ("name", "target")
+    metavars = {"name": "NAME", "target": "PROVIDER:MODEL"}
+    name: str | None = None
+    target: str | None = None
+    remove: bool = False
+
+
 class HelpArgs(Command):
     command = "help"
     summary = "this help, or one command's"
@@ -394,12 +408,14 @@ class CellArgs(Command):
     """`%%mentra NAME [--wait] [--no-interpolate]`: the cell body is the prompt."""
 
     command = ""
-    summary = "send the cell body to NAME ({var} takes a kernel variable)"
+    summary = ("send the cell body to NAME ({var} takes a kernel variable; --output MODEL: the answer is a "
+               "validated instance of that pydantic class, turn.output, or the result of --wait)")
     positionals = ("agent",)
-    metavars = {"agent": "NAME"}
+    metavars = {"agent": "NAME", "output": "MODEL"}
     agent: AgentName
     wait: bool = False
     no_interpolate: bool = False
+    output: str | None = None
 
 
 COMMANDS: dict[str, type[Command]] = {
@@ -407,7 +423,7 @@ COMMANDS: dict[str, type[Command]] = {
                            ShowArgs, TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
                            ForkArgs, RewindArgs, HistoryArgs, ExportArgs, RmArgs,
                            DbArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
-                           HelpArgs)
+                           AliasArgs, HelpArgs)
 }
 
 
@@ -462,7 +478,8 @@ def help_text(topic: str | None = None) -> str:
     for command in COMMANDS.values():
         lines += [f"  {command.usage()}", f"      {command.summary}"]
     lines += [f"  {CellArgs.usage('%%mentra')}", f"      {CellArgs.summary}", "",
-              "  %config MentraMagics.default_model = 'anthropic:claude-sonnet-4-5'  sets the default model"]
+              "  %config MentraMagics.default_model = 'anthropic:claude-sonnet-4-5'  sets the default model",
+              "  %config MentraMagics.aliases = {'fast': 'anthropic:claude-haiku-4-5'}  names models"]
     return "\n".join(lines)
 
 

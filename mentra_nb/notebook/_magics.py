@@ -11,24 +11,32 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
-from traitlets import Dict, Unicode, observe
+from traitlets import Dict, TraitError, Unicode, observe, validate
 
 from mentra_nb._lazy import lazy_import
 from mentra_nb.errors import AgentNotFound, MentraError
 from mentra_nb.notebook._display import display
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from mentra_nb import pricing, runtime
     from mentra_nb.messages import Usage
+    from mentra_nb.notebook import _aliases as aliasing
     from mentra_nb.notebook import _arguments as args
+    from mentra_nb.notebook import _output_model as typed
     from mentra_nb.notebook import turn as turns
     from mentra_nb.notebook._session import NotebookSession
     from mentra_nb.notebook.turn import Reply, Turn
+    from mentra_nb.providers import registry
     from mentra_nb.runtime import Agent
 else:
     # `%load_ext` registers these magics; the parser (pydantic), the runtime and the
     # price table load with the first `%mentra` command, so loading stays cheap.
     args = lazy_import("mentra_nb.notebook._arguments")
+    aliasing = lazy_import("mentra_nb.notebook._aliases")
+    typed = lazy_import("mentra_nb.notebook._output_model")
+    registry = lazy_import("mentra_nb.providers.registry")
     turns = lazy_import("mentra_nb.notebook.turn")
     runtime = lazy_import("mentra_nb.runtime")
     pricing = lazy_import("mentra_nb.pricing")
@@ -70,6 +78,25 @@ class MentraMagics(Magics):
             except MentraError as err:
                 raise UsageError(f"MentraMagics.prices: {err}") from None
 
+    aliases = Dict(
+        value_trait=Unicode(),
+        help="Model aliases: {'NAME': 'provider:model'}; NAME then works wherever a model is "
+        "asked for (--model, default_model). `%mentra alias NAME PROVIDER:MODEL` adds one.",
+    ).tag(config=True)
+
+    @validate("aliases")
+    def _check_aliases(self, proposal: dict[str, Any]) -> dict[str, str]:
+        # Before the value is set, so a bad alias leaves the ones before it in place.
+        providers = self._providers()
+        aliases: dict[str, str] = proposal["value"] or {}
+        for name, target in aliases.items():
+            try:
+                aliasing.check_alias(name, target, providers)
+            except aliasing.AliasError as err:
+                # A TraitError, so %config's update rolls back to the aliases before it.
+                raise TraitError(f"MentraMagics.aliases: {err}") from None
+        return {name: target.strip() for name, target in aliases.items()}
+
     def __init__(self, shell: Any, session: Callable[[], NotebookSession]) -> None:
         super().__init__(shell)
         self._session = session
@@ -98,6 +125,7 @@ class MentraMagics(Magics):
 
     def _do_spawn(self, command: args.SpawnArgs) -> Agent:
         session = self.session
+        command = command.model_copy(update={"model": self._model(command.model)})
         # Everything that would fail later fails here, before anything is stored.
         if command.model:
             session.check_credentials(command.model)
@@ -105,7 +133,7 @@ class MentraMagics(Magics):
             session.check_tools(command.tools)
         servers = command.mcp or []
         session.check_mcp_servers(servers)
-        model, note = session.spawn_model(command.agent, command.model, self.default_model)
+        model, note = session.spawn_model(command.agent, command.model, self._model(self.default_model) or "")
         enabled = [name for name, on in (("python", command.python), ("shell", command.shell)) if on]
         for name in enabled:
             session.enable_tool(name)
@@ -129,10 +157,12 @@ class MentraMagics(Magics):
     def _do_deny(self, command: args.DenyArgs) -> None:
         self.session.deny(self.session.agent(command.agent), command.call_id, command.reason)
 
-    def _do_send(self, command: args.SendArgs) -> Turn | Reply | None:
+    def _do_send(self, command: args.SendArgs) -> Turn | Reply | BaseModel | None:
         try:
             agent = self.session.agent(command.agent)
         except AgentNotFound:
+            if command.output is not None:
+                raise  # a typed answer comes back to this kernel only: no mail
             # Driven by another kernel (maybe on another host): leave it mail there.
             owner = self.session.post(command.agent, command.text)
             if owner is None:
@@ -140,23 +170,30 @@ class MentraMagics(Magics):
             print(f"mentra: '{command.agent}' is driven by another kernel ({owner}); the message "
                   "was left as mail and runs there")
             return None
-        return self._send(agent, command.text, wait=command.wait)
+        return self._send(agent, command.text, wait=command.wait, output=self._output_model(command.output))
 
-    def _cell(self, command: args.CellArgs, body: str) -> Turn | Reply:
+    def _cell(self, command: args.CellArgs, body: str) -> Turn | Reply | BaseModel:
         prompt = body.strip()
         if not prompt:
             raise UsageError(f"the cell is empty: write the prompt below the magic line\n"
                              f"usage: {args.CellArgs.usage('%%mentra')}")
         if not command.no_interpolate:
             prompt = self._interpolate(prompt)
-        return self._send(self.session.agent(command.agent), prompt, wait=command.wait)
+        output = self._output_model(command.output)
+        return self._send(self.session.agent(command.agent), prompt, wait=command.wait, output=output)
 
-    def _send(self, agent: Agent, text: str, *, wait: bool) -> Turn | Reply:
+    def _send(self, agent: Agent, text: str, *, wait: bool,
+              output: type[BaseModel] | None = None) -> Turn | Reply | BaseModel:
+        """A Turn; with `wait`, the Reply, or a typed turn's validated instance."""
         # The cell shows its own turn, live; when the turn ends that output becomes
         # the turn's static transcript (what a saved notebook keeps).
-        turn, view = self.session.start_turn(agent, text)
+        turn, view = self.session.start_turn(agent, text, output=output)
         view.show()
         if wait:
+            # A typed turn's answer is the validated instance itself.
+            if output is not None:
+                answer: BaseModel = turn.output
+                return answer
             return turns.Reply.of(turn.result(), turn)
         return turn
 
@@ -268,7 +305,8 @@ class MentraMagics(Magics):
                   f"{present.status.name}); nothing was sent again")
             display(self.session.team_view(lead))
             return
-        spawn = lead.spawn_teammate(command.agent, command.role, command.prompt, model=command.model)
+        spawn = lead.spawn_teammate(command.agent, command.role, command.prompt,
+                                    model=self._model(command.model))
         teammate = self.session.host.submit(spawn).result(60)
         print(f"mentra: '{teammate.name}' joined {lead.name}'s team as {command.role}")
         display(self.session.team_view(lead))
@@ -393,6 +431,32 @@ class MentraMagics(Magics):
                 continue
             print(f"{name}: " + (", ".join(m.key for m in models) or "(the provider lists none)"))
 
+    def _do_alias(self, command: args.AliasArgs) -> None:
+        if command.name is None:
+            print(aliasing.describe_aliases(self.aliases))
+            return
+        if command.remove:
+            if command.target is not None:
+                raise UsageError(f"--remove takes no PROVIDER:MODEL\nusage: {args.AliasArgs.usage()}")
+            if command.name not in self.aliases:
+                print(f"mentra: no alias '{command.name}'; nothing to remove")
+                return
+            self.aliases = {k: v for k, v in self.aliases.items() if k != command.name}
+            print(f"mentra: alias '{command.name}' removed")
+            return
+        if command.target is None:
+            if command.name in self.aliases:
+                print(f"{command.name} → {self.aliases[command.name]}")
+                return
+            raise UsageError(f"no alias '{command.name}'; give its model: %mentra alias {command.name} "
+                             "PROVIDER:MODEL")
+        try:
+            aliasing.check_alias(command.name, command.target, self._providers())
+        except aliasing.AliasError as err:
+            raise UsageError(str(err)) from None
+        self.aliases = {**self.aliases, command.name: command.target.strip()}
+        print(f"mentra: '{command.name}' now stands for {command.target.strip()}")
+
     def _do_help(self, command: args.HelpArgs) -> None:
         try:
             print(args.help_text(command.topic))
@@ -400,6 +464,33 @@ class MentraMagics(Magics):
             raise UsageError(str(err)) from None
 
     # --- helpers ------------------------------------------------------------------
+
+    def _providers(self) -> set[str]:
+        """Every provider name a model spec may start with here."""
+        names = set(registry.BUILTIN_PROVIDERS)
+        session = self._session()
+        if session.is_open:  # providers registered on the runtime count too
+            names |= set(session.runtime.providers.known())
+        return names
+
+    def _model(self, spec: str | None) -> str | None:
+        """`spec` with an alias replaced by its `provider:model`."""
+        if not spec:
+            return spec
+        try:
+            return aliasing.resolve_model(spec, self.aliases, self._providers())
+        except aliasing.AliasError as err:
+            raise UsageError(str(err)) from None
+
+    def _output_model(self, name: str | None) -> type[BaseModel] | None:
+        if name is None:
+            return None
+        shell = self.shell
+        assert shell is not None  # a magic runs in a shell
+        try:
+            return typed.output_model(name, shell.user_ns)
+        except typed.OutputModelError as err:
+            raise UsageError(str(err)) from None
 
     def _interpolate(self, prompt: str) -> str:
         try:

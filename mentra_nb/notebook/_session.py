@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from mentra_nb._notebook_path import use_namespace
 from mentra_nb.errors import (
     AgentBusy,
@@ -419,19 +421,22 @@ class NotebookSession:
                                 f"(stored: {known})")
         return [self.host.call(lambda: runtime.resume_agent(record.id))]
 
-    def start_turn(self, agent: Agent, text: str) -> tuple[Turn, AgentView]:
+    def start_turn(self, agent: Agent, text: str, *, output: type[BaseModel] | None = None,
+                   ) -> tuple[Turn, AgentView]:
         """Send `text` to `agent` as `send` does, with a view of this turn alone
         (made before the run starts, so it misses nothing of it)."""
         self._check_idle(agent)
         snapshot = agent.snapshot
         view = AgentView(agent, self.host,
                          turn=TurnScope(first=snapshot.history_len, generation=snapshot.run_generation + 1))
-        return self.send(agent, text), view
+        return self.send(agent, text, output=output), view
 
-    def send(self, agent: Agent, text: str) -> Turn:
+    def send(self, agent: Agent, text: str, *, output: type[BaseModel] | None = None) -> Turn:
+        """Start a run of `agent` on `text` (a typed one with `output`); returns at once."""
         self._check_idle(agent)
         generation = agent.snapshot.run_generation + 1
-        return Turn(agent.name, generation, self.host.submit(agent.send(text)))
+        return Turn(agent.name, generation, self.host.submit(agent.run(text, output=output)),
+                    output_type=output)
 
     def _check_idle(self, agent: Agent) -> None:
         if agent.is_running:

@@ -6,11 +6,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import PrivateAttr
 
+from mentra_nb.errors import AgentError
 from mentra_nb.messages import Message
+
+if TYPE_CHECKING:
+    from mentra_nb.runtime import RunResult
 
 __all__ = ["Reply", "Turn"]
 
@@ -22,24 +26,44 @@ class Turn:
         turn.done(); turn.result(30)    # block only when you want the answer
         reply = await turn              # from a cell (IPython's autoawait)
         turn.cancel()                   # abort; the run is rolled back
+        turn.output                     # a typed turn's validated answer (--output MODEL)
     """
 
     def __init__(self, agent_name: str, run_generation: int,
-                 future: concurrent.futures.Future[Message]) -> None:
+                 future: concurrent.futures.Future[RunResult[Any]], *,
+                 output_type: type | None = None) -> None:
         self.agent_name = agent_name
         self.run_generation = run_generation
+        self.output_type = output_type
         self._future = future
 
     def __repr__(self) -> str:
         # Deterministic on purpose: saved notebooks and nbval compare this text.
-        return f"Turn({self.agent_name}, run {self.run_generation})"
+        typed = f", output {self.output_type.__name__}" if self.output_type is not None else ""
+        return f"Turn({self.agent_name}, run {self.run_generation}{typed})"
 
     def done(self) -> bool:
         return self._future.done()
 
     def result(self, timeout: float | None = None) -> Message:
-        """The final assistant message; raises what the run raised."""
-        return self._future.result(timeout)
+        """The final assistant message; raises what the run raised (for a typed
+        turn whose answers never validated, `OutputValidationError`)."""
+        return self._future.result(timeout).message
+
+    def output_result(self, timeout: float | None = None) -> Any:
+        """The validated instance of `output_type` (waits for it); None for a turn
+        that asked for no typed answer. Raises what the run raised."""
+        result = self._future.result(timeout)
+        if self.output_type is not None and result.output is None:
+            raise AgentError(
+                f"agent '{self.agent_name}' was stopped before it gave a valid "
+                f"{self.output_type.__name__}; its work is kept in the transcript")
+        return result.output
+
+    @property
+    def output(self) -> Any:
+        """`output_result()`: the typed answer, waiting for it."""
+        return self.output_result()
 
     def cancel(self) -> bool:
         return self._future.cancel()
@@ -50,7 +74,10 @@ class Turn:
         return self.result().text
 
     def __await__(self) -> Generator[Any, None, Message]:
-        return asyncio.wrap_future(self._future).__await__()
+        return self._message().__await__()
+
+    async def _message(self) -> Message:
+        return (await asyncio.wrap_future(self._future)).message
 
 
 class Reply(Message):

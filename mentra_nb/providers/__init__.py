@@ -1,7 +1,13 @@
 """Model providers: the protocol, its events, and the built-in providers."""
 
 from mentra_nb.providers._keys import Secret, find_dotenv_files, read_dotenv, redact
-from mentra_nb.providers.base import ModelInfo, Provider, ProviderRequest, ToolDefinition
+from mentra_nb.providers.base import (
+    ModelInfo,
+    OutputFormat,
+    Provider,
+    ProviderRequest,
+    ToolDefinition,
+)
 from mentra_nb.providers.events import (
     ContentBlockDelta,
     ContentBlockStarted,
@@ -24,6 +30,7 @@ __all__ = [
     "MessageStarted",
     "MessageStopped",
     "ModelInfo",
+    "OutputFormat",
     "Provider",
     "ProviderEvent",
     "ProviderRegistry",

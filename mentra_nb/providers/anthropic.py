@@ -38,6 +38,7 @@ from mentra_nb.messages import (
 )
 from mentra_nb.providers._http import ConnectionOptions, HTTPProvider
 from mentra_nb.providers._keys import Secret
+from mentra_nb.providers._output import answer_from_output_tool, with_output_tool
 from mentra_nb.providers._signatures import is_envelope
 from mentra_nb.providers._sse import ServerSentEvent
 from mentra_nb.providers._transcript import merge_consecutive
@@ -85,6 +86,10 @@ class AnthropicProvider(HTTPProvider):
 
     def request_body(self, request: ProviderRequest) -> dict[str, Any]:
         """The JSON body sent to `POST /v1/messages` (public so tests and tools can inspect it)."""
+        if request.output is not None:
+            # No native JSON-schema answer on every Claude model: the answer is a tool
+            # the model must call (extended thinking refuses forced tool use: it may).
+            request = with_output_tool(request, force=not self.thinking_budget)
         max_tokens = request.max_output_tokens or self.max_tokens
         body: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens, "stream": True}
         if request.system:
@@ -107,8 +112,9 @@ class AnthropicProvider(HTTPProvider):
         return body
 
     def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        return self._post_sse(request.model, f"{self.base_url}/v1/messages", self.request_body(request),
-                              AnthropicStreamDecoder())
+        events = self._post_sse(request.model, f"{self.base_url}/v1/messages", self.request_body(request),
+                                AnthropicStreamDecoder())
+        return answer_from_output_tool(events) if request.output is not None else events
 
     async def list_models(self) -> list[ModelInfo]:
         data = await self._get_json(f"{self.base_url}/v1/models", params={"limit": "1000"})

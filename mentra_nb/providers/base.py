@@ -11,7 +11,7 @@ from mentra_nb.errors import ConfigError
 from mentra_nb.messages import Message
 from mentra_nb.providers.events import ProviderEvent
 
-__all__ = ["ModelInfo", "Provider", "ProviderRequest", "ToolChoice", "ToolDefinition"]
+__all__ = ["ModelInfo", "OutputFormat", "Provider", "ProviderRequest", "ToolChoice", "ToolDefinition"]
 
 
 class ModelInfo(BaseModel):
@@ -58,6 +58,23 @@ class ToolDefinition(BaseModel):
     )
 
 
+class OutputFormat(BaseModel):
+    """The shape the model's final answer must have: a JSON object matching `json_schema`.
+
+    Providers ask for it the native way where their API has one (OpenAI's
+    `text.format` / `response_format`, Gemini's `responseJsonSchema`) and
+    otherwise offer a tool named `OUTPUT_TOOL` whose call they turn back into
+    the answer's text. Either way the final answer arrives as a text block
+    holding JSON, which the runtime validates.
+    """
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    json_schema: dict[str, Any]
+    description: str = ""
+
+
 ToolChoice = Literal["auto", "any", "none"] | str  # or the name of one tool
 
 
@@ -71,6 +88,8 @@ class ProviderRequest(BaseModel):
     tool_choice: ToolChoice | None = None
     temperature: float | None = None
     max_output_tokens: int | None = None
+    # The final answer must be JSON of this shape (`agent.send(..., output=Model)`).
+    output: OutputFormat | None = None
     # Mark cache breakpoints where the provider needs them (Anthropic); providers
     # that cache on their own ignore it. Agents ask for it unless
     # AgentConfig(prompt_cache=False).

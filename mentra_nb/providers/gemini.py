@@ -30,6 +30,7 @@ from mentra_nb.messages import (
 )
 from mentra_nb.providers._http import ConnectionOptions, HTTPProvider
 from mentra_nb.providers._keys import Secret
+from mentra_nb.providers._output import answer_from_output_tool, with_output_tool
 from mentra_nb.providers._signatures import unwrap, wrap
 from mentra_nb.providers._sse import ServerSentEvent
 from mentra_nb.providers._transcript import merge_consecutive, tool_names
@@ -76,6 +77,10 @@ class GeminiProvider(HTTPProvider):
         return {"x-goog-api-key": key.reveal()} if key is not None else {}
 
     def request_body(self, request: ProviderRequest) -> dict[str, Any]:
+        if request.output is not None and request.tools:
+            # Gemini refuses function calling with a JSON response type, so the
+            # answer becomes one more function, which the model must call.
+            request = with_output_tool(request)
         body: dict[str, Any] = {"contents": wire_contents(request.messages)}
         if request.system:
             body["systemInstruction"] = {"parts": [{"text": request.system}]}
@@ -88,6 +93,9 @@ class GeminiProvider(HTTPProvider):
             config["temperature"] = request.temperature
         if request.max_output_tokens is not None:
             config["maxOutputTokens"] = request.max_output_tokens
+        if request.output is not None and not request.tools:
+            config["responseMimeType"] = "application/json"
+            config["responseJsonSchema"] = request.output.json_schema
         if self.thinking_budget is not None:
             config["thinkingConfig"] = {"includeThoughts": True,
                                         "thinkingBudget": self.thinking_budget}
@@ -101,8 +109,9 @@ class GeminiProvider(HTTPProvider):
     def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         url = (f"{self.base_url}/{self.api_version}/{self._model_path(request.model)}"
                ":streamGenerateContent")
-        return self._post_sse(request.model, url, self.request_body(request),
-                              GeminiStreamDecoder(self.name), params={"alt": "sse"})
+        events = self._post_sse(request.model, url, self.request_body(request),
+                                GeminiStreamDecoder(self.name), params={"alt": "sse"})
+        return answer_from_output_tool(events) if request.output is not None and request.tools else events
 
     async def list_models(self) -> list[ModelInfo]:
         data = await self._get_json(f"{self.base_url}/{self.api_version}/models",

@@ -15,6 +15,10 @@ Hermes / Qwen convention) become tool calls. A model whose template has no
 tool support is not offered tools: it answers in text (the model may always
 choose not to call a tool), and a request that *requires* a tool fails with
 an error saying this model cannot call tools.
+
+Typed answers (`ProviderRequest.output`) become llama.cpp's JSON-schema grammar,
+so the model can only write JSON of that shape; not while it is offered tools,
+which the grammar would forbid (its answer is then validated like any other).
 """
 
 from __future__ import annotations
@@ -156,6 +160,11 @@ class LocalProvider:
                 )
             else:
                 log.info("local model %s cannot call tools; it answers without them", path.name)
+        if request.output is not None and "tools" not in kwargs:
+            # A grammar built from the schema makes the model write matching JSON. Not
+            # while it may call tools: the grammar would forbid the calls (its text
+            # answer is validated, and retried, all the same).
+            kwargs["response_format"] = {"type": "json_object", "schema": request.output.json_schema}
         decoder = ChatStreamDecoder(self.name)
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         loop = asyncio.get_running_loop()

@@ -31,6 +31,7 @@ from mentra_nb.messages import (
 )
 from mentra_nb.providers._http import ConnectionOptions, HTTPProvider
 from mentra_nb.providers._keys import Secret
+from mentra_nb.providers._output import json_schema_format
 from mentra_nb.providers._signatures import unwrap, wrap
 from mentra_nb.providers._sse import ServerSentEvent
 from mentra_nb.providers.base import ModelInfo, ProviderRequest, ToolChoice, ToolDefinition
@@ -95,6 +96,8 @@ class OpenAIProvider(HTTPProvider):
             body["temperature"] = request.temperature
         if request.max_output_tokens is not None:
             body["max_output_tokens"] = request.max_output_tokens
+        if request.output is not None:
+            body["text"] = {"format": {"type": "json_schema", **json_schema_format(request.output)}}
         if self.reasons(request.model):
             # Without store, the only way to hand reasoning back is its encrypted form.
             body["include"] = ["reasoning.encrypted_content"]

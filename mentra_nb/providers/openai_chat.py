@@ -17,7 +17,7 @@ import json
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterable
-from typing import Any, Unpack
+from typing import Any, Literal, Unpack
 
 from pydantic import BaseModel, ConfigDict
 
@@ -32,6 +32,7 @@ from mentra_nb.messages import (
     Usage,
 )
 from mentra_nb.providers._http import ConnectionOptions, HTTPProvider
+from mentra_nb.providers._output import json_schema_format
 from mentra_nb.providers._sse import ServerSentEvent
 from mentra_nb.providers._transcript import merge_consecutive
 from mentra_nb.providers.base import ModelInfo, ProviderRequest, ToolChoice, ToolDefinition
@@ -61,6 +62,10 @@ class ChatPreset(BaseModel):
     # OpenAI's own API wants `max_completion_tokens`; most copies only know `max_tokens`.
     max_tokens_field: str = "max_tokens"
     include_usage: bool = True
+    # How a typed answer's schema is asked for: OpenAI's `json_schema` response format,
+    # or llama.cpp's `{"type": "json_object", "schema": ...}`, which both its C++
+    # server and llama-cpp-python's server turn into a grammar.
+    schema_format: Literal["json_schema", "json_object"] = "json_schema"
 
 
 PRESETS: dict[str, ChatPreset] = {
@@ -79,7 +84,8 @@ PRESETS: dict[str, ChatPreset] = {
         ChatPreset(name="vllm", base_url="http://127.0.0.1:8000/v1",
                    base_url_env=("VLLM_BASE_URL",), key_env=("VLLM_API_KEY",)),
         ChatPreset(name="llamacpp", base_url="http://127.0.0.1:8080/v1",
-                   base_url_env=("LLAMACPP_BASE_URL",), key_env=("LLAMACPP_API_KEY",)),
+                   base_url_env=("LLAMACPP_BASE_URL",), key_env=("LLAMACPP_API_KEY",),
+                   schema_format="json_object"),
     ]
 }
 
@@ -126,6 +132,12 @@ class OpenAIChatProvider(HTTPProvider):
             body["temperature"] = request.temperature
         if request.max_output_tokens is not None:
             body[self.preset.max_tokens_field] = request.max_output_tokens
+        if request.output is not None:
+            if self.preset.schema_format == "json_object":
+                body["response_format"] = {"type": "json_object", "schema": request.output.json_schema}
+            else:  # OpenAI's own; vLLM, Ollama, LM Studio and OpenRouter take it too
+                body["response_format"] = {"type": "json_schema",
+                                           "json_schema": json_schema_format(request.output)}
         return body
 
     def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:

@@ -2,7 +2,9 @@
 
 With tools offered and a fresh user message, it calls every tool once with
 arguments built from the tool's JSON schema; once the tool results are back it
-answers with a summary of them. Without tools it answers the user's text. The
+answers with a summary of them. Without tools it answers the user's text. Asked
+for a typed answer (`agent.send(..., output=Model)`), its final answer is JSON
+built from the schema instead: every field, each with the smallest valid value. The
 same request always yields the same events, so tutorials and tests can check
 outputs exactly. Nothing leaves the process.
 
@@ -60,7 +62,11 @@ class TestProvider:
             stop_reason = "tool_use"
             text = ""
         else:
-            text = _answer(request.messages, results)
+            if request.output is not None:
+                schema = request.output.json_schema
+                text = json.dumps(example_for_schema(schema, schema, every_property=True))
+            else:
+                text = _answer(request.messages, results)
             yield ContentBlockStarted.text(0)
             words = text.split(" ")
             for start in range(0, len(words), self.chunk_size):
@@ -99,15 +105,16 @@ def _arguments(tool: ToolDefinition) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def example_for_schema(schema: Any, root: dict[str, Any]) -> Any:
-    """A small value that validates against `schema` (required fields only)."""
+def example_for_schema(schema: Any, root: dict[str, Any], *, every_property: bool = False) -> Any:
+    """A small value that validates against `schema` (required fields only, or
+    `every_property`)."""
     if not isinstance(schema, dict):
         return None
     if "$ref" in schema:
         target: Any = root
         for part in schema["$ref"].lstrip("#/").split("/"):
             target = target.get(part, {}) if isinstance(target, dict) else {}
-        return example_for_schema(target, root)
+        return example_for_schema(target, root, every_property=every_property)
     for key in ("default", "const"):
         if key in schema:
             return schema[key]
@@ -118,16 +125,19 @@ def example_for_schema(schema: Any, root: dict[str, Any]) -> Any:
     for key in ("anyOf", "oneOf", "allOf"):
         if schema.get(key):
             options = [s for s in schema[key] if s.get("type") != "null"] or schema[key]
-            return example_for_schema(options[0], root)
+            return example_for_schema(options[0], root, every_property=every_property)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), None)
     if kind == "object" or (kind is None and "properties" in schema):
         props = schema.get("properties", {})
-        return {name: example_for_schema(props.get(name, {}), root) for name in schema.get("required", [])}
+        names = list(props) if every_property else schema.get("required", [])
+        return {name: example_for_schema(props.get(name, {}), root, every_property=every_property)
+                for name in names}
     if kind == "array":
         count = schema.get("minItems", 0)
-        return [example_for_schema(schema.get("items", {}), root) for _ in range(count)]
+        return [example_for_schema(schema.get("items", {}), root, every_property=every_property)
+                for _ in range(count)]
     if kind == "string":
         return "a" * max(1, schema.get("minLength", 1))
     if kind in ("integer", "number"):

@@ -20,6 +20,7 @@ from mentra_nb.runtime._file_tools import (
     file_tools,
 )
 from mentra_nb.runtime._names import AGENT_NAME_PATTERN, AGENT_NAME_RULE, agent_name_problem
+from mentra_nb.runtime._output import RunResult
 from mentra_nb.runtime._recovery import INTERRUPTED_TOOL_RESULT
 from mentra_nb.runtime._runtime import Runtime, default_extensions
 from mentra_nb.runtime._services import AgentHandle, HasServices, Services
@@ -78,6 +79,7 @@ __all__ = [
     "OwningRuntime",
     "PendingApproval",
     "PendingToolUse",
+    "RunResult",
     "Runtime",
     "RuntimeExtension",
     "Services",

@@ -12,7 +12,7 @@ import asyncio
 import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, overload
 
 from pydantic import ValidationError
 
@@ -33,6 +33,7 @@ from mentra_nb.runtime._approvals import ApprovalDecision, Approvals, load_appro
 from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._export import ExportFormat, ExportHeader, export_transcript
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
+from mentra_nb.runtime._output import OutputSpec, OutputType, RunResult
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import Services
 from mentra_nb.runtime._snapshot import AgentSnapshot, SnapshotFields, TeammateInfo
@@ -297,32 +298,73 @@ class Agent:
 
     # --- driving -------------------------------------------------------------
 
-    async def send(self, content: MessageInput) -> Message:
+    @overload
+    async def send(self, content: MessageInput) -> Message: ...
+    @overload
+    async def send(self, content: MessageInput, *, output: type[OutputType],
+                   output_retries: int | None = None) -> OutputType: ...
+
+    async def send(self, content: MessageInput, *, output: type[OutputType] | None = None,
+                   output_retries: int | None = None) -> Message | OutputType:
         """Send a user message and run until the model answers without tools.
 
-        Returns the final assistant message. Raises `AgentBusy` if a run is in
-        progress; on a provider error the run is rolled back (the message stays
-        available to `resume()`) and the error is raised.
-        """
-        return await self.start_run([_user_message(content)])
+        Returns the final assistant message; with `output=Model` (a pydantic model
+        class) the answer must be JSON of that model, and a validated `Model`
+        instance is returned instead:
 
-    async def resume(self) -> Message:
+            invoice = await agent.send("Extract the invoice", output=Invoice)
+
+        An answer that fails validation goes back to the model with the errors, up
+        to `output_retries` times (default: `AgentConfig.output_retries`, 2), then
+        `OutputValidationError`. Raises `AgentBusy` if a run is in progress; on a
+        provider error the run is rolled back (the message stays available to
+        `resume()`) and the error is raised.
+        """
+        result = await self.run(content, output=output, output_retries=output_retries)
+        return result.message if output is None else _typed(self.name, result)
+
+    async def run(self, content: MessageInput, *, output: type[OutputType] | None = None,
+                  output_retries: int | None = None) -> RunResult[OutputType]:
+        """`send`, returning both the final message and the validated output (if asked)."""
+        return await self._start_run([_user_message(content)], output, output_retries)
+
+    @overload
+    async def resume(self) -> Message: ...
+    @overload
+    async def resume(self, *, output: type[OutputType], output_retries: int | None = None) -> OutputType: ...
+
+    async def resume(self, *, output: type[OutputType] | None = None,
+                     output_retries: int | None = None) -> Message | OutputType:
         """Replay the user turn that a crash, cancel or error rolled back, or
-        continue a run whose last tool calls were interrupted."""
+        continue a run whose last tool calls were interrupted.
+
+        A typed answer is not stored with the turn (a Python class cannot be): pass
+        `output=Model` again to have the resumed turn answer with one; without it
+        the turn ends in a plain answer."""
         resumable = self._state.resumable_turn
         if resumable is not None:
-            return await self.start_run([resumable])
-        last = self.last_message
-        if last is not None and last.role is Role.USER:
-            return await self.start_run([])
-        raise NoResumableTurn(
-            f"agent '{self.name}' has no interrupted turn to resume; send it a new message instead"
-        )
+            opening = [resumable]
+        else:
+            last = self.last_message
+            if last is None or last.role is not Role.USER:
+                raise NoResumableTurn(
+                    f"agent '{self.name}' has no interrupted turn to resume; send it a new message instead"
+                )
+            opening = []
+        result = await self._start_run(opening, output, output_retries)
+        return result.message if output is None else _typed(self.name, result)
 
     async def start_run(self, opening: Sequence[Message] = ()) -> Message:
         """Run the turn loop with `opening` as the new messages (none: continue
         from the transcript, e.g. a teammate woken by mail). `send` and `resume`
         are the usual ways in."""
+        return (await self._start_run(opening, None, None)).message
+
+    async def _start_run(self, opening: Sequence[Message], output: type[OutputType] | None,
+                         output_retries: int | None) -> RunResult[OutputType]:
+        spec = OutputSpec(output) if output is not None else None
+        if output_retries is not None and not (isinstance(output_retries, int) and 0 <= output_retries <= 10):
+            raise ConfigError(f"output_retries must be an integer from 0 to 10, got {output_retries!r}")
         if self._state.stale and not self.is_running:
             self.sync_with_store()
         if self.is_running:
@@ -333,11 +375,13 @@ class Agent:
         self._services.prepare_run()
         self._stop_requested = None
         loop = TurnLoop(self, opening, approvals=self._approvals, extensions=self._extensions,
-                        tools=self.tools, stop_requested=lambda: self._stop_requested)
+                        tools=self.tools, stop_requested=lambda: self._stop_requested, output=spec,
+                        output_retries=self.config.output_retries if output_retries is None else output_retries)
         self._run_task = asyncio.get_running_loop().create_task(
             loop.execute(), name=f"mentra-run-{self.name}-{loop.generation}"
         )
-        return await self._run_task
+        message = await self._run_task
+        return RunResult(message=message, output=loop.output_value)
 
     def stop(self, now: bool = False) -> None:
         """Stop the current run, keeping its work.
@@ -538,6 +582,15 @@ class Agent:
     def reject_request(self, request_id: str, reason: str) -> TeamRequest:
         """Reject a pending request addressed to this agent; the requester reads `reason`."""
         return teams.reject_request(self, request_id, reason)
+
+
+def _typed(name: str, result: RunResult[OutputType]) -> OutputType:
+    if result.output is None:
+        raise AgentError(
+            f"agent '{name}' was stopped before it gave a valid answer, so there is no output; its "
+            "work is kept in the transcript (agent.resume(output=...) or a new send asks again)"
+        )
+    return result.output
 
 
 def _as_agent(handle: object) -> Agent:

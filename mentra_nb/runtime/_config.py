@@ -59,7 +59,9 @@ class AgentConfig(BaseModel):
     budget. A cost budget on a model without a price stops the run before its
     first call: an unknown cost cannot be checked. `prompt_cache` asks Anthropic
     to cache the tools, the system prompt and the conversation so far (OpenAI
-    and Gemini cache on their own).
+    and Gemini cache on their own). `output_retries` (default 2) is how many
+    times a typed answer that fails validation goes back to the model with the
+    errors before `OutputValidationError`.
     """
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
@@ -85,6 +87,9 @@ class AgentConfig(BaseModel):
     max_cost_usd: float | None = Field(default=None, gt=0)
     max_tokens_total: int | None = Field(default=None, gt=0)
     prompt_cache: bool = True
+    # How often a typed answer (`agent.send(..., output=Model)`) that fails
+    # validation is sent back to the model with the errors before the run fails.
+    output_retries: int = Field(default=2, ge=0, le=10)
 
     @field_validator("subagents", mode="before")
     @classmethod

@@ -9,7 +9,10 @@ cancels too, but keeps what was streamed as a committed message marked
 `truncated` (and the work of earlier rounds) and ends the run as finished; hitting `max_rounds` keeps the
 work done and fails with `MaxRoundsExceeded`, and so does a budget that the
 next model call would pass (`BudgetExceeded`, raised by the cost extension
-before a round). Each call's usage is priced here, once, when it ends.
+before a round). A run asked for a typed answer validates its final answer;
+one that fails goes back to the model with the errors as a user message, and
+after `output_retries` of them the run fails with `OutputValidationError`,
+every attempt kept. Each call's usage is priced here, once, when it ends.
 """
 
 from __future__ import annotations
@@ -24,7 +27,13 @@ from typing import Any, Literal
 
 from mentra_nb import pricing
 from mentra_nb._utf8 import valid_utf8
-from mentra_nb.errors import BudgetExceeded, LeaseLost, MaxRoundsExceeded, MentraError
+from mentra_nb.errors import (
+    BudgetExceeded,
+    LeaseLost,
+    MaxRoundsExceeded,
+    MentraError,
+    OutputValidationError,
+)
 from mentra_nb.messages import (
     ImageBlock,
     Message,
@@ -45,6 +54,7 @@ from mentra_nb.providers.events import (
 from mentra_nb.runtime._approvals import Approvals, denial_result, load_approval_state
 from mentra_nb.runtime._assembly import MAX_TOOL_INPUT_DEPTH, MessageAssembler, json_depth
 from mentra_nb.runtime._extensions import AgentExtension
+from mentra_nb.runtime._output import OutputSpec, RejectedAnswer, describe_errors
 from mentra_nb.runtime._recovery import recovered_run
 from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._services import AgentHandle
@@ -85,7 +95,8 @@ class TurnLoop:
 
     def __init__(self, agent: AgentHandle, opening: Sequence[Message], *, approvals: Approvals,
                  extensions: Sequence[AgentExtension], tools: Callable[[], list[Tool]],
-                 stop_requested: Callable[[], StopKind | None]) -> None:
+                 stop_requested: Callable[[], StopKind | None],
+                 output: OutputSpec[Any] | None = None, output_retries: int = 2) -> None:
         self.agent = agent
         self.state = agent.state
         self.opening = list(opening)
@@ -93,6 +104,10 @@ class TurnLoop:
         self.extensions = extensions
         self.tools = tools  # asked each round: a lead gains team tools with its first teammate
         self.stop_requested = stop_requested
+        self.output = output
+        self.output_retries = output_retries
+        self.output_value: Any = None  # the validated answer, when `output` asked for one
+        self._rejected = 0  # answers that failed validation in this run
         self.generation = self.state.run_generation + 1
         self._checkpoint: _PendingCheckpoint | None = None
         self._usage = Usage()  # the last model call's, priced
@@ -143,7 +158,7 @@ class TurnLoop:
             self._roll_back(baseline, AgentStatus.idle())
             state.emit(RunCancelled(**self._event_fields()))
             raise
-        except (MaxRoundsExceeded, BudgetExceeded) as err:
+        except (MaxRoundsExceeded, BudgetExceeded, OutputValidationError) as err:
             state.fail_run(AgentStatus.failed(str(err)))
             state.emit(RunFailed(**self._event_fields(), error=str(err), rolled_back=False))
             raise
@@ -173,6 +188,13 @@ class TurnLoop:
             await self._inject_round_messages()
             message, invalid_inputs = await self._stream_message()
             uses = message.tool_uses
+            if not uses and self.output is not None and not self._answer_valid(message):
+                if self.stop_requested():
+                    state.finish_run(AgentStatus.finished())
+                    state.emit(RunFinished(**self._event_fields(), message=message))
+                    return message
+                state.set_status(AgentStatus.awaiting_model())
+                continue
             if not uses:
                 # The final message and the end of the run are one transaction.
                 self._commit_assistant(message, AgentStatus.finished(), final=True)
@@ -192,6 +214,29 @@ class TurnLoop:
             "answer (AgentConfig.max_rounds); its work so far is kept. Call agent.resume() to let "
             "it continue, or raise max_rounds."
         )
+
+    def _answer_valid(self, message: Message) -> bool:
+        """Validate a final answer against the typed output. A rejected one is
+        committed with a user message listing its errors (the model tries again), or,
+        once the retries are spent, with the run failing as OutputValidationError."""
+        output = self.output
+        assert output is not None
+        try:
+            self.output_value = output.parse(message)
+            return True
+        except RejectedAnswer as rejected:
+            self._rejected += 1
+            self._commit_assistant(message, AgentStatus.awaiting_model())
+            if self._rejected > self.output_retries:
+                raise OutputValidationError(
+                    f"agent '{self.agent.name}' answered {self._rejected} times without a valid "
+                    f"{output.name} (output_retries={self.output_retries}); last errors: "
+                    f"{describe_errors(rejected.errors)}. Every attempt is kept in its transcript. "
+                    "Send again, raise output_retries, or make the model's fields easier to fill.",
+                    errors=rejected.errors, raw=rejected.raw,
+                ) from None
+            self.state.append_messages([output.feedback(rejected, self._rejected, self.output_retries)])
+            return False
 
     def _stop_now(self, baseline: int) -> Message | None:
         """End a run that Stop cut: commit the text streamed so far as a truncated
@@ -238,6 +283,7 @@ class TurnLoop:
             temperature=agent.config.temperature,
             max_output_tokens=agent.config.max_output_tokens,
             prompt_cache=agent.config.prompt_cache,
+            output=self.output.format if self.output is not None else None,
         )
         trace = self.trace
         if trace is None:

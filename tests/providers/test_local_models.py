@@ -18,9 +18,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from typing import Literal
 
 import httpx
 import pytest
+from pydantic import BaseModel
 
 from mentra_nb import AgentConfig, InvalidRequest, Runtime, SqliteStore
 from mentra_nb.messages import Role
@@ -218,3 +220,44 @@ def test_hermes_tool_calls_split_across_chunks_become_tool_call_deltas() -> None
     assert message.text == "Let me check.  done"
     assert [(u.name, u.input) for u in message.tool_uses] == [("get_weather", {"location": "Paris"})]
     assert assembler.stop_reason == "tool_use"
+
+
+class Verdict(BaseModel):
+    """Whether the statement is true."""
+
+    answer: Literal["yes", "no"]
+    sure: bool
+
+
+# Room for the grammar's widest whitespace; the answer itself is a dozen tokens.
+TYPED = AgentConfig(system="Answer in JSON.", temperature=0.0, max_output_tokens=256)
+
+
+async def _typed_answer(provider, model: str, tmp_path) -> tuple[Verdict, list]:
+    store = SqliteStore(tmp_path / "typed.mentra.sqlite")
+    rt = Runtime.empty(store=store, providers=[provider])
+    try:
+        agent = rt.spawn("w", model, TYPED)
+        verdict = await agent.send("Is Paris the capital of France?", output=Verdict)
+        return verdict, agent.history
+    finally:
+        await rt.aclose()
+        store.close()
+
+
+async def test_llama_cpp_server_answers_typed_turns_through_a_schema_grammar(llama_server, tmp_path) -> None:
+    """The server turns the schema into a grammar, so even a 135M model writes a valid
+    Verdict (which of the answers it picks is its business)."""
+    provider = OpenAIChatProvider("llamacpp", base_url=llama_server)
+    try:
+        verdict, history = await _typed_answer(provider, "llamacpp:smollm2", tmp_path)
+    finally:
+        await provider.aclose()
+    assert isinstance(verdict, Verdict)
+    assert len(history) == 2  # valid at the first attempt: the grammar allows nothing else
+
+
+async def test_local_provider_answers_typed_turns_through_a_schema_grammar(local_provider, tmp_path) -> None:
+    verdict, history = await _typed_answer(local_provider, "local", tmp_path)
+    assert isinstance(verdict, Verdict)
+    assert len(history) == 2
