@@ -58,7 +58,10 @@ from mentra_nb.runtime import (
 if TYPE_CHECKING:
     from mentra_nb.notebook._host import RuntimeHost
 
-__all__ = ["BATCH_BYTES", "FIRST_BATCH_DELAY", "MAX_BATCH_DELAY", "STREAM_INTERVAL", "AgentView", "TurnScope"]
+__all__ = [
+    "BATCH_BYTES", "FIRST_BATCH_DELAY", "MAX_BATCH_DELAY", "STREAM_INTERVAL", "AgentView", "TurnScope",
+    "batch_delay",
+]
 
 log = logging.getLogger("mentra_nb.notebook")
 
@@ -358,8 +361,7 @@ class AgentView(MentraWidget):
             self._unsent_since = now
         if self._batches == 0 or unsent >= BATCH_BYTES:
             return True
-        delay = min(MAX_BATCH_DELAY, FIRST_BATCH_DELAY * 2.0 ** (self._batches - 1))
-        return now - self._unsent_since >= delay
+        return now - self._unsent_since >= batch_delay(self._batches)
 
     def _commit(self, message: Message) -> None:
         """The streamed reply became a transcript message. One message tells the
@@ -637,6 +639,12 @@ class _Stream:
 
     whole: list[str]
     tail: list[str]
+
+
+def batch_delay(sent: int) -> float:
+    """How long live text waits for a batch once `sent` (≥ 1) batches of its
+    stream went out: FIRST_BATCH_DELAY, doubling to MAX_BATCH_DELAY."""
+    return min(MAX_BATCH_DELAY, FIRST_BATCH_DELAY * 2.0 ** (sent - 1))
 
 
 def _stream_fields(text: str, thinking: str, tools: dict[str, str]) -> dict[str, Any]:

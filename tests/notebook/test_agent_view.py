@@ -130,6 +130,15 @@ def test_the_first_words_go_at_once_then_text_waits_for_a_batch(host, monkeypatc
     assert streamed_text(sent) == "Hello" + small + "y" * 100
 
 
+def test_later_batches_wait_longer_up_to_a_cap():
+    """After a stream's first words, live text waits 1 s for a batch, then 2 s, then
+    4 s: each message costs ~420 bytes of envelope, and the browser reveals each
+    batch over the time since the one before."""
+    from mentra_nb.notebook.agent_view import batch_delay
+
+    assert [batch_delay(sent) for sent in range(1, 7)] == [1.0, 2.0, 4.0, 4.0, 4.0, 4.0]
+
+
 def wait_for(predicate, timeout=10.0):
     deadline = time.monotonic() + timeout
     while not predicate():
