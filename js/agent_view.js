@@ -3,6 +3,7 @@
 
 import { ClampWatcher, appendTranscript, approvalBox, button, element, subscribe, toolLabel } from "./dom.js";
 import { Sources, addMessageActions, forkOriginLabel, setEditable } from "./time_travel.js";
+import { placeholdersOnSave } from "./saved_state.js";
 
 /**
  * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null,
@@ -225,6 +226,7 @@ const modelStreams = new WeakMap();
 
 /** @param {{model: Model}} context */
 export function initialize({ model }) {
+  placeholdersOnSave(/** @type {any} */ (model).widget_manager);
   const stream = new ModelStream();
   modelStreams.set(model, stream);
   model.on("msg:custom", stream.receive);
@@ -428,8 +430,13 @@ function render({ model, el }) {
     helloPending = true;
     model.send({ kind: "hello" }); // the transcript and the half-streamed text we missed
   };
+  // Live once the kernel has spoken to this model: until then (a model restored from
+  // a saved notebook's state, with no kernel behind it) the view stays hidden and
+  // the saved markdown above it is what the reader sees (mentra.css).
+  const markLive = () => { root.dataset.mentraLive = String(live.seq >= 0); };
   /** @param {string} changed @param {StreamMessage} message */
   const onStream = (changed, message) => {
+    markLive();
     const other = /** @type {{kind?: string}} */ (message);
     if (other?.kind === "source") { // the words "Edit" asked for, not part of the stream
       sources.receive(/** @type {import("./time_travel.js").Source} */ (other));
@@ -536,6 +543,7 @@ function render({ model, el }) {
   ]);
   stream.views.add(onStream);
 
+  markLive();
   renderHeader();
   renderItems();
   renderLive();

@@ -42,6 +42,15 @@ describe("AgentView", () => {
     document.body.replaceChildren(el);
   });
 
+  it("is marked live once the kernel has spoken to its model, not before (a model from saved state)", () => {
+    const model = new FakeModel(STATE);
+    render({ model, el });
+    const root = /** @type {HTMLElement} */ (el.querySelector(".mentra-agent"));
+    expect(root.dataset.mentraLive).toBe("false"); // hidden by mentra.css; the saved markdown shows
+    transcript(model);
+    expect(root.dataset.mentraLive).toBe("true");
+  });
+
   it("shows an unknown cost as such and no cost text when none is set", () => {
     const model = new FakeModel({ ...STATE, cost: "cost unknown" });
     render({ model, el });

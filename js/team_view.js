@@ -8,7 +8,8 @@ import { ClampWatcher, approvalBox, button, element, renderTranscript, subscribe
  *   alive: boolean, unread: number, last_active?: number|null}} Member
  * @typedef {{id: string, protocol: string, sender: string, content: string, created_at: number}} Request
  * @typedef {{agent: string, id: string, name: string, input: string}} CallApproval
- * @typedef {{name?: string, items?: import("./dom.js").Item[], has_older?: boolean, error?: string}} Preview
+ * @typedef {{kind?: string, name?: string, pages?: number, items?: import("./dom.js").Item[],
+ *   has_older?: boolean, error?: string}} Preview
  * @typedef {import("./dom.js").Model} Model
  */
 
@@ -52,6 +53,34 @@ function render({ model, el }) {
   const { signal } = controller;
   const watcher = new ClampWatcher();
   const leadName = () => String((model.get("lead") ?? {}).name ?? "");
+  // The teammate open in this view (each view of a team has its own), how many
+  // pages of it, and the transcripts the kernel sent (to every view of the model).
+  const viewId = globalThis.crypto?.randomUUID?.() ?? `${Date.now()}-${Math.random()}`;
+  let openName = "";
+  let pages = 1;
+  /** @type {Map<string, Preview>} */
+  const previews = new Map();
+  /** @param {string} name @param {number} pageCount */
+  const previewKey = (name, pageCount) => `${pageCount}/${name}`;
+  /** @param {string} name */
+  const openTeammate = (name) => {
+    openName = name;
+    pages = 1;
+    model.send({ kind: "open", name, view: viewId });
+    renderMembers();
+  };
+  const closeTeammate = () => {
+    if (!openName) return;
+    openName = "";
+    model.send({ kind: "close", view: viewId });
+    renderMembers();
+  };
+  /** @param {Preview} message */
+  const onMessage = (message) => {
+    if (message?.kind !== "preview" || !message.name) return;
+    previews.set(previewKey(message.name, message.pages ?? 1), message);
+    if (message.name === openName && (message.pages ?? 1) === pages) renderMembers();
+  };
 
   const renderHeader = () => {
     const lead = model.get("lead") ?? {};
@@ -65,19 +94,29 @@ function render({ model, el }) {
 
   /** The open teammate's transcript, under its row. @param {HTMLElement} row */
   const previewPanel = (row) => {
-    /** @type {Preview} */
-    const p = model.get("preview") ?? {};
+    // The pages asked for, or (while they travel) the fewer pages this view had.
+    /** @type {Preview|undefined} */
+    let p;
+    for (let n = pages; n >= 1 && !p; n--) p = previews.get(previewKey(openName, n));
     const panel = element("div", "mentra-preview");
     panel.addEventListener("click", (event) => event.stopPropagation(), { signal }); // reading is not closing
     const head = element("div", "mentra-header");
-    head.append(element("span", "mentra-name", `${p.name}'s transcript`));
+    head.append(element("span", "mentra-name", `${openName}'s transcript`));
     const close = button("mentra-close", "Close", "minimal");
-    close.addEventListener("click", () => model.send({ kind: "close" }), { signal });
+    close.addEventListener("click", closeTeammate, { signal });
     head.append(close);
     panel.append(head);
+    if (!p) {
+      panel.append(element("div", "mentra-empty", "loading…"));
+      row.append(panel);
+      return;
+    }
     if (p.has_older) {
       const older = button("mentra-older", "Load older", "minimal");
-      older.addEventListener("click", () => model.send({ kind: "older" }), { signal });
+      older.addEventListener("click", () => {
+        pages += 1;
+        model.send({ kind: "older", view: viewId });
+      }, { signal });
       panel.append(older);
     }
     const transcript = element("div", "mentra-transcript");
@@ -96,13 +135,11 @@ function render({ model, el }) {
     if (!list.length) members.append(element("li", "mentra-empty", "no teammates yet"));
     /** @type {CallApproval[]} */
     const waiting = model.get("approvals") ?? [];
-    /** @type {Preview} */
-    const open = model.get("preview") ?? {};
     for (const m of list) {
       const row = element("li", "mentra-clickable");
       row.dataset.name = m.name;
       row.title = `Show ${m.name}'s transcript`;
-      row.setAttribute("aria-expanded", String(open.name === m.name));
+      row.setAttribute("aria-expanded", String(openName === m.name));
       const badge = element("span", "mentra-badge", m.status === "failed" ? `failed: ${m.error ?? ""}` : m.status);
       badge.dataset.status = STATUS_TO_BADGE[/** @type {keyof typeof STATUS_TO_BADGE} */ (m.status)] ?? m.status;
       const tools = [...new Set(waiting.filter((a) => a.agent === m.name).map((a) => a.name))];
@@ -118,8 +155,8 @@ function render({ model, el }) {
         element("span", "mentra-usage", `${m.unread} unread`),
         element("span", "mentra-run", ago(m.last_active)),
       );
-      row.addEventListener("click", () => model.send(open.name === m.name
-        ? { kind: "close" } : { kind: "open", name: m.name }), { signal });
+      row.addEventListener("click", () => (openName === m.name ? closeTeammate() : openTeammate(m.name)),
+        { signal });
       row.tabIndex = 0; // opened from the keyboard too
       row.addEventListener("keydown", (event) => {
         if (event.target === row && (event.key === "Enter" || event.key === " ")) {
@@ -127,7 +164,7 @@ function render({ model, el }) {
           row.click();
         }
       }, { signal });
-      if (open.name === m.name) previewPanel(row);
+      if (openName === m.name) previewPanel(row);
       members.append(row);
     }
   };
@@ -212,7 +249,7 @@ function render({ model, el }) {
     ["change:lead", () => { renderHeader(); renderAnswers(); }], ["change:members", renderMembers],
     ["change:requests", renderAnswers], ["change:notice", renderNotice],
     ["change:approvals", () => { renderAnswers(); renderMembers(); }],
-    ["change:preview", renderMembers],
+    ["msg:custom", /** @type {() => void} */ (/** @type {unknown} */ (onMessage))],
   ];
   const unsubscribe = subscribe(model, subscriptions);
   renderHeader();
@@ -226,6 +263,7 @@ function render({ model, el }) {
   visibility?.observe(root);
 
   return () => {
+    if (openName) model.send({ kind: "close", view: viewId }); // the kernel stops refreshing it for us
     cancelAnimationFrame(attached);
     visibility?.disconnect();
     controller.abort();

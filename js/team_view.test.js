@@ -90,6 +90,9 @@ describe("TeamView", () => {
 });
 
 describe("TeamView: a teammate's transcript", () => {
+  const preview = (name, pages, text) => ({ kind: "preview", name, pages, has_older: true, items: [
+    { index: 7, role: "assistant", kind: "text", html: `<p>${text}</p>` }] });
+
   it("opens under the teammate's row on a click, and closes on the next", () => {
     const el = document.createElement("div");
     document.body.replaceChildren(el);
@@ -97,19 +100,42 @@ describe("TeamView: a teammate's transcript", () => {
     render({ model, el });
     const row = /** @type {HTMLElement} */ (el.querySelector('[data-name="alice"]'));
     row.click();
-    expect(model.sent).toEqual([{ kind: "open", name: "alice" }]);
-    model.set("preview", { name: "alice", has_older: true, items: [
-      { index: 7, role: "assistant", kind: "text", html: "<p>three facts</p>" }] });
+    const [opened] = /** @type {{kind: string, name: string, view: string}[]} */ (model.sent);
+    expect(opened).toMatchObject({ kind: "open", name: "alice" });
+    expect(el.querySelector('[data-name="alice"] .mentra-preview')?.textContent).toContain("loading…");
+    model.emit("msg:custom", preview("alice", 1, "three facts"));
     const open = /** @type {HTMLElement} */ (el.querySelector('[data-name="alice"]'));
     expect(open.getAttribute("aria-expanded")).toBe("true");
     expect(open.querySelector(".mentra-preview .mentra-body")?.textContent).toBe("three facts");
     expect(el.querySelector('[data-name="bob"] .mentra-preview')).toBeNull();
     /** @type {HTMLElement} */ (open.querySelector(".mentra-older")).click();
-    /** @type {HTMLElement} */ (open.querySelector(".mentra-preview")).click(); // reading is not closing
-    open.click();
+    // Until the second page arrives, the first stays in view.
+    expect(el.querySelector('[data-name="alice"] .mentra-body')?.textContent).toBe("three facts");
+    /** @type {HTMLElement} */ (el.querySelector('[data-name="alice"] .mentra-preview')).click(); // reading is not closing
+    /** @type {HTMLElement} */ (el.querySelector('[data-name="alice"]')).click();
     /** @type {HTMLElement} */ (el.querySelector('[data-name="bob"]')).dispatchEvent(
       new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
-    expect(model.sent.slice(1)).toEqual([{ kind: "older" }, { kind: "close" }, { kind: "open", name: "bob" }]);
+    const view = opened.view;
+    expect(model.sent.slice(1)).toEqual([{ kind: "older", view }, { kind: "close", view },
+      { kind: "open", name: "bob", view }]);
+  });
+
+  it("is each view's own: two cells of one team read two teammates", () => {
+    const views = [0, 1].map(() => document.createElement("div"));
+    document.body.replaceChildren(...views);
+    const model = new FakeModel(STATE);
+    for (const el of views) render({ model, el });
+    /** @type {HTMLElement} */ (views[0].querySelector('[data-name="alice"]')).click();
+    /** @type {HTMLElement} */ (views[1].querySelector('[data-name="bob"]')).click();
+    const [first, second] = /** @type {{view: string}[]} */ (model.sent);
+    expect(first.view).not.toBe(second.view);
+    // The kernel's messages reach every view of the model; each shows its own.
+    model.emit("msg:custom", preview("alice", 1, "alice's notes"));
+    model.emit("msg:custom", preview("bob", 1, "bob's notes"));
+    expect(views[0].querySelectorAll(".mentra-preview")).toHaveLength(1);
+    expect(views[0].querySelector(".mentra-preview .mentra-body")?.textContent).toBe("alice's notes");
+    expect(views[1].querySelectorAll(".mentra-preview")).toHaveLength(1);
+    expect(views[1].querySelector(".mentra-preview .mentra-body")?.textContent).toBe("bob's notes");
   });
 });
 

@@ -2,12 +2,16 @@
 
 The notebook layer puts the state file beside it, the providers look for a
 `.env` beside it and the replay provider keeps its cassette beside it. The
-notebook's path comes from, in order: `JPY_SESSION_NAME` (Jupyter Server),
-IPython's `__session__`, VS Code's `__vsc_ipynb_file__` in the kernel's
-variables, or the command line of the headless runner (nbconvert, papermill)
-that started this kernel: those tell the kernel nothing, but name the notebook
-they run. Code below the notebook layer has no kernel variables of its own,
-so the notebook session lends them with `use_namespace` when it starts.
+notebook's path comes from, in order: `JPY_SESSION_NAME` (Jupyter Server, or
+whoever starts the kernel: `NotebookClient(...).execute(env=...)`), IPython's
+`__session__`, VS Code's `__vsc_ipynb_file__` and papermill's
+`PAPERMILL_INPUT_PATH` parameter (`--inject-input-path`, or `parameters=` in
+its Python API) in the kernel's variables, or the command line of the headless
+runner (nbconvert, papermill) that started this kernel: those tell the kernel
+nothing, but name the notebook they run (of several named, the one in the
+folder the kernel runs in, where nbconvert starts each notebook's kernel).
+Code below the notebook layer has no kernel variables of its own, so the
+notebook session lends them with `use_namespace` when it starts.
 """
 
 from __future__ import annotations
@@ -41,9 +45,11 @@ def notebook_path(
         (environ.get("JPY_SESSION_NAME"), "JPY_SESSION_NAME"),
         (namespace.get("__session__"), "__session__"),
         (namespace.get("__vsc_ipynb_file__"), "__vsc_ipynb_file__"),
+        (namespace.get("PAPERMILL_INPUT_PATH"), "papermill's PAPERMILL_INPUT_PATH"),
     ]
     for value, source in candidates:
-        if isinstance(value, str) and value.endswith(".ipynb"):
+        # (papermill's input may be a URL, s3://…: no folder to keep state in)
+        if isinstance(value, str) and value.endswith(".ipynb") and "://" not in value:
             path = Path(value).expanduser()
             return (path if path.is_absolute() else (cwd or Path.cwd()) / path), source
     return runner_notebook()
@@ -56,10 +62,13 @@ _RUNNERS = ("nbconvert", "papermill", "nbclient")
 def runner_notebook(process: psutil.Process | None = None) -> tuple[Path, str] | None:
     """The notebook a headless runner (the parent of `process`, default this one)
     executes, read from the runner's command line; None if the parent is no such
-    runner, or names no notebook, or several (`nbconvert --execute a.ipynb b.ipynb`:
-    which one this kernel runs is not said anywhere)."""
+    runner, or names no notebook. Of several (`nbconvert --execute a.ipynb
+    b.ipynb`), the one in the kernel's own folder (nbconvert starts each kernel in
+    its notebook's folder); None when that is not exactly one, as for two
+    notebooks of one folder: which one this kernel runs is not said anywhere."""
     try:
-        parent = (process or psutil.Process()).parent()
+        process = process or psutil.Process()
+        parent = process.parent()
         if parent is None:
             return None
         argv = parent.cmdline()
@@ -69,11 +78,18 @@ def runner_notebook(process: psutil.Process | None = None) -> tuple[Path, str] |
         notebooks = [arg for arg in argv[1:] if arg.endswith(".ipynb") and not arg.startswith("-")]
         if runner == "papermill":
             notebooks = notebooks[:1]  # papermill INPUT OUTPUT: the state belongs to the input
-        if len(set(notebooks)) != 1:
+        paths = list(dict.fromkeys(_absolute(Path(n).expanduser(), Path(parent.cwd())) for n in notebooks))
+        how = f"the {runner} command line"
+        if len(paths) > 1:
+            here = Path(process.cwd()).resolve()
+            paths = [p for p in paths if p.parent.resolve() == here]
+            how += " and the kernel's folder"
+        if len(paths) != 1:
             return None
-        path = Path(notebooks[0]).expanduser()
-        if not path.is_absolute():
-            path = Path(parent.cwd()) / path
     except (psutil.Error, OSError):
         return None
-    return path, f"the {runner} command line"
+    return paths[0], how
+
+
+def _absolute(path: Path, cwd: Path) -> Path:
+    return path if path.is_absolute() else cwd / path

@@ -19,9 +19,10 @@ from IPython.display import display as _ipython_display
 __all__ = ["Shown", "display", "show"]
 
 
-def display(value: object) -> None:
-    """Show `value` in the cell's output, as IPython's `display` does."""
-    _ipython_display(value)  # type: ignore[no-untyped-call]
+def display(value: object, *, raw: bool = False) -> None:
+    """Show `value` in the cell's output, as IPython's `display` does (`raw`: `value`
+    is a mime bundle, shown as it is)."""
+    _ipython_display(value, raw=raw)  # type: ignore[no-untyped-call]
 
 
 class Shown:
@@ -55,12 +56,11 @@ class Shown:
         return True
 
 
-def show(value: object) -> Shown | None:
-    """Display `value` (as `display` does) so that it can be replaced later; None
-    outside a kernel."""
+def show(bundle: dict[str, Any]) -> Shown | None:
+    """Display the mime `bundle` so that it can be replaced later; None outside a kernel."""
     publisher, _kernel = _publisher()
     display_id = uuid.uuid4().hex
-    _ipython_display(value, display_id=display_id)  # type: ignore[no-untyped-call]
+    _ipython_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
     if publisher is None:
         return None
     return Shown(display_id, dict(publisher.parent_header))

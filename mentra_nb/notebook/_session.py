@@ -82,6 +82,13 @@ def _setting(value: object) -> str:
     return repr(value) if isinstance(value, str) else str(value).lower()
 
 
+def _definition(tool: object) -> str:
+    """Where a tool comes from, as `module.qualname` of its function (or class): a
+    cell that runs again defines a function of the same name."""
+    source = getattr(tool, "func", None) or type(tool)
+    return f"{getattr(source, '__module__', '?')}.{getattr(source, '__qualname__', '?')}"
+
+
 class NotebookSession:
     """`python_tool` / `shell_tool` register those opt-in tools for this kernel's
     agents from the start (`%mentra spawn NAME --python --shell` does it later)."""
@@ -100,6 +107,7 @@ class NotebookSession:
         self._views: dict[str, AgentView] = {}
         self._pickers: dict[str, SubagentPickerView] = {}
         self._teams: dict[str, TeamView] = {}
+        self._user_tools: set[str] = set()  # names registered with `register_tool`
 
     # --- the runtime --------------------------------------------------------------
 
@@ -140,7 +148,10 @@ class NotebookSession:
                 and _kernel_label() is not None):
             print(f"mentra: this kernel does not know its notebook's path, so agents are kept in "
                   f"{location.path} (runtime id '{location.runtime_id}'); to give this notebook a file "
-                  "of its own, add %mentra db NAME.sqlite to its first cell")
+                  "of its own, add %mentra db NAME.sqlite to its first cell, or name the notebook to "
+                  "the kernel: JPY_SESSION_NAME=PATH in its environment (nbclient: "
+                  "client.execute(env=...)), or papermill's --inject-input-path (in Python: "
+                  "parameters={'PAPERMILL_INPUT_PATH': PATH})")
 
     @property
     def workspace(self) -> Path:
@@ -232,6 +243,7 @@ class NotebookSession:
             self._views.clear()
             self._pickers.clear()
             self._teams.clear()
+            self._user_tools.clear()  # the new runtime has none of them
         self.location = location
         _ = self.runtime  # open now, so a bad path fails here and not on the next spawn
         return location
@@ -284,9 +296,25 @@ class NotebookSession:
     # --- agents -------------------------------------------------------------------
 
     def register_tool(self, tool: Tool) -> None:
-        """Offer a `@tool` function to this kernel's agents (those whose config allows it)."""
+        """Offer a `@tool` function to this kernel's agents (those whose config allows it).
+
+        Rerun-safe: a tool this session registered before under the same name, from
+        a function of the same name (the cell ran again, or the function was
+        redefined), is replaced; a different tool claiming the name is an error."""
         runtime = self.runtime
-        self.host.call(lambda: runtime.register_tool(tool))
+        name = getattr(getattr(tool, "spec", None), "name", None)
+        existing = next((t for t in runtime.tools if t.spec.name == name), None) if name else None
+        if existing is not None and (name not in self._user_tools
+                                     or _definition(existing) != _definition(tool)):
+            where = (f"registered from {_definition(existing)}" if name in self._user_tools
+                     else "a built-in tool" if name in self.builtin_tool_names()
+                     else "registered on the runtime itself")
+            raise ConfigError(
+                f"a tool named '{name}' is already registered ({where}), and {_definition(tool)} "
+                f"is another; rename it (@tool(name='...')) so both can be offered")
+        self.host.call(lambda: runtime.register_tool(tool, replace=existing is not None))
+        if name:
+            self._user_tools.add(name)
 
     def call(self, fn: Callable[[], T]) -> T:
         """Run `fn` on the runtime's thread and return its result: agent methods
@@ -329,9 +357,11 @@ class NotebookSession:
             return self.spawn(name, model, config), None
         agent_id: str = stored_id
         if replace:
-            retired = self._retire(name, agent_id)
+            retired, closed = self._retire(name, agent_id)
             agent = self.spawn(name, model, config)
-            return agent, f"the earlier '{name}' is kept as '{retired}' (%mentra resume {retired})"
+            team = (f"; {', '.join(closed)}, working for it, stopped with it and stay stored under it "
+                    f"(resuming it revives its team)") if closed else ""
+            return agent, f"the earlier '{name}' is kept as '{retired}' (%mentra resume {retired}){team}"
         existing = live if live is not None else self.host.call(lambda: runtime.resume_agent(agent_id))
         differences = self._differences(existing, model if model_given else None, config)
         if differences:
@@ -344,16 +374,20 @@ class NotebookSession:
         return existing, (f"'{name}' was stored: attached to it ({existing.snapshot.history_len} "
                           f"messages, {existing.status}); --replace would start over")
 
-    def _retire(self, name: str, agent_id: str) -> str:
-        """Rename stored agent `name` out of the way (nothing is deleted); its new name."""
-        # Retired without being resumed: its teammates are not woken to be left behind.
+    def _retire(self, name: str, agent_id: str) -> tuple[str, list[str]]:
+        """Rename stored agent `name` out of the way (nothing is deleted): its new
+        name, and the names of its live teammates and subagents closed with it."""
+        # Retired without being resumed: its stored teammates are not woken to be left behind.
         runtime = self.runtime
         taken = {r.name for r in self.records()}
         retired = next(f"{name[:50]}.replaced-{n}" for n in range(1, 10_000)
                        if f"{name[:50]}.replaced-{n}" not in taken)
-        self.host.call(lambda: runtime.retire_agent(agent_id, retired))
-        self._views.pop(agent_id, None)
-        return retired
+        closed = self.host.submit(runtime.retire_agent(agent_id, retired)).result(60)
+        for views in (self._views, self._pickers, self._teams):
+            view = views.pop(agent_id, None)
+            if view is not None:
+                view.close()
+        return retired, closed
 
     def _differences(self, agent: Agent, model: str | None, config: AgentConfig) -> list[str]:
         """What a spawn cell asks for that `agent` was not created with: the model
@@ -458,7 +492,7 @@ class NotebookSession:
         runtime = self.runtime
         existing = next((r for r in self.records() if r.name == new and r.kind == "agent"), None)
         if existing is not None and replace:
-            retired = self._retire(new, existing.id)
+            retired, _closed = self._retire(new, existing.id)
             return (self.host.call(lambda: source.fork(new, at)),
                     f"the earlier '{new}' is kept as '{retired}'")
         if existing is not None and existing.forked_from == source.id and at in (None, existing.fork_index):

@@ -22,6 +22,15 @@ A view shows an agent's whole conversation (`scope` {}), or one turn (`scope`
 cell started). A turn view follows its run only; when the run ends, each place
 it was shown is replaced by the turn as static markdown, which every reader of
 the saved notebook can render (JupyterLab without a kernel, GitHub, nbconvert).
+
+A full view stays live, so it is shown as two outputs: the conversation as
+static markdown (in a `mentra-fallback` block), replaced in place at the end of
+every run, and the widget just below it. While the widget is live its style
+sheet hides the markdown above it; every reader without the live widget (a
+saved notebook reopened, GitHub, nbconvert) shows the markdown instead. The
+widget's output holds no markdown of its own, so nothing is shown twice. (The
+browser also saves a small placeholder state for the widget, so a reopened
+notebook with a new kernel shows no "model not found": js/saved_state.js.)
 """
 
 from __future__ import annotations
@@ -41,7 +50,7 @@ from mentra_nb import pricing
 from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.messages import Message, Role, TextBlock, ThinkingBlock
 from mentra_nb.notebook._assets import static_file
-from mentra_nb.notebook._display import Shown, show
+from mentra_nb.notebook._display import Shown, display, show
 from mentra_nb.notebook._rendering import md_code, md_text, message_items, transcript_markdown
 from mentra_nb.notebook._stream_refs import encode_html
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
@@ -146,6 +155,7 @@ _browser_message: TypeAdapter[Any] = browser_messages(
 # What a saved notebook keeps of a transcript: the tail, so a long-lived agent's
 # output does not grow the .ipynb by its whole history on every display.
 STATIC_MESSAGES = 40
+MAX_FALLBACKS = 20  # places a full view's markdown copy is kept up to date in
 APPROVAL_INPUT_CHARS = 4_000  # what the widget shows of a call's input (a write_file's content may be huge)
 
 
@@ -189,6 +199,7 @@ class AgentView(MentraWidget):
         self._items: list[dict[str, Any]] | None = None
         self._rendered_messages = self._first
         self._shown: list[Shown] = []  # where a turn view was displayed
+        self._fallbacks: list[Shown] = []  # a full view's static markdown above each display
         self._ended = False
         self._end: int | None = None  # a turn view's message count when its turn ended
         self._partial = ""  # the reply streamed so far, as last read
@@ -253,6 +264,9 @@ class AgentView(MentraWidget):
                 if event.type in ("run_failed", "run_cancelled"):
                     self._reset_stream()
                 self._sync_state()
+        if self._turn is None and event.type in ("run_finished", "run_failed", "run_cancelled",
+                                                  "history_replaced", "tool_approval_requested"):
+            self._refresh_fallbacks()  # (a paused run's copy says what it waits for)
         if self._turn is not None and event.type in ("run_finished", "run_failed", "run_cancelled"):
             if event.type == "run_cancelled":  # rolled back: the agent is idle, this turn was cut
                 self.status = AgentStatus.interrupted().model_dump(exclude_none=True)
@@ -283,7 +297,7 @@ class AgentView(MentraWidget):
     def show(self) -> None:
         """Display this view in the running cell (a turn view's place is replaced
         by its static transcript when the turn ends)."""
-        shown = show(self)
+        shown = show(self._widget_bundle())
         if shown is None:
             return
         with self._shown_lock:
@@ -292,6 +306,48 @@ class AgentView(MentraWidget):
                 self._shown.append(shown)
         if ended:  # the turn ended before the cell showed it
             shown.replace(self._host.call(self._static_bundle))
+
+    # --- a full view's static markdown (for readers without the live widget) -------
+
+    def _ipython_display_(self) -> None:
+        """Display the view: a full view as its static markdown and the widget (see
+        the module's docstring), a turn view as `show` does."""
+        if self._turn is not None:
+            self.show()
+            return
+        data = self._widget_bundle()
+        fallback = show(self._host.call(self._fallback_bundle))
+        if fallback is not None:  # in a kernel: the markdown is the output above
+            with self._shown_lock:
+                # The newest places only: a cell run again drops its old output, whose
+                # copy would be updated for nothing at every turn's end.
+                self._fallbacks = [*self._fallbacks[-(MAX_FALLBACKS - 1):], fallback]
+            data.pop("text/markdown", None)
+            # What a reader without the widget sees below the markdown (JupyterLab shows
+            # an untrusted notebook's widgets so): nothing that goes stale.
+            data["text/plain"] = f"AgentView({self._agent.name}) · live view; saved as the markdown above"
+        display(data, raw=True)
+
+    def _widget_bundle(self) -> dict[str, Any]:
+        bundle = self._repr_mimebundle_()
+        return dict(bundle[0] if isinstance(bundle, tuple) else bundle)
+
+    def _fallback_bundle(self) -> dict[str, Any]:
+        markdown = self._markdown()
+        # The class lets the live widget's style sheet find the block (JupyterLab's
+        # sanitizer keeps classes); GitHub and nbconvert drop or ignore it.
+        return {"text/plain": markdown,
+                "text/markdown": f'<div class="mentra-fallback">\n\n{markdown}\n\n</div>'}
+
+    def _refresh_fallbacks(self) -> None:
+        """A run ended (or the transcript changed): bring each static copy up to date."""
+        with self._shown_lock:
+            places = list(self._fallbacks)
+        if not places:
+            return
+        bundle = self._fallback_bundle()
+        for place in places:
+            place.replace(bundle)
 
     def _status(self) -> dict[str, Any]:
         """The status trait: the agent's (without the fields it leaves empty: each

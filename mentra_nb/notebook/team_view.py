@@ -9,7 +9,10 @@ snapshot but refreshes only when the team part of it changes, plus the
 approval events of the teammates alive in this kernel, so a streaming agent
 costs it nothing. A click on a teammate opens its committed transcript (read
 from the store, so a teammate that is not running reads too), newest messages
-first in pages, "load older" for the rest.
+first in pages, "load older" for the rest. What is open is each view's own (a
+team shown in two cells can read two teammates): a view names itself in its
+requests, and transcripts travel as `preview` messages that each view keeps
+for the teammate it has open.
 """
 
 from __future__ import annotations
@@ -65,14 +68,17 @@ class _DenyCall(BrowserMessage):
 class _Open(BrowserMessage):
     kind: Literal["open"]
     name: str = Field(min_length=1, max_length=200)
+    view: str = Field(min_length=1, max_length=100)  # which view of the team asks
 
 
 class _Older(BrowserMessage):
     kind: Literal["older"]
+    view: str = Field(min_length=1, max_length=100)
 
 
 class _Close(BrowserMessage):
     kind: Literal["close"]
+    view: str = Field(min_length=1, max_length=100)
 
 
 _browser_message: TypeAdapter[Any] = browser_messages(
@@ -93,8 +99,6 @@ class TeamView(MentraWidget):
     requests: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # pending, addressed to the lead
     approvals: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # teammates' tool calls waiting for the user
     notice = traitlets.Unicode("").tag(sync=True)
-    # The teammate whose transcript is open: {name, items, has_older, count}; {} when none.
-    preview = traitlets.Dict().tag(sync=True)
 
     def __init__(self, lead: Agent, host: RuntimeHost) -> None:
         super().__init__()
@@ -102,7 +106,11 @@ class TeamView(MentraWidget):
         self._host = host
         self._team_key: object = None
         self._watched: dict[str, Callable[[], None]] = {}  # teammate agent id -> unsubscribe
-        self._preview_pages = 1
+        # What each view has open (view id -> teammate, pages), and the message count
+        # of each transcript last sent, so a refresh resends only what changed
+        # (runtime thread only).
+        self._open: dict[str, tuple[str, int]] = {}
+        self._sent: dict[tuple[str, int], int] = {}
         self.on_msg(self._on_browser_message)
         host.call(self._attach)
 
@@ -169,30 +177,47 @@ class TeamView(MentraWidget):
                  "created_at": r.created_at}
                 for r in pending
             ]
-            if self.preview.get("name"):
-                self._show(str(self.preview["name"]), records, snapshot)
+        for name, pages in set(self._open.values()):
+            self._show(name, pages, records, snapshot)
 
-    def _show(self, name: str, records: dict[str, Any] | None = None,
-              snapshot: AgentSnapshot | None = None) -> None:
-        """Open (or bring up to date) `name`'s transcript: its last pages of messages."""
+    def _show(self, name: str, pages: int, records: dict[str, Any] | None = None,
+              snapshot: AgentSnapshot | None = None, *, again: bool = False) -> None:
+        """Send `name`'s transcript (its last `pages` pages of messages) to the views,
+        unless the one sent last is still current (`again`: send it anyway)."""
         lead = self._lead
         snapshot = snapshot or lead.snapshot
         member = next((t for t in snapshot.teammates if t.name == name), None)
         if member is None:
-            self.preview = {"name": name, "items": [], "has_older": False, "count": 0,
-                            "error": f"'{name}' is not on {lead.name}'s team"}
+            self.send({"kind": "preview", "name": name, "pages": pages, "items": [], "has_older": False,
+                       "count": 0, "error": f"'{name}' is not on {lead.name}'s team"})
             return
         if records is None:
             records = {r.id: r for r in lead.runtime.store.list_agents(lead.runtime.runtime_id)}
         record = records.get(member.agent_id)
         count = record.message_count if record is not None else 0
-        if self.preview.get("name") == name and self.preview.get("count") == count and \
-                self.preview.get("pages") == self._preview_pages:
+        if not again and self._sent.get((name, pages)) == count:
             return  # nothing new
-        start = max(0, count - PREVIEW_PAGE * self._preview_pages)
+        self._sent[(name, pages)] = count
+        start = max(0, count - PREVIEW_PAGE * pages)
         messages = lead.runtime.store.load_messages(member.agent_id, start, count)
-        self.preview = {"name": name, "count": count, "pages": self._preview_pages, "has_older": start > 0,
-                        "items": [item for i, m in enumerate(messages, start) for item in message_items(m, i)]}
+        self.send({"kind": "preview", "name": name, "count": count, "pages": pages, "has_older": start > 0,
+                   "items": [item for i, m in enumerate(messages, start) for item in message_items(m, i)]})
+
+    def _open_preview(self, view: str, name: str | None) -> None:
+        """View `view` opens `name`'s transcript (None: one page more of what it has open)."""
+        if name is None:
+            if view not in self._open:
+                return
+            name, pages = self._open[view][0], self._open[view][1] + 1
+        else:
+            pages = 1
+        self._open[view] = (name, pages)
+        self._show(name, pages, again=True)  # a view that just opened it has nothing yet
+
+    def _close_preview(self, view: str) -> None:
+        self._open.pop(view, None)
+        still = set(self._open.values())
+        self._sent = {key: count for key, count in self._sent.items() if key in still}
 
     def _answer(self, request_id: str, approve: bool, reason: str | None) -> None:
         try:
@@ -226,16 +251,13 @@ class TeamView(MentraWidget):
         if message is None:
             return
         if isinstance(message, _Open):
-            self._preview_pages = 1
-            self._host.call_soon(self._show, message.name)
+            self._host.call_soon(self._open_preview, message.view, message.name)
             return
         if isinstance(message, _Older):
-            if self.preview.get("name"):
-                self._preview_pages += 1
-                self._host.call_soon(self._show, str(self.preview["name"]))
+            self._host.call_soon(self._open_preview, message.view, None)
             return
         if isinstance(message, _Close):
-            self._host.call_soon(setattr, self, "preview", {})
+            self._host.call_soon(self._close_preview, message.view)
             return
         if isinstance(message, (_ApproveCall, _DenyCall)):
             self._host.call_soon(self._answer_call, message)

@@ -184,14 +184,16 @@ class Runtime:
     def tools(self) -> list[Tool]:
         return list(self._tools.values())
 
-    def register_tool(self, tool: Tool) -> None:
+    def register_tool(self, tool: Tool, *, replace: bool = False) -> None:
+        """Offer `tool` to this runtime's agents; `replace` lets it take the place of a
+        tool registered under the same name (agents call the new one from then on)."""
         spec = getattr(tool, "spec", None)
         if spec is None or not callable(getattr(tool, "run", None)):
             raise ConfigError(
                 f"{tool!r} is not a tool: decorate a function with @tool, or give an object "
                 "a `spec: ToolSpec` and an async `run(ctx, input)`"
             )
-        if spec.name in self._tools:
+        if spec.name in self._tools and not replace:
             raise ConfigError(f"a tool named '{spec.name}' is already registered; rename one of them")
         self._tools[spec.name] = tool
 
@@ -394,18 +396,32 @@ class Runtime:
         self._agents[agent.id] = agent
         return agent
 
-    def retire_agent(self, agent_id: str, new_name: str) -> None:
+    async def retire_agent(self, agent_id: str, new_name: str) -> list[str]:
         """Rename a stored lead agent to `new_name` and stop driving it, so its old
         name is free for a new agent; nothing of it is deleted (resume it by its
-        new name). Refused while it runs."""
+        new name). Its live teammates and subagents are closed with it (their
+        actors stop; they stay stored under it, and resuming it revives them), so
+        none keeps working for a lead nobody drives. Returns the names of those
+        closed. Refused while it or one of them runs."""
         agent = self._load(agent_id)
-        if agent.is_running:
-            raise AgentBusy(f"agent '{agent.name}' is running; stop or interrupt it before replacing it")
+        records = self.store.list_agents(self.runtime_id)
+        dependents = [self._agents[i] for i in _with_dependents(records, agent_id, with_forks=False)[1:]
+                      if i in self._agents]
+        busy = [a.name for a in [agent, *dependents] if a.is_running]
+        if busy:
+            raise AgentBusy(f"{' and '.join(busy)} of '{agent.name}' {'is' if len(busy) == 1 else 'are'} "
+                            "running; stop or interrupt it before replacing it")
         self.store.rename_agent(agent_id, new_name, token=self._leases.token)
-        del self._agents[agent_id]
-        agent.state.close()
-        self.store.release_leases(self._leases.token, [agent_id])
-        self._leases.held.discard(agent_id)
+        closed = [agent, *dependents]
+        for live in closed:
+            del self._agents[live.id]
+            for agent_extension in live.extensions:
+                await agent_extension.aclose()
+            live.state.close()
+        released = [a.id for a in closed]
+        self.store.release_leases(self._leases.token, released)
+        self._leases.held.difference_update(released)
+        return [a.name for a in dependents]
 
     def _after_resume(self, runtime_id: str, agents: Sequence[AgentHandle]) -> None:
         for extension in self._extensions:

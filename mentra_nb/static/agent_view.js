@@ -405,6 +405,81 @@ function button2(className, label, title) {
   return node;
 }
 
+// saved_state.js
+var STATE_MIME = "application/vnd.jupyter.widget-state+json";
+var VIEW_MIME = "application/vnd.jupyter.widget-view+json";
+var PLACEHOLDER_ESM = "// mentra-nb: this view was live in a kernel; the markdown above it is its saved form\nexport default { render() {} };\n";
+function isOurs(saved) {
+  const state = saved?.state ?? {};
+  return saved?.model_module === "anywidget" && (state._esm === PLACEHOLDER_ESM || typeof state.agent_name === "string" && "scope" in state);
+}
+function placeholderMetadata(metadata, live, shown) {
+  const saved = metadata?.[STATE_MIME] ?? {};
+  const state = {};
+  let changed = false;
+  for (const [id, model] of Object.entries(saved.state ?? {})) {
+    if (isOurs(model) && !shown.has(id)) changed = true;
+    else state[id] = model;
+  }
+  for (const [id, model] of Object.entries(live.state ?? {})) {
+    if (!isOurs(model) || !shown.has(id)) continue;
+    const s = model.state;
+    state[id] = {
+      model_name: model.model_name,
+      model_module: model.model_module,
+      model_module_version: model.model_module_version,
+      state: {
+        _model_name: s._model_name,
+        _model_module: s._model_module,
+        _model_module_version: s._model_module_version,
+        _view_name: s._view_name,
+        _view_module: s._view_module,
+        _view_module_version: s._view_module_version,
+        _esm: PLACEHOLDER_ESM,
+        _css: ""
+      }
+    };
+    changed = true;
+  }
+  if (!changed) return null;
+  return { ...metadata ?? {}, [STATE_MIME]: {
+    version_major: saved.version_major ?? live.version_major ?? 2,
+    version_minor: saved.version_minor ?? live.version_minor ?? 0,
+    state
+  } };
+}
+var hooked = /* @__PURE__ */ new WeakSet();
+function placeholdersOnSave(manager) {
+  const context = manager?.context;
+  if (!manager || !context?.saveState?.connect || typeof context.model?.setMetadata !== "function" || hooked.has(context)) return;
+  hooked.add(context);
+  context.saveState.connect((_sender, state) => {
+    if (state !== "started") return;
+    try {
+      const notebook = context.model;
+      const metadata = placeholderMetadata(
+        notebook.getMetadata("widgets"),
+        manager.get_state_sync({ drop_defaults: true }),
+        shownModels(notebook)
+      );
+      if (metadata) notebook.setMetadata("widgets", metadata);
+    } catch (error) {
+      console.warn("mentra-nb: could not save placeholders for the live views", error);
+    }
+  });
+}
+function shownModels(notebook) {
+  const ids = /* @__PURE__ */ new Set();
+  for (const cell of notebook.cells) {
+    const outputs = cell.outputs;
+    for (let i = 0; outputs && i < outputs.length; i++) {
+      const id = outputs.get(i).data?.[VIEW_MIME]?.model_id;
+      if (id) ids.add(id);
+    }
+  }
+  return ids;
+}
+
 // agent_view.js
 var RUNNING = /* @__PURE__ */ new Set(["awaiting_model", "streaming", "executing_tool"]);
 function statusLabel(status, progress = "") {
@@ -553,6 +628,10 @@ var ModelStream = class {
 };
 var modelStreams = /* @__PURE__ */ new WeakMap();
 function initialize({ model }) {
+  placeholdersOnSave(
+    /** @type {any} */
+    model.widget_manager
+  );
   const stream = new ModelStream();
   modelStreams.set(model, stream);
   model.on("msg:custom", stream.receive);
@@ -727,7 +806,11 @@ function render({ model, el }) {
     helloPending = true;
     model.send({ kind: "hello" });
   };
+  const markLive = () => {
+    root.dataset.mentraLive = String(live.seq >= 0);
+  };
   const onStream = (changed, message) => {
+    markLive();
     const other = (
       /** @type {{kind?: string}} */
       message
@@ -841,6 +924,7 @@ function render({ model, el }) {
     ]
   ]);
   stream.views.add(onStream);
+  markLive();
   renderHeader();
   renderItems();
   renderLive();

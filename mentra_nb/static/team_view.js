@@ -292,6 +292,28 @@ function render({ model, el }) {
   const { signal } = controller;
   const watcher = new ClampWatcher();
   const leadName = () => String((model.get("lead") ?? {}).name ?? "");
+  const viewId = globalThis.crypto?.randomUUID?.() ?? `${Date.now()}-${Math.random()}`;
+  let openName = "";
+  let pages = 1;
+  const previews = /* @__PURE__ */ new Map();
+  const previewKey = (name, pageCount) => `${pageCount}/${name}`;
+  const openTeammate = (name) => {
+    openName = name;
+    pages = 1;
+    model.send({ kind: "open", name, view: viewId });
+    renderMembers();
+  };
+  const closeTeammate = () => {
+    if (!openName) return;
+    openName = "";
+    model.send({ kind: "close", view: viewId });
+    renderMembers();
+  };
+  const onMessage = (message) => {
+    if (message?.kind !== "preview" || !message.name) return;
+    previews.set(previewKey(message.name, message.pages ?? 1), message);
+    if (message.name === openName && (message.pages ?? 1) === pages) renderMembers();
+  };
   const renderHeader = () => {
     const lead = model.get("lead") ?? {};
     root.dataset.mentraTeam = lead.name ?? "";
@@ -302,18 +324,27 @@ function render({ model, el }) {
     );
   };
   const previewPanel = (row) => {
-    const p = model.get("preview") ?? {};
+    let p;
+    for (let n = pages; n >= 1 && !p; n--) p = previews.get(previewKey(openName, n));
     const panel = element("div", "mentra-preview");
     panel.addEventListener("click", (event) => event.stopPropagation(), { signal });
     const head = element("div", "mentra-header");
-    head.append(element("span", "mentra-name", `${p.name}'s transcript`));
+    head.append(element("span", "mentra-name", `${openName}'s transcript`));
     const close = button("mentra-close", "Close", "minimal");
-    close.addEventListener("click", () => model.send({ kind: "close" }), { signal });
+    close.addEventListener("click", closeTeammate, { signal });
     head.append(close);
     panel.append(head);
+    if (!p) {
+      panel.append(element("div", "mentra-empty", "loading\u2026"));
+      row.append(panel);
+      return;
+    }
     if (p.has_older) {
       const older = button("mentra-older", "Load older", "minimal");
-      older.addEventListener("click", () => model.send({ kind: "older" }), { signal });
+      older.addEventListener("click", () => {
+        pages += 1;
+        model.send({ kind: "older", view: viewId });
+      }, { signal });
       panel.append(older);
     }
     const transcript = element("div", "mentra-transcript");
@@ -329,12 +360,11 @@ function render({ model, el }) {
     const list = model.get("members") ?? [];
     if (!list.length) members.append(element("li", "mentra-empty", "no teammates yet"));
     const waiting = model.get("approvals") ?? [];
-    const open = model.get("preview") ?? {};
     for (const m of list) {
       const row = element("li", "mentra-clickable");
       row.dataset.name = m.name;
       row.title = `Show ${m.name}'s transcript`;
-      row.setAttribute("aria-expanded", String(open.name === m.name));
+      row.setAttribute("aria-expanded", String(openName === m.name));
       const badge = element("span", "mentra-badge", m.status === "failed" ? `failed: ${m.error ?? ""}` : m.status);
       badge.dataset.status = STATUS_TO_BADGE[
         /** @type {keyof typeof STATUS_TO_BADGE} */
@@ -353,7 +383,11 @@ function render({ model, el }) {
         element("span", "mentra-usage", `${m.unread} unread`),
         element("span", "mentra-run", ago(m.last_active))
       );
-      row.addEventListener("click", () => model.send(open.name === m.name ? { kind: "close" } : { kind: "open", name: m.name }), { signal });
+      row.addEventListener(
+        "click",
+        () => openName === m.name ? closeTeammate() : openTeammate(m.name),
+        { signal }
+      );
       row.tabIndex = 0;
       row.addEventListener("keydown", (event) => {
         if (event.target === row && (event.key === "Enter" || event.key === " ")) {
@@ -361,7 +395,7 @@ function render({ model, el }) {
           row.click();
         }
       }, { signal });
-      if (open.name === m.name) previewPanel(row);
+      if (openName === m.name) previewPanel(row);
       members.append(row);
     }
   };
@@ -446,7 +480,12 @@ function render({ model, el }) {
       renderAnswers();
       renderMembers();
     }],
-    ["change:preview", renderMembers]
+    [
+      "msg:custom",
+      /** @type {() => void} */
+      /** @type {unknown} */
+      onMessage
+    ]
   ];
   const unsubscribe = subscribe(model, subscriptions);
   renderHeader();
@@ -457,6 +496,7 @@ function render({ model, el }) {
   const visibility = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver(announce);
   visibility?.observe(root);
   return () => {
+    if (openName) model.send({ kind: "close", view: viewId });
     cancelAnimationFrame(attached);
     visibility?.disconnect();
     controller.abort();

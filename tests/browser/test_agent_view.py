@@ -173,3 +173,72 @@ def test_after_a_kernel_restart_resume_shows_the_old_history_and_the_cut_turn(no
     agent = "nb.session().agent('writer')"
     assert nb.kernel.value(f"{agent}.status.name") == "interrupted"
     assert nb.kernel.value(f"{agent}.resumable_turn.text[:12]") == "word0 word1 "
+
+
+SLOW = ("from mentra_nb.providers.test import TestProvider\n"
+        "nb.session().runtime.providers.register(TestProvider(name='slow', chunk_delay=0.05))")
+# A cell tall enough that a few of them push the agent's cell out of the viewport.
+FILLER = "\n".join(f"# filler line {i}" for i in range(60))
+FILLER_CELLS = [FILLER] * 12
+FULL_VIEW = '.mentra-agent[data-mentra-scope="full"]'
+
+
+def _windowing(lab_server, mode: str | None) -> None:
+    """Set JupyterLab's notebook windowing mode (None: back to its default)."""
+    import json
+    import urllib.request
+
+    raw = json.dumps({} if mode is None else {"windowingMode": mode})
+    request = urllib.request.Request(
+        f"{lab_server.base_url}/lab/api/settings/@jupyterlab/notebook-extension:tracker",
+        data=json.dumps({"raw": raw}).encode(), method="PUT",
+        headers={"Authorization": f"token {lab_server.token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10):
+        pass
+
+
+def test_in_a_windowed_notebook_a_view_scrolled_away_and_back_keeps_streaming(notebook, lab_server):
+    """JupyterLab's `windowingMode: "full"` takes cells far off screen out of the
+    page and puts them back as they scroll in: the spawn cell's view must come
+    back with its transcript, its draft and the stream still running."""
+    _windowing(lab_server, "full")
+    try:
+        words = " ".join(f"w{i}" for i in range(400))
+        nb = notebook.open([f"{SETUP}\n{SLOW}", "%mentra spawn writer --model slow:default",
+                            "%mentra send writer --wait first question",
+                            *FILLER_CELLS])
+        for index in range(3):
+            nb.run_cell(index)
+        view = nb.page.locator(FULL_VIEW)
+        expect(view.locator(".mentra-transcript")).to_contain_text("You said: first question")
+        view.locator("textarea").fill("a draft kept while away")
+        # Make the last cell the active one (JupyterLab never takes the active cell, or
+        # the one holding the focus, out of the page) and scroll to it (the list
+        # measures cells as they come: again until it shows).
+        nb.page.evaluate(f"""() => {{ document.activeElement?.blur();
+            window.jupyterapp.shell.currentWidget.content.activeCellIndex = {len(FILLER_CELLS) + 2}; }}""")
+        scroller = nb.page.locator(".jp-NotebookPanel .jp-WindowedPanel-outer")
+        last = nb.page.locator(f'.jp-NotebookPanel .jp-Cell[data-windowed-list-index="{len(FILLER_CELLS) + 2}"]')
+        poll(lambda: scroller.evaluate("el => (el.scrollTop = el.scrollHeight, 1)") and last.is_visible(),
+             message="the last cell to scroll into view")
+        expect(nb.page.locator(FULL_VIEW)).to_be_hidden(timeout=30_000)  # out of the page's layout
+        # A long reply starts while the view is away (sent from Python, as a cell would).
+        nb.kernel.run(f"_turn = nb.session().send(nb.session().agent('writer'), {' '.join([words, 'the-end'])!r})")
+        poll(lambda: nb.kernel.value("len(nb.session().agent('writer').snapshot.current_text)") > 200,
+             message="the reply to stream while its view is away")
+        assert not nb.page.locator(FULL_VIEW).is_visible(), "the spawn cell was back in the page too soon"
+
+        # Back to the top while the reply still streams.
+        scroller.evaluate("el => el.scrollTop = 0")
+        view = nb.page.locator(FULL_VIEW)
+        expect(view).to_be_visible(timeout=30_000)
+        assert nb.kernel.value("nb.session().agent('writer').is_running"), "the reply ended too soon"
+        live = view.locator(".mentra-live:not(.mentra-thinking)")
+        seen = len(live.text_content() or "")
+        poll(lambda: len(live.text_content() or "") > seen or "the-end" in (view.text_content() or ""),
+             message="the view to go on streaming after it came back")
+        expect(view.locator(".mentra-transcript")).to_contain_text("the-end", timeout=60_000)
+        expect(view.locator(".mentra-transcript")).to_contain_text("You said: first question")
+        expect(view.locator("textarea")).to_have_value("a draft kept while away")
+    finally:
+        _windowing(lab_server, None)

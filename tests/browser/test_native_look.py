@@ -268,6 +268,16 @@ def test_a_request_shows_once_and_a_teammate_row_opens_its_transcript(notebook):
     expect(preview.locator(".mentra-item strong")).to_have_text("approval", timeout=20_000)
     expect(preview).to_contain_text("Facts.")
     expect(preview.locator("details.mentra-tool summary")).to_have_text("tool call: team_request")
+    # What is open is this view's: the other views of the team show no transcript,
+    # and one of them can open another teammate's at the same time.
+    expect(teams.nth(1).locator(".mentra-preview")).to_have_count(0)
+    expect(newest.locator(".mentra-preview")).to_have_count(0)
+    bob = newest.locator('li[data-name="bob"]')
+    bob.click()
+    expect(bob.locator(".mentra-preview")).to_contain_text("A title.", timeout=20_000)
+    expect(preview).to_contain_text("Facts.")  # alice's, still open in the first view
+    expect(teams.nth(0).locator(".mentra-preview")).to_have_count(1)
+    bob.locator(".mentra-close").click()
     try:
         for theme in ("JupyterLab Light", "JupyterLab Dark"):
             set_theme(nb.page, theme)

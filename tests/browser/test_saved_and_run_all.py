@@ -10,11 +10,23 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 from playwright.sync_api import expect
 
 from tests.browser.notebook_page import poll
 
+VIEW = "application/vnd.jupyter.widget-view+json"
+STATE = "application/vnd.jupyter.widget-state+json"
+# The last output of cell `index` in the notebook shown is a widget that rendered a
+# view, or says why not.
+WIDGET_SETTLED = """(index) => {
+  const cell = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell')[index];
+  const outputs = cell ? cell.querySelectorAll('.jp-OutputArea-output') : [];
+  const widget = outputs[outputs.length - 1];
+  return Boolean(widget) && (widget.textContent.includes('Error') || widget.querySelector('.lm-Widget') !== null);
+}"""
 SETUP = "%load_ext mentra_nb\nimport mentra_nb.notebook as nb"
 # A cell that keeps the kernel busy until the test says so (no timing margins).
 HOLD = ("import pathlib, time\n"
@@ -86,3 +98,115 @@ def test_a_saved_notebook_reopened_without_a_kernel_shows_each_turn(notebook, la
     expect(outputs.nth(3)).to_contain_text("You said: And in the deep sea?")
     expect(panel).not_to_contain_text("model not found")
     expect(panel).not_to_contain_text("Error displaying widget")
+
+
+def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook, lab_server, tmp_path):
+    """Issue 15.7 for full views: the spawn cell keeps a live widget, so what the
+    saved notebook keeps is the markdown above it (refreshed at each turn's end,
+    without redrawing the widget), and a placeholder widget state, so a new kernel
+    finds the model: the transcript shows and no "model not found"."""
+    nb = notebook.open([
+        SETUP,
+        "%mentra spawn writer",
+        "%%mentra writer\nWhat lives in a **tide pool**?",
+    ])
+    nb.run_all(2)
+    spawn = nb.agent_view(1)
+    expect(spawn).to_be_visible()
+    fallback = nb.output(1).locator(".mentra-fallback")
+    expect(fallback).to_be_hidden()  # the live view shows the conversation; its copy waits
+    draft = spawn.locator("textarea")
+    draft.fill("a draft the reader is typing")
+    nb.run_cell(2)
+    expect(spawn.locator(".mentra-transcript")).to_contain_text("You said: What lives in a tide pool?",
+                                                                timeout=30_000)
+    # The copy above the view was replaced at the turn's end; the view was not redrawn.
+    poll(lambda: "You said: What lives in a tide pool?" in (fallback.text_content() or ""),
+         message="the spawn cell's markdown to be refreshed")
+    expect(fallback).to_be_hidden()
+    expect(draft).to_have_value("a draft the reader is typing")
+
+    nb.page.keyboard.press("Control+s")
+    saved = lab_server.root / nb.name
+
+    def saved_spawn_outputs() -> list[dict]:
+        return json.loads(saved.read_text())["cells"][1]["outputs"]
+
+    poll(lambda: "You said: What lives in a" in json.dumps(saved_spawn_outputs()), message="the save to land")
+    data = json.loads(saved.read_text())
+    [widget] = [o for o in data["cells"][1]["outputs"] if VIEW in o.get("data", {})]
+    model_id = widget["data"][VIEW]["model_id"]
+    placeholder = data["metadata"]["widgets"][STATE]["state"][model_id]
+    assert "agent_name" not in placeholder["state"] and len(json.dumps(placeholder)) < 1_000
+    for session in lab_server.api("GET", "sessions"):
+        if session["path"] == nb.name:
+            lab_server.api("DELETE", f"sessions/{session['id']}")
+
+    # Reopened with no kernel at all.
+    no_kernel = "no-kernel-" + nb.name
+    data["metadata"]["kernelspec"] = {"name": "no-such-kernel", "display_name": "none", "language": "none"}
+    data["metadata"].pop("language_info", None)
+    (lab_server.root / no_kernel).write_text(json.dumps(data))
+    nb.page.goto(lab_server.url(no_kernel))
+    dialog = nb.page.locator(".jp-Dialog")
+    expect(dialog).to_be_visible(timeout=60_000)
+    dialog.locator(".jp-Dialog-button").get_by_text("No Kernel", exact=True).click()
+    panel = nb.page.locator(".jp-NotebookPanel")
+    spawn_output = panel.locator(".jp-Cell .jp-OutputArea").nth(1)
+    expect(spawn_output).to_contain_text("You said: What lives in a tide pool?", timeout=30_000)
+    expect(panel).not_to_contain_text("model not found")
+
+    # Reopened the usual way: JupyterLab starts a new kernel, which has no such model.
+    reopened = "fresh-kernel-" + nb.name
+    (lab_server.root / reopened).write_text(saved.read_text())
+    nb.page.goto(lab_server.url(reopened))
+    nb.wait_kernel_idle()
+    panel = nb.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    spawn_output = panel.locator(".jp-Cell .jp-OutputArea").nth(1)
+    expect(spawn_output).to_contain_text("You said: What lives in a tide pool?", timeout=30_000)
+    expect(spawn_output.locator(".mentra-fallback")).to_be_visible()
+    # Wait for the widget output to settle (the new kernel's widget manager has
+    # looked for the model): a view in it, or the error text.
+    nb.page.wait_for_function(WIDGET_SETTLED, arg=1, timeout=60_000)
+    expect(panel).not_to_contain_text("model not found")
+    expect(panel).not_to_contain_text("Error displaying widget")
+    for session in lab_server.api("GET", "sessions"):
+        if session["path"] == reopened:
+            lab_server.api("DELETE", f"sessions/{session['id']}")
+
+    # nbconvert --to html: the transcript, as HTML.
+    html = tmp_path / "saved.html"
+    subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", str(saved),
+                    "--output", str(html)], check=True, capture_output=True, timeout=120)
+    page = html.read_text()
+    assert "You said: What lives in a <strong>tide pool</strong>?" in page
+    assert "model not found" not in page
+
+
+def test_a_notebook_run_by_nbconvert_reopens_with_each_full_view_as_its_transcript(notebook, lab_server):
+    """A headless run (nbconvert, papermill) writes a notebook JupyterLab does not
+    trust, so it renders no widget from it: the full views' cells read as their
+    markdown, with a line saying a live view was there (nothing stale, no error)."""
+    from tests.browser.notebook_page import write_notebook
+
+    name = "headless-" + notebook.name
+    write_notebook(lab_server.root / name, [
+        SETUP, "%mentra spawn writer", "%mentra send writer --wait What lives in a tide pool",
+        "%mentra show writer"])
+    subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "--inplace",
+                    name], cwd=lab_server.root, check=True, capture_output=True, timeout=300)
+    data = json.loads((lab_server.root / name).read_text())
+    assert data["metadata"]["widgets"][STATE]["state"], "nbconvert saved no widget state"
+    notebook.page.goto(lab_server.url(name))
+    notebook.wait_kernel_idle()
+    panel = notebook.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    for index in (1, 3):
+        output = panel.locator(".jp-Cell .jp-OutputArea").nth(index)
+        expect(output.locator(".mentra-fallback")).to_contain_text("You said: What lives in a tide pool",
+                                                                   timeout=30_000)
+        expect(output.locator(".mentra-fallback")).to_be_visible()
+        expect(output).to_contain_text("AgentView(writer) · live view; saved as the markdown above")
+        expect(output).not_to_contain_text("0 messages")  # nothing of the view's state when shown
+    expect(panel).not_to_contain_text("model not found")
+    expect(panel).not_to_contain_text("Error displaying widget")
+

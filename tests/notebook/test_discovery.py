@@ -30,6 +30,11 @@ def test_ipython_session_and_vs_code_variables_are_read(tmp_path):
         tmp_path / "nb" / ".mentra" / "one.sqlite"
     found = discover_store({"__vsc_ipynb_file__": str(tmp_path / "two.ipynb")}, cwd=tmp_path, environ={})
     assert found.path == tmp_path / ".mentra" / "two.sqlite" and "__vsc_ipynb_file__" in found.source
+    # papermill's --inject-input-path (or parameters={"PAPERMILL_INPUT_PATH": ...} in Python)
+    found = discover_store({"PAPERMILL_INPUT_PATH": "reports/q3.ipynb"}, cwd=tmp_path, environ={})
+    assert found.path == tmp_path / "reports" / ".mentra" / "q3.sqlite" and found.runtime_id == "q3"
+    assert discover_store({"PAPERMILL_INPUT_PATH": "s3://bucket/q3.ipynb"}, cwd=tmp_path,
+                          environ={}).notebook is None  # no folder to keep state in
 
 
 def test_two_notebooks_in_one_folder_never_share_agents(tmp_path):
@@ -99,10 +104,10 @@ def test_a_headless_runners_command_line_names_the_notebook(tmp_path):
     code = ("import psutil, sys; from mentra_nb._notebook_path import runner_notebook; "
             "print(runner_notebook())")
 
-    def seen_by_child_of(argv0: str, *args: str) -> str:
+    def seen_by_child_of(argv0: str, *args: str, child_cwd: str = ".") -> str:
         # A parent whose command line reads like the runner's starts the "kernel".
-        parent = [sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {code!r}])",
-                  argv0, *args]
+        parent = [sys.executable, "-c", "import subprocess, sys; "
+                  f"subprocess.run([sys.executable, '-c', {code!r}], cwd={child_cwd!r})", argv0, *args]
         return subprocess.run(parent, cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
 
     assert seen_by_child_of("jupyter-nbconvert", "--to", "html", "--execute", "report_a.ipynb") == \
@@ -111,6 +116,13 @@ def test_a_headless_runners_command_line_names_the_notebook(tmp_path):
         f"({tmp_path / 'report_b.ipynb'!r}, 'the papermill command line')"
     # Two notebooks in one nbconvert call: which one this kernel runs is not said.
     assert seen_by_child_of("jupyter-nbconvert", "--execute", "a.ipynb", "b.ipynb") == "None"
+    # ... unless they live in different folders: nbconvert starts each notebook's kernel
+    # in that notebook's folder.
+    (tmp_path / "east").mkdir()
+    (tmp_path / "west").mkdir()
+    assert seen_by_child_of("jupyter-nbconvert", "--execute", "east/a.ipynb", "west/b.ipynb",
+                            child_cwd="west") == \
+        f"({tmp_path / 'west' / 'b.ipynb'!r}, \"the nbconvert command line and the kernel's folder\")"
     # Anything else (a server started with a notebook to open, say) is no runner.
     assert seen_by_child_of("jupyter-lab", "a.ipynb") == "None"
     assert runner_notebook() is None  # pytest is no runner

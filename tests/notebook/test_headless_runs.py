@@ -35,6 +35,7 @@ def _notebook(folder: Path, name: str) -> Path:
         nbformat.v4.new_code_cell(f"%%mentra writer --wait\nHello from {name}"),
         nbformat.v4.new_code_cell("print('messages:', len(writer.history))"),
         nbformat.v4.new_code_cell("%mentra db"),
+        nbformat.v4.new_code_cell("%mentra show writer"),
     ]
     path = folder / f"{name}.ipynb"
     nbformat.write(nb, path)
@@ -50,7 +51,9 @@ def _run(argv: list[str], folder: Path) -> None:
 
 def _outputs(path: Path) -> list[list[dict]]:
     nb = nbformat.read(path, as_version=4)  # joins the multi-line strings of the file
-    return [cell.get("outputs", []) for cell in nb.cells]
+    # (without the cell of parameters papermill puts first)
+    return [cell.get("outputs", []) for cell in nb.cells
+            if "injected-parameters" not in cell.get("metadata", {}).get("tags", [])]
 
 
 def _text(outputs: list[dict]) -> str:
@@ -80,6 +83,13 @@ def _check_run(out: Path, name: str, messages: int, folder: Path) -> None:
     # and the cell's result is the reply itself
     [result] = [o for o in cells[2] if o["output_type"] == "execute_result"]
     assert result["data"]["text/plain"] == f"You said: Hello from {name}"
+    # A full view's cell keeps the whole conversation as markdown above the widget,
+    # whose own output holds no second copy.
+    fallback, widget = cells[5]
+    assert 'class="mentra-fallback"' in fallback["data"]["text/markdown"]
+    assert f"You said: Hello from {name}" in fallback["data"]["text/markdown"]
+    assert "application/vnd.jupyter.widget-view+json" in widget["data"]
+    assert "text/markdown" not in widget["data"]
 
 
 def _runner(name: str) -> str:
@@ -106,6 +116,9 @@ def test_nbconvert_runs_two_notebooks_of_one_folder_twice_each(tmp_path):
     _run([nbconvert, "--to", "html", "--execute", "report_b.ipynb"], tmp_path)
     html = (tmp_path / "report_b.html").read_text()
     assert "You said: Hello from report_b" in html
+    # ... and so does the full view's cell, as HTML from its markdown.
+    fallback = html[html.index('class="mentra-fallback"'):]
+    assert "You said: Hello from report_b" in fallback[:fallback.index("</div>")]
 
 
 def test_papermill_runs_two_notebooks_of_one_folder_twice_each(tmp_path):
@@ -119,3 +132,77 @@ def test_papermill_runs_two_notebooks_of_one_folder_twice_each(tmp_path):
             _run([papermill, f"{name}.ipynb", str(out.relative_to(tmp_path)), "--kernel", "python3"], tmp_path)
             _check_run(out, name, 2 * run, tmp_path)
     assert sorted(p.name for p in (tmp_path / ".mentra").glob("*.sqlite")) == ["report_a.sqlite", "report_b.sqlite"]
+
+
+def _state_of(out: Path) -> str:
+    """What `%mentra db` said in a run's saved notebook."""
+    return _text(_outputs(out)[4])
+
+
+def test_nbconvert_with_several_notebooks_in_one_command(tmp_path):
+    """Each kernel nbconvert starts runs in its notebook's folder: notebooks of
+    different folders are told apart; two of one folder cannot be, and say how to
+    pin their state."""
+    nbconvert = _runner("jupyter-nbconvert")
+    for folder in ("east", "west", "shared"):
+        (tmp_path / folder).mkdir()
+    _notebook(tmp_path / "east", "report_a")
+    _notebook(tmp_path / "west", "report_b")
+    _run([nbconvert, "--to", "notebook", "--execute", "east/report_a.ipynb", "west/report_b.ipynb"], tmp_path)
+    for folder, name in (("east", "report_a"), ("west", "report_b")):
+        _check_run(tmp_path / folder / f"{name}.nbconvert.ipynb", name, 2, tmp_path / folder)
+
+    _notebook(tmp_path / "shared", "report_a")
+    _notebook(tmp_path / "shared", "report_b")
+    _run([nbconvert, "--to", "notebook", "--execute", "shared/report_a.ipynb", "shared/report_b.ipynb"],
+         tmp_path)
+    for name in ("report_a", "report_b"):
+        cells = _outputs(tmp_path / "shared" / f"{name}.nbconvert.ipynb")
+        notice = _text(cells[1])
+        assert "this kernel does not know its notebook's path" in notice
+        assert "%mentra db NAME.sqlite" in notice and "JPY_SESSION_NAME=PATH" in notice
+        assert f"state file: {tmp_path / 'shared' / '.mentra' / 'mentra.sqlite'}" in _text(cells[4])
+
+
+DRIVER_NBCLIENT = """
+import os, sys, nbformat
+from nbclient import NotebookClient
+for name in sys.argv[1:]:
+    nb = nbformat.read(name + ".ipynb", as_version=4)
+    # The driver names the notebook to the kernel, as a Jupyter server does.
+    NotebookClient(nb, kernel_name="python3").execute(env={**os.environ, "JPY_SESSION_NAME": name + ".ipynb"})
+    nbformat.write(nb, name + "-out.ipynb")
+"""
+
+DRIVER_PAPERMILL = """
+import sys, papermill
+inject = sys.argv[1] == "inject"
+for name in sys.argv[2:]:
+    papermill.execute_notebook(name + ".ipynb", name + "-out.ipynb", kernel_name="python3",
+                               parameters={"PAPERMILL_INPUT_PATH": name + ".ipynb"} if inject else {},
+                               progress_bar=False)
+"""
+
+
+def test_nbclient_and_papermill_driven_from_python_keep_each_notebooks_state_apart(tmp_path):
+    """From Python, nbclient and papermill start the kernel from the driver's own
+    process, whose command line names no notebook: the driver names it (nbclient:
+    JPY_SESSION_NAME in the kernel's environment; papermill: the
+    PAPERMILL_INPUT_PATH parameter), or the notice says how to."""
+    for name in ("report_a", "report_b"):
+        _notebook(tmp_path, name)
+    for run in (1, 2):
+        _run([sys.executable, "-c", DRIVER_NBCLIENT, "report_a", "report_b"], tmp_path)
+        for name in ("report_a", "report_b"):
+            _check_run(tmp_path / f"{name}-out.ipynb", name, 2 * run, tmp_path)
+    for run in (3, 4):
+        _run([sys.executable, "-c", DRIVER_PAPERMILL, "inject", "report_a", "report_b"], tmp_path)
+        for name in ("report_a", "report_b"):
+            _check_run(tmp_path / f"{name}-out.ipynb", name, 2 * run, tmp_path)
+    assert sorted(p.name for p in (tmp_path / ".mentra").glob("*.sqlite")) == ["report_a.sqlite", "report_b.sqlite"]
+
+    # Not named: one shared file, and a notice of where and how to pin it.
+    _run([sys.executable, "-c", DRIVER_PAPERMILL, "plain", "report_a"], tmp_path)
+    notice = _text(_outputs(tmp_path / "report_a-out.ipynb")[1])
+    assert "this kernel does not know its notebook's path" in notice and "PAPERMILL_INPUT_PATH" in notice
+    assert f"state file: {tmp_path / '.mentra' / 'mentra.sqlite'}" in _state_of(tmp_path / "report_a-out.ipynb")

@@ -56,7 +56,8 @@ def test_kill_minus_nine_mid_stream_then_resume_in_a_new_kernel(kernels, tmp_pat
     second.run("%load_ext mentra_nb")
     out = second.run("%mentra resume")
     assert "mentra: resumed 'writer', 2 messages, interrupted" in out
-    assert "AgentView(writer, slow:m, interrupted, 2 messages)" in out
+    # (a full view's cell: the conversation as markdown, then the widget)
+    assert "**writer** · `slow:m` · interrupted" in out and "You said: warm up" in out
     state = second.run(
         "import mentra_nb.notebook as nb\n"
         "agent = nb.session().agent('writer')\n"
@@ -128,16 +129,17 @@ def test_a_spawn_cell_reruns_in_the_same_and_a_restarted_kernel(kernels, tmp_pat
     spawn = "writer = %mentra spawn writer --system 'Be brief.'\nwriter"
     first = kernels()
     first.run("%load_ext mentra_nb")
-    assert "AgentView(writer, test:default, idle, 0 messages)" in first.run(spawn)
+    assert "**writer** · `test:default` · idle\nAgentView(writer)" in first.run(spawn)
     first.run("%mentra send writer --wait remember the tide pools")
-    assert "AgentView(writer, test:default, finished, 2 messages)" in first.run(spawn)  # same kernel
+    again = first.run(spawn)  # same kernel
+    assert "**writer** · `test:default` · finished" in again and "You said: remember the tide pools" in again
     first.close()
 
     second = kernels()
     second.run("%load_ext mentra_nb")
     out = second.run(spawn)
     assert "mentra: 'writer' was stored: attached to it (2 messages, finished)" in out
-    assert "AgentView(writer, test:default, finished, 2 messages)" in out
+    assert "**writer** · `test:default` · finished" in out and "You said: remember the tide pools" in out
     assert "remember the tide pools" in second.run("print(writer.history[0].text)")
     # Other settings: it says what differs and how to start over; --replace does.
     text, errors, _status = second.execute("%mentra spawn writer --system 'Be long.'")
@@ -163,8 +165,8 @@ def test_wait_returns_the_reply_and_the_cell_shows_only_its_turn(kernels, tmp_pa
     assert shown["content"]["data"]["text/plain"] == "AgentView(writer, turn 2)"
     display_id = shown["content"]["transient"]["display_id"]
     # When the turn ended, the cell's view became the turn's static transcript.
-    [update] = [m for m in messages if m["msg_type"] == "update_display_data"]
-    assert update["content"]["transient"]["display_id"] == display_id
+    [update] = [m for m in messages if m["msg_type"] == "update_display_data"
+                and m["content"]["transient"]["display_id"] == display_id]
     markdown = update["content"]["data"]["text/markdown"]
     assert "second question" in markdown and "You said: second question" in markdown
     assert "first question" not in markdown  # this turn only
@@ -174,4 +176,32 @@ def test_wait_returns_the_reply_and_the_cell_shows_only_its_turn(kernels, tmp_pa
     assert result["content"]["data"]["text/plain"] == "You said: second question"
     assert kernel.run("print(type(_).__name__, _.turn)").strip() == "Reply Turn(writer, run 2)"
     # The whole conversation is one command away.
-    assert "AgentView(writer, test:default, finished, 4 messages)" in kernel.run("%mentra show writer")
+    whole = kernel.run("%mentra show writer")
+    assert "You said: first question" in whole and "You said: second question" in whole
+
+
+def test_a_full_view_keeps_its_static_transcript_up_to_date_above_the_widget(kernels, tmp_path):
+    """Issue 15.7: a spawn / show cell's saved output reads as the conversation at
+    its last turn's end, and the live widget's own output holds no second copy."""
+    kernel = kernels()
+    kernel.run("%load_ext mentra_nb")
+    messages: list[dict] = []
+    kernel.client.execute_interactive("writer = %mentra spawn writer\nwriter", timeout=60,
+                                      output_hook=messages.append)
+    fallback, widget = [m for m in messages if m["msg_type"] == "display_data"]
+    markdown = fallback["content"]["data"]["text/markdown"]
+    assert markdown.startswith('<div class="mentra-fallback">') and "**writer**" in markdown
+    assert "application/vnd.jupyter.widget-view+json" not in fallback["content"]["data"]
+    assert "application/vnd.jupyter.widget-view+json" in widget["content"]["data"]
+    assert "text/markdown" not in widget["content"]["data"]
+    display_id = fallback["content"]["transient"]["display_id"]
+
+    # A turn sent from another cell: when it ends, the spawn cell's copy is replaced.
+    later: list[dict] = []
+    kernel.client.execute_interactive("%mentra send writer --wait What lives in a tide pool",
+                                      timeout=60, output_hook=later.append)
+    updates = [m for m in later if m["msg_type"] == "update_display_data"
+               and m["content"]["transient"]["display_id"] == display_id]
+    assert updates, "the spawn cell's static transcript was not refreshed at the turn's end"
+    refreshed = updates[-1]["content"]["data"]["text/markdown"]
+    assert "You said: What lives in a tide pool" in refreshed and "finished" in refreshed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import time
 
 import pytest
 from IPython.core.error import UsageError
@@ -331,3 +332,64 @@ def test_a_cell_can_register_a_tool_and_call_agent_methods_on_the_runtime_thread
     turn = mentra(ip, "send analyst --wait how many rows?")
     assert turn.text == "Tool results: row_count returned 120"
     assert session.call(lambda: [t.spec.name for t in agent.tools()]) == ["row_count"]
+
+
+REGISTER_CELL = '''from mentra_nb import tool
+@tool(read_only=True)
+def row_count() -> int:
+    """How many rows the data has."""
+    return {rows}
+import mentra_nb.notebook as nb
+nb.session().register_tool(row_count)
+'''
+
+
+def test_rerunning_a_register_tool_cell_replaces_the_tool_and_a_real_clash_says_so(ip, session):
+    """Issue 15: re-running a cell that calls register_tool(fn) raised."""
+    from mentra_nb import tool
+    from mentra_nb.errors import ConfigError
+
+    assert ip.run_cell(REGISTER_CELL.format(rows=120)).success
+    assert ip.run_cell(REGISTER_CELL.format(rows=121)).success  # the cell again, edited
+    mentra(ip, "spawn analyst --tools row_count")
+    assert mentra(ip, "send analyst --wait how many rows").text == "Tool results: row_count returned 121"
+
+    @tool(name="row_count")
+    def count_rows() -> int:
+        """Another function under the same tool name."""
+        return 0
+
+    with pytest.raises(ConfigError, match=r"'row_count' is already registered \(registered from "
+                                          r"__main__\.row_count\).*rename it"):
+        session.register_tool(count_rows)
+
+    @tool(name="read_file")
+    def read_file() -> str:
+        """Clashes with a built-in tool."""
+        return ""
+
+    with pytest.raises(ConfigError, match=r"'read_file' is already registered \(a built-in tool\)"):
+        session.register_tool(read_file)
+
+
+def test_replacing_a_lead_closes_its_live_teammates_and_resuming_it_brings_them_back(ip, session, capsys):
+    """Issue 15: `%mentra spawn NAME --replace` on a lead left its teammates running."""
+    old_lead = mentra(ip, "spawn lead --team")
+    mentra(ip, "teammate lead alice --role researcher --prompt 'Find sources'")
+    alice = session.call(lambda: old_lead.teammate("alice"))
+    deadline = time.monotonic() + 30
+    while (alice.is_running or alice.snapshot.history_len == 0) and time.monotonic() < deadline:
+        time.sleep(0.05)  # alice's first turn (the test model answers at once)
+    capsys.readouterr()
+    new_lead = mentra(ip, "spawn lead --team --system 'Lead anew.' --replace")
+    out = capsys.readouterr().out
+    assert "kept as 'lead.replaced-1'" in out
+    assert "alice, working for it, stopped with it and stay stored under it" in out
+    live = {a.name for a in session.runtime.agents}
+    assert "alice" not in live and "lead.replaced-1" not in live
+    assert session.call(lambda: new_lead.teammates) == []  # the new lead starts with no team
+    # Nothing was lost: resuming the old lead revives alice, with what she did.
+    mentra(ip, "resume lead.replaced-1")
+    old = session.agent("lead.replaced-1")
+    revived = session.call(lambda: old.teammate("alice"))
+    assert revived.history[0].text == alice.history[0].text

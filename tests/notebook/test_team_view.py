@@ -124,22 +124,35 @@ def test_a_click_on_a_teammate_opens_its_transcript_in_pages(host, team, monkeyp
     assert count >= 2  # her prompt, her plan request (a tool call) and its result
     monkeypatch.setattr(team_view_module, "PREVIEW_PAGE", 1)
 
-    view._on_browser_message(view, {"kind": "open", "name": "alice"}, [])
-    until(lambda: view.preview.get("name") == "alice")
-    assert view.preview["has_older"] is True
-    assert {item["index"] for item in view.preview["items"]} == {count - 1}
-    view._on_browser_message(view, {"kind": "older"}, [])
-    until(lambda: view.preview.get("pages") == 2)
-    assert {item["index"] for item in view.preview["items"]} == {count - 2, count - 1}
-    view._on_browser_message(view, {"kind": "close"}, [])
-    until(lambda: view.preview == {})
-    monkeypatch.setattr(team_view_module, "PREVIEW_PAGE", 100)
-    view._on_browser_message(view, {"kind": "open", "name": "alice"}, [])
-    until(lambda: view.preview.get("name") == "alice")
-    assert view.preview["has_older"] is False
-    assert view.preview["items"][0]["index"] == 0
-    assert "Clean the table" in view.preview["items"][0]["html"]
+    # Transcripts go out as messages every view of the model receives; each view
+    # names itself, and keeps the one it has open.
+    sent: list[dict] = []
+    monkeypatch.setattr(view, "send", lambda content, buffers=None: sent.append(content))
 
-    view._on_browser_message(view, {"kind": "open", "name": "mallory"}, [])
-    until(lambda: view.preview.get("name") == "mallory")
-    assert view.preview["error"] == "'mallory' is not on lead's team"
+    def last(name: str, pages: int = 1) -> dict:
+        until(lambda: any(m["name"] == name and m["pages"] == pages for m in sent))
+        return [m for m in sent if m["name"] == name and m["pages"] == pages][-1]
+
+    view._on_browser_message(view, {"kind": "open", "name": "alice", "view": "v1"}, [])
+    preview = last("alice")
+    assert preview["has_older"] is True
+    assert {item["index"] for item in preview["items"]} == {count - 1}
+    view._on_browser_message(view, {"kind": "older", "view": "v1"}, [])
+    assert {item["index"] for item in last("alice", 2)["items"]} == {count - 2, count - 1}
+    # A second view of the team opens its own page of alice; closing one leaves the other's.
+    view._on_browser_message(view, {"kind": "open", "name": "alice", "view": "v2"}, [])
+    until(lambda: host.call(lambda: view._open) == {"v1": ("alice", 2), "v2": ("alice", 1)})
+    view._on_browser_message(view, {"kind": "close", "view": "v1"}, [])
+    until(lambda: host.call(lambda: view._open) == {"v2": ("alice", 1)})
+    view._on_browser_message(view, {"kind": "close", "view": "v2"}, [])
+    until(lambda: host.call(lambda: view._open) == {})
+    monkeypatch.setattr(team_view_module, "PREVIEW_PAGE", 100)
+    sent.clear()
+    view._on_browser_message(view, {"kind": "open", "name": "alice", "view": "v1"}, [])
+    preview = last("alice")
+    assert preview["has_older"] is False
+    assert preview["items"][0]["index"] == 0
+    assert "Clean the table" in preview["items"][0]["html"]
+
+    view._on_browser_message(view, {"kind": "open", "name": "mallory", "view": "v1"}, [])
+    assert last("mallory")["error"] == "'mallory' is not on lead's team"

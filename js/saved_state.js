@@ -1,0 +1,125 @@
+// Saved notebooks and the live views they held (issue 15.7).
+//
+// A cell that shows a live view saves a widget output whose model lives only in
+// the kernel. Reopened with a new kernel, JupyterLab's widget manager finds no
+// such model and writes "Error displaying widget: model not found" into the
+// cell; the conversation itself is saved in the markdown output just above the
+// widget (agent_view.py), which reads well everywhere else. So, when the
+// notebook is saved, a small placeholder state for each of our views shown in it
+// goes into the notebook's widget metadata, as JupyterLab's own "save widget
+// state" does for every widget: a reopened notebook then finds the model, and
+// the placeholder renders nothing, leaving the markdown to be read. A kernel that
+// still holds the real model (a page reload) wins: JupyterLab loads saved state
+// only for models the kernel does not have.
+
+/**
+ * @typedef {{model_name: string, model_module: string, model_module_version: string,
+ *   state: Record<string, unknown>}} SavedModel
+ * @typedef {{version_major?: number, version_minor?: number, state?: Record<string, SavedModel>}} WidgetState
+ */
+
+export const STATE_MIME = "application/vnd.jupyter.widget-state+json";
+export const VIEW_MIME = "application/vnd.jupyter.widget-view+json";
+export const PLACEHOLDER_ESM = "// mentra-nb: this view was live in a kernel; the markdown above it is its saved form\nexport default { render() {} };\n";
+
+/**
+ * Whether a saved model is one of our views (a live one's state, or a placeholder).
+ * @param {SavedModel} saved
+ */
+function isOurs(saved) {
+  const state = saved?.state ?? {};
+  return saved?.model_module === "anywidget" &&
+    (state._esm === PLACEHOLDER_ESM || (typeof state.agent_name === "string" && "scope" in state));
+}
+
+/**
+ * The notebook's widget metadata with a placeholder for each of our views that an
+ * output of the notebook shows (`shown`: the model ids in its widget outputs), and
+ * none for views no output shows any more; other widgets' saved state is kept as
+ * it was. Null when there is nothing of ours to write or remove.
+ * @param {{[STATE_MIME]?: WidgetState}|undefined} metadata the notebook's `widgets` metadata
+ * @param {WidgetState} live the widget manager's state of every model it holds
+ * @param {Set<string>} shown
+ */
+export function placeholderMetadata(metadata, live, shown) {
+  const saved = metadata?.[STATE_MIME] ?? {};
+  /** @type {Record<string, SavedModel>} */
+  const state = {};
+  let changed = false;
+  for (const [id, model] of Object.entries(saved.state ?? {})) {
+    if (isOurs(model) && !shown.has(id)) changed = true;
+    else state[id] = model;
+  }
+  for (const [id, model] of Object.entries(live.state ?? {})) {
+    if (!isOurs(model) || !shown.has(id)) continue;
+    const s = model.state;
+    state[id] = {
+      model_name: model.model_name, model_module: model.model_module,
+      model_module_version: model.model_module_version,
+      state: {
+        _model_name: s._model_name, _model_module: s._model_module,
+        _model_module_version: s._model_module_version, _view_name: s._view_name,
+        _view_module: s._view_module, _view_module_version: s._view_module_version,
+        _esm: PLACEHOLDER_ESM, _css: "",
+      },
+    };
+    changed = true;
+  }
+  if (!changed) return null;
+  return { ...(metadata ?? {}), [STATE_MIME]: {
+    version_major: saved.version_major ?? live.version_major ?? 2,
+    version_minor: saved.version_minor ?? live.version_minor ?? 0,
+    state,
+  } };
+}
+
+/**
+ * @typedef {{getMetadata(key: string): any, setMetadata(key: string, value: any): void,
+ *   cells: Iterable<{outputs?: {length: number, get(i: number): {data: Record<string, any>}}}>}} NotebookModel
+ * @typedef {{saveState: {connect(fn: (sender: unknown, state: string) => void): void},
+ *   model: NotebookModel}} DocumentContext
+ * @typedef {{context?: DocumentContext, get_state_sync(options: {drop_defaults: boolean}): WidgetState}} Manager
+ */
+
+/** @type {WeakSet<object>} */
+const hooked = new WeakSet();
+
+/**
+ * Write the placeholders whenever the notebook of `manager` is saved. Only where
+ * the manager is JupyterLab's or Notebook 7's (it has the document's context);
+ * elsewhere (VS Code, Colab, a static page) nothing happens.
+ * @param {Manager|undefined} manager
+ */
+export function placeholdersOnSave(manager) {
+  const context = manager?.context;
+  if (!manager || !context?.saveState?.connect || typeof context.model?.setMetadata !== "function" ||
+      hooked.has(context)) return;
+  hooked.add(context);
+  context.saveState.connect((_sender, state) => {
+    if (state !== "started") return; // before the notebook is serialised
+    try {
+      const notebook = context.model;
+      const metadata = placeholderMetadata(notebook.getMetadata("widgets"),
+        manager.get_state_sync({ drop_defaults: true }), shownModels(notebook));
+      if (metadata) notebook.setMetadata("widgets", metadata);
+    } catch (error) {
+      console.warn("mentra-nb: could not save placeholders for the live views", error);
+    }
+  });
+}
+
+/**
+ * The model ids the notebook's widget outputs show.
+ * @param {NotebookModel} notebook
+ */
+function shownModels(notebook) {
+  const ids = new Set();
+  for (const cell of notebook.cells) {
+    const outputs = cell.outputs;
+    for (let i = 0; outputs && i < outputs.length; i++) {
+      const id = outputs.get(i).data?.[VIEW_MIME]?.model_id;
+      if (id) ids.add(id);
+    }
+  }
+  return ids;
+}

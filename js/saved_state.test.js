@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest";
+import { PLACEHOLDER_ESM, STATE_MIME, placeholderMetadata, placeholdersOnSave } from "./saved_state.js";
+
+const anywidget = (state) => ({ model_name: "AnyModel", model_module: "anywidget", model_module_version: "~0.9.*",
+  state: { _model_name: "AnyModel", _model_module: "anywidget", _model_module_version: "~0.9.*",
+    _view_name: "AnyView", _view_module: "anywidget", _view_module_version: "~0.9.*",
+    layout: "IPY_MODEL_layout1", _esm: "export default {} // 60 KB of view", ...state } });
+const slider = { model_name: "IntSliderModel", model_module: "@jupyter-widgets/controls",
+  model_module_version: "2.0.0", state: { value: 3 } };
+
+describe("placeholderMetadata", () => {
+  it("saves a small placeholder for each of our views an output shows, and keeps other widgets' state", () => {
+    const live = { version_major: 2, version_minor: 0, state: {
+      full: anywidget({ agent_name: "writer", scope: {} }),
+      unshown: anywidget({ agent_name: "writer", scope: { kind: "turn", first: 2 } }),
+      other: anywidget({ count: 1 }),
+    } };
+    const metadata = placeholderMetadata({ [STATE_MIME]: { version_major: 2, version_minor: 0,
+      state: { slider } } }, live, new Set(["full", "other"]));
+    const state = metadata[STATE_MIME].state;
+    expect(Object.keys(state).sort()).toEqual(["full", "slider"]);
+    expect(state.slider).toEqual(slider);
+    expect(state.full.state._esm).toBe(PLACEHOLDER_ESM);
+    expect(state.full.state.layout).toBeUndefined(); // no reference to a model not saved
+    expect(state.full.state.agent_name).toBeUndefined(); // nothing of the conversation
+    expect(state.full.state._view_name).toBe("AnyView");
+  });
+
+  it("drops the placeholders of views no output shows any more, and leaves a notebook without ours alone", () => {
+    const saved = { [STATE_MIME]: { state: { old: { ...anywidget({}), state: { _esm: PLACEHOLDER_ESM } }, slider } } };
+    expect(placeholderMetadata(saved, { state: {} }, new Set())[STATE_MIME].state).toEqual({ slider });
+    expect(placeholderMetadata(undefined, { state: { slider } }, new Set(["slider"]))).toBeNull();
+    // A placeholder restored from the file and still shown is written again.
+    const restored = { state: { old: saved[STATE_MIME].state.old } };
+    expect(placeholderMetadata(saved, restored, new Set(["old"]))[STATE_MIME].state.old.state._esm)
+      .toBe(PLACEHOLDER_ESM);
+  });
+});
+
+describe("placeholdersOnSave", () => {
+  it("writes the metadata when a save starts, once per notebook", () => {
+    const handlers = [];
+    let written = null;
+    const outputs = [{ data: { "application/vnd.jupyter.widget-view+json": { model_id: "full" } } }];
+    const context = {
+      saveState: { connect: (fn) => handlers.push(fn) },
+      model: { getMetadata: () => undefined, setMetadata: (key, value) => { written = [key, value]; },
+        cells: [{ outputs: { length: 1, get: (i) => outputs[i] } }, {}] },
+    };
+    const manager = { context, get_state_sync: () => ({ state: { full: anywidget({ agent_name: "w", scope: {} }) } }) };
+    placeholdersOnSave(manager);
+    placeholdersOnSave(manager);
+    expect(handlers).toHaveLength(1);
+    handlers[0](context, "completed");
+    expect(written).toBeNull();
+    handlers[0](context, "started");
+    expect(written[0]).toBe("widgets");
+    expect(written[1][STATE_MIME].state.full.state._esm).toBe(PLACEHOLDER_ESM);
+  });
+
+  it("does nothing where the manager has no document (VS Code, a static page)", () => {
+    expect(() => placeholdersOnSave(undefined)).not.toThrow();
+    expect(() => placeholdersOnSave({ get_state_sync: () => ({}) })).not.toThrow();
+  });
+});
