@@ -262,8 +262,10 @@ def run() -> list[Table]:
         "reply); the Output widget: its stream messages and its capture's comm_msg; the baseline: "
         "update_display_data",
         f"besides its messages, showing a turn view cost {opening['comm_open'] / 1024:,.1f} KiB of "
-        f"comm_open (the widget's state, with the bundled JS and CSS) and {opening['display'] / 1024:,.1f} "
-        "KiB of display_data (the view, then the static transcript that replaces it when the turn ends)",
+        f"comm_open (the widget's state, with the bundled JS and CSS), and the turn's display data came "
+        f"to {opening['display'] / 1024:,.1f} KiB (the turn view's output, the static transcript that "
+        "replaces it when the turn ends, and the spawn cell's markdown copy of the conversation "
+        "brought up to date)",
         f"ours batches live text: first words at once, then {default[0]:g} s, doubling to "
         f"{default[1]:g} s, or 2,048 characters; the browser reveals each batch over the time since "
         "the one before",
