@@ -13,7 +13,7 @@ import { placeholdersOnSave } from "./saved_state.js";
  * @typedef {import("./dom.js").Item & {html_parts?: (string|number[])[]}} WireItem
  * @typedef {{kind: "delta"|"reset"|"items", seq: number, text?: string, thinking?: string,
  *   tools?: Record<string, string>, start?: number, items?: WireItem[], tail?: string[],
- *   basis?: number[]}} StreamMessage
+ *   basis?: number[], live?: {text?: string, thinking?: string, tools?: Record<string, string>}}} StreamMessage
  * @typedef {import("./dom.js").Item} Item
  * @typedef {import("./dom.js").Model} Model
  */
@@ -55,12 +55,15 @@ function escapeHtml(text) {
 
 /**
  * A growing text, shown a little at a time. The kernel sends live text in
- * batches (a stream's first words at once, then up to a second apart: every
- * Jupyter message costs ~600 bytes of envelope), so each batch is revealed over
- * about the time since the one before, and the reply reads as a stream, at most
- * one batch behind. A text that does not extend the shown one (a new stream, a
- * reset) is shown at once.
+ * batches (a stream's first words at once, then 1, 2, then 4 seconds apart:
+ * every Jupyter message costs ~420 bytes of envelope), so each batch is revealed
+ * over about the time since the one before, and the reply reads as a stream, at
+ * most one batch behind. A text that does not extend the shown one (a new
+ * stream, a reset) is shown at once.
  */
+// The kernel's longest wait between batches (MAX_BATCH_DELAY), and a poll more.
+const MAX_REVEAL_MS = 4100;
+
 export class Reveal {
   /** @param {HTMLElement} el */
   constructor(el) {
@@ -89,7 +92,7 @@ export class Reveal {
     }
     this.from = this.node.data.length;
     this.start = now;
-    this.span = Math.min(1000, Math.max(50, since));
+    this.span = Math.min(MAX_REVEAL_MS, Math.max(50, since));
     if (!this.frame) this.frame = requestAnimationFrame(this.step);
   }
 
@@ -168,7 +171,8 @@ export class LiveStream {
   /**
    * New transcript items from index `start`. With `tail`, they end a streamed
    * reply: the tail completes the stream, its spans resolve against it, and the
-   * live stream is cleared.
+   * live stream is cleared. With `live` (a hello's answer), the live stream is
+   * replaced by it.
    * @param {StreamMessage} message
    */
   applyItems(message) {
@@ -188,6 +192,11 @@ export class LiveStream {
       this.text = "";
       this.thinking = "";
       this.tools = {};
+    }
+    if (message.live) { // a hello's answer: the half-streamed reply as it is now
+      this.text = message.live.text ?? "";
+      this.thinking = message.live.thinking ?? "";
+      this.tools = { ...(message.live.tools ?? {}) };
     }
     return "items";
   }

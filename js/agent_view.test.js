@@ -105,6 +105,17 @@ describe("AgentView", () => {
     expect(live()).toBe("");
   });
 
+  it("takes a hello's answer in one message: the transcript and the half-streamed text", () => {
+    const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
+    render({ model, el });
+    const live = () => el.querySelectorAll(".mentra-live")[1].textContent;
+    model.emit("msg:custom", { kind: "delta", seq: 1, text: "stale", thinking: "", tools: {} });
+    model.emit("msg:custom", { kind: "items", seq: 2, start: 0,
+      items: [{ index: 0, role: "user", kind: "text", html: "<p>go on</p>" }], live: { text: "Half way" } });
+    expect(live()).toBe("Half way");
+    expect(el.querySelector('.mentra-item[data-role="user"]')?.textContent).toContain("go on");
+  });
+
   it("shows a stream's first words at once and reveals each later batch gradually", async () => {
     const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
     render({ model, el });

@@ -1,5 +1,6 @@
 """What every mentra-nb widget shares: validated browser messages, unsubscribing
-on close, and static `text/plain` + `text/markdown` outputs for saved notebooks."""
+on close, custom messages without a parent header, and static `text/plain` +
+`text/markdown` outputs for saved notebooks."""
 
 from __future__ import annotations
 
@@ -48,6 +49,29 @@ class MentraWidget(anywidget.AnyWidget):
             # errors quote the whole input back.
             log.warning("ignored an invalid message from %r: %s", self, _summary(content, err))
             return None
+
+    def send(self, content: Any, buffers: Any = None) -> None:
+        """A custom message to the browser, published without a parent header.
+
+        ipykernel gives every comm message the header of a cell as its parent:
+        for a message sent from the runtime thread, the cell that started the
+        run (or whichever ran last), about 200 of a delta's ~620 bytes. Custom
+        messages need none: the front ends route comm messages by `comm_id`
+        whatever their parent (JupyterLab's and Notebook 7's KernelConnection),
+        and only this widget's own code reads them. (State updates keep theirs:
+        headless runners such as nbclient keep a widget's state from the
+        updates a running cell caused.) Outside ipykernel (no session to
+        publish on, or buffers to send) the message goes the usual way."""
+        comm = self.comm
+        kernel = getattr(comm, "kernel", None)
+        session = getattr(kernel, "session", None)
+        topic = getattr(comm, "topic", None)
+        if buffers or kernel is None or session is None or not isinstance(topic, bytes):
+            super().send(content, buffers)
+            return
+        session.send(kernel.iopub_socket, "comm_msg",
+                     {"data": {"method": "custom", "content": content}, "comm_id": comm.comm_id},
+                     parent={}, ident=topic)
 
     def close(self) -> None:
         if self._unsubscribe is not None:

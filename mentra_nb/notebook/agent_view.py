@@ -67,18 +67,26 @@ from mentra_nb.runtime import (
 if TYPE_CHECKING:
     from mentra_nb.notebook._host import RuntimeHost
 
-__all__ = ["BATCH_BYTES", "MAX_BATCH_DELAY", "STREAM_INTERVAL", "AgentView", "TurnScope"]
+__all__ = [
+    "BATCH_BYTES", "FIRST_BATCH_DELAY", "MAX_BATCH_DELAY", "STREAM_INTERVAL", "AgentView", "TurnScope",
+    "batch_delay",
+]
 
 log = logging.getLogger("mentra_nb.notebook")
 
 # The live stream is read every STREAM_INTERVAL and sent in batches: a stream's
-# first words at once, then when BATCH_BYTES of it wait or the oldest unsent part
-# has waited MAX_BATCH_DELAY. Every Jupyter message carries ~600 bytes of envelope
-# (header, the cell's header as parent, signature): sent every 50 ms, a model's
-# 60 tokens/s cost 55 times the text on the wire.
+# first words at once, then when BATCH_BYTES of it wait or its oldest unsent part
+# has waited the batch delay, which starts at FIRST_BATCH_DELAY and doubles with
+# each batch up to MAX_BATCH_DELAY. Every Jupyter message carries ~420 bytes of
+# envelope (header, signature, comm id) besides the text: sent every 50 ms, a
+# model's 60 tokens/s cost 55 times the text on the wire; in batches 1, 2, 4, 4 …
+# seconds apart, about 3 times, counting a turn's status updates. The browser
+# reveals each batch over the time since the one before, so the reply still
+# reads as a stream (at most a batch behind the model).
 STREAM_INTERVAL = 0.05  # seconds
-BATCH_BYTES = 512  # characters of unsent text (and thinking, and tool input)
-MAX_BATCH_DELAY = 1.0  # seconds
+BATCH_BYTES = 2048  # characters of unsent text (and thinking, and tool input)
+FIRST_BATCH_DELAY = 1.0  # seconds
+MAX_BATCH_DELAY = 4.0  # seconds
 
 
 class _Hello(BrowserMessage):
@@ -201,14 +209,22 @@ class AgentView(MentraWidget):
         self._sent_thinking = 0
         self._tool_json: dict[str, str] = {}  # tool id -> input JSON sent so far
         # When the oldest part of the stream the browser lacks appeared (None: it
-        # has everything), and whether this stream's first words were sent.
+        # has everything), and how many batches of this stream were sent.
         self._unsent_since: float | None = None
-        self._stream_begun = False
+        self._batches = 0
         self._timer: asyncio.TimerHandle | None = None
         self._cost_key: tuple[object, ...] | None = None
         self._tree_cost = ""
+        # The agent's state goes with the widget's opening, not in an update right
+        # after it (a turn view is opened by every cell that sends).
+        def read() -> tuple[object, dict[str, Any]]:
+            snapshot = agent.snapshot
+            return ((snapshot, agent.stopping),
+                    {**self._agent_traits(snapshot), "fork_origin": _fork_origin(agent)})
+
+        self._opened_at, state = host.call(read)
         super().__init__(agent_name=agent.name, model_key=agent.model.key,
-                         scope={} if turn is None else {"kind": "turn", "first": turn.first})
+                         scope={} if turn is None else {"kind": "turn", "first": turn.first}, **state)
         self.on_msg(self._on_browser_message)
         host.call(self._attach)
 
@@ -218,8 +234,8 @@ class AgentView(MentraWidget):
         agent = self._agent
         self.agent_name = agent.name
         self.model_key = agent.model.key
-        self.fork_origin = _fork_origin(agent)
-        self._sync_state()
+        if (agent.snapshot, agent.stopping) != self._opened_at:
+            self._sync_state()  # what changed since the widget's state was read
         self._unsubscribe = agent.on_event(self._on_event, deltas=False)
         self._poll_while_running()
 
@@ -253,7 +269,7 @@ class AgentView(MentraWidget):
             self._refresh_fallbacks()  # (a paused run's copy says what it waits for)
         if self._turn is not None and event.type in ("run_finished", "run_failed", "run_cancelled"):
             if event.type == "run_cancelled":  # rolled back: the agent is idle, this turn was cut
-                self.status = AgentStatus.interrupted().model_dump()
+                self.status = AgentStatus.interrupted().model_dump(exclude_none=True)
             else:
                 self._partial = ""
             self._end_turn()
@@ -334,13 +350,15 @@ class AgentView(MentraWidget):
             place.replace(bundle)
 
     def _status(self) -> dict[str, Any]:
-        """The status trait: the agent's, with `stopping` ("now" / "round") while a
-        stop is on its way; a turn view not yet started says it waits for the model."""
+        """The status trait: the agent's (without the fields it leaves empty: each
+        status update crosses the wire with every view), with `stopping` ("now" /
+        "round") while a stop is on its way; a turn view not yet started says it
+        waits for the model."""
         agent = self._agent
         if not self._follows_run() and self._turn is not None and \
                 agent.snapshot.run_generation < self._turn.generation:
-            return AgentStatus.awaiting_model().model_dump()
-        status = agent.snapshot.status.model_dump()
+            return AgentStatus.awaiting_model().model_dump(exclude_none=True)
+        status = agent.snapshot.status.model_dump(exclude_none=True)
         stopping = agent.stopping
         if stopping is not None:
             status["stopping"] = stopping
@@ -386,7 +404,8 @@ class AgentView(MentraWidget):
             self._sent_text += len(text)
             self._sent_thinking += len(thinking)
             self._send_stream("delta", text, thinking, tools)
-            self._unsent_since, self._stream_begun = None, True
+            self._unsent_since = None
+            self._batches += 1
 
     def _batch_due(self, snapshot: AgentSnapshot, text: int, thinking: int) -> bool:
         unsent = text - self._sent_text + thinking - self._sent_thinking + sum(
@@ -396,8 +415,9 @@ class AgentView(MentraWidget):
         now = time.monotonic()
         if self._unsent_since is None:
             self._unsent_since = now
-        return (not self._stream_begun or unsent >= BATCH_BYTES
-                or now - self._unsent_since >= MAX_BATCH_DELAY)
+        if self._batches == 0 or unsent >= BATCH_BYTES:
+            return True
+        return now - self._unsent_since >= batch_delay(self._batches)
 
     def _commit(self, message: Message) -> None:
         """The streamed reply became a transcript message. One message tells the
@@ -412,7 +432,7 @@ class AgentView(MentraWidget):
         if self._sync_state(stream):
             self._sent_text = self._sent_thinking = 0
             self._tool_json.clear()
-            self._unsent_since, self._stream_begun = None, False
+            self._unsent_since, self._batches = None, 0
         else:
             self._reset_stream()
 
@@ -434,17 +454,11 @@ class AgentView(MentraWidget):
     def _reset_stream(self) -> None:
         self._sent_text = self._sent_thinking = 0
         self._tool_json.clear()
-        self._unsent_since, self._stream_begun = None, False
+        self._unsent_since, self._batches = None, 0
         self._send_stream("reset", "", "", {})
 
     def _send_stream(self, kind: str, text: str, thinking: str, tools: dict[str, str]) -> None:
-        # Empty fields are left out: on a long stream the envelope is most of the bytes.
-        message: dict[str, Any] = {"kind": kind, "text": text}
-        if thinking:
-            message["thinking"] = thinking
-        if tools:
-            message["tools"] = tools
-        self._send_custom(message)
+        self._send_custom({"kind": kind, **_stream_fields(text, thinking, tools)})
 
     def _send_custom(self, message: dict[str, Any]) -> None:
         self._seq += 1
@@ -455,20 +469,9 @@ class AgentView(MentraWidget):
         given (the newest message was just streamed), was ended with the new items."""
         agent = self._agent
         snapshot = agent.snapshot
-        with self.hold_sync():
-            self.status = self._status()
-            self.run_generation = snapshot.run_generation if self._turn is None else self._turn.generation
-            self.usage = snapshot.usage.model_dump()
-            cost = self._cost_text(snapshot)
-            if cost != self.cost:
-                self.cost = cost
-            self.pending_tools = [p.model_dump() for p in snapshot.pending_tool_uses]
-            approvals = [approval_item(p) for p in snapshot.pending_approvals]
-            if approvals != self.approvals:
-                self.approvals = approvals
-            resumable = _resumable(agent)
-            if resumable != self.resumable:
-                self.resumable = resumable
+        with self.hold_sync():  # traitlets sends only the values that changed
+            for name, value in self._agent_traits(snapshot).items():
+                setattr(self, name, value)
         count = snapshot.history_len
         if self._items is None or count == self._rendered_messages or (
                 count < self._first and self._rendered_messages == self._first):
@@ -485,6 +488,18 @@ class AgentView(MentraWidget):
         self._rendered_messages = count
         self._send_items(start, new, stream)
         return stream is not None
+
+    def _agent_traits(self, snapshot: AgentSnapshot) -> dict[str, Any]:
+        """The synced traits that follow the agent's state, as it is now."""
+        return {
+            "status": self._status(),
+            "run_generation": snapshot.run_generation if self._turn is None else self._turn.generation,
+            "usage": snapshot.usage.model_dump(),
+            "cost": self._cost_text(snapshot),
+            "pending_tools": [p.model_dump() for p in snapshot.pending_tool_uses],
+            "approvals": [approval_item(p) for p in snapshot.pending_approvals],
+            "resumable": _resumable(self._agent),
+        }
 
     def _replace_transcript(self) -> None:
         """A rewind, an edit or a switch of branch: the transcript is another one,
@@ -514,7 +529,8 @@ class AgentView(MentraWidget):
         return [item for i, message in enumerate(messages, first_index)
                 for item in message_items(message, i)]
 
-    def _send_items(self, start: int, items: list[dict[str, Any]], stream: _Stream | None = None) -> None:
+    def _send_items(self, start: int, items: list[dict[str, Any]], stream: _Stream | None = None,
+                    live: dict[str, Any] | None = None) -> None:
         message: dict[str, Any] = {"kind": "items", "start": start, "items": items}
         if stream is not None:
             # The browser appends `tail`, checks its text against `basis`, resolves
@@ -522,23 +538,30 @@ class AgentView(MentraWidget):
             message["items"] = [_by_reference(item, stream.whole) for item in items]
             message["tail"] = stream.tail
             message["basis"] = [len(source) for source in stream.whole]
+        if live is not None:
+            message["live"] = live  # the live stream is replaced by this (a hello's answer)
         self._send_custom(message)
 
     def _hello(self) -> None:
-        """Answer a view's hello: the whole transcript and the half-streamed state."""
-        self._send_items(0, self.items)
-        self._resend_stream()
+        """Answer a view's hello: the whole transcript and the half-streamed state,
+        in one message (each costs ~420 bytes of envelope, and every displayed
+        view is greeted)."""
+        self._send_items(0, self.items, live=self._live_now())
 
     def _resend_stream(self) -> None:
+        self._send_custom({"kind": "reset", **self._live_now()})
+
+    def _live_now(self) -> dict[str, Any]:
+        """The half-streamed reply as the browser should hold it now (nothing when
+        this view follows no run), counted as sent."""
         snapshot = self._agent.snapshot
         if self._ended or not self._follows_run():
             self._sent_text = self._sent_thinking = 0
             self._tool_json = {}
-            self._send_stream("reset", "", "", {})
-            return
+            return _stream_fields("", "", {})
         self._sent_text, self._sent_thinking = len(snapshot.current_text), len(snapshot.current_thinking)
         self._tool_json = {p.id: p.input_json for p in snapshot.pending_tool_uses}
-        self._send_stream("reset", snapshot.current_text, snapshot.current_thinking, dict(self._tool_json))
+        return _stream_fields(snapshot.current_text, snapshot.current_thinking, dict(self._tool_json))
 
     # --- browser side (runs on the kernel's shell thread) -------------------------
 
@@ -672,6 +695,22 @@ class _Stream:
 
     whole: list[str]
     tail: list[str]
+
+
+def batch_delay(sent: int) -> float:
+    """How long live text waits for a batch once `sent` (≥ 1) batches of its
+    stream went out: FIRST_BATCH_DELAY, doubling to MAX_BATCH_DELAY."""
+    return min(MAX_BATCH_DELAY, FIRST_BATCH_DELAY * 2.0 ** (sent - 1))
+
+
+def _stream_fields(text: str, thinking: str, tools: dict[str, str]) -> dict[str, Any]:
+    # Empty fields are left out: on a long stream the envelope is most of the bytes.
+    fields: dict[str, Any] = {"text": text}
+    if thinking:
+        fields["thinking"] = thinking
+    if tools:
+        fields["tools"] = tools
+    return fields
 
 
 def _by_reference(item: dict[str, Any], streamed: list[str]) -> dict[str, Any]:

@@ -521,6 +521,7 @@ function badgeLabel(status, approvals, progress = "") {
 function escapeHtml(text) {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
+var MAX_REVEAL_MS = 4100;
 var Reveal = class {
   /** @param {HTMLElement} el */
   constructor(el) {
@@ -548,7 +549,7 @@ var Reveal = class {
     }
     this.from = this.node.data.length;
     this.start = now;
-    this.span = Math.min(1e3, Math.max(50, since));
+    this.span = Math.min(MAX_REVEAL_MS, Math.max(50, since));
     if (!this.frame) this.frame = requestAnimationFrame(this.step);
   }
   /** @param {number} now */
@@ -607,7 +608,8 @@ var LiveStream = class {
   /**
    * New transcript items from index `start`. With `tail`, they end a streamed
    * reply: the tail completes the stream, its spans resolve against it, and the
-   * live stream is cleared.
+   * live stream is cleared. With `live` (a hello's answer), the live stream is
+   * replaced by it.
    * @param {StreamMessage} message
    */
   applyItems(message) {
@@ -625,6 +627,11 @@ var LiveStream = class {
       this.text = "";
       this.thinking = "";
       this.tools = {};
+    }
+    if (message.live) {
+      this.text = message.live.text ?? "";
+      this.thinking = message.live.thinking ?? "";
+      this.tools = { ...message.live.tools ?? {} };
     }
     return "items";
   }

@@ -91,8 +91,8 @@ def test_a_slow_stream_sends_at_most_twenty_messages_a_second(host):
     assert streamed_text(sent) == f"You said: {prompt}"
     print(f"{len(sent)} messages for 202 deltas over {seconds:.2f} s")
     assert len(deltas(sent)) <= seconds * 20 + 1
-    # Besides: the answer to hello (transcript and stream), the prompt as an item, the commit.
-    assert len(sent) == len(deltas(sent)) + 4
+    # Besides: the answer to hello (transcript and stream in one), the prompt as an item, the commit.
+    assert len(sent) == len(deltas(sent)) + 3
 
 
 def test_the_first_words_go_at_once_then_text_waits_for_a_batch(host, monkeypatch):
@@ -128,6 +128,15 @@ def test_the_first_words_go_at_once_then_text_waits_for_a_batch(host, monkeypatc
     stream(ContentBlockStopped(index=0), MessageStopped())
     send.result(10)
     assert streamed_text(sent) == "Hello" + small + "y" * 100
+
+
+def test_later_batches_wait_longer_up_to_a_cap():
+    """After a stream's first words, live text waits 1 s for a batch, then 2 s, then
+    4 s: each message costs ~420 bytes of envelope, and the browser reveals each
+    batch over the time since the one before."""
+    from mentra_nb.notebook.agent_view import batch_delay
+
+    assert [batch_delay(sent) for sent in range(1, 7)] == [1.0, 2.0, 4.0, 4.0, 4.0, 4.0]
 
 
 def wait_for(predicate, timeout=10.0):
@@ -170,6 +179,8 @@ def replay_as_the_browser_does(sent):
                 if "html_parts" in i else i for i in m["items"]]
             if "tail" in m:
                 text = thinking = ""
+            if "live" in m:
+                text, thinking = m["live"]["text"], m["live"].get("thinking", "")
     return items
 
 
@@ -222,7 +233,8 @@ def test_a_late_view_catches_up_on_the_half_streamed_text(host):
     sent = recorded(view)
     view._on_browser_message(view, {"kind": "hello"}, [])
     host.call(lambda: None)
-    assert sent[-1]["kind"] == "reset" and sent[-1]["text"] == "Half way"
+    # One message: the transcript so far and, in place of the live stream, the text so far.
+    assert sent[-1]["kind"] == "items" and sent[-1]["live"] == {"text": "Half way"}
     assert view.status["name"] == "streaming"
     future.cancel()
 
@@ -396,7 +408,7 @@ def test_stop_now_from_the_view_marks_stopping_then_a_truncated_reply(host):
     assert future.result(10).truncated
     host.call(lambda: None)
     assert [(st["name"], st.get("stopping")) for st in statuses] == [("streaming", "now"), ("finished", None)]
-    assert view.status == {"name": "finished", "tool_id": None, "tool_name": None, "error": None}
+    assert view.status == {"name": "finished"}  # the fields it leaves empty are left out
     [reply] = [i for i in view.items if i["role"] == "assistant"]
     assert reply["truncated"] is True and "A long answer that" in reply["html"]
     assert "stopped here" in view._markdown()

@@ -79,10 +79,12 @@ def test_comm_traffic_for_a_5000_delta_stream_stays_small(kernels, tmp_path):
                "view._on_browser_message(view, {'kind': 'hello'}, [])")
     comm_messages: list[int] = []
     user_item_bytes: list[int] = []  # the prompt, shown once as a transcript item
+    parents: list[dict] = []
 
     def count(msg: dict) -> None:
         data = msg["content"].get("data", {})
         if msg["msg_type"] == "comm_msg" and data.get("method") == "custom":
+            parents.append(msg["parent_header"])
             size = len(json.dumps(data))
             content = data["content"]
             if content["kind"] == "items" and all(i["role"] == "user" for i in content["items"]):
@@ -92,9 +94,17 @@ def test_comm_traffic_for_a_5000_delta_stream_stays_small(kernels, tmp_path):
 
     prompt = " ".join(f"w{i}" for i in range(4998))  # the reply streams 5,000 word deltas
     started = time.monotonic()
-    kernel.client.execute_interactive(
-        f"turn = nb.session().send(nb.session().agent('writer'), {prompt!r}); turn.result(120)",
-        timeout=180, output_hook=count)
+    # Every iopub message, not only those whose parent is the cell (execute_interactive's
+    # output hook): custom messages are published without a parent header.
+    request = kernel.client.execute(
+        f"turn = nb.session().send(nb.session().agent('writer'), {prompt!r}); turn.result(120)")
+    deadline = time.monotonic() + 180
+    while True:
+        msg = kernel.client.get_iopub_msg(timeout=max(1, deadline - time.monotonic()))
+        count(msg)
+        if msg["msg_type"] == "status" and msg["parent_header"].get("msg_id") == request \
+                and msg["content"]["execution_state"] == "idle":
+            break
     seconds = time.monotonic() - started
     # Messages still in flight after the cell finished:
     while True:
@@ -102,6 +112,7 @@ def test_comm_traffic_for_a_5000_delta_stream_stays_small(kernels, tmp_path):
             count(kernel.client.get_iopub_msg(timeout=1))
         except Exception:
             break
+    assert parents and all(parent == {} for parent in parents)
     text_bytes = len(("You said: " + prompt).encode())
     sent_bytes = sum(comm_messages)
     print(f"\n5,000-delta stream: {seconds:.2f} s, {len(comm_messages)} custom comm messages "
