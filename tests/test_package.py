@@ -135,3 +135,18 @@ def test_importing_mentra_nb_and_loading_the_extension_build_no_model_schema(tmp
                          cwd=tmp_path)
     assert out.stdout.splitlines()[:2] == ["import: []", "load_ext: [] False"]
     assert out.stdout.splitlines()[-2:] == ["spawn: True", "shown as a view: True"]
+
+
+def test_loading_the_extension_does_not_import_pydantic(tmp_path):
+    """`%load_ext` stays cheap: pydantic (about 90 ms) loads with the first command
+    that needs it. A module-level `lazy_import` of a submodule still imports its
+    package, which is how this regressed once."""
+    code = (
+        "import sys\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "InteractiveShell.instance().run_line_magic('load_ext', 'mentra_nb')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic' or m == 'mentra_nb.providers'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path)
+    assert out.stdout.strip() == "[]"

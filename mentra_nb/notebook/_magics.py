@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from mentra_nb.notebook import turn as turns
     from mentra_nb.notebook._session import NotebookSession
     from mentra_nb.notebook.turn import Reply, Turn
-    from mentra_nb.providers import registry
     from mentra_nb.runtime import Agent
 else:
     # `%load_ext` registers these magics; the parser (pydantic), the runtime and the
@@ -39,7 +38,6 @@ else:
     context = lazy_import("mentra_nb.notebook._notebook_context")
     figures = lazy_import("mentra_nb.notebook._figures")
     typed = lazy_import("mentra_nb.notebook._output_model")
-    registry = lazy_import("mentra_nb.providers.registry")
     turns = lazy_import("mentra_nb.notebook.turn")
     runtime = lazy_import("mentra_nb.runtime")
     pricing = lazy_import("mentra_nb.pricing")
@@ -523,6 +521,11 @@ class MentraMagics(Magics):
 
     def _providers(self) -> set[str]:
         """Every provider name a model spec may start with here."""
+        # Imported here, not lazily at module level: finding a submodule's spec
+        # imports its package, and `mentra_nb.providers` loads pydantic, which
+        # `%load_ext` must not pay for.
+        from mentra_nb.providers import registry
+
         names = set(registry.BUILTIN_PROVIDERS)
         session = self._session()
         if session.is_open:  # providers registered on the runtime count too
