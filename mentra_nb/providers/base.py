@@ -105,10 +105,10 @@ class Provider(Protocol):
     opening the stream may be retried (announced with `RetryAttempt`); an error
     after the first event is raised to the turn loop, which rolls the run back.
 
-    A provider whose API takes images inside tool results (Anthropic's
+    A provider that can show the model a tool result's images (inside Anthropic's
     `tool_result`, OpenAI Responses' `function_call_output`, Gemini's
-    `functionResponse.parts`) says so with a class attribute
-    `tool_result_images = True`; without it the turn loop turns a tool result
+    `functionResponse.parts`; after the `tool` messages for Chat Completions) says
+    so with an attribute `tool_result_images = True`; without it the turn loop turns a tool result
     that carries images into an error result saying why (see
     `takes_tool_result_images`).
     """

@@ -66,6 +66,11 @@ class ChatPreset(BaseModel):
     # or llama.cpp's `{"type": "json_object", "schema": ...}`, which both its C++
     # server and llama-cpp-python's server turn into a grammar.
     schema_format: Literal["json_schema", "json_object"] = "json_schema"
+    # Whether a tool's images may be sent (after its `tool` message, see
+    # `wire_messages`): OpenAI and the vision models behind the routers take them;
+    # llama.cpp's server answers 400 without a multimodal projector, so there the
+    # turn loop's error result says the model was not shown them.
+    tool_result_images: bool = True
 
 
 PRESETS: dict[str, ChatPreset] = {
@@ -85,7 +90,7 @@ PRESETS: dict[str, ChatPreset] = {
                    base_url_env=("VLLM_BASE_URL",), key_env=("VLLM_API_KEY",)),
         ChatPreset(name="llamacpp", base_url="http://127.0.0.1:8080/v1",
                    base_url_env=("LLAMACPP_BASE_URL",), key_env=("LLAMACPP_API_KEY",),
-                   schema_format="json_object"),
+                   schema_format="json_object", tool_result_images=False),
     ]
 }
 
@@ -115,6 +120,7 @@ class OpenAIChatProvider(HTTPProvider):
         self.default_base_url = preset.base_url
         self.key_required = preset.key_required if key_required is None else key_required
         self.include_usage = preset.include_usage if include_usage is None else include_usage
+        self.tool_result_images = preset.tool_result_images
         if preset.name == "ollama" and not options.get("base_url") and not os.environ.get("OLLAMA_BASE_URL"):
             options["base_url"] = _ollama_host()
         super().__init__(**options)
@@ -165,7 +171,12 @@ def _ollama_host() -> str | None:
 
 
 def wire_messages(messages: list[Message], system: str | None) -> list[dict[str, Any]]:
-    """The transcript as chat messages; each tool result becomes its own `tool` message."""
+    """The transcript as chat messages; each tool result becomes its own `tool` message.
+
+    A `tool` message carries text only, so the images a tool result holds follow
+    the results in a user message that names their call (OpenAI's advice for
+    vision input from tools); vision models behind every router read them there.
+    """
     wire: list[dict[str, Any]] = []
     if system:
         wire.append({"role": "system", "content": system})
@@ -177,11 +188,13 @@ def wire_messages(messages: list[Message], system: str | None) -> list[dict[str,
                 if isinstance(block, ToolResultBlock):
                     result = f"Error: {block.content}" if block.is_error else block.content
                     wire.append({"role": "tool", "tool_call_id": block.tool_use_id, "content": result})
+                    if block.images:
+                        parts.append({"type": "text", "text": f"The images tool call {block.tool_use_id} returned:"})
+                        parts.extend(_image_part(image) for image in block.images)
                 elif isinstance(block, TextBlock) and block.text:
                     parts.append({"type": "text", "text": block.text})
                 elif isinstance(block, ImageBlock):
-                    parts.append({"type": "image_url", "image_url": {
-                        "url": f"data:{block.media_type};base64,{block.data}"}})
+                    parts.append(_image_part(block))
             if parts:
                 # Plain strings where possible: small local servers often only take strings.
                 only_text = all(p["type"] == "text" for p in parts)
@@ -202,6 +215,10 @@ def wire_messages(messages: list[Message], system: str | None) -> list[dict[str,
             out["tool_calls"] = calls
         wire.append(out)
     return wire
+
+
+def _image_part(image: ImageBlock) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}}
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:

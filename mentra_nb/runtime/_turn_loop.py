@@ -541,10 +541,10 @@ class TurnLoop:
 
 def _without_images(text: str, count: int, model: str) -> str:
     """The error result of a tool that showed images to a model whose API cannot
-    take them in a tool result (Chat Completions' tool messages carry text only)."""
+    take them (the in-process local provider, llama.cpp's server)."""
     note = (f"this tool returned {count} image{'s' if count > 1 else ''}, but {model} cannot take images "
-            "in tool results, so the model was not shown them; use a vision model through the "
-            "anthropic, openai (Responses) or gemini provider to see them")
+            "in tool results, so the model was not shown them; use a vision model through a provider "
+            "that takes them (anthropic, openai, gemini, openai-chat, openrouter, ollama)")
     return f"{text}\n[{note}]" if text.strip() else note
 
 

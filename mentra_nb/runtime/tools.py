@@ -79,9 +79,10 @@ class ToolSpec(ToolDefinition):
 
 class ToolOutput(BaseModel):
     """Return this from a tool to mark its result as an error without raising, or
-    to show the model images: they travel inside the tool result to providers
-    whose API takes them there (Anthropic, OpenAI Responses, Gemini); for any
-    other model the result becomes an error saying the images could not be shown."""
+    to show the model images: they travel with the tool result to providers that
+    take them (inside it for Anthropic, OpenAI Responses and Gemini, right after it
+    for Chat Completions); for any other model the result becomes an error saying
+    the images could not be shown."""
 
     model_config = ConfigDict(defer_build=True)
 

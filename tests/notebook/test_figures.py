@@ -122,9 +122,14 @@ def test_each_api_gets_the_image_inside_the_result_and_a_plain_result_as_before(
     assert anthropic_messages(_transcript(plain))[2]["content"][0]["content"] == "text only"
     assert openai_input(_transcript(plain))[-1]["output"] == "text only"
     assert "parts" not in gemini_contents(_transcript(plain))[2]["parts"][0]["functionResponse"]
-    # Chat Completions' tool messages are text: the turn loop never sends it images there.
     assert chat_messages(_transcript(plain), None)[-1] == {"role": "tool", "tool_call_id": "call_1",
                                                            "content": "text only"}
+    # Chat Completions' tool messages are text: the images follow in a user message.
+    assert chat_messages(_transcript(RESULT), None)[-2:] == [
+        {"role": "tool", "tool_call_id": "call_1", "content": "a plot"},
+        {"role": "user", "content": [
+            {"type": "text", "text": "The images tool call call_1 returned:"},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}]}]
 
 
 def test_a_result_stored_before_images_existed_loads_and_stores_as_it_was():
@@ -143,7 +148,7 @@ def snapshot() -> ToolOutput:
 
 async def test_a_model_whose_api_takes_no_images_in_results_gets_an_error_result_saying_so():
     provider = ScriptedProvider("chat", [tool_use_stream("c1", "snapshot", "{}"), text_stream("ok")])
-    provider.tool_result_images = False  # as Chat Completions and the local provider
+    provider.tool_result_images = False  # as the local provider and llama.cpp's server
     rt = Runtime.empty(providers=[provider], tools=[snapshot])
     try:
         agent = rt.spawn("a", "chat:m", AgentConfig())
@@ -152,6 +157,7 @@ async def test_a_model_whose_api_takes_no_images_in_results_gets_an_error_result
         assert result.is_error and not result.images
         assert result.content == ("a red dot\n[this tool returned 1 image, but chat:m cannot take images in "
                                   "tool results, so the model was not shown them; use a vision model through "
-                                  "the anthropic, openai (Responses) or gemini provider to see them]")
+                                  "a provider that takes them (anthropic, openai, gemini, openai-chat, "
+                                  "openrouter, ollama)]")
     finally:
         await rt.aclose()

@@ -227,6 +227,18 @@ def _gemini_tool_call() -> bytes:
     return f"data: {json.dumps(chunk)}\n\n".encode()
 
 
+def _chat_tool_call() -> bytes:
+    base = {"id": "chatcmpl-01", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o"}
+    chunks = [
+        {**base, "choices": [{"index": 0, "finish_reason": None, "delta": {
+            "role": "assistant", "content": None, "tool_calls": [{
+                "index": 0, "id": "call_01", "type": "function",
+                "function": {"name": "view_figure", "arguments": "{}"}}]}}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+
+
 def _png(data: str) -> bytes:
     raw = base64.b64decode(data)
     assert raw.startswith(PNG_MAGIC)
@@ -257,6 +269,20 @@ def _openai_images(body: dict[str, Any]) -> tuple[list[bytes], list[bytes]]:
     return in_results, in_prompt
 
 
+def _chat_images(body: dict[str, Any]) -> tuple[list[bytes], list[bytes]]:
+    """A `tool` message takes text only: a tool's images are the user message right
+    after the tool messages; any other user message's images are the prompt's."""
+    in_results, in_prompt = [], []
+    messages = body["messages"]
+    for before, message in zip([None, *messages], messages, strict=False):
+        if message["role"] != "user" or isinstance(message["content"], str):
+            continue
+        images = [_png(p["image_url"]["url"].split(",", 1)[1]) for p in message["content"]
+                  if p["type"] == "image_url"]
+        (in_results if before is not None and before["role"] == "tool" else in_prompt).extend(images)
+    return in_results, in_prompt
+
+
 def _gemini_images(body: dict[str, Any]) -> tuple[list[bytes], list[bytes]]:
     in_results, in_prompt = [], []
     for content in body["contents"]:
@@ -273,6 +299,8 @@ PROVIDERS = {
                   _anthropic_tool_call, "anthropic_text.sse", _anthropic_images),
     "openai": ("openai:gpt-5", {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "{url}/v1"},
                _openai_tool_call, "openai_text.sse", _openai_images),
+    "openai-chat": ("openai-chat:gpt-4o", {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "{url}/v1"},
+                    _chat_tool_call, "chat_text.sse", _chat_images),
     "gemini": ("gemini:gemini-3-pro-preview", {"GEMINI_API_KEY": "test-key", "GEMINI_BASE_URL": "{url}"},
                _gemini_tool_call, "gemini_text.sse", _gemini_images),
 }
