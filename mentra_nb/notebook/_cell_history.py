@@ -1,7 +1,8 @@
 """What the kernel's cells did: their source, output, exception and the images
 they displayed, by execution count — the notebook as the agents' context.
 
-IPython keeps each cell's source (`In`) and value (`Out`) already. `CellHistory`
+IPython keeps each cell's source (`In`) and value (`Out`) already, and since
+IPython 9 what each cell printed (`history_manager.outputs`). `CellHistory`
 adds the two it forgets: the traceback of a cell that failed (formatted once,
 when it fails, as the user saw it but without ANSI colours; the exception
 itself is not kept, so its frames and their variables are freed as before) and
@@ -223,6 +224,18 @@ class CellHistory:
                                   f"with a value; cells with an output: {have}")
         return clip(_text_of(outputs[count]), limit)
 
+    def printed(self, n: int, limit: int = MAX_OUTPUT_CHARS) -> str:
+        """What cell n wrote to stdout and stderr, cut at `limit` characters ("" on an
+        IPython before 9, which does not keep it)."""
+        try:
+            outputs = getattr(self.shell.history_manager, "outputs", {}).get(n, [])
+            text = "".join(chunk for output in outputs
+                           if getattr(output, "output_type", "") in ("out_stream", "err_stream")
+                           for chunk in output.bundle.get("stream", []) if isinstance(chunk, str))
+        except Exception:  # IPython's own structure: never let it break the listing
+            return ""
+        return clip(_ANSI.sub("", text).rstrip("\n"), limit) if text.strip() else ""
+
     def has_output(self, n: int) -> bool:
         return n in self.shell.history_manager.output_hist
 
@@ -278,6 +291,9 @@ class CellHistory:
                 parts.append(f"Markdown cell (from the notebook file, before In [{n}]):\n{clip(text, MAX_SOURCE_CHARS)}")
             parts.append(f"In [{n}]:\n{clip(str(self.shell.history_manager.input_hist_raw[n]), MAX_SOURCE_CHARS)}")
             if with_outputs:
+                printed = self.printed(n)
+                if printed:
+                    parts.append(f"Printed by In [{n}]:\n{printed}")
                 if self.has_output(n):
                     parts.append(f"Out[{n}]:\n{self.output(n)}")
                 parts += _outcome(ran.get(n), f"In [{n}]", f"figure='cell {n}'")

@@ -158,7 +158,7 @@ def test_format_code_without_a_code_block_adds_no_cell_and_says_so(kernel):
 
 
 def test_notebook_cells_reads_sources_outputs_errors_images_and_the_files_markdown(tmp_path, kernel):
-    kernel.run("import matplotlib.pyplot as plt\nvalues = [3, 1, 2]")  # In[2]
+    kernel.run("import matplotlib.pyplot as plt\nvalues = [3, 1, 2]\nprint('loaded', len(values), 'values')")  # In[2]
     kernel.run("sorted(values)")  # In[3]
     execute(kernel, "values['x']")  # In[4]
     kernel.run("plt.plot(values); plt.title('values')")  # In[5], displays a PNG
@@ -169,8 +169,11 @@ def test_notebook_cells_reads_sources_outputs_errors_images_and_the_files_markdo
         {"cell_type": "markdown", "metadata": {}, "source": "A plot of them."},
         {"cell_type": "code", "metadata": {}, "execution_count": 5, "outputs": [], "source": "plt.plot(values)"},
     ]}))
+    kernel.run("print('x' * 5000, end='')")  # In[6]: printed more than a cell's output may show
     kernel.run("%mentra spawn reader --tools notebook_cells")
     answer = kernel.run("%mentra send reader --wait what happened")
+    assert "\nPrinted by In [2]:\nloaded 3 values\n" in answer
+    assert f"Printed by In [6]:\n{'x' * 4000}\n… [cut: 1,000 more characters]" in answer
     assert "notebook_cells returned In [1]:\n%load_ext mentra_nb\n\nIn [2]:\nimport matplotlib.pyplot as plt" in answer
     assert "Markdown cell (from the notebook file, before In [3]):\n# Sorting\nWe sort the values." in answer
     assert "In [3]:\nsorted(values)\n\nOut[3]:\n[1, 2, 3]" in answer
