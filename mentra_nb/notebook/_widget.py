@@ -62,9 +62,11 @@ class MentraWidget(anywidget.AnyWidget):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._fallbacks: list[Shown] = []  # the static markdown above each display
-        self._fallback_markdown: str | None = None  # what they show
-        self._fallbacks_lock = threading.Lock()  # displays (shell thread) against refreshes (runtime thread)
+        # The static markdown above each display, with what it shows (the newest places;
+        # a dict keeps their order). Displays (shell thread) and refreshes (runtime
+        # thread) take the lock.
+        self._fallbacks: dict[Shown, str] = {}
+        self._fallbacks_lock = threading.Lock()
 
     def _accept(self, adapter: TypeAdapter[Any], content: Any) -> Any | None:
         """The browser's message as a model, or None (logged) if it is invalid."""
@@ -115,46 +117,46 @@ class MentraWidget(anywidget.AnyWidget):
         """Display the widget below its static markdown (see the module's docstring);
         `label`: the widget output's text/plain, which must not go stale."""
         data = self._widget_bundle()
-        fallback = show(self._host.call(self._fallback_bundle))
+        markdown = self._host.call(self._markdown)
+        fallback = show(_fallback_bundle(markdown))
         if fallback is not None:  # in a kernel: the markdown is the output above
             with self._fallbacks_lock:
                 # The newest places only: a cell run again drops its old output, whose
                 # copy would be updated for nothing at every change.
-                self._fallbacks = [*self._fallbacks[-(MAX_FALLBACKS - 1):], fallback]
+                places = [*self._fallbacks.items()][-(MAX_FALLBACKS - 1):]
+                self._fallbacks = {**dict(places), fallback: markdown}
+            # A change between reading the markdown and keeping the place reaches it too.
+            self._host.call_soon(self._refresh_fallbacks)
             data.pop("text/markdown", None)
             data["text/plain"] = label
         display(data, raw=True)
 
     def _widget_bundle(self) -> dict[str, Any]:
-        bundle = self._repr_mimebundle_()
+        bundle: Any = self._repr_mimebundle_()
         return dict(bundle[0] if isinstance(bundle, tuple) else bundle)
-
-    def _fallback_bundle(self) -> dict[str, Any]:
-        markdown = self._markdown()
-        self._fallback_markdown = markdown
-        # The class lets the live widget's style sheet find the block (JupyterLab's
-        # sanitizer keeps classes); GitHub and nbconvert drop or ignore it.
-        return {"text/plain": markdown,
-                "text/markdown": f'<div class="mentra-fallback">\n\n{markdown}\n\n</div>'}
 
     def _refresh_fallbacks(self) -> None:
         """What the view shows changed: bring each static copy up to date (runtime
-        thread; nothing is sent when the markdown is what the copies already show)."""
+        thread; a copy that already shows the markdown is left alone)."""
         with self._fallbacks_lock:
-            places = list(self._fallbacks)
-        if not places or self._markdown() == self._fallback_markdown:
+            places = dict(self._fallbacks)
+        if not places:
             return
-        bundle = self._fallback_bundle()
-        for place in places:
-            place.replace(bundle)
+        markdown = self._markdown()
+        bundle = _fallback_bundle(markdown)
+        for place, shown in places.items():
+            if shown != markdown:
+                place.replace(bundle)
+        with self._fallbacks_lock:
+            for place in places:
+                if place in self._fallbacks:
+                    self._fallbacks[place] = markdown
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
-        if data is not None:
-            data["text/plain"] = repr(self)
-            data["text/markdown"] = self._markdown()
-        return bundle
+
+def _fallback_bundle(markdown: str) -> dict[str, Any]:
+    # The class lets the live widget's style sheet find the block (JupyterLab's
+    # sanitizer keeps classes); GitHub and nbconvert drop or ignore it.
+    return {"text/plain": markdown, "text/markdown": f'<div class="mentra-fallback">\n\n{markdown}\n\n</div>'}
 
 
 MAX_LOGGED_ERRORS = 3
