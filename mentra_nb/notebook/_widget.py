@@ -111,6 +111,14 @@ class MentraWidget(anywidget.AnyWidget):
         """The widget as a saved notebook shows it; widgets override this."""
         return repr(self)
 
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if data is not None:
+            data["text/plain"] = repr(self)
+            data["text/markdown"] = self._markdown()
+        return bundle
+
     # --- a live view's static markdown (for readers without the live widget) -------
 
     def _display_with_fallback(self, label: str) -> None:
