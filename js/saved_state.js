@@ -6,6 +6,7 @@
 // cell; the conversation itself is saved in the markdown output just above the
 // widget (agent_view.py), which reads well everywhere else. So, when the
 // notebook is saved, a small placeholder state for each of our views shown in it
+// (AgentView, TeamView, subagent picker)
 // goes into the notebook's widget metadata, as JupyterLab's own "save widget
 // state" does for every widget: a reopened notebook then finds the model, and
 // the placeholder renders nothing, leaving the markdown to be read. A kernel that
@@ -23,13 +24,15 @@ export const VIEW_MIME = "application/vnd.jupyter.widget-view+json";
 export const PLACEHOLDER_ESM = "// mentra-nb: this view was live in a kernel; the markdown above it is its saved form\nexport default { render() {} };\n";
 
 /**
- * Whether a saved model is one of our views (a live one's state, or a placeholder).
+ * Whether a saved model is one of our views: a live one's state (every view syncs
+ * `_mentra_view`, "agent", "team" or "picker": mentra_nb/notebook/_widget.py), or a
+ * placeholder. Another anywidget's state is never touched.
  * @param {SavedModel} saved
  */
-function isOurs(saved) {
+export function isOurs(saved) {
   const state = saved?.state ?? {};
   return saved?.model_module === "anywidget" &&
-    (state._esm === PLACEHOLDER_ESM || (typeof state.agent_name === "string" && "scope" in state));
+    (state._esm === PLACEHOLDER_ESM || (typeof state._mentra_view === "string" && state._mentra_view !== ""));
 }
 
 /**
@@ -81,8 +84,9 @@ export function placeholderMetadata(metadata, live, shown) {
  * @typedef {{context?: DocumentContext, get_state_sync(options: {drop_defaults: boolean}): WidgetState}} Manager
  */
 
-/** @type {WeakSet<object>} */
-const hooked = new WeakSet();
+// Each view's bundle has its own copy of this module; the mark on the document's
+// context (a registered symbol, the same in every copy) hooks each notebook once.
+const HOOKED = Symbol.for("mentra-nb.placeholders-on-save");
 
 /**
  * Write the placeholders whenever the notebook of `manager` is saved. Only where
@@ -93,8 +97,8 @@ const hooked = new WeakSet();
 export function placeholdersOnSave(manager) {
   const context = manager?.context;
   if (!manager || !context?.saveState?.connect || typeof context.model?.setMetadata !== "function" ||
-      hooked.has(context)) return;
-  hooked.add(context);
+      /** @type {any} */ (context)[HOOKED]) return;
+  /** @type {any} */ (context)[HOOKED] = true;
   context.saveState.connect((_sender, state) => {
     if (state !== "started") return; // before the notebook is serialised
     try {

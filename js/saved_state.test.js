@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PLACEHOLDER_ESM, STATE_MIME, placeholderMetadata, placeholdersOnSave } from "./saved_state.js";
+import { PLACEHOLDER_ESM, STATE_MIME, isOurs, placeholderMetadata, placeholdersOnSave } from "./saved_state.js";
 
 const anywidget = (state) => ({ model_name: "AnyModel", model_module: "anywidget", model_module_version: "~0.9.*",
   state: { _model_name: "AnyModel", _model_module: "anywidget", _model_module_version: "~0.9.*",
@@ -11,14 +11,20 @@ const slider = { model_name: "IntSliderModel", model_module: "@jupyter-widgets/c
 describe("placeholderMetadata", () => {
   it("saves a small placeholder for each of our views an output shows, and keeps other widgets' state", () => {
     const live = { version_major: 2, version_minor: 0, state: {
-      full: anywidget({ agent_name: "writer", scope: {} }),
-      unshown: anywidget({ agent_name: "writer", scope: { kind: "turn", first: 2 } }),
+      full: anywidget({ _mentra_view: "agent", agent_name: "writer", scope: {} }),
+      unshown: anywidget({ _mentra_view: "agent", agent_name: "writer", scope: { kind: "turn", first: 2 } }),
+      team: anywidget({ _mentra_view: "team", lead: { name: "lead" }, members: [] }),
+      picker: anywidget({ _mentra_view: "picker", root_name: "root", options: [] }),
       other: anywidget({ count: 1 }),
     } };
     const metadata = placeholderMetadata({ [STATE_MIME]: { version_major: 2, version_minor: 0,
-      state: { slider } } }, live, new Set(["full", "other"]));
+      state: { slider } } }, live, new Set(["full", "team", "picker", "other"]));
     const state = metadata[STATE_MIME].state;
-    expect(Object.keys(state).sort()).toEqual(["full", "slider"]);
+    expect(Object.keys(state).sort()).toEqual(["full", "picker", "slider", "team"]);
+    expect(state.team.state._esm).toBe(PLACEHOLDER_ESM);
+    expect(state.team.state.members).toBeUndefined();
+    expect(state.picker.state._esm).toBe(PLACEHOLDER_ESM);
+    expect(state.picker.state.options).toBeUndefined();
     expect(state.slider).toEqual(slider);
     expect(state.full.state._esm).toBe(PLACEHOLDER_ESM);
     expect(state.full.state.layout).toBeUndefined(); // no reference to a model not saved
@@ -37,6 +43,18 @@ describe("placeholderMetadata", () => {
   });
 });
 
+describe("isOurs", () => {
+  it("knows our views by their marker trait or a placeholder, and nobody else's", () => {
+    for (const view of ["agent", "team", "picker"]) expect(isOurs(anywidget({ _mentra_view: view }))).toBe(true);
+    expect(isOurs({ ...anywidget({}), state: { _esm: PLACEHOLDER_ESM } })).toBe(true);
+    // Another anywidget, even one whose traits look like ours, is left alone.
+    expect(isOurs(anywidget({ agent_name: "writer", scope: {} }))).toBe(false);
+    expect(isOurs(anywidget({ _mentra_view: "" }))).toBe(false);
+    expect(isOurs({ ...slider, state: { _mentra_view: "agent" } })).toBe(false); // not an anywidget
+    expect(isOurs(undefined)).toBe(false);
+  });
+});
+
 describe("placeholdersOnSave", () => {
   it("writes the metadata when a save starts, once per notebook", () => {
     const handlers = [];
@@ -47,7 +65,7 @@ describe("placeholdersOnSave", () => {
       model: { getMetadata: () => undefined, setMetadata: (key, value) => { written = [key, value]; },
         cells: [{ outputs: { length: 1, get: (i) => outputs[i] } }, {}] },
     };
-    const manager = { context, get_state_sync: () => ({ state: { full: anywidget({ agent_name: "w", scope: {} }) } }) };
+    const manager = { context, get_state_sync: () => ({ state: { full: anywidget({ _mentra_view: "agent", agent_name: "w", scope: {} }) } }) };
     placeholdersOnSave(manager);
     placeholdersOnSave(manager);
     expect(handlers).toHaveLength(1);

@@ -2,6 +2,7 @@
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
 import { ClampWatcher, approvalBox, button, element, renderTranscript, subscribe, toolLabel } from "./dom.js";
+import { placeholdersOnSave } from "./saved_state.js";
 
 /**
  * @typedef {{label: string, status: string, model: string, path: string, agent_id: string|null,
@@ -28,6 +29,10 @@ function render({ model, el }) {
   const notice = element("div", "mentra-notice");
   const preview = element("div", "mentra-preview");
   root.append(header, list, approvals, notice, preview);
+  // This module runs only for a model the kernel made or whose whole state was
+  // saved (a reopened notebook's placeholder renders nothing), and the state alone
+  // shows everything: the view hides the saved markdown above it (mentra.css).
+  root.dataset.mentraLive = "true";
   el.append(root);
   const controller = new AbortController();
   const { signal } = controller;
@@ -144,4 +149,9 @@ function render({ model, el }) {
   };
 }
 
-export default { render };
+/** @param {{model: Model}} context */
+function initialize({ model }) {
+  placeholdersOnSave(/** @type {any} */ (model).widget_manager); // (saved_state.js)
+}
+
+export default { initialize, render };

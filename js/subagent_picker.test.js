@@ -117,3 +117,12 @@ describe("SubagentPickerView", () => {
     expect(model.sent).toEqual([]);
   });
 });
+
+describe("SubagentPickerView in a saved notebook", () => {
+  it("marks itself live, so the markdown copy above it is hidden (mentra.css)", () => {
+    const el = document.createElement("div");
+    document.body.replaceChildren(el);
+    render({ model: new FakeModel(STATE), el });
+    expect(/** @type {HTMLElement} */ (el.querySelector(".mentra-picker")).dataset.mentraLive).toBe("true");
+  });
+});

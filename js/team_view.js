@@ -2,6 +2,7 @@
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
 import { ClampWatcher, approvalBox, button, element, renderTranscript, subscribe, toolLabel } from "./dom.js";
+import { placeholdersOnSave } from "./saved_state.js";
 
 /**
  * @typedef {{name: string, role: string, model: string, status: string, error?: string|null,
@@ -48,6 +49,10 @@ function render({ model, el }) {
   const approvals = element("div", "mentra-approvals");
   const notice = element("div", "mentra-notice mentra-error");
   root.append(header, members, pointer, requests, approvals, notice);
+  // This module runs only for a model the kernel made or whose whole state was
+  // saved (a reopened notebook's placeholder renders nothing), and the state alone
+  // shows everything: the view hides the saved markdown above it (mentra.css).
+  root.dataset.mentraLive = "true";
   el.append(root);
   const controller = new AbortController();
   const { signal } = controller;
@@ -274,4 +279,9 @@ function render({ model, el }) {
   };
 }
 
-export default { render };
+/** @param {{model: Model}} context */
+function initialize({ model }) {
+  placeholdersOnSave(/** @type {any} */ (model).widget_manager); // (saved_state.js)
+}
+
+export default { initialize, render };

@@ -151,3 +151,12 @@ describe("TeamView: one team shown in several cells", () => {
     expect(views[0].textContent).toContain("1 request waits for you in the newest view of this team");
   });
 });
+
+describe("TeamView in a saved notebook", () => {
+  it("marks itself live, so the markdown copy above it is hidden (mentra.css)", () => {
+    const el = document.createElement("div");
+    document.body.replaceChildren(el);
+    render({ model: new FakeModel(STATE), el });
+    expect(/** @type {HTMLElement} */ (el.querySelector(".mentra-team")).dataset.mentraLive).toBe("true");
+  });
+});

@@ -1,22 +1,39 @@
 """What every mentra-nb widget shares: validated browser messages, unsubscribing
-on close, custom messages without a parent header, and static `text/plain` +
-`text/markdown` outputs for saved notebooks."""
+on close, custom messages without a parent header, and static outputs for saved
+notebooks.
+
+A view that stays live (a full AgentView, a TeamView, a subagent picker) is
+displayed as two outputs: its static markdown in a `mentra-fallback` block,
+replaced in place when what it shows changes (`_refresh_fallbacks`), and the
+widget just below it, whose output holds one short `text/plain` line and no
+markdown. While the widget is live, its style sheet hides the markdown above it
+(mentra.css); every reader without the live widget (a saved notebook reopened,
+GitHub, nbconvert) reads the markdown instead, and the browser saves a small
+placeholder state for the widget so that a reopened notebook shows no "model
+not found" (js/saved_state.js, which knows our views by the `_mentra_view` trait).
+"""
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anywidget
+import traitlets
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+from mentra_nb.notebook._display import Shown, display, show
 
 if TYPE_CHECKING:
     from mentra_nb.notebook._host import RuntimeHost
 
-__all__ = ["BrowserMessage", "MentraWidget", "browser_messages"]
+__all__ = ["MAX_FALLBACKS", "BrowserMessage", "MentraWidget", "browser_messages"]
 
 log = logging.getLogger("mentra_nb.notebook")
+
+MAX_FALLBACKS = 20  # places a live view's markdown copy is kept up to date in
 
 
 class BrowserMessage(BaseModel):
@@ -39,6 +56,17 @@ class MentraWidget(anywidget.AnyWidget):
 
     _host: RuntimeHost
     _unsubscribe: Callable[[], None] | None = None
+    # Which of our views this is ("agent", "team", "picker"): how the browser knows
+    # our models among a notebook's widgets when it saves placeholders for them.
+    _mentra_view = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # The static markdown above each display, with what it shows (the newest places;
+        # a dict keeps their order). Displays (shell thread) and refreshes (runtime
+        # thread) take the lock.
+        self._fallbacks: dict[Shown, str] = {}
+        self._fallbacks_lock = threading.Lock()
 
     def _accept(self, adapter: TypeAdapter[Any], content: Any) -> Any | None:
         """The browser's message as a model, or None (logged) if it is invalid."""
@@ -90,6 +118,53 @@ class MentraWidget(anywidget.AnyWidget):
             data["text/plain"] = repr(self)
             data["text/markdown"] = self._markdown()
         return bundle
+
+    # --- a live view's static markdown (for readers without the live widget) -------
+
+    def _display_with_fallback(self, label: str) -> None:
+        """Display the widget below its static markdown (see the module's docstring);
+        `label`: the widget output's text/plain, which must not go stale."""
+        data = self._widget_bundle()
+        markdown = self._host.call(self._markdown)
+        fallback = show(_fallback_bundle(markdown))
+        if fallback is not None:  # in a kernel: the markdown is the output above
+            with self._fallbacks_lock:
+                # The newest places only: a cell run again drops its old output, whose
+                # copy would be updated for nothing at every change.
+                places = [*self._fallbacks.items()][-(MAX_FALLBACKS - 1):]
+                self._fallbacks = {**dict(places), fallback: markdown}
+            # A change between reading the markdown and keeping the place reaches it too.
+            self._host.call_soon(self._refresh_fallbacks)
+            data.pop("text/markdown", None)
+            data["text/plain"] = label
+        display(data, raw=True)
+
+    def _widget_bundle(self) -> dict[str, Any]:
+        bundle: Any = self._repr_mimebundle_()
+        return dict(bundle[0] if isinstance(bundle, tuple) else bundle)
+
+    def _refresh_fallbacks(self) -> None:
+        """What the view shows changed: bring each static copy up to date (runtime
+        thread; a copy that already shows the markdown is left alone)."""
+        with self._fallbacks_lock:
+            places = dict(self._fallbacks)
+        if not places:
+            return
+        markdown = self._markdown()
+        bundle = _fallback_bundle(markdown)
+        for place, shown in places.items():
+            if shown != markdown:
+                place.replace(bundle)
+        with self._fallbacks_lock:
+            for place in places:
+                if place in self._fallbacks:
+                    self._fallbacks[place] = markdown
+
+
+def _fallback_bundle(markdown: str) -> dict[str, Any]:
+    # The class lets the live widget's style sheet find the block (JupyterLab's
+    # sanitizer keeps classes); GitHub and nbconvert drop or ignore it.
+    return {"text/plain": markdown, "text/markdown": f'<div class="mentra-fallback">\n\n{markdown}\n\n</div>'}
 
 
 MAX_LOGGED_ERRORS = 3

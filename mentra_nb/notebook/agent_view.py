@@ -50,7 +50,7 @@ from mentra_nb import pricing
 from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.messages import Message, Role, TextBlock, ThinkingBlock
 from mentra_nb.notebook._assets import static_file
-from mentra_nb.notebook._display import Shown, display, show
+from mentra_nb.notebook._display import Shown, show
 from mentra_nb.notebook._rendering import md_code, md_text, message_items, transcript_markdown
 from mentra_nb.notebook._stream_refs import encode_html
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
@@ -155,7 +155,6 @@ _browser_message: TypeAdapter[Any] = browser_messages(
 # What a saved notebook keeps of a transcript: the tail, so a long-lived agent's
 # output does not grow the .ipynb by its whole history on every display.
 STATIC_MESSAGES = 40
-MAX_FALLBACKS = 20  # places a full view's markdown copy is kept up to date in
 APPROVAL_INPUT_CHARS = 4_000  # what the widget shows of a call's input (a write_file's content may be huge)
 
 
@@ -165,6 +164,7 @@ class AgentView(MentraWidget):
     _esm = static_file("agent_view.js")
     _css = static_file("mentra.css")
 
+    _mentra_view = traitlets.Unicode("agent").tag(sync=True)
     agent_name = traitlets.Unicode("").tag(sync=True)
     model_key = traitlets.Unicode("").tag(sync=True)
     status = traitlets.Dict().tag(sync=True)
@@ -199,7 +199,6 @@ class AgentView(MentraWidget):
         self._items: list[dict[str, Any]] | None = None
         self._rendered_messages = self._first
         self._shown: list[Shown] = []  # where a turn view was displayed
-        self._fallbacks: list[Shown] = []  # a full view's static markdown above each display
         self._ended = False
         self._end: int | None = None  # a turn view's message count when its turn ended
         self._partial = ""  # the reply streamed so far, as last read
@@ -315,39 +314,9 @@ class AgentView(MentraWidget):
         if self._turn is not None:
             self.show()
             return
-        data = self._widget_bundle()
-        fallback = show(self._host.call(self._fallback_bundle))
-        if fallback is not None:  # in a kernel: the markdown is the output above
-            with self._shown_lock:
-                # The newest places only: a cell run again drops its old output, whose
-                # copy would be updated for nothing at every turn's end.
-                self._fallbacks = [*self._fallbacks[-(MAX_FALLBACKS - 1):], fallback]
-            data.pop("text/markdown", None)
-            # What a reader without the widget sees below the markdown (JupyterLab shows
-            # an untrusted notebook's widgets so): nothing that goes stale.
-            data["text/plain"] = f"AgentView({self._agent.name}) · live view; saved as the markdown above"
-        display(data, raw=True)
-
-    def _widget_bundle(self) -> dict[str, Any]:
-        bundle = self._repr_mimebundle_()
-        return dict(bundle[0] if isinstance(bundle, tuple) else bundle)
-
-    def _fallback_bundle(self) -> dict[str, Any]:
-        markdown = self._markdown()
-        # The class lets the live widget's style sheet find the block (JupyterLab's
-        # sanitizer keeps classes); GitHub and nbconvert drop or ignore it.
-        return {"text/plain": markdown,
-                "text/markdown": f'<div class="mentra-fallback">\n\n{markdown}\n\n</div>'}
-
-    def _refresh_fallbacks(self) -> None:
-        """A run ended (or the transcript changed): bring each static copy up to date."""
-        with self._shown_lock:
-            places = list(self._fallbacks)
-        if not places:
-            return
-        bundle = self._fallback_bundle()
-        for place in places:
-            place.replace(bundle)
+        # What a reader without the widget sees below the markdown (JupyterLab shows
+        # an untrusted notebook's widgets so): nothing that goes stale.
+        self._display_with_fallback(f"AgentView({self._agent.name}) · live view; saved as the markdown above")
 
     def _status(self) -> dict[str, Any]:
         """The status trait: the agent's (without the fields it leaves empty: each

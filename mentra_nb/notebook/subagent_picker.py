@@ -6,6 +6,8 @@ one turn at a time, with "load older" prepending the turn before. Previews
 read the store, so they work while the root is running. A child's tool call
 that waits for the user shows on its row ("waiting for approval: TOOL") and
 gets Approve / Always allow / Deny, as a teammate's does in the TeamView.
+A saved notebook keeps the list as static markdown above the widget, brought
+up to date as the tree changes (see mentra_nb/notebook/_widget.py).
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ class SubagentPickerView(MentraWidget):
     _esm = static_file("subagent_picker.js")
     _css = static_file("mentra.css")
 
+    _mentra_view = traitlets.Unicode("picker").tag(sync=True)
     root_name = traitlets.Unicode("").tag(sync=True)
     badge = traitlets.Dict().tag(sync=True)  # {count, text, tone}
     options: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # [{label, status, model, path, agent_id}]
@@ -130,6 +133,8 @@ class SubagentPickerView(MentraWidget):
                 self.approvals = []
         elif isinstance(event, SubagentNotice):
             self.notice = event.text
+            return
+        self._refresh_fallbacks()  # a child started, finished, failed or waits for approval
 
     def _show(self, path: str, *, older: bool = False) -> None:
         try:
@@ -187,6 +192,7 @@ class SubagentPickerView(MentraWidget):
         except (AgentError, MentraError) as err:  # answered twice, or the run ended meanwhile
             self.notice = str(err)
         self._refresh_approvals()
+        self._refresh_fallbacks()
 
     def _interrupt(self, path: str) -> None:
         try:
@@ -212,6 +218,11 @@ class SubagentPickerView(MentraWidget):
             self._host.call_soon(self._answer_call, message)
 
     # --- static outputs --------------------------------------------------------
+
+    def _ipython_display_(self) -> None:
+        """Displayed as its static markdown with the widget below it (mentra_nb/notebook/_widget.py)."""
+        self._display_with_fallback(f"SubagentPickerView({self._root.name}) · live view; "
+                                    "saved as the markdown above")
 
     def __repr__(self) -> str:
         return f"SubagentPickerView({self._root.name}, {len(self.options)} subagents)"

@@ -9,7 +9,9 @@ snapshot but refreshes only when the team part of it changes, plus the
 approval events of the teammates alive in this kernel, so a streaming agent
 costs it nothing. A click on a teammate opens its committed transcript (read
 from the store, so a teammate that is not running reads too), newest messages
-first in pages, "load older" for the rest. What is open is each view's own (a
+first in pages, "load older" for the rest. A saved notebook keeps the team as
+static markdown above the widget, brought up to date whenever the view refreshes
+(see mentra_nb/notebook/_widget.py). What is open is each view's own (a
 team shown in two cells can read two teammates): a view names itself in its
 requests, and transcripts travel as `preview` messages that each view keeps
 for the teammate it has open.
@@ -94,6 +96,7 @@ class TeamView(MentraWidget):
     _esm = static_file("team_view.js")
     _css = static_file("mentra.css")
 
+    _mentra_view = traitlets.Unicode("team").tag(sync=True)
     lead = traitlets.Dict().tag(sync=True)  # {name, status, unread}
     members: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     requests: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # pending, addressed to the lead
@@ -179,6 +182,7 @@ class TeamView(MentraWidget):
             ]
         for name, pages in set(self._open.values()):
             self._show(name, pages, records, snapshot)
+        self._refresh_fallbacks()  # a teammate joined, finished, failed or waits for an answer
 
     def _show(self, name: str, pages: int, records: dict[str, Any] | None = None,
               snapshot: AgentSnapshot | None = None, *, again: bool = False) -> None:
@@ -266,6 +270,10 @@ class TeamView(MentraWidget):
         self._host.call_soon(self._answer, message.request_id, isinstance(message, _Approve), reason)
 
     # --- static outputs --------------------------------------------------------
+
+    def _ipython_display_(self) -> None:
+        """Displayed as its static markdown with the widget below it (mentra_nb/notebook/_widget.py)."""
+        self._display_with_fallback(f"TeamView({self._lead.name}) · live view; saved as the markdown above")
 
     def __repr__(self) -> str:
         return f"TeamView({self._lead.name}, {len(self.members)} teammates, {len(self.requests)} pending requests)"

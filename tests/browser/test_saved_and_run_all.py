@@ -104,11 +104,14 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
     """Issue 15.7 for full views: the spawn cell keeps a live widget, so what the
     saved notebook keeps is the markdown above it (refreshed at each turn's end,
     without redrawing the widget), and a placeholder widget state, so a new kernel
-    finds the model: the transcript shows and no "model not found"."""
+    finds the model: the transcript shows and no "model not found". The same for a
+    TeamView and a subagent picker."""
     nb = notebook.open([
         SETUP,
         "%mentra spawn writer",
         "%%mentra writer\nWhat lives in a **tide pool**?",
+        "lead = %mentra spawn lead --team --subagents\n%mentra team lead",
+        "%mentra subagents lead",
     ])
     nb.run_all(2)
     spawn = nb.agent_view(1)
@@ -125,6 +128,11 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
          message="the spawn cell's markdown to be refreshed")
     expect(fallback).to_be_hidden()
     expect(draft).to_have_value("a draft the reader is typing")
+    nb.run_cell(3)
+    nb.run_cell(4)
+    for index, view in ((3, ".mentra-team"), (4, ".mentra-picker")):
+        expect(nb.output(index).locator(view)).to_be_visible()
+        expect(nb.output(index).locator(".mentra-fallback")).to_be_hidden()
 
     nb.page.keyboard.press("Control+s")
     saved = lab_server.root / nb.name
@@ -138,6 +146,11 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
     model_id = widget["data"][VIEW]["model_id"]
     placeholder = data["metadata"]["widgets"][STATE]["state"][model_id]
     assert "agent_name" not in placeholder["state"] and len(json.dumps(placeholder)) < 1_000
+    for index, trait in ((3, "members"), (4, "options")):
+        [widget] = [o for o in data["cells"][index]["outputs"] if VIEW in o.get("data", {})]
+        assert "".join(widget["data"]["text/plain"]).endswith("· live view; saved as the markdown above")
+        placeholder = data["metadata"]["widgets"][STATE]["state"][widget["data"][VIEW]["model_id"]]
+        assert trait not in placeholder["state"] and len(json.dumps(placeholder)) < 1_000
     for session in lab_server.api("GET", "sessions"):
         if session["path"] == nb.name:
             lab_server.api("DELETE", f"sessions/{session['id']}")
@@ -154,6 +167,10 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
     panel = nb.page.locator(".jp-NotebookPanel")
     spawn_output = panel.locator(".jp-Cell .jp-OutputArea").nth(1)
     expect(spawn_output).to_contain_text("You said: What lives in a tide pool?", timeout=30_000)
+    expect(panel.locator(".jp-Cell .jp-OutputArea").nth(3).locator(".mentra-fallback")).to_contain_text(
+        "team of lead")
+    expect(panel.locator(".jp-Cell .jp-OutputArea").nth(4).locator(".mentra-fallback")).to_contain_text(
+        "lead · 0 subagents")
     expect(panel).not_to_contain_text("model not found")
 
     # Reopened the usual way: JupyterLab starts a new kernel, which has no such model.
@@ -167,7 +184,12 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
     expect(spawn_output.locator(".mentra-fallback")).to_be_visible()
     # Wait for the widget output to settle (the new kernel's widget manager has
     # looked for the model): a view in it, or the error text.
-    nb.page.wait_for_function(WIDGET_SETTLED, arg=1, timeout=60_000)
+    for index, text in ((3, "team of lead"), (4, "lead · 0 subagents")):
+        output = panel.locator(".jp-Cell .jp-OutputArea").nth(index)
+        expect(output.locator(".mentra-fallback")).to_contain_text(text)
+        expect(output.locator(".mentra-fallback")).to_be_visible()
+    for index in (1, 3, 4):
+        nb.page.wait_for_function(WIDGET_SETTLED, arg=index, timeout=60_000)
     expect(panel).not_to_contain_text("model not found")
     expect(panel).not_to_contain_text("Error displaying widget")
     for session in lab_server.api("GET", "sessions"):
@@ -180,6 +202,7 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
                     "--output", str(html)], check=True, capture_output=True, timeout=120)
     page = html.read_text()
     assert "You said: What lives in a <strong>tide pool</strong>?" in page
+    assert "team of lead" in page and "0 subagents" in page
     assert "model not found" not in page
 
 

@@ -205,3 +205,87 @@ def test_a_full_view_keeps_its_static_transcript_up_to_date_above_the_widget(ker
     assert updates, "the spawn cell's static transcript was not refreshed at the turn's end"
     refreshed = updates[-1]["content"]["data"]["text/markdown"]
     assert "You said: What lives in a tide pool" in refreshed and "finished" in refreshed
+
+
+TEAM_AND_TREE_MODELS = """
+import time
+import mentra_nb.notebook as nb
+from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
+on_loop = nb.session().host.call
+for provider in [
+    ScriptedProvider("lead_model", []),
+    ScriptedProvider("alice_model", [text_stream("Three facts found.")]),
+    ScriptedProvider("boss_model", [
+        tool_use_stream("c1", "spawn_agent",
+                        '{"task_name": "research", "message": "Do research.", "model": "research_model:s"}'),
+        tool_use_stream("w1", "wait_agent", '{"timeout_ms": 30000}'),
+        text_stream("Done."),
+    ]),
+    ScriptedProvider("research_model", [text_stream("Sea stars regrow arms.")]),
+]:
+    nb.session().runtime.providers.register(provider)
+
+def until(condition):
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+    on_loop(lambda: None)  # whatever the runtime thread was publishing is out
+"""
+
+
+def _fallback_and_widget(messages: list[dict], label: str) -> tuple[str, dict]:
+    """The display id of the markdown copy a live view cell showed, and the widget's data."""
+    shown = [m for m in messages if m["msg_type"] == "display_data"]
+    fallback, widget = shown[-2:]
+    assert fallback["content"]["data"]["text/markdown"].startswith('<div class="mentra-fallback">')
+    assert "application/vnd.jupyter.widget-view+json" not in fallback["content"]["data"]
+    data = widget["content"]["data"]
+    assert "application/vnd.jupyter.widget-view+json" in data and "text/markdown" not in data
+    assert data["text/plain"] == f"{label} · live view; saved as the markdown above"
+    return fallback["content"]["transient"]["display_id"], data
+
+
+def _updates(messages: list[dict], display_id: str) -> list[str]:
+    return [m["content"]["data"]["text/markdown"] for m in messages
+            if m["msg_type"] == "update_display_data" and m["content"]["transient"]["display_id"] == display_id]
+
+
+def test_a_team_view_and_a_picker_keep_their_static_markdown_up_to_date_above_the_widget(kernels):
+    """Issue 15.7 for the TeamView and the subagent picker: saved as markdown above
+    the widget, refreshed as the team and the tree change (not per streamed token)."""
+    kernel = kernels()
+    kernel.run("%load_ext mentra_nb")
+    kernel.run(TEAM_AND_TREE_MODELS)
+
+    messages: list[dict] = []
+    kernel.client.execute_interactive("lead = %mentra spawn lead --model lead_model:scripted --team\n"
+                                      "%mentra team lead", timeout=60, output_hook=messages.append)
+    team_id, _ = _fallback_and_widget(messages, "TeamView(lead)")
+    later: list[dict] = []
+    kernel.client.execute_interactive(
+        # Not `%mentra teammate`, which shows the team again (and so brings older copies up to date).
+        "nb.session().host.submit(lead.spawn_teammate('alice', 'researcher', 'Find facts.',"
+        " model='alice_model:scripted')).result(60)\n"
+        "view = nb.session().team_view(lead)\n"
+        "until(lambda: all('| alice | researcher | idle |' in md for md in view._fallbacks.values()))",
+        timeout=90, output_hook=later.append)
+    updates = _updates(later, team_id)
+    assert updates, "the team cell's markdown was not refreshed when a teammate joined"
+    assert "| alice | researcher | idle |" in updates[-1]
+    assert len(updates) < 10  # at the team's changes, not per delta
+
+    messages = []
+    kernel.client.execute_interactive("boss = %mentra spawn boss --model boss_model:scripted --subagents\n"
+                                      "%mentra subagents boss", timeout=60, output_hook=messages.append)
+    picker_id, _ = _fallback_and_widget(messages, "SubagentPickerView(boss)")
+    later = []
+    kernel.client.execute_interactive(
+        "%mentra send boss --wait Write the post.\n"
+        "picker = nb.session().picker(boss)\n"
+        "until(lambda: all('completed' in md for md in picker._fallbacks.values()))",
+        timeout=90, output_hook=later.append)
+    updates = _updates(later, picker_id)
+    assert updates, "the picker cell's markdown was not refreshed as the tree changed"
+    assert "`/root/research`" in updates[-1] and "completed" in updates[-1]
+    assert "1 subagents" in updates[-1]
