@@ -32,7 +32,7 @@ from mentra_nb import (
     Usage,
     tool,
 )
-from mentra_nb.runtime import STOPPED_TOOL_RESULT
+from mentra_nb.runtime import STOPPED_TOOL_RESULT, _turn_loop
 from mentra_nb.runtime._turn_loop import FIRST_CHECKPOINT
 from mentra_nb.testing import (
     ScriptedProvider,
@@ -481,7 +481,8 @@ async def test_usage_adds_up_across_messages_and_is_persisted(make):
     assert agent.runtime.store.load_agent(agent.id).record.usage == agent.usage
 
 
-async def test_the_pending_turn_is_checkpointed_after_a_second_then_at_doubling_intervals(make, db_path):
+async def test_the_pending_turn_is_checkpointed_after_a_second_then_at_doubling_intervals(make, db_path,
+                                                                                    monkeypatch):
     script, control = controlled_stream()
     agent, _ = make([script])
     writes: list[tuple[float, str]] = []
@@ -493,6 +494,16 @@ async def test_the_pending_turn_is_checkpointed_after_a_second_then_at_doubling_
         original(agent_id, pending, token=token)
 
     store.checkpoint_pending = counting
+    # When each timer fired: the next one is due an interval after that moment (the
+    # write itself may take a while on a loaded machine, so store calls are not the clock).
+    fired: list[float] = []
+    write = _turn_loop._PendingCheckpoint.write
+
+    def timed_write(self):
+        fired.append(time.monotonic())
+        write(self)
+
+    monkeypatch.setattr(_turn_loop._PendingCheckpoint, "write", timed_write)
     send = asyncio.create_task(agent.send("go"))
     started = time.monotonic()
     control.send(MessageStarted())
@@ -507,7 +518,7 @@ async def test_the_pending_turn_is_checkpointed_after_a_second_then_at_doubling_
     control.send(ContentBlockStopped(index=0))
     control.send(MessageStopped())
     await send
-    times = [started] + [at for at, _ in writes]
+    times = [started, *fired]
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     # Never sooner than due (timers do not fire early): 1 s, then 2 s, 4 s, ...
     assert all(gap >= FIRST_CHECKPOINT * 2**i - 0.01 for i, gap in enumerate(gaps)), gaps
