@@ -113,11 +113,16 @@ class LeaseLost(StoreError):
 
 
 class LeaseUnavailable(MentraError):
-    """Another live runtime holds the agent's lease. The message names the holder."""
+    """Another live runtime holds the agent's lease. The message names the holder.
 
-    def __init__(self, message: str, *, holder: Any = None) -> None:
+    `expires_in`: seconds until the lease runs out if its holder stays silent, for
+    a holder on another host (None for one on this host, which holds it while its
+    process runs)."""
+
+    def __init__(self, message: str, *, holder: Any = None, expires_in: float | None = None) -> None:
         super().__init__(message)
         self.holder = holder  # the store's LeaseRecord of whoever holds the lease
+        self.expires_in = expires_in
 
 
 class AgentError(MentraError):

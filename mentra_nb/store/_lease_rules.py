@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import psutil
 
+from mentra_nb.errors import LeaseUnavailable
 from mentra_nb.store.base import LeaseClaim, LeaseRecord
 
 __all__ = [
@@ -12,7 +13,7 @@ __all__ = [
     "describe_holder",
     "holder_is_live",
     "lease_lost_message",
-    "lease_unavailable_message",
+    "lease_unavailable",
     "process_is_alive",
 ]
 
@@ -67,10 +68,16 @@ def describe_holder(holder: LeaseRecord) -> str:
     return f"runtime '{holder.runtime_id}' in pid {holder.pid} on {holder.host}{label}"
 
 
-def lease_unavailable_message(holder: LeaseRecord, now: float, ttl: float) -> str:
-    return (
+def lease_unavailable(holder: LeaseRecord, claim: LeaseClaim, now: float, ttl: float) -> LeaseUnavailable:
+    """The refusal of `claim` while `holder` is live (see `holder_is_live`). A holder
+    on another host is live only while it heartbeats, so the error says when its
+    lease runs out if it stays silent: a resume can come back for the agent then."""
+    silent_for = now - holder.heartbeat_at
+    expires_in = None if holder.host == claim.host else max(0.0, ttl - silent_for)
+    return LeaseUnavailable(
         f"agent {holder.agent_id} is driven by another live runtime: {describe_holder(holder)}, "
-        f"last heartbeat {now - holder.heartbeat_at:.0f} s ago. Stop that kernel or process "
+        f"last heartbeat {silent_for:.0f} s ago. Stop that kernel or process "
         f"(or close its runtime) and try again; a holder on another host is taken over "
-        f"{ttl:.0f} s after its last heartbeat."
+        f"{ttl:.0f} s after its last heartbeat.",
+        holder=holder, expires_in=expires_in,
     )

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import ValidationError
 
-from mentra_nb.errors import AgentExists, ConfigError, LeaseLost, LeaseUnavailable, StoreError
+from mentra_nb.errors import AgentExists, ConfigError, LeaseLost, StoreError
 from mentra_nb.messages import Message, Usage, preview
 from mentra_nb.status import AgentStatus
 from mentra_nb.store._decoding import decode_messages
@@ -48,7 +48,7 @@ from mentra_nb.store._lease_rules import (
     describe_holder,
     holder_is_live,
     lease_lost_message,
-    lease_unavailable_message,
+    lease_unavailable,
 )
 from mentra_nb.store._rows import (
     AGENT_COLUMNS,
@@ -779,7 +779,7 @@ class PostgresStore:
             if row is not None:
                 holder = lease_record(row)
                 if holder.owner_id != claim.owner_id and holder_is_live(holder, claim, now, ttl):
-                    raise LeaseUnavailable(lease_unavailable_message(holder, now, ttl), holder=holder)
+                    raise lease_unavailable(holder, claim, now, ttl)
                 if holder.owner_id != claim.owner_id:
                     log.info("taking over agent %s from %s (gone or expired)", agent_id,
                              describe_holder(holder))

@@ -34,7 +34,7 @@ from urllib.parse import quote
 
 from pydantic import ValidationError
 
-from mentra_nb.errors import AgentExists, LeaseLost, LeaseUnavailable, StoreError
+from mentra_nb.errors import AgentExists, LeaseLost, StoreError
 from mentra_nb.messages import Message, Usage, preview
 from mentra_nb.status import AgentStatus
 from mentra_nb.store._decoding import decode_messages
@@ -42,7 +42,7 @@ from mentra_nb.store._lease_rules import (
     describe_holder,
     holder_is_live,
     lease_lost_message,
-    lease_unavailable_message,
+    lease_unavailable,
     process_is_alive,
 )
 from mentra_nb.store._rows import (
@@ -820,7 +820,7 @@ class SqliteStore:
             if row is not None:
                 holder = lease_record(row)
                 if holder.owner_id != claim.owner_id and holder_is_live(holder, claim, now, ttl):
-                    raise LeaseUnavailable(lease_unavailable_message(holder, now, ttl), holder=holder)
+                    raise lease_unavailable(holder, claim, now, ttl)
                 if holder.owner_id != claim.owner_id:
                     log.info("taking over agent %s from %s (gone or expired)", agent_id,
                              describe_holder(holder))

@@ -310,6 +310,7 @@ class StoreConformance:
         with pytest.raises(LeaseUnavailable, match=f"pid {os.getpid()}") as info:
             store.acquire_lease(agent_id, _claim("other-runtime"), ttl=30)
         assert info.value.holder.runtime_id == "nb"
+        assert info.value.expires_in is None  # held while its process runs, however silent
 
     def test_a_dead_holder_on_this_host_is_taken_over_at_once(self, store: Store) -> None:
         agent_id = uuid.uuid4().hex
@@ -362,8 +363,10 @@ class StoreConformance:
         agent_id = uuid.uuid4().hex
         remote = _claim(host="another-host.example")
         store.acquire_lease(agent_id, remote, ttl=30)
-        with pytest.raises(LeaseUnavailable, match="another-host.example"):
+        with pytest.raises(LeaseUnavailable, match="another-host.example") as refused:
             store.acquire_lease(agent_id, _claim("other"), ttl=30)
+        # It says when the lease runs out if the holder stays silent.
+        assert refused.value.expires_in is not None and 0 < refused.value.expires_in <= 30
         time.sleep(0.05)
         taker = _claim("other")
         store.acquire_lease(agent_id, taker, ttl=0.01)

@@ -1,7 +1,8 @@
 """Leases across hosts, on a real Postgres: a second host is refused while the
 owner heartbeats, takes over once the heartbeat stops, and from then on every
 write of the cut-off owner is refused; a killed owner's agent resumes on the
-other host by the recovery matrix.
+other host by the recovery matrix; a teammate whose lease outlives its lead's
+is revived when that lease runs out, unless its holder heartbeats again.
 
 The cut-off host is a child process stopped with SIGSTOP: alive (its pid
 exists) but silent, as a host behind a broken network is."""
@@ -13,6 +14,7 @@ import os
 import signal
 import time
 
+import psycopg
 import pytest
 
 from mentra_nb import AgentStatus, LeaseUnavailable, Message, Runtime
@@ -129,3 +131,69 @@ async def test_an_owner_killed_mid_stream_resumes_on_the_other_host_by_the_recov
         await rt.aclose()
         store.close()
         watcher.close()
+
+
+def last_heartbeats(dsn: str, *, mate_id: str) -> None:
+    """Stagger a dead host's leases as its last moments can leave them: a lease taken
+    after the host's last heartbeat (here the teammate's) outlives the others. The
+    others ran out long ago; the teammate's runs out TTL + 1 s from now."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("UPDATE leases SET heartbeat_at = heartbeat_at - 60 WHERE agent_id <> %s",
+                     (mate_id,))
+        conn.execute("UPDATE leases SET heartbeat_at = extract(epoch FROM clock_timestamp()) + 1"
+                     " WHERE agent_id = %s", (mate_id,))
+
+
+async def until(condition, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} never happened"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_teammate_whose_lease_outlives_its_leads_is_revived_when_that_lease_runs_out(
+    pg_dsn, host_b, start_host_a
+):
+    child = start_host_a(pg_dsn, "own", ttl=TTL)
+    _, lead_id, mate_id = child.ready()
+    child.kill()
+    last_heartbeats(pg_dsn, mate_id=mate_id)
+    rt, store = host_b_runtime(pg_dsn, "mate is back")
+    try:
+        leads = rt.resume()
+        assert {a.name for a in leads} == {"writer", "lead"}
+        live = lambda: {a.id for a in rt.agents}  # noqa: E731
+        assert mate_id not in live()  # host-a's lease on it has not run out yet
+        await until(lambda: mate_id in live(), "the teammate's revival")
+        assert store.lease_holder(mate_id).host == "host-b"
+        # Revived as a working teammate: mail wakes it and it answers on host-b.
+        rt.post("mate", "are you back?")
+        await until(lambda: "mate is back" in [m.text for m in store.load_messages(mate_id)],
+                    "the teammate's answer")
+    finally:
+        await rt.aclose()
+        store.close()
+
+
+async def test_a_teammate_whose_holder_heartbeats_again_is_left_to_it(
+    pg_dsn, host_b, start_host_a, caplog
+):
+    child = start_host_a(pg_dsn, "own", ttl=TTL)
+    _, lead_id, mate_id = child.ready()
+    child.kill()
+    last_heartbeats(pg_dsn, mate_id=mate_id)
+    rt, store = host_b_runtime(pg_dsn)
+    try:
+        rt.resume()
+        host_a_token = store.lease_holder(mate_id).token
+        # host-a comes back to life (a network that heals) and heartbeats its teammate
+        # again: host-b's retry finds a live holder and leaves the teammate to it.
+        while "teammate mate of lead was not revived" not in caplog.text:
+            store.renew_leases(host_a_token)
+            await asyncio.sleep(TTL / 5)
+            assert rt.agents and mate_id not in {a.id for a in rt.agents}
+        assert store.lease_holder(mate_id).host == "host-a"
+        assert "driven by another live runtime" in caplog.text
+    finally:
+        await rt.aclose()
+        store.close()

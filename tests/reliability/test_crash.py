@@ -187,8 +187,7 @@ def setup(request, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Setup:
 
 
 def when_free(load: Callable[[], Any], timeout: float = 60.0) -> Any:
-    """`load()` (a resume), retried while a lease has not expired yet (another host's:
-    a lease taken shortly before the kill expires a little later than the rest)."""
+    """`load()` (a resume), retried while a lease has not expired yet (another host's)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -196,6 +195,15 @@ def when_free(load: Callable[[], Any], timeout: float = 60.0) -> Any:
         except LeaseUnavailable:
             assert time.monotonic() < deadline, "the dead host's leases never expired"
             time.sleep(0.05)
+
+
+async def until_leases_run_out(store: Any, agents: Any, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    # The store's clock is this machine's (a local Postgres), so time.time() compares.
+    while any((lease := store.lease_holder(a.id)) is not None
+              and time.time() - lease.heartbeat_at < TWO_HOSTS_TTL for a in agents):
+        assert time.monotonic() < deadline, "the dead host's leases never expired"
+        await asyncio.sleep(0.05)
 
 
 def sound(db: Path | str) -> bool:
@@ -245,6 +253,11 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, setup: Set
     rt = Runtime.empty(store=store, runtime_id=RUNTIME_ID, tools=[work, peek],
                  providers=[ReplyProvider()], lease_ttl=TWO_HOSTS_TTL if setup.two_hosts else 30)
     try:
+        if setup.two_hosts:
+            # Every lease of the dead host runs out first, so the resume revives everyone
+            # before any await. (A lease taken after the host's last heartbeat outlives the
+            # rest; tests/hosts/test_two_hosts.py revives a teammate held that way.)
+            await until_leases_run_out(store, before.values())
         leads = when_free(rt.resume)
         assert {a.name for a in leads} == {n for n, a in before.items() if a.kind == "agent"}, where
         # Checked before any await: revived teammates have not run yet. Subagents load

@@ -26,7 +26,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
-from mentra_nb.errors import AgentError, AgentExists, AgentNotFound, ConfigError, MentraError
+from mentra_nb.errors import (
+    AgentError,
+    AgentExists,
+    AgentNotFound,
+    ConfigError,
+    LeaseUnavailable,
+    MentraError,
+)
 from mentra_nb.providers.base import ModelInfo
 from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._recovery import INTERRUPTED_TOOL_RESULT
@@ -34,7 +41,7 @@ from mentra_nb.runtime._services import AgentHandle, Services
 from mentra_nb.runtime._snapshot import TeammateInfo, TeamMemberStatus
 from mentra_nb.runtime._tracing import note_mail_to
 from mentra_nb.runtime.teams._actor import TeammateActor
-from mentra_nb.store.base import Store, TeamMessage, TeamRequest, TeamRequestStatus
+from mentra_nb.store.base import LeaseRecord, Store, TeamMessage, TeamRequest, TeamRequestStatus
 
 __all__ = [
     "LEAD_ONLY_TOOLS",
@@ -55,6 +62,10 @@ TEAMMATE_TOOL_NAMES = (
 )
 
 Direction = Literal["inbound", "outbound", "any"]
+
+# After a silent host's lease runs out by the store's clock: a little later by ours,
+# so the retry does not land a hair early (it would only be refused and rescheduled).
+_LEASE_EXPIRY_MARGIN = 0.05
 
 
 def teammate_system_prompt(name: str, role: str, lead: str, lead_system: str | None) -> str:
@@ -102,6 +113,8 @@ class Team:
         self._actors: dict[str, TeammateActor] = {}
         self._unread: dict[str, int] = {}
         self._shutdowns: set[str] = set()
+        # Teammates waiting for a silent host's lease, resumed while no loop ran.
+        self._awaiting_lease: dict[str, LeaseRecord] = {}
         self._lead_name: str | None = None
         self._lead_run: asyncio.Task[None] | None = None
 
@@ -283,33 +296,67 @@ class Team:
         return actor
 
     def start_dormant_actors(self) -> None:
-        """Start actors created while no event loop ran (a `rt.resume()` from sync code)."""
+        """Start actors created while no event loop ran (a `rt.resume()` from sync code),
+        and retry the teammates that waited for a silent host's lease meanwhile."""
         for actor in self._actors.values():
             if not actor.started:
                 actor.start()
+        awaiting, self._awaiting_lease = self._awaiting_lease, {}
+        for name, holder in awaiting.items():
+            member = self.members.get(name)
+            if member is not None:
+                self._revive_member(member, holder)
 
     # --- revival -------------------------------------------------------------------
 
     def revive(self) -> None:
         """Load every teammate that did not shut down and wake it for waiting mail."""
         for member in list(self.members.values()):
-            if member.status.name == "shutdown":
-                continue
-            agent = self.live_agent(member.name)
-            if agent is None:
-                try:
-                    agent = self.services.load_agent(member.agent_id)
-                except MentraError as err:
-                    log.warning("teammate %s of %s was not revived: %s", member.name,
-                                self.lead_name, err)
-                    continue
-            if self._approved_shutdown_since(member):
-                self._shutdowns.add(member.name)  # approved just before the process died
-            actor = self._actors.get(member.name)
-            if actor is not None and actor.alive:
-                actor.wake()
-                continue
-            self._start_actor(agent, continue_first=_interrupted_in_a_tool(agent))
+            self._revive_member(member)
+
+    def _revive_member(self, member: _Member, refused_by: LeaseRecord | None = None) -> None:
+        if member.status.name == "shutdown" or self.services.closed or self.members.get(member.name) is not member:
+            return
+        agent = self.live_agent(member.name)
+        if agent is None:
+            try:
+                agent = self.services.load_agent(member.agent_id)
+            except LeaseUnavailable as err:
+                self._revive_when_lease_expires(member, err, refused_by)
+                return
+            except MentraError as err:
+                log.warning("teammate %s of %s was not revived: %s", member.name, self.lead_name, err)
+                return
+        if self._approved_shutdown_since(member):
+            self._shutdowns.add(member.name)  # approved just before the process died
+        actor = self._actors.get(member.name)
+        if actor is not None and actor.alive:
+            actor.wake()
+            return
+        self._start_actor(agent, continue_first=_interrupted_in_a_tool(agent))
+        if refused_by is not None:
+            self._notify(self.lead_name)  # revived after the lead's views were drawn
+
+    def _revive_when_lease_expires(self, member: _Member, err: LeaseUnavailable,
+                                   refused_by: LeaseRecord | None) -> None:
+        """A dead host's leases do not all run out together: one taken after its
+        last heartbeat outlives the lead's by up to a heartbeat interval. While the
+        holder stays silent (its heartbeat unchanged since the last refusal), come
+        back when its lease runs out; a holder that heartbeats drives the teammate."""
+        holder = err.holder
+        silent = err.expires_in is not None and (
+            refused_by is None or holder.heartbeat_at == refused_by.heartbeat_at)
+        if not silent:
+            log.warning("teammate %s of %s was not revived: %s", member.name, self.lead_name, err)
+            return
+        log.info("teammate %s of %s is revived in %.1f s, when the lease of a silent host runs out: %s",
+                 member.name, self.lead_name, err.expires_in, err)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # resumed from sync code: retried when the loop starts the actors
+            self._awaiting_lease[member.name] = holder
+            return
+        loop.call_later((err.expires_in or 0.0) + _LEASE_EXPIRY_MARGIN, self._revive_member, member, holder)
 
     def _approved_shutdown_since(self, member: _Member) -> bool:
         return any(
