@@ -78,7 +78,7 @@ __all__ = [
 log = logging.getLogger("mentra_nb.store")
 
 APPLICATION_ID = 0x4D4E4231  # "MNB1" in the SQLite header marks a mentra-nb file
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 PAGE_SIZE = 2048  # bytes, for new files
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _NETWORK_FILESYSTEMS = {
@@ -260,6 +260,38 @@ _MIGRATIONS: list[str] = [
         SELECT agent_id, seq, message, 0, created_at FROM messages WHERE agent_id IN (SELECT id FROM agents);
     DROP TABLE messages;
     ALTER TABLE branch_messages RENAME TO messages;
+    """,
+    # 7: messages move to a rowid table whose key packs the branch and the position
+    # (`_key`). Keyed by (branch_id, seq) WITHOUT ROWID, the table was an index
+    # b-tree, which keeps at most ~490 bytes of a row on a 2 KiB page: a quarter of
+    # typical messages spilled the rest into an overflow page of their own, so the
+    # file was 2.5x its contents and reading a transcript walked twice the pages. A
+    # rowid table keeps rows up to ~2 KB on the leaf (longer ones fill whole
+    # overflow pages) and needs no index. Branch numbers grow down the branch tree
+    # (a parent's is below its children's), so key order is transcript order along
+    # any chain of branches.
+    """
+    ALTER TABLE branches ADD COLUMN number INTEGER;
+    CREATE TEMP TABLE branch_numbers AS
+        WITH RECURSIVE tree(id, depth, created_at) AS (
+            SELECT id, 0, created_at FROM branches WHERE parent_id IS NULL
+            UNION ALL SELECT b.id, tree.depth + 1, b.created_at FROM branches b
+                JOIN tree ON b.parent_id = tree.id)
+        SELECT id, row_number() OVER (ORDER BY depth, created_at, id) AS number FROM tree;
+    UPDATE branches SET number = (SELECT n.number FROM temp.branch_numbers n WHERE n.id = branches.id);
+    DROP TABLE temp.branch_numbers;
+    CREATE UNIQUE INDEX branches_by_number ON branches (number);
+    CREATE TABLE keyed_messages (
+        key INTEGER PRIMARY KEY,
+        message TEXT NOT NULL,
+        run_generation INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL
+    );
+    INSERT INTO keyed_messages (key, message, run_generation, created_at)
+        SELECT (b.number << 32) + m.seq, m.message, m.run_generation, m.created_at
+        FROM messages m JOIN branches b ON b.id = m.branch_id ORDER BY b.number, m.seq;
+    DROP TABLE messages;
+    ALTER TABLE keyed_messages RENAME TO messages;
     """,
 ]
 
@@ -483,10 +515,7 @@ class SqliteStore:
                     f"rt.resume_agent('{existing}') or pick another name"
                 ) from None
             raise StoreError(f"agent {record.id} already exists in {self.path}") from err
-        cur.execute(
-            "INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at) VALUES (?, ?, ?, ?, ?)",
-            (record.id, record.id, parent_branch, at, now),
-        )
+        _insert_branch(cur, record.id, record.id, parent_branch, at, now)
 
     @contextmanager
     def _decoding(self, what: str) -> Iterator[None]:
@@ -531,9 +560,8 @@ class SqliteStore:
             branch = self._branch_to_read(agent_id, branch_id)
             rows = self._read(
                 # As bytes: the decoder joins them into one JSON array without re-encoding.
-                f"{_CHAIN} SELECT CAST(m.message AS BLOB) FROM chain JOIN messages m"
-                " ON m.branch_id = chain.branch AND m.seq >= ? AND m.seq < chain.below ORDER BY m.seq",
-                (branch, _end(end), start),
+                f"{_CHAIN} SELECT CAST(m.message AS BLOB) {_CHAIN_ROWS}",
+                (branch, _end(end), _start(start)),
             )
         with self._decoding(f"message of agent {agent_id}"):
             return decode_messages(row[0] for row in rows)
@@ -583,7 +611,7 @@ class SqliteStore:
                     f"agent {agent_id} has {head.length} stored messages but the run starts at "
                     f"{run.baseline}; reload the agent (rt.resume_agent) before sending"
                 )
-            _append(cur, head.branch, head.length, run.generation, messages)
+            _append(cur, head.number, head.length, run.generation, messages)
             if clear_resumable:
                 cur.execute("DELETE FROM resumable_turns WHERE agent_id = ?", (agent_id,))
             cur.execute(
@@ -605,7 +633,7 @@ class SqliteStore:
     ) -> None:
         with self._write(agent_id, token) as cur:
             head = _head(cur, agent_id)
-            _append(cur, head.branch, head.length, head.generation, [message])
+            _append(cur, head.number, head.length, head.generation, [message])
             cur.execute("UPDATE agents SET run_assistant_committed = 1, pending_turn = NULL WHERE id = ?",
                         (agent_id,))
             _update_agent(cur, agent_id, status=status, usage=usage, message_count=head.length + 1)
@@ -613,7 +641,7 @@ class SqliteStore:
     def append_messages(self, agent_id: str, messages: list[Message], *, token: str) -> None:
         with self._write(agent_id, token) as cur:
             head = _head(cur, agent_id)
-            _append(cur, head.branch, head.length, head.generation, messages)
+            _append(cur, head.number, head.length, head.generation, messages)
             _update_agent(cur, agent_id, message_count=head.length + len(messages))
 
     def finish_run(
@@ -624,7 +652,7 @@ class SqliteStore:
             head = _head(cur, agent_id)
             count = head.length
             if append:
-                _append(cur, head.branch, count, head.generation, append)
+                _append(cur, head.number, count, head.generation, append)
                 count += len(append)
             cur.execute(_END_RUN, (agent_id,))
             _update_agent(cur, agent_id, status=status, usage=usage, message_count=count)
@@ -642,8 +670,7 @@ class SqliteStore:
                     (head.branch, count),
                 ).fetchone()
                 if forked_after is None:
-                    cur.execute("DELETE FROM messages WHERE branch_id = ? AND seq >= ?",
-                                (head.branch, count))
+                    _delete_rows(cur, head.number, count)
                 else:
                     # A fork of the running agent reads messages of this run: keep
                     # them (as a branch) and go on from the baseline on a new head.
@@ -717,7 +744,7 @@ class SqliteStore:
                 " UNION ALL SELECT b.id FROM branches b JOIN tree ON b.parent_id = tree.id"
                 " WHERE b.agent_id = ?)"
                 " SELECT b.id, b.agent_id, b.parent_id, b.fork_index, b.created_at,"
-                " (SELECT max(seq) FROM messages m WHERE m.branch_id = b.id)"
+                f" (SELECT max(m.key) & {_SEQ_MASK} FROM messages m WHERE {_ROWS_OF_B})"
                 " FROM tree JOIN branches b ON b.id = tree.id ORDER BY b.created_at, b.id",
                 (agent_id, agent_id, agent_id),
             )
@@ -733,10 +760,9 @@ class SqliteStore:
         with self._lock:
             branch = self._branch_to_read(agent_id, branch_id)
             rows = self._read(
-                f"{_CHAIN} SELECT m.seq, CAST(m.message AS BLOB), m.run_generation, m.created_at"
-                " FROM chain JOIN messages m"
-                " ON m.branch_id = chain.branch AND m.seq >= ? AND m.seq < chain.below ORDER BY m.seq",
-                (branch, _end(end), start),
+                f"{_CHAIN} SELECT m.key & {_SEQ_MASK}, CAST(m.message AS BLOB), m.run_generation,"
+                f" m.created_at {_CHAIN_ROWS}",
+                (branch, _end(end), _start(start)),
             )
         with self._decoding(f"message of agent {agent_id}"):
             messages = decode_messages(row[1] for row in rows)
@@ -1160,14 +1186,34 @@ _CHAIN = (
     " UNION ALL SELECT b.parent_id, min(b.fork_index, chain.below) FROM branches b"
     " JOIN chain ON b.id = chain.branch WHERE b.parent_id IS NOT NULL)"
 )
+# A message's key is its branch's number in the high 32 bits and its position in
+# the low ones: a branch's rows are one key range, in order (migration 7).
+_SEQ_LIMIT = 1 << 32
+_SEQ_MASK = _SEQ_LIMIT - 1
+# The rows of the chain's branches from a position (a parameter) up to each one's
+# `below`, in transcript order: key order, as parents are numbered below children.
+_CHAIN_ROWS = (
+    "FROM chain JOIN branches cb ON cb.id = chain.branch JOIN messages m"
+    " ON m.key >= (cb.number << 32) + ? AND m.key < (cb.number << 32) + chain.below ORDER BY m.key"
+)
+_ROWS_OF_B = "m.key >= (b.number << 32) AND m.key < ((b.number + 1) << 32)"  # the rows of branch `b`
+
+
+def _key(number: int, seq: int) -> int:
+    return (number << 32) + seq
 
 
 def _end(end: int | None) -> int:
-    return end if end is not None else 2**62
+    return _SEQ_LIMIT if end is None else max(0, min(end, _SEQ_LIMIT))
+
+
+def _start(start: int) -> int:
+    return max(0, min(start, _SEQ_LIMIT))
 
 
 class _Head(NamedTuple):
     branch: str
+    number: int  # the branch's number, which its rows' keys start with
     length: int
     generation: int
     run_baseline: int | None
@@ -1175,12 +1221,13 @@ class _Head(NamedTuple):
 
 def _head(cur: sqlite3.Cursor, agent_id: str) -> _Head:
     row = cur.execute(
-        "SELECT branch_id, message_count, run_generation, run_baseline FROM agents WHERE id = ?",
+        "SELECT a.branch_id, b.number, a.message_count, a.run_generation, a.run_baseline"
+        " FROM agents a JOIN branches b ON b.id = a.branch_id WHERE a.id = ?",
         (agent_id,),
     ).fetchone()
     if row is None:
         raise StoreError(f"no agent {agent_id} in the store")
-    return _Head(row[0], int(row[1]), int(row[2]), row[3])
+    return _Head(row[0], int(row[1]), int(row[2]), int(row[3]), row[4])
 
 
 def _refuse_during_run(head: _Head, agent_id: str, what: str) -> None:
@@ -1190,23 +1237,36 @@ def _refuse_during_run(head: _Head, agent_id: str, what: str) -> None:
         )
 
 
-def _append(cur: sqlite3.Cursor, branch: str, start: int, generation: int,
+def _append(cur: sqlite3.Cursor, number: int, start: int, generation: int,
             messages: list[Message]) -> None:
+    if start + len(messages) > _SEQ_LIMIT:
+        raise StoreError(f"a branch holds at most {_SEQ_LIMIT:,} messages; fork the agent to go on")
     now = time.time()
     cur.executemany(
-        "INSERT INTO messages (branch_id, seq, message, run_generation, created_at)"
-        " VALUES (?, ?, ?, ?, ?)",
-        [(branch, start + i, m.model_dump_json(), generation, now) for i, m in enumerate(messages)],
+        "INSERT INTO messages (key, message, run_generation, created_at) VALUES (?, ?, ?, ?)",
+        [(_key(number, start + i), m.model_dump_json(), generation, now) for i, m in enumerate(messages)],
     )
+
+
+def _insert_branch(cur: sqlite3.Cursor, branch: str, agent_id: str, parent: str | None, at: int,
+                   now: float) -> None:
+    # Numbered after every branch there is, its parent's included (see migration 7).
+    cur.execute(
+        "INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at, number)"
+        " VALUES (?, ?, ?, ?, ?, (SELECT coalesce(max(number), 0) + 1 FROM branches))",
+        (branch, agent_id, parent, at, now),
+    )
+
+
+def _delete_rows(cur: sqlite3.Cursor, number: int, start: int) -> None:
+    """Delete the rows of branch `number` from position `start` on."""
+    cur.execute("DELETE FROM messages WHERE key >= ? AND key < ?", (_key(number, start), _key(number + 1, 0)))
 
 
 def _new_head(cur: sqlite3.Cursor, agent_id: str, parent: str, at: int) -> str:
     """A new head branch for the agent reading `parent`'s first `at` messages."""
     branch = uuid.uuid4().hex
-    cur.execute(
-        "INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at) VALUES (?, ?, ?, ?, ?)",
-        (branch, agent_id, parent, at, time.time()),
-    )
+    _insert_branch(cur, branch, agent_id, parent, at, time.time())
     cur.execute("UPDATE agents SET branch_id = ? WHERE id = ?", (branch, agent_id))
     return branch
 
@@ -1214,7 +1274,8 @@ def _new_head(cur: sqlite3.Cursor, agent_id: str, parent: str, at: int) -> str:
 def _is_bare_pointer(cur: sqlite3.Cursor, branch: str) -> bool:
     """A branch with no rows of its own and no branch off it."""
     return (
-        cur.execute("SELECT 1 FROM messages WHERE branch_id = ? LIMIT 1", (branch,)).fetchone() is None
+        cur.execute(f"SELECT 1 FROM branches b JOIN messages m ON {_ROWS_OF_B} WHERE b.id = ? LIMIT 1",
+                    (branch,)).fetchone() is None
         and cur.execute("SELECT 1 FROM branches WHERE parent_id = ? LIMIT 1", (branch,)).fetchone()
         is None
         and cur.execute("SELECT parent_id FROM branches WHERE id = ?", (branch,)).fetchone()[0]
@@ -1224,7 +1285,7 @@ def _is_bare_pointer(cur: sqlite3.Cursor, branch: str) -> bool:
 
 def _branch_length(cur: sqlite3.Cursor, branch: str) -> int:
     row = cur.execute(
-        "SELECT b.fork_index, (SELECT max(seq) FROM messages WHERE branch_id = b.id)"
+        f"SELECT b.fork_index, (SELECT max(m.key) & {_SEQ_MASK} FROM messages m WHERE {_ROWS_OF_B})"
         " FROM branches b WHERE b.id = ?",
         (branch,),
     ).fetchone()
@@ -1237,17 +1298,19 @@ def _collect_branches(cur: sqlite3.Cursor) -> None:
     messages below the furthest fork point."""
     while True:
         orphans = cur.execute(
-            "SELECT id FROM branches b WHERE agent_id IS NULL"
+            "SELECT id, number FROM branches b WHERE agent_id IS NULL"
             " AND NOT EXISTS (SELECT 1 FROM branches c WHERE c.parent_id = b.id)"
         ).fetchall()
         if not orphans:
             break
-        cur.executemany("DELETE FROM branches WHERE id = ?", orphans)
-    for (branch, needed) in cur.execute(
-        "SELECT b.id, (SELECT max(fork_index) FROM branches c WHERE c.parent_id = b.id)"
+        for _branch, number in orphans:
+            _delete_rows(cur, number, 0)
+        cur.executemany("DELETE FROM branches WHERE id = ?", [(branch,) for branch, _number in orphans])
+    for (number, needed) in cur.execute(
+        "SELECT b.number, (SELECT max(fork_index) FROM branches c WHERE c.parent_id = b.id)"
         " FROM branches b WHERE agent_id IS NULL"
     ).fetchall():
-        cur.execute("DELETE FROM messages WHERE branch_id = ? AND seq >= ?", (branch, needed))
+        _delete_rows(cur, number, needed)
 
 
 def _update_agent(cur: sqlite3.Cursor, agent_id: str, *, status: AgentStatus | None = None,

@@ -78,6 +78,17 @@ class _Reader:
         else:
             self.conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
 
+    @property
+    def chain_rows(self) -> str:
+        """(seq, message) of every branch in `chain` below its `below`, in order."""
+        if self.postgres:
+            return ("SELECT m.seq, m.message FROM chain JOIN messages m"
+                    " ON m.branch_id = chain.branch AND m.seq < chain.below ORDER BY m.seq")
+        # SQLite schema 7: a row's key is its branch's number << 32 plus its position.
+        return ("SELECT m.key & 4294967295, m.message FROM chain JOIN branches cb ON cb.id = chain.branch"
+                " JOIN messages m ON m.key >= cb.number << 32 AND m.key < (cb.number << 32) + chain.below"
+                " ORDER BY m.key")
+
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         if self.postgres:
             sql = sql.replace("?", "%s").replace("rowid", "ord")
@@ -112,8 +123,7 @@ def read_agents(db: Path | str) -> dict[str, StoredAgent]:
                 " UNION ALL SELECT b.parent_id, CASE WHEN b.fork_index < chain.below"
                 " THEN b.fork_index ELSE chain.below END FROM branches b"
                 " JOIN chain ON b.id = chain.branch WHERE b.parent_id IS NOT NULL)"
-                " SELECT m.seq, m.message FROM chain JOIN messages m"
-                " ON m.branch_id = chain.branch AND m.seq < chain.below ORDER BY m.seq",
+                f" {conn.chain_rows}",
                 (agent_id,),
             ).fetchall()
             run = conn.execute(

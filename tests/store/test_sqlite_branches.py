@@ -1,5 +1,7 @@
-"""SQLite specifics of time travel (schema 6): forks and rewinds add a row, never a
-copy; deleting collects what no one reads; a schema-5 file keeps its transcripts."""
+"""SQLite specifics of time travel (schema 6) and of the message table (7): forks and
+rewinds add a row, never a copy; deleting collects what no one reads; schema-5 and
+schema-6 files keep their transcripts; a message of a few hundred bytes takes no
+overflow page."""
 
 from __future__ import annotations
 
@@ -86,8 +88,69 @@ def test_a_schema_5_file_keeps_every_transcript_as_each_agents_first_branch(db_p
     conn.commit()
     conn.close()
     store = SqliteStore(db_path)
-    assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     assert [m.text for m in store.load_messages("a1")] == ["hi", "hello"]
     [branch] = store.list_branches("a1")
     assert (branch.id, branch.length, branch.is_head) == ("a1", 2, True)
     assert [c.run_generation for c in store.load_checkpoints("a1")] == [0, 0]  # not recorded before 6
+
+
+def test_a_schema_6_file_keeps_every_branch_of_every_transcript(db_path):
+    """Writer a1 (rows a0..a3) was forked at 2 as a2 (its own b2, b3), then rewound
+    to 1 on branch r1 (its own r1); the fork a2 was rewound to 3, a bare pointer p2."""
+    conn = sqlite3.connect(db_path)
+    for script in _MIGRATIONS[:6]:
+        conn.executescript(script)
+    for agent, branch, count, created in (("a1", "r1", 2, 1), ("a2", "p2", 3, 2)):
+        conn.execute(
+            "INSERT INTO agents (id, runtime_id, name, model, config, status, usage, message_count,"
+            " created_at, updated_at, branch_id) VALUES (?, 'nb', ?, 'test:default', '{}',"
+            " '{\"name\": \"idle\"}', '{}', ?, ?, ?, ?)", (agent, agent, count, created, created, branch))
+    # Listed children first: numbers must follow the tree, not the order rows come in.
+    for branch, agent, parent, at, created in (("p2", "a2", "a2", 3, 4), ("r1", "a1", "a1", 1, 3),
+                                               ("a2", "a2", "a1", 2, 2), ("a1", "a1", None, 0, 1)):
+        conn.execute("INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at)"
+                     " VALUES (?, ?, ?, ?, ?)", (branch, agent, parent, at, created))
+    for branch, seq, text, generation in (("a1", 0, "a0", 1), ("a1", 1, "a1", 1), ("a1", 2, "a2", 2),
+                                          ("a1", 3, "a3", 2), ("a2", 2, "b2", 1), ("a2", 3, "b3", 1),
+                                          ("r1", 1, "r1", 3)):
+        conn.execute("INSERT INTO messages (branch_id, seq, message, run_generation, created_at)"
+                     " VALUES (?, ?, ?, ?, 1)", (branch, seq, Message.user(text).model_dump_json(), generation))
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute("PRAGMA user_version = 6")
+    conn.commit()
+    conn.close()
+
+    store = SqliteStore(db_path)
+    assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    assert [m.text for m in store.load_messages("a1")] == ["a0", "r1"]
+    assert [m.text for m in store.load_messages("a2")] == ["a0", "a1", "b2"]
+    assert [m.text for m in store.load_messages("a2", branch_id="a2")] == ["a0", "a1", "b2", "b3"]
+    assert [m.text for m in store.load_messages("a1", 1, branch_id="a1")] == ["a1", "a2", "a3"]
+    assert [(c.index, c.run_generation) for c in store.load_checkpoints("a2")] == [(0, 1), (1, 1), (2, 1)]
+    assert {(b.id, b.length, b.is_head) for b in store.list_branches("a1")} == {("a1", 4, False),
+                                                                                ("r1", 2, True)}
+    # The migrated file goes on: a turn on the bare pointer, a fork of it, a rewind.
+    token = _lease(store, "a2")
+    store.append_messages("a2", [Message.user("c3")], token=token)
+    assert [m.text for m in store.load_messages("a2")] == ["a0", "a1", "b2", "c3"]
+    fork, _ = _fork(store, "a2", 4, "again")
+    assert [m.text for m in store.load_messages(fork)] == ["a0", "a1", "b2", "c3"]
+    store.rewind("a2", 2, token=token)
+    assert [m.text for m in store.load_messages("a2")] == ["a0", "a1"]
+    assert [m.text for m in store.load_messages(fork)] == ["a0", "a1", "b2", "c3"]
+
+
+def test_messages_of_a_few_hundred_bytes_take_no_overflow_pages(db_path):
+    # On 2 KiB pages the old WITHOUT ROWID table kept ~490 bytes of a row on its leaf
+    # and gave each longer row an overflow page of its own: this file was 3.3x larger.
+    store = SqliteStore(db_path)
+    text = "x" * 560
+    _agent(store, "writer", 10)
+    agent_id, token = _agent(store, "long", 0)
+    store.append_messages(agent_id, [Message.user(text)] * 2000, token=token)
+    store.vacuum()
+    payload = int(store._conn.execute("SELECT sum(length(message)) FROM messages").fetchone()[0])
+    assert payload > 2000 * 560
+    assert os.path.getsize(db_path) < 1.4 * payload
+    store.close()
