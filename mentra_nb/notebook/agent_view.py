@@ -592,8 +592,18 @@ class AgentView(MentraWidget):
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         # Displayed: the browser gets the transcript now, without asking for it (a
         # busy kernel would answer a hello only after the cells queued before it).
-        self._host.call_soon(self._hello)
+        self._host.call_soon(self._greet_on_display)
         return super()._repr_mimebundle_(**kwargs)
+
+    def _greet_on_display(self) -> None:
+        items = self.items  # rendered now: from here on each new message is sent as it comes
+        turn = self._turn
+        if (turn is not None and not items and not self._ended
+                and self._agent.snapshot.history_len <= turn.first):
+            # A turn view is shown as its run starts: the prompt, committed a moment
+            # later, is the first message its browser gets (one message, not two).
+            return
+        self._send_items(0, items, live=self._live_now())
 
     def __repr__(self) -> str:
         agent = self._agent

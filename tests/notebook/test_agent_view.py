@@ -391,6 +391,39 @@ def test_a_turn_view_shows_its_own_turn_only_and_stops_following_when_it_ends(ho
     assert view.status["name"] == "finished"
 
 
+def test_a_turn_view_shown_as_its_run_starts_first_sends_the_prompt_not_an_empty_greeting(host):
+    """Issue 22: each message costs ~420 bytes of envelope; the greeting of a turn
+    view shown before its prompt was committed said nothing the prompt does not."""
+    from mentra_nb.notebook.agent_view import TurnScope
+
+    agent = spawn(host, ScriptedProvider("s", [text_stream("the answer")]))
+    view = AgentView(agent, host, turn=TurnScope(first=0, generation=1))
+    sent = recorded(view)
+    view._repr_mimebundle_()  # displayed before the run starts, as %mentra send does
+    host.call(lambda: None)
+    assert sent == []
+    host.submit(agent.send("the question")).result(10)
+    host.call(lambda: None)
+    # (A slow machine may also stream a delta or two between these.)
+    items = [m for m in sent if m["kind"] == "items"]
+    assert sent[0] is items[0] and sent[0]["seq"] == 1
+    assert [(m["start"], len(m["items"])) for m in items] == [(0, 1), (1, 1)]
+    assert items[0]["items"][0]["html"].strip() == "<p>the question</p>"
+    # Shown once the prompt is in, or again later: greeted with everything at once.
+    view._repr_mimebundle_()
+    host.call(lambda: None)
+    assert sent[-1]["start"] == 0 and len(sent[-1]["items"]) == 2 and "live" in sent[-1]
+
+
+def test_a_full_view_of_a_new_agent_is_greeted_though_there_is_nothing_to_show(host):
+    # The browser shows a view only once the kernel has spoken to its model.
+    view = AgentView(spawn(host, ScriptedProvider("s", [])), host)
+    sent = recorded(view)
+    view._repr_mimebundle_()
+    host.call(lambda: None)
+    assert [(m["kind"], m["items"], m["live"]["text"]) for m in sent] == [("items", [], "")]
+
+
 def test_stop_now_from_the_view_marks_stopping_then_a_truncated_reply(host):
     """Issue 15.6: Stop did nothing visible on a long single-round reply."""
     script, control = controlled_stream()
