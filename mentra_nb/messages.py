@@ -17,11 +17,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
     SerializerFunctionWrapHandler,
-    field_validator,
     model_serializer,
     model_validator,
 )
+from pydantic_core import CoreSchema, core_schema
 
 from mentra_nb._utf8 import valid_utf8
 
@@ -83,23 +84,38 @@ class ContentBlock(BaseModel):
 warnings.filterwarnings("ignore", message=r'Field name "(text|thinking)" in "\w+Block" shadows')
 
 
+class _EncodableText:
+    """A str that encodes to UTF-8: a lone surrogate (a tool's bytes decoded with
+    `surrogateescape`, say) becomes U+FFFD, or the store could not write it. JSON
+    cannot carry one (pydantic's parser refuses it), so text read from JSON (every
+    stored transcript) is checked by the parser alone, with no Python call per
+    string: that call was a sixth of the time a long transcript took to decode."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.json_or_python_schema(
+            json_schema=core_schema.str_schema(),
+            python_schema=core_schema.no_info_after_validator_function(valid_utf8, core_schema.str_schema()),
+        )
+
+
+EncodableText = Annotated[str, _EncodableText]
+
+
 class TextBlock(ContentBlock):
     type: Literal["text"] = "text"
     # The field shadows the `ContentBlock.text(...)` constructor on purpose: the
-    # wire name is `text`, and the class-level constructor stays reachable.
-    text: str  # type: ignore[assignment]
-
-    _valid_text = field_validator("text")(lambda value: valid_utf8(value))
+    # wire name is `text`, and the class-level constructor stays reachable. `Field()`
+    # keeps it required (else the inherited constructor would be its default).
+    text: EncodableText = Field()  # type: ignore[assignment]
 
 
 class ThinkingBlock(ContentBlock):
     """Model reasoning. `signature` must be replayed byte-for-byte to the provider."""
 
     type: Literal["thinking"] = "thinking"
-    thinking: str  # type: ignore[assignment]  # shadows ContentBlock.thinking(...), as above
+    thinking: EncodableText = Field()  # type: ignore[assignment]  # shadows ContentBlock.thinking(...), as above
     signature: str | None = None
-
-    _valid_thinking = field_validator("thinking")(lambda value: valid_utf8(value))
 
 
 class RedactedThinkingBlock(ContentBlock):
@@ -123,12 +139,9 @@ class ToolResultBlock(ContentBlock):
 
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str
-    content: str
+    content: EncodableText  # a tool's output is whatever the tool printed; it must still be storable
     is_error: bool = False
     images: list[ImageBlock] = Field(default_factory=list)
-
-    # A tool's output is whatever the tool printed; it must still be storable.
-    _valid_content = field_validator("content")(lambda value: valid_utf8(value))
 
     @model_serializer(mode="wrap")
     def _without_images(self, handler: SerializerFunctionWrapHandler) -> Any:
