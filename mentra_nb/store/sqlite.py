@@ -530,16 +530,14 @@ class SqliteStore:
 
     def load_agent(self, agent_id: str, *, transcript: bool = True) -> PersistedAgent | None:
         with self._lock, self._decoding(f"record of agent {agent_id}"):
-            rows = self._read(f"SELECT {AGENT_COLUMNS} FROM agents WHERE id = ?", (agent_id,))
+            rows = self._read(
+                f"SELECT {AGENT_COLUMNS}, run_baseline, run_assistant_committed, run_started_at,"
+                " pending_turn FROM agents WHERE id = ?", (agent_id,))
             if not rows:
                 return None
             record = _agent_record(rows[0])
+            run_row = rows[0][-4:]
             messages = self.load_messages(agent_id) if transcript else []
-            run_row = self._read(
-                "SELECT run_baseline, run_assistant_committed, run_started_at, pending_turn"
-                " FROM agents WHERE id = ?",
-                (agent_id,),
-            )[0]
             resumable_row = self._read(
                 "SELECT message FROM resumable_turns WHERE agent_id = ?", (agent_id,)
             )
@@ -557,26 +555,27 @@ class SqliteStore:
     def load_messages(self, agent_id: str, start: int = 0, end: int | None = None, *,
                       branch_id: str | None = None) -> list[Message]:
         with self._lock:
-            branch = self._branch_to_read(agent_id, branch_id)
+            chain, params = self._chain_to_read(agent_id, branch_id, end)
             rows = self._read(
                 # As bytes: the decoder joins them into one JSON array without re-encoding.
-                f"{_CHAIN} SELECT CAST(m.message AS BLOB) {_CHAIN_ROWS}",
-                (branch, _end(end), _start(start)),
+                f"{chain} SELECT CAST(m.message AS BLOB) {_CHAIN_ROWS}", (*params, _start(start)),
             )
         with self._decoding(f"message of agent {agent_id}"):
             return decode_messages(row[0] for row in rows)
 
-    def _branch_to_read(self, agent_id: str, branch_id: str | None) -> str:
-        """The agent's head branch, or `branch_id` once checked to be the agent's."""
+    def _chain_to_read(self, agent_id: str, branch_id: str | None,
+                       end: int | None) -> tuple[str, tuple[Any, ...]]:
+        """The chain of branches a transcript is read along, up to `end`, and its
+        parameters: from the agent's head branch (an unknown agent reads nothing), or
+        from `branch_id` once checked to be the agent's."""
         if branch_id is None:
-            rows = self._read("SELECT branch_id FROM agents WHERE id = ?", (agent_id,))
-            return str(rows[0][0]) if rows else agent_id  # unknown agent: reads nothing
+            return _CHAIN_FROM_HEAD, (_end(end), agent_id)
         rows = self._read("SELECT agent_id FROM branches WHERE id = ?", (branch_id,))
         if not rows or rows[0][0] != agent_id:
             raise StoreError(
                 f"agent {agent_id} has no branch {branch_id}; agent.branches() lists its branches"
             )
-        return branch_id
+        return _CHAIN_FROM_BRANCH, (branch_id, _end(end))
 
     def list_agents(self, runtime_id: str | None = None, *,
                     parent_id: str | None = None) -> list[AgentRecord]:
@@ -758,11 +757,10 @@ class SqliteStore:
     def load_checkpoints(self, agent_id: str, start: int = 0, end: int | None = None, *,
                          branch_id: str | None = None) -> list[Checkpoint]:
         with self._lock:
-            branch = self._branch_to_read(agent_id, branch_id)
+            chain, params = self._chain_to_read(agent_id, branch_id, end)
             rows = self._read(
-                f"{_CHAIN} SELECT m.key & {_SEQ_MASK}, CAST(m.message AS BLOB), m.run_generation,"
-                f" m.created_at {_CHAIN_ROWS}",
-                (branch, _end(end), _start(start)),
+                f"{chain} SELECT m.key & {_SEQ_MASK}, CAST(m.message AS BLOB), m.run_generation,"
+                f" m.created_at {_CHAIN_ROWS}", (*params, _start(start)),
             )
         with self._decoding(f"message of agent {agent_id}"):
             messages = decode_messages(row[1] for row in rows)
@@ -1181,11 +1179,13 @@ _END_RUN = ("UPDATE agents SET run_baseline = NULL, run_assistant_committed = 0,
 # position below which its rows count (`below`): a branch's own rows start at its
 # fork index, and its parent's count only below it. One recursive query, whose
 # depth is the number of forks and rewinds behind the head, never the length.
-_CHAIN = (
-    "WITH RECURSIVE chain(branch, below) AS (SELECT ?, ?"
+_CHAIN_UP = (
     " UNION ALL SELECT b.parent_id, min(b.fork_index, chain.below) FROM branches b"
     " JOIN chain ON b.id = chain.branch WHERE b.parent_id IS NOT NULL)"
 )
+_CHAIN_FROM_BRANCH = f"WITH RECURSIVE chain(branch, below) AS (SELECT ?, ?{_CHAIN_UP}"  # branch, end
+# From the agent's head branch, looked up in the same query: (end, agent id).
+_CHAIN_FROM_HEAD = f"WITH RECURSIVE chain(branch, below) AS (SELECT branch_id, ? FROM agents WHERE id = ?{_CHAIN_UP}"
 # A message's key is its branch's number in the high 32 bits and its position in
 # the low ones: a branch's rows are one key range, in order (migration 7).
 _SEQ_LIMIT = 1 << 32
