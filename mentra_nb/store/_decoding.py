@@ -23,9 +23,11 @@ instead.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
+from operator import itemgetter
+from typing import Any
 
 from pydantic import TypeAdapter
 
@@ -59,13 +61,17 @@ def _age_young_objects() -> None:
     gc.unfreeze()
 
 
-def decode_messages(rows: Iterable[bytes]) -> list[Message]:
-    """Messages from their stored JSON (as bytes), in order, validated in one call
-    into pydantic's core rather than one per row (a fifth less time for long
-    transcripts). Invalid JSON raises pydantic's ValidationError, whose location
-    starts with the message's index in `rows`."""
+def decode_messages(rows: Iterable[Sequence[Any]], column: int = 0) -> list[Message]:
+    """Messages from their stored JSON (as bytes, in `column` of each row), in order,
+    validated in one call into pydantic's core rather than one per row (a fifth less
+    time for long transcripts). Invalid JSON raises pydantic's ValidationError, whose
+    location starts with the message's index in `rows`."""
+    # The brackets go on the first and last row, so the array is copied together once.
+    parts = list(map(itemgetter(column), rows)) or [b""]
+    parts[0] = b"[" + parts[0]
+    parts[-1] += b"]"
     with collector_paused():
-        return _message_list().validate_json(b"[" + b",".join(rows) + b"]")
+        return _message_list().validate_json(b",".join(parts))
 
 
 @cache

@@ -493,7 +493,7 @@ class PostgresStore:
             started = run_row is not None and run_row[0] is not None
             return PersistedAgent(
                 record=record,
-                transcript=decode_messages(row[0] for row in messages),
+                transcript=decode_messages(messages),
                 run=RunRecord(
                     generation=record.run_generation, baseline=run_row[0],
                     assistant_committed=bool(run_row[1]), started_at=run_row[2],
@@ -514,7 +514,7 @@ class PostgresStore:
                 (branch, end if end is not None else _END, start),
             ).fetchall()
         with self._decoding(f"message of agent {agent_id}"):
-            return decode_messages(row[0] for row in rows)
+            return decode_messages(rows)
 
     def list_agents(self, runtime_id: str | None = None, *,
                     parent_id: str | None = None) -> list[AgentRecord]:
@@ -689,7 +689,7 @@ class PostgresStore:
                 " ON m.branch_id = chain.branch AND m.seq >= %s AND m.seq < chain.below ORDER BY m.seq",
                 (branch, end if end is not None else _END, start)).fetchall()
         with self._decoding(f"message of agent {agent_id}"):
-            messages = decode_messages(row[1] for row in rows)
+            messages = decode_messages(rows, column=1)
         return [
             Checkpoint(index=row[0], role=message.role, preview=preview(message),
                        run_generation=row[2], created_at=row[3])

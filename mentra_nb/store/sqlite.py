@@ -532,15 +532,13 @@ class SqliteStore:
         with self._lock, self._decoding(f"record of agent {agent_id}"):
             rows = self._read(
                 f"SELECT {AGENT_COLUMNS}, run_baseline, run_assistant_committed, run_started_at,"
-                " pending_turn FROM agents WHERE id = ?", (agent_id,))
+                " pending_turn, r.message FROM agents LEFT JOIN resumable_turns r ON r.agent_id = id"
+                " WHERE id = ?", (agent_id,))
             if not rows:
                 return None
             record = _agent_record(rows[0])
-            run_row = rows[0][-4:]
+            *run_row, resumable = rows[0][-5:]
             messages = self.load_messages(agent_id) if transcript else []
-            resumable_row = self._read(
-                "SELECT message FROM resumable_turns WHERE agent_id = ?", (agent_id,)
-            )
             return PersistedAgent(
                 record=record,
                 transcript=messages,
@@ -549,7 +547,7 @@ class SqliteStore:
                     assistant_committed=bool(run_row[1]), started_at=run_row[2],
                 ) if run_row[0] is not None else None,
                 pending_turn=PendingTurn.model_validate_json(run_row[3]) if run_row[3] else None,
-                resumable_turn=Message.model_validate_json(resumable_row[0][0]) if resumable_row else None,
+                resumable_turn=Message.model_validate_json(resumable) if resumable else None,
             )
 
     def load_messages(self, agent_id: str, start: int = 0, end: int | None = None, *,
@@ -561,7 +559,7 @@ class SqliteStore:
                 f"{chain} SELECT CAST(m.message AS BLOB) {_CHAIN_ROWS}", (*params, _start(start)),
             )
         with self._decoding(f"message of agent {agent_id}"):
-            return decode_messages(row[0] for row in rows)
+            return decode_messages(rows)
 
     def _chain_to_read(self, agent_id: str, branch_id: str | None,
                        end: int | None) -> tuple[str, tuple[Any, ...]]:
@@ -763,7 +761,7 @@ class SqliteStore:
                 f" m.created_at {_CHAIN_ROWS}", (*params, _start(start)),
             )
         with self._decoding(f"message of agent {agent_id}"):
-            messages = decode_messages(row[1] for row in rows)
+            messages = decode_messages(rows, column=1)
         return [
             Checkpoint(index=row[0], role=message.role, preview=preview(message),
                        run_generation=row[2], created_at=row[3])

@@ -241,8 +241,8 @@ def in_process(folder: Path) -> Table:
         f"best of {REPEAT} interleaved runs; a fresh store object each time; the OS file cache is warm; "
         "each store, runtime, saver and session is opened before its timer starts",
         "of which GC: time the cyclic garbage collector ran inside our timer (it is paused while "
-        "a transcript is decoded, then walks the new objects once); target: ours ≤ 1.00x the OpenAI "
-        "Agents SDK's get_items at 50 x 1,000",
+        "a transcript is decoded, whose objects then go to the oldest generation without a walk); "
+        "target: ours ≤ 1.00x the OpenAI Agents SDK's get_items at 50 x 1,000",
         "what each returns: ours, validated frozen pydantic `Message`s with typed blocks (about six "
         "objects per message the collector tracks); get_items, the dicts `json.loads` makes of each "
         "row, unvalidated (dicts of strings, which the collector does not track); LangGraph, "

@@ -10,7 +10,7 @@ import pytest
 from mentra_nb.messages import Message
 from mentra_nb.store._decoding import decode_messages
 
-ROWS = [Message.user(f"message {i}").model_dump_json().encode() for i in range(5000)]
+ROWS = [(Message.user(f"message {i}").model_dump_json().encode(),) for i in range(5000)]
 
 
 @pytest.fixture
