@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -387,12 +387,25 @@ class NotebookSession:
         taken = {r.name for r in self.records()}
         retired = next(f"{name[:50]}.replaced-{n}" for n in range(1, 10_000)
                        if f"{name[:50]}.replaced-{n}" not in taken)
-        closed = self.host.submit(runtime.retire_agent(agent_id, retired)).result(60)
-        for views in (self._views, self._pickers, self._teams):
-            view = views.pop(agent_id, None)
-            if view is not None:
-                view.close()
+
+        async def retire() -> tuple[list[str], set[str]]:
+            live = {a.id for a in runtime.agents}
+            names = await runtime.retire_agent(agent_id, retired)
+            return names, live - {a.id for a in runtime.agents}
+
+        # Its teammates' and subagents' views go too: a view shows one Agent object,
+        # and resuming the retired lead revives them as new ones.
+        closed, gone = self.host.submit(retire()).result(60)
+        self._close_views([agent_id, *gone])
         return retired, closed
+
+    def _close_views(self, agent_ids: Iterable[str]) -> None:
+        """Close every view of these agents (closed, deleted or retired): they stop updating."""
+        for agent_id in agent_ids:
+            for views in (self._views, self._pickers, self._teams):
+                view = views.pop(agent_id, None)
+                if view is not None:
+                    view.close()
 
     def _differences(self, agent: Agent, model: str | None, config: AgentConfig) -> list[str]:
         """What a spawn cell asks for that `agent` was not created with: the model
@@ -521,11 +534,7 @@ class NotebookSession:
         their views stop updating."""
         runtime = self.runtime
         deleted = self.host.submit(runtime.delete_agent(name, with_forks=with_forks)).result(60)
-        for agent_id in deleted:
-            for views in (self._views, self._pickers, self._teams):
-                view = views.pop(agent_id, None)
-                if view is not None:
-                    view.close()
+        self._close_views(deleted)
         return deleted
 
     def interrupt(self, agent: Agent) -> None:

@@ -380,6 +380,7 @@ def test_replacing_a_lead_closes_its_live_teammates_and_resuming_it_brings_them_
     deadline = time.monotonic() + 30
     while (alice.is_running or alice.snapshot.history_len == 0) and time.monotonic() < deadline:
         time.sleep(0.05)  # alice's first turn (the test model answers at once)
+    alices_view = session.view(alice)
     capsys.readouterr()
     new_lead = mentra(ip, "spawn lead --team --system 'Lead anew.' --replace")
     out = capsys.readouterr().out
@@ -393,3 +394,6 @@ def test_replacing_a_lead_closes_its_live_teammates_and_resuming_it_brings_them_
     old = session.agent("lead.replaced-1")
     revived = session.call(lambda: old.teammate("alice"))
     assert revived.history[0].text == alice.history[0].text
+    # Her view of the closed agent was closed with it; a new one shows the revived agent.
+    assert alices_view.comm is None
+    assert session.view(revived) is not alices_view and session.view(revived)._agent is revived
