@@ -124,7 +124,8 @@ def _json_part(text: str) -> str:
     `{` to its last `}` (a model without native JSON output likes to add prose)."""
     stripped = text.strip()
     if stripped.startswith("{"):
-        return stripped
+        end = stripped.rfind("}")
+        return stripped[: end + 1] if end > 0 else stripped  # cut JSON stays as it is, to be refused
     fenced = _FENCED.search(stripped)
     if fenced is not None:
         return fenced.group(1).strip()

@@ -68,6 +68,7 @@ async def test_a_plain_send_asks_for_no_schema(db_path):
 @pytest.mark.parametrize("text", [
     f"```json\n{GOOD}\n```",
     f"Sure! Here it is:\n{GOOD}\nAnything else?",
+    f"{GOOD}\nHope this helps!",  # prose after the JSON only
 ])
 async def test_json_inside_prose_or_a_fence_is_found(db_path, text):
     rt = runtime(db_path, text_stream(text))
