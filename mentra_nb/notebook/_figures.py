@@ -89,15 +89,18 @@ def _bounded(image: ImageBlock) -> ImageBlock | None:
     return _pil_png(pil.open(io.BytesIO(base64.b64decode(image.data))))[0]
 
 
-def _pyplot_figure(plt: Any, key: int | str) -> Any:
-    """pyplot's open figure `key` (a number or label), leaving the current figure
-    as it was: pyplot finds a figure only by making it current."""
-    current = plt.gcf() if plt.get_fignums() else None
-    try:
-        return plt.figure(key)
-    finally:
-        if current is not None:
-            plt.figure(current.number)
+def _open_figure(key: int | str) -> Any | None:
+    """pyplot's open figure `key` (a number or label), or None. Looked up in pyplot's
+    registry of figure managers, because `plt.figure(key)` finds a figure only by
+    making it current: from the runtime's thread that could redirect a cell drawing
+    at that moment, or open a new figure if the inline backend just closed this one."""
+    from matplotlib._pylab_helpers import Gcf
+
+    for manager in Gcf.get_all_fig_managers():
+        figure = manager.canvas.figure
+        if manager.num == key or (isinstance(key, str) and figure.get_label() == key):
+            return figure
+    return None
 
 
 def current_figures() -> Shown | None:
@@ -108,7 +111,8 @@ def current_figures() -> Shown | None:
     numbers = plt.get_fignums()
     if not numbers:
         return None
-    rendered = [(n, *_figure_png(_pyplot_figure(plt, n))) for n in numbers[:MAX_IMAGES]]
+    open_figures = [(n, f) for n in numbers[:MAX_IMAGES] if (f := _open_figure(n)) is not None]
+    rendered = [(n, *_figure_png(f)) for n, f in open_figures]
     more = f" (and {len(numbers) - MAX_IMAGES} more not shown)" if len(numbers) > MAX_IMAGES else ""
     return Shown([image for _, image, _ in rendered],
                  "; ".join(f"matplotlib figure {n}: {what}" for n, _, what in rendered) + more)
@@ -152,8 +156,9 @@ def find_figures(figure: str | None, cells: CellHistory | None, user_ns: Mapping
                              "displayed an image since mentra was loaded; draw one in a cell first")
     if wanted.isdigit():
         number = int(wanted)
-        if plt is not None and number in plt.get_fignums():
-            image, what = _figure_png(_pyplot_figure(plt, number))
+        found = _open_figure(number) if plt is not None else None
+        if found is not None:
+            image, what = _figure_png(found)
             return Shown([image], f"matplotlib figure {number}: {what}")
         raise FigureNotFound(f"there is no open matplotlib figure {number}; {_available(cells)}")
     cell = _CELL.match(wanted)
@@ -170,8 +175,9 @@ def find_figures(figure: str | None, cells: CellHistory | None, user_ns: Mapping
             if shown is not None:
                 return shown
             raise FigureNotFound(str(err)) from None
-    if plt is not None and wanted in plt.get_figlabels():
-        image, what = _figure_png(_pyplot_figure(plt, wanted))
+    found = _open_figure(wanted) if plt is not None and wanted in plt.get_figlabels() else None
+    if found is not None:
+        image, what = _figure_png(found)
         return Shown([image], f"matplotlib figure {what}")
     if wanted in user_ns:
         shown = _value_images(wanted, user_ns[wanted])

@@ -71,6 +71,22 @@ async def test_a_number_a_label_or_a_variable_picks_one_figure(figures):
     assert _size(photo.images[0]) == (1568, 784) and photo.content == "'photo': PIL image 3000x1500 px"
 
 
+async def test_looking_never_makes_a_figure_current(figures, monkeypatch):
+    # view_figure runs on the runtime's thread while a cell may be drawing: pyplot's
+    # figure() would redirect that cell's plt calls (or open a figure just closed).
+    plt.figure(figsize=(2, 1))
+    plt.figure(num="sales", figsize=(3, 1))
+
+    def refused(*args, **kwargs):
+        raise AssertionError("view_figure called plt.figure()")
+
+    monkeypatch.setattr(plt, "figure", refused)
+    assert len((await _view(figures)).images) == 2
+    assert _size((await _view(figures, "1")).images[0]) == (200, 100)
+    assert _size((await _view(figures, "sales")).images[0]) == (300, 100)
+    assert "no open matplotlib figure 7" in (await _view(figures, "7")).content
+
+
 async def test_a_cells_value_that_is_a_figure_is_shown(figures):
     figures.run_cell("import matplotlib.pyplot as plt\nplt.figure(figsize=(1, 1))", store_history=True)
     count = figures.execution_count - 1
