@@ -338,12 +338,7 @@ class Runtime:
             self.store.release_leases(self._leases.token, taken)
             self._leases.held.difference_update(taken)
             raise
-        for agent_id in doomed:
-            live = self._agents.pop(agent_id, None)
-            if live is not None:
-                for agent_extension in live.extensions:
-                    await agent_extension.aclose()
-                live.state.close()
+        await self._close_agents([a for i in doomed if (a := self._agents.get(i)) is not None])
         self.store.delete_agents(doomed, token=self._leases.token)
         self._leases.held.difference_update(doomed)
         return doomed
@@ -413,15 +408,28 @@ class Runtime:
                             "running; stop or interrupt it before replacing it")
         self.store.rename_agent(agent_id, new_name, token=self._leases.token)
         closed = [agent, *dependents]
-        for live in closed:
-            del self._agents[live.id]
-            for agent_extension in live.extensions:
-                await agent_extension.aclose()
-            live.state.close()
+        await self._close_agents(closed)
         released = [a.id for a in closed]
         self.store.release_leases(self._leases.token, released)
         self._leases.held.difference_update(released)
         return [a.name for a in dependents]
+
+    async def _close_agents(self, agents: list[Agent]) -> None:
+        """Stop driving `agents` (deleted or retired): out of this runtime, their
+        extensions closed (a teammate's actor stops) and their state closed, every
+        one of them even when closing another failed (the first failure is raised)."""
+        failure: Exception | None = None
+        for live in agents:
+            self._agents.pop(live.id, None)
+            try:
+                for agent_extension in live.extensions:
+                    await agent_extension.aclose()
+            except Exception as err:
+                failure = failure or err
+            finally:
+                live.state.close()
+        if failure is not None:
+            raise failure
 
     def _after_resume(self, runtime_id: str, agents: Sequence[AgentHandle]) -> None:
         for extension in self._extensions:
