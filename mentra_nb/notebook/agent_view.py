@@ -238,10 +238,13 @@ class AgentView(MentraWidget):
         self._unsubscribe = agent.on_event(self._on_event, deltas=False)
         self._poll_while_running()
 
-    def _follows_run(self) -> bool:
+    def _follows_run(self, snapshot: AgentSnapshot | None = None) -> bool:
         """Whether the agent's current run is one this view shows (a turn view
-        shows its own run only)."""
-        return self._turn is None or self._agent.snapshot.run_generation == self._turn.generation
+        shows its own run only). Callers that hold a snapshot pass it: building one
+        asks every extension for its fields."""
+        if self._turn is None:
+            return True
+        return (snapshot or self._agent.snapshot).run_generation == self._turn.generation
 
     def _on_event(self, event: AgentEvent) -> None:
         if self._turn is not None and getattr(event, "run_generation", self._turn.generation) != \
@@ -318,16 +321,16 @@ class AgentView(MentraWidget):
         # an untrusted notebook's widgets so): nothing that goes stale.
         self._display_with_fallback(f"AgentView({self._agent.name}) · live view; saved as the markdown above")
 
-    def _status(self) -> dict[str, Any]:
+    def _status(self, snapshot: AgentSnapshot | None = None) -> dict[str, Any]:
         """The status trait: the agent's (without the fields it leaves empty: each
         status update crosses the wire with every view), with `stopping` ("now" /
         "round") while a stop is on its way; a turn view not yet started says it
         waits for the model."""
         agent = self._agent
-        if not self._follows_run() and self._turn is not None and \
-                agent.snapshot.run_generation < self._turn.generation:
+        snapshot = snapshot or agent.snapshot
+        if self._turn is not None and snapshot.run_generation < self._turn.generation:
             return AgentStatus.awaiting_model().model_dump(exclude_none=True)
-        status = agent.snapshot.status.model_dump(exclude_none=True)
+        status = snapshot.status.model_dump(exclude_none=True)
         stopping = agent.stopping
         if stopping is not None:
             status["stopping"] = stopping
@@ -337,21 +340,21 @@ class AgentView(MentraWidget):
         self._agent.stop(now=now)
         self._sync_state()  # "stopping…" at once, before the run ends
 
-    def _poll_while_running(self) -> None:
-        if (self._timer is None and self._agent.is_running and self._follows_run() and not self._ended
-                and self.comm is not None):  # not closed
+    def _poll_while_running(self, snapshot: AgentSnapshot | None = None) -> None:
+        if (self._timer is None and self._agent.is_running and not self._ended and self.comm is not None
+                and self._follows_run(snapshot)):  # not closed
             self._timer = asyncio.get_running_loop().call_later(STREAM_INTERVAL, self._poll)
 
     def _poll(self) -> None:
         self._timer = None
-        self._flush(batched=True)
-        self._poll_while_running()
+        self._poll_while_running(self._flush(batched=True))
 
-    def _flush(self, *, batched: bool = False) -> None:
+    def _flush(self, *, batched: bool = False) -> AgentSnapshot:
         """Send what streamed since the last flush, if anything did. `batched`
-        (the poll) sends only when a batch is due; events flush everything."""
+        (the poll) sends only when a batch is due; events flush everything. Returns
+        the snapshot it read."""
         snapshot = self._agent.snapshot
-        status = self._status()
+        status = self._status(snapshot)
         if status != self.status:
             self.status = status
         text, thinking = snapshot.current_text, snapshot.current_thinking
@@ -359,9 +362,9 @@ class AgentView(MentraWidget):
             self._partial = text  # what an Interrupt would cut (a turn view keeps showing it)
         if len(text) < self._sent_text or len(thinking) < self._sent_thinking:
             self._resend_stream()  # the stream restarted without an event we act on
-            return
+            return snapshot
         if batched and not self._batch_due(snapshot, len(text), len(thinking)):
-            return
+            return snapshot
         tools = {}
         for pending in snapshot.pending_tool_uses:
             sent = self._tool_json.get(pending.id, "")
@@ -375,6 +378,7 @@ class AgentView(MentraWidget):
             self._send_stream("delta", text, thinking, tools)
             self._unsent_since = None
             self._batches += 1
+        return snapshot
 
     def _batch_due(self, snapshot: AgentSnapshot, text: int, thinking: int) -> bool:
         unsent = text - self._sent_text + thinking - self._sent_thinking + sum(
@@ -461,7 +465,7 @@ class AgentView(MentraWidget):
     def _agent_traits(self, snapshot: AgentSnapshot) -> dict[str, Any]:
         """The synced traits that follow the agent's state, as it is now."""
         return {
-            "status": self._status(),
+            "status": self._status(snapshot),
             "run_generation": snapshot.run_generation if self._turn is None else self._turn.generation,
             "usage": snapshot.usage.model_dump(),
             "cost": self._cost_text(snapshot),
@@ -524,7 +528,7 @@ class AgentView(MentraWidget):
         """The half-streamed reply as the browser should hold it now (nothing when
         this view follows no run), counted as sent."""
         snapshot = self._agent.snapshot
-        if self._ended or not self._follows_run():
+        if self._ended or not self._follows_run(snapshot):
             self._sent_text = self._sent_thinking = 0
             self._tool_json = {}
             return _stream_fields("", "", {})
