@@ -553,11 +553,26 @@ class SqliteStore:
     def load_messages(self, agent_id: str, start: int = 0, end: int | None = None, *,
                       branch_id: str | None = None) -> list[Message]:
         with self._lock:
-            chain, params = self._chain_to_read(agent_id, branch_id, end)
-            rows = self._read(
-                # As bytes: the decoder joins them into one JSON array without re-encoding.
-                f"{chain} SELECT CAST(m.message AS BLOB) {_CHAIN_ROWS}", (*params, _start(start)),
-            )
+            head = None if branch_id is not None else self._read(
+                "SELECT a.branch_id, b.number, b.parent_id FROM agents a JOIN branches b"
+                " ON b.id = a.branch_id WHERE a.id = ?", (agent_id,))
+            if head == []:
+                return []  # an unknown agent
+            if head and head[0][2] is None:
+                # No fork or rewind behind the head (the usual case): one key range, read
+                # in key order, where the chain query has SQLite sort its rows (a sixth
+                # of the read).
+                number = head[0][1]
+                rows = self._read(
+                    # As bytes: the decoder joins them into one JSON array without re-encoding.
+                    "SELECT CAST(message AS BLOB) FROM messages WHERE key >= ? AND key < ? ORDER BY key",
+                    (_key(number, _start(start)), _key(number, _end(end))),
+                )
+            else:
+                chain, params = ((_CHAIN_FROM_BRANCH, (head[0][0], _end(end))) if head
+                                 else self._chain_to_read(agent_id, branch_id, end))
+                rows = self._read(f"{chain} SELECT CAST(m.message AS BLOB) {_CHAIN_ROWS}",
+                                  (*params, _start(start)))
         with self._decoding(f"message of agent {agent_id}"):
             return decode_messages(rows)
 
