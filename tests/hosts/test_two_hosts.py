@@ -133,15 +133,20 @@ async def test_an_owner_killed_mid_stream_resumes_on_the_other_host_by_the_recov
         watcher.close()
 
 
+# How long after the lead's lease the teammate's still runs: far longer than the few
+# milliseconds the test takes to resume, so the resume always finds it held.
+STAGGER = 4.0  # seconds
+
+
 def last_heartbeats(dsn: str, *, mate_id: str) -> None:
     """Stagger a dead host's leases as its last moments can leave them: a lease taken
     after the host's last heartbeat (here the teammate's) outlives the others. The
-    others ran out long ago; the teammate's runs out TTL + 1 s from now."""
+    others ran out long ago; the teammate's runs out TTL + STAGGER from now."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("UPDATE leases SET heartbeat_at = heartbeat_at - 60 WHERE agent_id <> %s",
                      (mate_id,))
-        conn.execute("UPDATE leases SET heartbeat_at = extract(epoch FROM clock_timestamp()) + 1"
-                     " WHERE agent_id = %s", (mate_id,))
+        conn.execute("UPDATE leases SET heartbeat_at = extract(epoch FROM clock_timestamp()) + %s"
+                     " WHERE agent_id = %s", (STAGGER, mate_id))
 
 
 async def until(condition, what: str, timeout: float = 30.0) -> None:
