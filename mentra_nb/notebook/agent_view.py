@@ -607,7 +607,7 @@ class AgentView(MentraWidget):
             # A turn view is shown as its run starts: the prompt, committed a moment
             # later, is the first message its browser gets (one message, not two).
             return
-        self._send_items(0, items, live=self._live_now())
+        self._hello()
 
     def __repr__(self) -> str:
         agent = self._agent

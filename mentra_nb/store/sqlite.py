@@ -552,43 +552,40 @@ class SqliteStore:
 
     def load_messages(self, agent_id: str, start: int = 0, end: int | None = None, *,
                       branch_id: str | None = None) -> list[Message]:
-        with self._lock:
-            head = None if branch_id is not None else self._read(
-                "SELECT a.branch_id, b.number, b.parent_id FROM agents a JOIN branches b"
-                " ON b.id = a.branch_id WHERE a.id = ?", (agent_id,))
-            if head == []:
-                return []  # an unknown agent
-            if head and head[0][2] is None:
-                # No fork or rewind behind the head (the usual case): one key range, read
-                # in key order, where the chain query has SQLite sort its rows (a sixth
-                # of the read).
-                number = head[0][1]
-                rows = self._read(
-                    # As bytes: the decoder joins them into one JSON array without re-encoding.
-                    "SELECT CAST(message AS BLOB) FROM messages WHERE key >= ? AND key < ? ORDER BY key",
-                    (_key(number, _start(start)), _key(number, _end(end))),
-                )
-            else:
-                chain, params = ((_CHAIN_FROM_BRANCH, (head[0][0], _end(end))) if head
-                                 else self._chain_to_read(agent_id, branch_id, end))
-                rows = self._read(f"{chain} SELECT CAST(m.message AS BLOB) {_CHAIN_ROWS}",
-                                  (*params, _start(start)))
+        # As bytes: the decoder joins them into one JSON array without re-encoding.
+        rows = self._transcript_rows("CAST(m.message AS BLOB)", agent_id, branch_id, start, end)
         with self._decoding(f"message of agent {agent_id}"):
             return decode_messages(rows)
 
-    def _chain_to_read(self, agent_id: str, branch_id: str | None,
-                       end: int | None) -> tuple[str, tuple[Any, ...]]:
-        """The chain of branches a transcript is read along, up to `end`, and its
-        parameters: from the agent's head branch (an unknown agent reads nothing), or
-        from `branch_id` once checked to be the agent's."""
-        if branch_id is None:
-            return _CHAIN_FROM_HEAD, (_end(end), agent_id)
-        rows = self._read("SELECT agent_id FROM branches WHERE id = ?", (branch_id,))
-        if not rows or rows[0][0] != agent_id:
-            raise StoreError(
-                f"agent {agent_id} has no branch {branch_id}; agent.branches() lists its branches"
-            )
-        return _CHAIN_FROM_BRANCH, (branch_id, _end(end))
+    def _transcript_rows(self, columns: str, agent_id: str, branch_id: str | None, start: int,
+                         end: int | None) -> list[tuple[Any, ...]]:
+        """`columns` of the transcript's rows (`m` is the messages table) from `start`
+        to `end`, in order: of the agent's head branch, or of `branch_id` once checked
+        to be the agent's. An unknown agent reads nothing."""
+        with self._lock:
+            if branch_id is None:
+                head = self._read(
+                    "SELECT a.branch_id, b.number, b.parent_id FROM agents a JOIN branches b"
+                    " ON b.id = a.branch_id WHERE a.id = ?", (agent_id,))
+                if not head:
+                    return []
+                branch_id, number, parent = head[0]
+                if parent is None:
+                    # No fork or rewind behind the head (the usual case): one key range, read
+                    # in key order, where the chain query has SQLite sort its rows (a sixth
+                    # of the read).
+                    return self._read(
+                        f"SELECT {columns} FROM messages m WHERE m.key >= ? AND m.key < ? ORDER BY m.key",
+                        (_key(number, _start(start)), _key(number, _end(end))),
+                    )
+            else:
+                owner = self._read("SELECT agent_id FROM branches WHERE id = ?", (branch_id,))
+                if not owner or owner[0][0] != agent_id:
+                    raise StoreError(
+                        f"agent {agent_id} has no branch {branch_id}; agent.branches() lists its branches"
+                    )
+            return self._read(f"{_CHAIN} SELECT {columns} {_CHAIN_ROWS}",
+                              (branch_id, _end(end), _start(start)))
 
     def list_agents(self, runtime_id: str | None = None, *,
                     parent_id: str | None = None) -> list[AgentRecord]:
@@ -769,12 +766,9 @@ class SqliteStore:
 
     def load_checkpoints(self, agent_id: str, start: int = 0, end: int | None = None, *,
                          branch_id: str | None = None) -> list[Checkpoint]:
-        with self._lock:
-            chain, params = self._chain_to_read(agent_id, branch_id, end)
-            rows = self._read(
-                f"{chain} SELECT m.key & {_SEQ_MASK}, CAST(m.message AS BLOB), m.run_generation,"
-                f" m.created_at {_CHAIN_ROWS}", (*params, _start(start)),
-            )
+        rows = self._transcript_rows(
+            f"m.key & {_SEQ_MASK}, CAST(m.message AS BLOB), m.run_generation, m.created_at",
+            agent_id, branch_id, start, end)
         with self._decoding(f"message of agent {agent_id}"):
             messages = decode_messages(rows, column=1)
         return [
@@ -1192,13 +1186,11 @@ _END_RUN = ("UPDATE agents SET run_baseline = NULL, run_assistant_committed = 0,
 # position below which its rows count (`below`): a branch's own rows start at its
 # fork index, and its parent's count only below it. One recursive query, whose
 # depth is the number of forks and rewinds behind the head, never the length.
-_CHAIN_UP = (
+_CHAIN = (  # parameters: the head branch, the end
+    "WITH RECURSIVE chain(branch, below) AS (SELECT ?, ?"
     " UNION ALL SELECT b.parent_id, min(b.fork_index, chain.below) FROM branches b"
     " JOIN chain ON b.id = chain.branch WHERE b.parent_id IS NOT NULL)"
 )
-_CHAIN_FROM_BRANCH = f"WITH RECURSIVE chain(branch, below) AS (SELECT ?, ?{_CHAIN_UP}"  # branch, end
-# From the agent's head branch, looked up in the same query: (end, agent id).
-_CHAIN_FROM_HEAD = f"WITH RECURSIVE chain(branch, below) AS (SELECT branch_id, ? FROM agents WHERE id = ?{_CHAIN_UP}"
 # A message's key is its branch's number in the high 32 bits and its position in
 # the low ones: a branch's rows are one key range, in order (migration 7).
 _SEQ_LIMIT = 1 << 32
