@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from mentra_nb.store.base import Store
+from mentra_nb.store.base import MailSignal, Store
 
 __all__ = ["MailWatcher"]
 
@@ -39,16 +39,19 @@ class MailWatcher:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        self._thread = threading.Thread(target=self._watch, args=(loop,), name="mentra-mail-watch",
-                                        daemon=True)
-        self._thread.start()
-
-    def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        # Opened here, not in the thread: the signal notes the mail there is when it
+        # opens, so mail posted once start() returned is always heard.
         try:
             signal = self._store.mail_signal()
         except Exception as err:  # a closed store, a server gone: no wake-ups, say so once
             log.warning("cannot watch for mail from other processes: %s", err)
+            self._stop.set()
             return
+        self._thread = threading.Thread(target=self._watch, args=(loop, signal), name="mentra-mail-watch",
+                                        daemon=True)
+        self._thread.start()
+
+    def _watch(self, loop: asyncio.AbstractEventLoop, signal: MailSignal) -> None:
         try:
             while not self._stop.is_set():
                 if signal.wait(_WAIT_SECONDS) and not self._stop.is_set():
