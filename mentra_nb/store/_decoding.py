@@ -33,7 +33,7 @@ from pydantic import TypeAdapter
 
 from mentra_nb.messages import Message
 
-__all__ = ["collector_paused", "decode_messages"]
+__all__ = ["collector_paused", "decode_message_array", "decode_messages"]
 
 
 @contextmanager
@@ -70,8 +70,13 @@ def decode_messages(rows: Iterable[Sequence[Any]], column: int = 0) -> list[Mess
     parts = list(map(itemgetter(column), rows)) or [b""]
     parts[0] = b"[" + parts[0]
     parts[-1] += b"]"
+    return decode_message_array(b",".join(parts))
+
+
+def decode_message_array(data: bytes) -> list[Message]:
+    """Messages from a JSON array of stored messages, in order (as `decode_messages`)."""
     with collector_paused():
-        return _message_list().validate_json(b",".join(parts))
+        return _message_list().validate_json(data)
 
 
 @cache

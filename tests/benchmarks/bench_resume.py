@@ -90,10 +90,11 @@ def _resume_ours(db: Path) -> tuple[float, float, float]:  # (lazy, every transc
             started = time.perf_counter()
             agents = rt.resume()
             resumed = time.perf_counter() - started
-            assert len(agents) == len(records)
-            for agent in agents:  # what the peers' columns do: every transcript in memory
-                assert len(agent.history) == agent.snapshot.history_len
+            # What the peers' columns do: every transcript in memory.
+            lengths = [len(agent.history) for agent in agents]
             loaded = time.perf_counter() - started
+        stored = {record.id: record.message_count for record in records}
+        assert lengths == [stored[agent.id] for agent in agents] and len(agents) == len(stored)
         await rt.aclose()
         store.close()
         return resumed, loaded, collector.seconds
@@ -199,6 +200,7 @@ def in_process(folder: Path) -> Table:
          "vs ours (transcripts read)"],
     )
     ours: dict[tuple[int, int], float] = {}
+    sdk: dict[tuple[int, int], float] = {}
     missing: list[str] = []
     for agents, messages in GRID:
         db = folder / f"ours-{agents}-{messages}.sqlite"
@@ -226,6 +228,8 @@ def in_process(folder: Path) -> Table:
                 runs[name].append(resume())
         best = {name: min(values) for name, values in runs.items()}
         ours[(agents, messages)] = best["ours"]
+        if "OpenAI Agents" in best:
+            sdk[(agents, messages)] = best["OpenAI Agents"]
         cells: list[str] = []
         for name in ("LangGraph", "OpenAI Agents"):
             cells += ([f"{best[name]:.3f}", ratio(best["ours"], best[name])] if name in best
@@ -241,8 +245,8 @@ def in_process(folder: Path) -> Table:
         f"best of {REPEAT} interleaved runs; a fresh store object each time; the OS file cache is warm; "
         "each store, runtime, saver and session is opened before its timer starts",
         "of which GC: time the cyclic garbage collector ran inside our timer (it is paused while "
-        "a transcript is decoded, whose objects then go to the oldest generation without a walk); "
-        "target: ours ≤ 1.00x the OpenAI Agents SDK's get_items at 50 x 1,000",
+        "a transcript is decoded, whose objects then go to the oldest generation without a walk)",
+        _target(ours, sdk),
         "what each returns: ours, validated frozen pydantic `Message`s with typed blocks (about six "
         "objects per message the collector tracks); get_items, the dicts `json.loads` makes of each "
         "row, unvalidated (dicts of strings, which the collector does not track); LangGraph, "
@@ -250,6 +254,14 @@ def in_process(folder: Path) -> Table:
         *(f"not measured: {m}" for m in sorted(set(missing))),
     ]
     return table
+
+
+def _target(ours: dict[tuple[int, int], float], sdk: dict[tuple[int, int], float]) -> str:
+    target = "target: ours ≤ 1.00x the OpenAI Agents SDK's get_items at 50 x 1,000"
+    if (50, 1000) not in sdk:
+        return f"{target}: not measured"
+    mine = ours[(50, 1000)] / sdk[(50, 1000)]
+    return f"{target}: {mine:.2f}x ({'met' if mine <= 1.0 else 'NOT met'}; the columns above are its inverse)"
 
 
 def _growth(times: dict[tuple[int, int], float], axis: str) -> str:

@@ -1,7 +1,8 @@
 """SQLite specifics of time travel (schema 6) and of the message table (7): forks and
 rewinds add a row, never a copy; deleting collects what no one reads; schema-5 and
 schema-6 files keep their transcripts; a message of a few hundred bytes takes no
-overflow page."""
+overflow page; a transcript SQLite cannot join into one string is read row by row, and
+rows that parse only together are refused."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import sqlite3
 import uuid
 
 import psutil
+import pytest
 
 from mentra_nb import SqliteStore
+from mentra_nb.errors import StoreError
 from mentra_nb.messages import Message
 from mentra_nb.status import AgentStatus
 from mentra_nb.store.base import AgentRecord, LeaseClaim, RunRecord
@@ -153,4 +156,58 @@ def test_messages_of_a_few_hundred_bytes_take_no_overflow_pages(db_path):
     payload = int(store._conn.execute("SELECT sum(length(message)) FROM messages").fetchone()[0])
     assert payload > 2000 * 560
     assert os.path.getsize(db_path) < 1.4 * payload
+    store.close()
+
+
+def test_a_transcript_longer_than_sqlites_longest_string_is_read_row_by_row(db_path):
+    store = SqliteStore(db_path)
+    source, token = _agent(store, "writer", 60)
+    fork, fork_token = _fork(store, source, 40, "fork")
+    store.append_messages(fork, [Message.user("f40"), Message.user("f41")], token=fork_token)
+    store.rewind(source, 30, token=token)
+    store.append_messages(source, [Message.user("r30")], token=token)
+    expected = {
+        "head": [f"m{i}" for i in range(30)] + ["r30"],
+        "fork": [f"m{i}" for i in range(40)] + ["f40", "f41"],
+        "branch": [f"m{i}" for i in range(10, 60)],
+    }
+
+    def read_all() -> dict[str, list[str]]:
+        return {
+            "head": [m.text for m in store.load_messages(source)],
+            "fork": [m.text for m in store.load_messages(fork)],
+            "branch": [m.text for m in store.load_messages(source, 10, branch_id=source)],
+        }
+
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    assert read_all() == expected
+    joined = [s for s in statements if "group_concat" in s]
+    assert len(joined) == 3
+
+    # Each message is ~60 bytes of JSON: each row fits, no transcript's array does.
+    store._conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1000)
+    statements.clear()
+    assert read_all() == expected
+    assert len([s for s in statements if "group_concat" in s]) == 3  # tried, too long
+    assert len([s for s in statements if "SELECT CAST(m.message AS BLOB)" in s]) == 3
+    store.close()
+
+
+def test_rows_that_parse_only_together_are_a_damaged_transcript(db_path):
+    store = SqliteStore(db_path)
+    agent_id, _ = _agent(store, "writer", 3)
+    # Cut the first message short and make the second its missing end: joined, the two
+    # rows are one valid message, which would pass as a transcript one message shorter.
+    first, second = store._conn.execute("SELECT key FROM messages ORDER BY key LIMIT 2").fetchall()
+    store._conn.execute("UPDATE messages SET message = ? WHERE key = ?",
+                        ('{"role":"user","content":[{"type":"text","text":"m0"}', first[0]))
+    store._conn.execute("UPDATE messages SET message = ? WHERE key = ?",
+                        ('{"type":"text","text":"m1"}]}', second[0]))
+    with pytest.raises(StoreError, match="damaged message of agent") as err:
+        store.load_messages(agent_id)
+    assert "3 stored messages decoded as 2" in str(err.value.__cause__)
+    store._conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 100)  # and row by row
+    with pytest.raises(StoreError, match="damaged message of agent"):
+        store.load_messages(agent_id)
     store.close()
