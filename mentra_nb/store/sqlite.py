@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from mentra_nb.errors import AgentExists, LeaseLost, StoreError
 from mentra_nb.messages import Message, Usage, preview
 from mentra_nb.status import AgentStatus
-from mentra_nb.store._decoding import decode_message_array, decode_messages
+from mentra_nb.store._decoding import decode_message_arrays, decode_messages
 from mentra_nb.store._lease_rules import (
     describe_holder,
     holder_is_live,
@@ -558,21 +558,17 @@ class SqliteStore:
                 return []
             with_chain, rows_clause, params = query
             joined = self._joined_messages(with_chain, rows_clause, params)
-            # As bytes: the decoder joins them into one JSON array without re-encoding.
-            rows = [] if joined else self._read(
-                f"{with_chain} SELECT CAST(m.message AS BLOB) {rows_clause}", params)
+            if joined is None:  # too long to join: row by row, as bytes the decoder joins
+                rows = self._read(f"{with_chain} SELECT CAST(m.message AS BLOB) {rows_clause}", params)
         with self._decoding(f"message of agent {agent_id}"):
-            count, array = joined or (len(rows), None)
-            messages = decode_messages(rows) if array is None else decode_message_array(array)
-            if len(messages) != count:
-                # Rows that parse only together (one cut short, say) would pass as fewer messages.
-                raise ValueError(f"{count} stored messages decoded as {len(messages)}")
-            return messages
+            if joined is None:
+                return decode_messages(rows)
+            return decode_message_arrays([joined] if joined[0] else [])
 
     def _joined_messages(self, with_chain: str, rows_clause: str,
                          params: tuple[Any, ...]) -> tuple[int, bytes | None] | None:
         """The count of the selected messages and their JSON array (None when there are
-        none), joined by SQLite; None if the array is longer than SQLite's largest string
+        none), joined by SQLite; None if the array is longer than SQLite's longest string
         (a transcript of big images, say)."""
         # One step in C with the GIL released, a third faster than handing Python each
         # row. The aggregate is fed in the subquery's order: SQLite keeps a subquery's
