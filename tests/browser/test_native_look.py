@@ -306,11 +306,17 @@ def test_a_turn_view_links_to_the_whole_conversation_and_stop_marks_the_cut_repl
     expect(full.locator(".mentra-full-link")).to_be_hidden()
     expect(turn.locator(".mentra-badge")).to_have_text("streaming", timeout=30_000)
 
-    turn.locator(".mentra-full-link").click()
+    # Clicked as DOM events, not by pointer: the full view above grows a line at a time
+    # while it streams, moving the turn view down, and a pointer click aimed before a
+    # line lands can hit the gap beside its target (it did once, on a loaded machine).
+    turn.locator(".mentra-full-link").dispatch_event("click")
     expect(full).to_have_class(re.compile(r"\bmentra-highlight\b"))
     expect(full).to_be_in_viewport()
 
-    turn.locator(".mentra-stop").click()
+    # Stopped once words streamed (a Stop before any text is a cancel: rolled back,
+    # the prompt kept to resume, as the runtime's tests check).
+    expect(turn.locator(".mentra-live:not(.mentra-thinking)")).to_contain_text("word", timeout=30_000)
+    turn.locator(".mentra-stop").dispatch_event("click")
     expect(full.locator(".mentra-badge")).to_have_text("finished", timeout=30_000)
     reply = full.locator('.mentra-item[data-role="assistant"]')
     expect(reply).to_have_attribute("data-truncated", "true")
