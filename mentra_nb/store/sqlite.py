@@ -563,20 +563,21 @@ class SqliteStore:
         with self._decoding(f"message of agent {agent_id}"):
             if joined is None:
                 return decode_messages(rows)
-            return decode_message_arrays([joined] if joined[0] else [])
+            return decode_message_arrays([joined])
 
     def _joined_messages(self, with_chain: str, rows_clause: str,
-                         params: tuple[Any, ...]) -> tuple[int, bytes | None] | None:
-        """The count of the selected messages and their JSON array (None when there are
-        none), joined by SQLite; None if the array is longer than SQLite's longest string
-        (a transcript of big images, say)."""
+                         params: tuple[Any, ...]) -> tuple[int, bytes] | None:
+        """The count of the selected messages and their JSON array, joined by SQLite;
+        None if the array is longer than SQLite's longest string (a transcript of big
+        images, say)."""
         # One step in C with the GIL released, a third faster than handing Python each
         # row. The aggregate is fed in the subquery's order: SQLite keeps a subquery's
         # ORDER BY under an aggregate other than count/min/max for this very use
         # (select.c, "OmitOrderBy" condition 4, and flattening rule 16).
         try:
             count, array = self._conn.execute(
-                f"{with_chain} SELECT count(*), CAST('[' || group_concat(message, ',') || ']' AS BLOB)"
+                f"{with_chain} SELECT count(*),"
+                " CAST('[' || coalesce(group_concat(message, ','), '') || ']' AS BLOB)"
                 f" FROM (SELECT m.message {rows_clause})", params).fetchone()
         except sqlite3.DataError:  # SQLITE_TOOBIG
             return None
