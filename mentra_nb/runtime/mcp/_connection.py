@@ -76,9 +76,12 @@ def require_sdk() -> None:
 class ServerConnection:
     """Starts on first use, lists tools, calls them, restarts after a crash."""
 
-    def __init__(self, config: MCPServer, environ: Mapping[str, str] = os.environ) -> None:
+    def __init__(self, config: MCPServer, environ: Mapping[str, str] = os.environ, *,
+                 start_allowed: bool = True) -> None:
         self.config = config
         self._environ = environ
+        # False for a server that came from the state file, until the user allows it.
+        self._start_allowed = start_allowed
         self.state: ConnectionState = "stopped"
         self.error: str | None = None
         self._client: Client | None = None
@@ -113,6 +116,14 @@ class ServerConnection:
         return scrub(text, [*expanded, *known_secrets()])
 
     @property
+    def start_allowed(self) -> bool:
+        """Whether this server may start: added in this process, or allowed by the user."""
+        return self._start_allowed
+
+    def allow_start(self) -> None:
+        self._start_allowed = True
+
+    @property
     def tools(self) -> list[Tool] | None:
         """The tools last listed (None before the server first started)."""
         return self._tools
@@ -138,6 +149,12 @@ class ServerConnection:
 
     async def _start(self) -> None:
         require_sdk()
+        if not self._start_allowed:
+            raise MCPServerError(
+                f"MCP server '{self.name}' came from the state file, not from this kernel, and "
+                f"would run {self.config.describe()!r}; it starts once you allow it (an agent "
+                "that uses it asks first) or add it in this kernel (rt.add_mcp_server, "
+                "%mentra mcp add)")
         await self._shut_down()  # whatever is left of a broken connection
         config = self.config
         self.state, self.error = "starting", None
