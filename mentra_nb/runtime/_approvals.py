@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.messages import ToolUseBlock
 from mentra_nb.runtime._services import AgentHandle
-from mentra_nb.runtime._snapshot import PendingApproval
+from mentra_nb.runtime._snapshot import ApprovalDecision, PendingApproval
 from mentra_nb.runtime.events import ToolApprovalRequested, ToolApprovalResolved
 from mentra_nb.runtime.tools import ToolSpec
 from mentra_nb.store.base import Store
@@ -69,14 +69,6 @@ class ApprovalState(BaseModel):
 
     always_allow: list[str] = Field(default_factory=list)
     pending: list[PendingApproval] = Field(default_factory=list)
-
-
-class ApprovalDecision(BaseModel):
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    approved: bool
-    always: bool = False
-    reason: str = ""
 
 
 def load_approval_state(store: Store, agent_id: str) -> ApprovalState:

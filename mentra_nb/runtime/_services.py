@@ -18,18 +18,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from mentra_nb.messages import Message
 from mentra_nb.providers.base import ModelInfo
 from mentra_nb.providers.registry import ProviderRegistry
 from mentra_nb.runtime._config import AgentConfig
+from mentra_nb.runtime._snapshot import ApprovalDecision
 from mentra_nb.runtime._state import AgentState
 from mentra_nb.status import AgentStatus
 from mentra_nb.store.base import AgentKind, Store
-
-if TYPE_CHECKING:
-    from mentra_nb.runtime._approvals import ApprovalDecision
 
 __all__ = ["AgentHandle", "CreateAgent", "HasServices", "Services"]
 

@@ -69,7 +69,7 @@ async def _attack(call, grep, workspace, length: int) -> tuple[str, list[tuple[s
 async def test_which_grep_calls_match_reveals_nothing_of_a_secret(tmp_path, monkeypatch, call):
     grep = _workspace(tmp_path / "a", KEY, monkeypatch)
     guess, seen = await _attack(call, grep, tmp_path / "a", len(KEY))
-    assert len(seen) > 100  # 6 or 7 calls a character
+    assert len(seen) == 6 * len(KEY)  # 64 candidates: 6 halvings a character
     # On the raw text each answer says whether the key goes on with the half asked about, and
     # the guess is the key. On the masked text every answer is "no matches".
     assert guess != KEY and KEY[:4] not in guess, f"the attack recovered {guess!r}"

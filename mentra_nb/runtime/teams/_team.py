@@ -505,7 +505,7 @@ class Team:
                 "lead.team_requests('pending') in Python, %mentra team LEAD in a notebook, the "
                 "team_list_requests tool for a model)"
             )
-        reason = reason.strip() if isinstance(reason, str) and reason.strip() else None
+        reason = self._scrub(reason.strip()) if isinstance(reason, str) and reason.strip() else None
         response = TeamMessage(
             type="response", sender=responder, content=reason or "", timestamp=int(time.time()),
             request_id=request.id, protocol=request.protocol, approve=approve,
