@@ -16,21 +16,19 @@ from mentra_nb.testing import ScriptedProvider, text_stream
 from tests.conftest import wait_until
 from tests.mcp.servers import CRASHY
 
-_OPEN: list[Runtime] = []
+@pytest.fixture
+async def runtime():
+    """Runtimes of one notebook's state file, each closed (stopping its servers) pass or fail."""
+    made: list[Runtime] = []
 
+    def make(path, *scripts, servers=()) -> Runtime:
+        made.append(Runtime.empty(store=SqliteStore(path), providers=[ScriptedProvider("s", list(scripts))],
+                                  runtime_id="nb", mcp_servers=servers))
+        return made[-1]
 
-@pytest.fixture(autouse=True)
-async def _close_runtimes():
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
-
-
-def _runtime(path, *scripts, servers=()) -> Runtime:
-    rt = Runtime.empty(store=SqliteStore(path), providers=[ScriptedProvider("s", list(scripts))],
-                       runtime_id="nb", mcp_servers=servers)
-    _OPEN.append(rt)
-    return rt
+    yield make
+    for rt in made:
+        await rt.aclose()
 
 
 @pytest.fixture
@@ -50,13 +48,13 @@ async def _pending(agent):
     return pending
 
 
-async def test_a_stored_server_asks_before_its_first_start_and_a_denial_starts_nothing(planted):
+async def test_a_stored_server_asks_before_its_first_start_and_a_denial_starts_nothing(planted, runtime):
     path, server, ran = planted
-    elsewhere = _runtime(path, servers=[server])
+    elsewhere = runtime(path, servers=[server])
     elsewhere.spawn("a", "s:m", AgentConfig(mcp_servers=["helper"], auto_approve=["*"]))
     await elsewhere.aclose()
 
-    rt = _runtime(path, text_stream("started it"))
+    rt = runtime(path, text_stream("started it"))
     [agent] = rt.resume()
     [info] = mcp.servers(rt)
     assert info.needs_approval and info.target == server.describe()
@@ -76,13 +74,13 @@ async def test_a_stored_server_asks_before_its_first_start_and_a_denial_starts_n
     assert not ran.exists()
 
 
-async def test_an_approved_stored_server_starts_and_is_not_asked_about_again(planted):
+async def test_an_approved_stored_server_starts_and_is_not_asked_about_again(planted, runtime):
     path, server, ran = planted
-    elsewhere = _runtime(path, servers=[server])
+    elsewhere = runtime(path, servers=[server])
     elsewhere.spawn("a", "s:m", AgentConfig(mcp_servers=["helper"]))
     await elsewhere.aclose()
 
-    rt = _runtime(path, text_stream("one"), text_stream("two"))
+    rt = runtime(path, text_stream("one"), text_stream("two"))
     [agent] = rt.resume()
     turn = asyncio.create_task(agent.send("hi"))
     pending = await _pending(agent)
@@ -93,13 +91,13 @@ async def test_an_approved_stored_server_starts_and_is_not_asked_about_again(pla
     assert agent.always_allowed_tools == []  # "always" is not written to the file
 
 
-async def test_a_server_added_in_this_process_starts_without_asking(planted):
+async def test_a_server_added_in_this_process_starts_without_asking(planted, runtime):
     path, server, ran = planted
-    elsewhere = _runtime(path, servers=[server])
+    elsewhere = runtime(path, servers=[server])
     elsewhere.spawn("a", "s:m", AgentConfig(mcp_servers=["helper"]))
     await elsewhere.aclose()
 
-    rt = _runtime(path, text_stream("mine"))
+    rt = runtime(path, text_stream("mine"))
     rt.add_mcp_server(server)  # the notebook's own `%mentra mcp add` cell, run again
     [agent] = rt.resume()
     assert (await agent.send("hi")).text == "mine" and ran.exists()
