@@ -16,6 +16,7 @@ from mentra_nb.testing import ScriptedProvider, text_stream
 from tests.conftest import wait_until
 from tests.mcp.servers import CRASHY
 
+
 @pytest.fixture
 async def runtime():
     """Runtimes of one notebook's state file, each closed (stopping its servers) pass or fail."""
