@@ -137,6 +137,35 @@ def test_a_running_childs_preview_shows_its_live_text(host, db_path):
     host.submit(rt.aclose()).result(10)
 
 
+def test_an_interrupted_childs_preview_shows_its_stopped_task_and_status(host, db_path):
+    """Issue 36.6: Interrupt rolls the child's turn back out of its transcript, and its
+    preview was empty. It shows the prompt of the stopped turn and what its status says."""
+    child, control = controlled_stream()
+    provider = RoutedProvider(
+        root=[tool_use_stream(*spawn_call("s1", "alpha", "Write it")), call("w1", "wait_agent"),
+              text_stream("done")],
+        child=[child],
+    )
+    rt = open_runtime(host, lambda: Runtime.empty(store=SqliteStore(db_path), providers=[provider]))
+    root = host.call(lambda: rt.spawn("lead", "anthropic:root", config=AgentConfig(subagents=True)))
+    view = SubagentPickerView(root, host)
+    turn = host.submit(root.send("go"))
+    until(lambda: [(o["label"], o["status"]) for o in view.options] == [("alpha", "running")], 10)
+    view._on_browser_message(view, {"kind": "open", "path": "/root/alpha"}, [])
+    for event in (MessageStarted(id="c1", model="child"), ContentBlockStarted.text(0),
+                  ContentBlockDelta.text(0, "half a sentence")):
+        host.call_soon(control.send, event)
+    until(lambda: view.preview_live == "half a sentence", 10)
+    view._on_browser_message(view, {"kind": "interrupt", "path": "/root/alpha"}, [])
+    assert turn.result(10).text == "done"
+    view._on_browser_message(view, {"kind": "open", "path": "/root/alpha"}, [])
+    until(lambda: view.preview.get("status") == "interrupted", 10)
+    items = view.preview["items"]
+    assert [(i["role"], i["kind"]) for i in items] == [("user", "text"), ("user", "notice")]
+    assert items[0]["html"].strip() == "<p>Write it</p>"
+    assert "interrupted: its turn was stopped and rolled back" in items[1]["html"]
+
+
 def test_a_child_waiting_for_approval_is_shown_and_answered_in_the_picker(host, tmp_path):
     """Issue 16.1: the picker shows the paused call; Approve lets the child finish."""
     provider = RoutedProvider(

@@ -87,6 +87,22 @@ async def test_an_errored_childs_latest_page_ends_with_its_error(env):
     assert page.messages == [] and page.older is None
 
 
+async def test_an_interrupted_childs_latest_page_has_its_rolled_back_prompt_and_status(env):
+    _rt, root, provider = env
+    script, control = controlled_stream()
+    provider.add("i", script)
+    await run_tool(root, "spawn_agent", task_name="i", message="count the stars", model="anthropic:i")
+    await wait_until(lambda: provider.requests("i"))
+    start_text(control, "1, 2, 3")
+    await run_tool(root, "interrupt_agent", target="i")
+    await settle(root, "/root/i")
+    page = preview(root, "/root/i")
+    assert (page.status, page.messages) == ("interrupted", [])  # rolled back out of the transcript
+    assert page.rolled_back is not None and page.rolled_back.text == "count the stars"
+    assert page.interrupted == "interrupted: its turn was stopped and rolled back; followup_task restarts it"
+    assert page.error is None
+
+
 async def test_preview_works_while_the_root_is_running_and_from_another_thread(env):
     _rt, root, provider = env
     await three_turn_child(root, provider)
