@@ -26,11 +26,11 @@ it was shown is replaced by the turn as static markdown, which every reader of
 the saved notebook can render (JupyterLab without a kernel, GitHub, nbconvert).
 
 A full view stays live, so it is shown as two outputs: the conversation as
-static markdown (in a `mentra-fallback` block), replaced in place at the end of
-every run, and the widget just below it. While the widget is live its style
-sheet hides the markdown above it; every reader without the live widget (a
-saved notebook reopened, GitHub, nbconvert) shows the markdown instead. The
-widget's output holds no markdown of its own, so nothing is shown twice. (The
+static markdown, replaced in place at the end of every run, and the widget
+just below it. While the widget is live its style sheet hides the markdown
+above it; every reader without the live widget (a saved notebook reopened,
+GitHub, nbconvert) shows the markdown instead. The widget's output holds no
+markdown of its own, so nothing is shown twice. (The
 browser also saves a small placeholder state for the widget, so a reopened
 notebook with a new kernel shows no "model not found": js/saved_state.js.)
 """
