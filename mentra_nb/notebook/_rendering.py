@@ -106,6 +106,7 @@ def mail_notices(text: str) -> list[str] | None:
         for item in items if isinstance(items, list) else []:
             if not isinstance(item, dict):
                 continue
+            item = _with_verdict(item)
             kind = str(item.get("type", "message")).replace("_", " ")
             protocol = f" ({item['protocol']})" if item.get("protocol") else ""
             lines.append(f"*team {md_text(kind)}{md_text(protocol)} from {md_text(str(item.get('from', '?')))}*: "
@@ -120,6 +121,16 @@ def mail_notices(text: str) -> list[str] | None:
         else f"*message from {md_text(m.group(4))}*: {md_text(m.group(5))}"
         for m in found
     ]
+
+
+def _with_verdict(item: dict[str, Any]) -> dict[str, Any]:
+    """A protocol response says how it was answered ("approved", "rejected"), then
+    its reason if it has one: a reason is optional, and the model reads `approve`."""
+    if item.get("type") != "response" or not isinstance(item.get("approve"), bool):
+        return item
+    verdict = "approved" if item["approve"] else "rejected"
+    reason = str(item.get("content") or "").strip()
+    return {**item, "content": f"{verdict}: {reason}" if reason else verdict}
 
 
 def transcript_markdown(messages: list[Message]) -> str:

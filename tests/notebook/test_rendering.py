@@ -6,6 +6,7 @@ import json
 
 from mentra_nb import ContentBlock, Message
 from mentra_nb.notebook._rendering import mail_notices, message_items, transcript_markdown
+from mentra_nb.store.base import TeamMessage
 
 
 def test_team_mail_reads_as_notices_without_timestamps():
@@ -18,6 +19,21 @@ def test_team_mail_reads_as_notices_without_timestamps():
                                    "*team protocol request (plan_approval) from bob*: Plan: drop table"]
     markdown = transcript_markdown([Message.user(inbox)])
     assert "1796060000" not in markdown and "<team-inbox>" not in markdown
+
+
+def test_a_protocol_response_says_approved_or_rejected_with_or_without_a_reason():
+    """Issue 36.6: an approval with no reason read "team response (plan_approval) from lead:"
+    and nothing after it."""
+    def response(approve: bool, reason: str) -> str:
+        message = TeamMessage(type="response", sender="lead", content=reason, timestamp=1,
+                              request_id="req-1", protocol="plan_approval", approve=approve)
+        return f"<team-inbox>\n{json.dumps([message.for_model()])}\n</team-inbox>"  # as format_inbox writes it
+
+    assert mail_notices(response(True, "")) == ["*team response (plan_approval) from lead*: approved"]
+    assert mail_notices(response(False, "too risky")) == [
+        "*team response (plan_approval) from lead*: rejected: too risky"]
+    [item] = message_items(Message.user(response(True, "")), 0)
+    assert item["html"].strip().endswith("approved</p>")
 
 
 def test_subagent_mail_reads_as_notices():

@@ -10,6 +10,7 @@ back to the model as error results, never as exceptions in the turn loop.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from mentra_nb.errors import MCPServerError
@@ -74,4 +75,5 @@ class MCPTool:
             return ToolOutput(content=f"MCP server '{self.server}' refused the call of "
                                       f"'{self.remote_name}': {self.connection.scrub(err.message)}",
                               is_error=True)
-        return tool_output(result)
+        # In a thread: bounding a result's images may decode and scale them.
+        return await asyncio.to_thread(tool_output, result)
