@@ -15,17 +15,18 @@ def test_team_mail_reads_as_notices_without_timestamps():
          "request_id": "r1", "protocol": "plan_approval"},
     ]) + "\n</team-inbox>"
     assert mail_notices(inbox) == ["*team message from alice*: Found 3 sources",
-                                   "*team protocol request (plan_approval) from bob*: Plan: drop table"]
+                                   "*team protocol request (plan\\_approval) from bob*: Plan: drop table"]
     markdown = transcript_markdown([Message.user(inbox)])
     assert "1796060000" not in markdown and "<team-inbox>" not in markdown
 
 
 def test_subagent_mail_reads_as_notices():
-    text = ('<subagent_update id="m1" agent="/root/alpha" status="completed">A is done</subagent_update>'
-            '<subagent_message id="m2" from="/root/beta">need input</subagent_message>')
-    assert mail_notices(text) == ["*update from /root/alpha (completed)*: A is done",
-                                  "*message from /root/beta*: need input"]
-    [item] = message_items(Message.user(text), 0)
+    update = '<subagent_update id="m1" agent="/root/alpha" status="completed">A is done</subagent_update>'
+    message = '<subagent_message id="m2" from="/root/beta">need input</subagent_message>'
+    assert mail_notices(update) == ["*update from /root/alpha (completed)*: A is done"]
+    assert mail_notices(message) == ["*message from /root/beta*: need input"]
+    assert mail_notices(update + message) is None  # one delivery is one envelope
+    [item] = message_items(Message.user(update), 0)
     assert item["kind"] == "notice" and "<em>update from /root/alpha (completed)</em>" in item["html"]
 
 
