@@ -39,8 +39,11 @@ _parser = (MarkdownIt("commonmark", {"html": False})
 _NEWLINES = re.compile(r"\r\n?")
 # Backslash-escaped wherever they stand: each can open or close inline markup
 # (emphasis, code, links, strikethrough, maths, table cells) or a block.
-_ESCAPED = "\\`*_[]|~$#"
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_ESCAPED = "`*_[]|~$#"
+# A backslash as an entity: nbconvert finds maths (`\\[…\\]`, `\\(…\\)`,
+# `\begin{…}…\end{…}`) by regular expressions over the whole source, code and
+# escapes included, and what it takes for maths is not read as markdown.
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "&#92;"}
 _TEXT = str.maketrans({**{c: "\\" + c for c in _ESCAPED}, **_ENTITIES})
 # At the start of a line these open a list, a quote or a heading underline.
 _LINE_START = re.compile(r"^([-+=]|\d{1,9}(?=[.)]))")
@@ -51,7 +54,11 @@ _LANGUAGE = re.compile(r"[\w+#.-]{1,40}")
 _MATH_MACROS = {"\\|": r"\Vert ", "|": r"\vert ", "<": r"\lt ", ">": r"\gt ", "[": r"\lbrack ",
                 "]": r"\rbrack "}
 _MATH_REWRITE = re.compile(r"\\\||[|<>\[\]]")
-_MATH_UNSAFE = re.compile(r"\\[<>\[\]]|`|~~~")
+_MATH_UNSAFE = re.compile(r"\\[<>\[\]()]|`|~~~|\\$")
+_MATH_ENVIRONMENT = re.compile(r"\\begin\{([^}]*)\}")
+# What nbconvert takes for the start of maths anywhere in the source, code spans
+# included: code holding one is written as text instead.
+_MATH_OPENERS = re.compile(r"\$\$|\\\\[\[(]|\\begin\{")
 
 
 def normalise_newlines(text: str) -> str:
@@ -71,8 +78,11 @@ def inert_text(text: str) -> str:
 
 def code_span(text: str, *, in_table: bool = False) -> str:
     """`text` as an inline code span no backtick inside it can close (one line;
-    in a table cell `|` is escaped too, as GFM requires even inside code)."""
+    in a table cell `|` is escaped too, as GFM requires even inside code). Code
+    that nbconvert would take for maths (`$$`, `\\\\[`, `\\begin{`) is escaped text."""
     text = one_line(text) if text.strip() else " "
+    if _MATH_OPENERS.search(text):
+        return inert_text(text)
     if in_table:
         text = text.replace("|", "\\|")
     ticks = "`" * (_longest_run(text, "`") + 1)
@@ -188,6 +198,8 @@ def _inline(node: SyntaxTreeNode, *, in_table: bool = False, single_line: bool =
     line_start = True
     for child in node.children:
         piece = _inline_piece(child, in_table=in_table, single_line=single_line, line_start=line_start)
+        if out and out[-1].endswith("$") and piece.startswith("$"):
+            piece = " " + piece  # two maths side by side must not make a `$$`
         out.append(piece)
         line_start = piece.endswith("\n")
     return "".join(out)
@@ -221,7 +233,7 @@ def _inline_piece(node: SyntaxTreeNode, *, in_table: bool, single_line: bool, li
         return f"{bang}\\[{inner()}\\]({inert_text(str(target))})"
     if kind in ("math_inline", "math_inline_double"):
         fence = "$$" if kind == "math_inline_double" else "$"
-        return _math(node.content, fence, fence, inline=True) or code_span(f"{fence}{node.content}{fence}")
+        return _math(node.content, fence, fence, inline=True) or inert_text(f"{fence}{node.content}{fence}")
     return inert_text(node.content)
 
 
@@ -229,6 +241,9 @@ def _math(latex: str, opening: str, closing: str, *, inline: bool = False) -> st
     """Maths between its delimiters, readable as plain text by renderers that
     know no maths; "" when it cannot be (the caller shows its source instead)."""
     if _MATH_UNSAFE.search(latex) or (inline and "\n" in latex) or not latex.strip():
+        return ""
+    # nbconvert takes `\begin{x}` to the next `\end{x}` wherever that is: it must be in here.
+    if any(f"\\end{{{m.group(1)}}}" not in latex[m.end():] for m in _MATH_ENVIRONMENT.finditer(latex)):
         return ""
     rewritten = _MATH_REWRITE.sub(lambda m: _MATH_MACROS[m.group(0)], latex)
     if not inline:

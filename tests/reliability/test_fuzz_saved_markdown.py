@@ -13,6 +13,7 @@ live view shows of a reply must still be there to read."""
 from __future__ import annotations
 
 import json
+import os
 from html.parser import HTMLParser
 
 import pytest
@@ -28,7 +29,9 @@ from tests.saved_markup import gfm, live_markup
 
 pytestmark = pytest.mark.reliability
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# MENTRA_FUZZ_EXAMPLES=3000 for the long run.
+FUZZ = settings(max_examples=int(os.environ.get("MENTRA_FUZZ_EXAMPLES", "150")), deadline=None,
+                suppress_health_check=[HealthCheck.too_slow])
 
 PIECES = [
     # fences and backtick runs
