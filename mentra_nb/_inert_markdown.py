@@ -45,6 +45,9 @@ _ESCAPED = "`*_[]|~$#"
 # escapes included, and what it takes for maths is not read as markdown.
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "&#92;"}
 _TEXT = str.maketrans({**{c: "\\" + c for c in _ESCAPED}, **_ENTITIES})
+# `_` between two letters or digits can neither open nor close emphasis
+# (CommonMark's intraword rule), so `snake_case` stays as it was written.
+_INTRAWORD_UNDERSCORE = re.compile(r"(?<=[^\W_])\\_(?=[^\W_])")
 # At the start of a line these open a list, a quote or a heading underline.
 _LINE_START = re.compile(r"^([-+=]|\d{1,9}(?=[.)]))")
 _LANGUAGE = re.compile(r"[\w+#.-]{1,40}")
@@ -118,9 +121,13 @@ def _longest_run(text: str, char: str) -> int:
     return max((len(run) for run in re.findall(f"{re.escape(char)}+", text)), default=0)
 
 
+def _escape(text: str) -> str:
+    return _INTRAWORD_UNDERSCORE.sub("_", text.translate(_TEXT))
+
+
 def _escape_line(line: str) -> str:
     """Escaped text at the start of a line (it may also stand anywhere else)."""
-    escaped = line.lstrip(" \t").translate(_TEXT)
+    escaped = _escape(line.lstrip(" \t"))
     start = _LINE_START.match(escaped)
     if start is None:
         return escaped
@@ -212,7 +219,7 @@ def _inline_piece(node: SyntaxTreeNode, *, in_table: bool, single_line: bool, li
         return _inline(node, in_table=in_table, single_line=single_line)
 
     if kind == "text":
-        return _escape_line(node.content) if line_start else node.content.translate(_TEXT)
+        return _escape_line(node.content) if line_start else _escape(node.content)
     if kind == "softbreak":
         return " " if single_line else "\n"
     if kind == "hardbreak":

@@ -15,7 +15,7 @@ def test_team_mail_reads_as_notices_without_timestamps():
          "request_id": "r1", "protocol": "plan_approval"},
     ]) + "\n</team-inbox>"
     assert mail_notices(inbox) == ["*team message from alice*: Found 3 sources",
-                                   "*team protocol request (plan\\_approval) from bob*: Plan: drop table"]
+                                   "*team protocol request (plan_approval) from bob*: Plan: drop table"]
     markdown = transcript_markdown([Message.user(inbox)])
     assert "1796060000" not in markdown and "<team-inbox>" not in markdown
 
