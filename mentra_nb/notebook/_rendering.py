@@ -45,9 +45,10 @@ def md_block(text: str, label: str = "") -> str:
     return inert_markdown(text, label)
 
 
-def md_code(text: str) -> str:
-    """`text` as an inline code span that no backtick inside it can close."""
-    return code_span(text)
+def md_code(text: str, *, in_table: bool = False) -> str:
+    """`text` as an inline code span that no backtick inside it can close (in a
+    table cell, `in_table`: no `|` inside it can end the cell either)."""
+    return code_span(text, in_table=in_table)
 
 
 def md_cell(text: str) -> str:

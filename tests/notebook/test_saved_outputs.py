@@ -78,11 +78,13 @@ def test_a_team_views_saved_markdown_is_inert(host, db_path):
 
 
 @pytest.mark.parametrize("value", [SCRIPT, IMG, LINK, AUTOLINK, "`` ` ``<script>alert(1)</script>",
-                                   "a | b\n" + SCRIPT, "```\n" + SCRIPT])
+                                   "a | b\n" + SCRIPT, "```\n" + SCRIPT,
+                                   "m|" + IMG, "$$|" + IMG + "|$$"])
 def test_the_escaping_helpers_keep_every_payload_inert(value):
     markdown = "\n\n".join([md_text(value), md_code(value), f"| x |\n|---|\n| {md_cell(value)} |",
-                            _fence(value)])
+                            f"| x | y |\n|---|---|\n| {md_code(value, in_table=True)} | y |", _fence(value)])
     assert not live_markup(exported(markdown))
+    assert not live_markup(gfm(markdown))
 
 
 # Issue 33.1-2: model text that made the old escaping believe a fence was open
