@@ -9,7 +9,7 @@ view reads it) and written out again from the tree in one plain form that every
 CommonMark renderer reads the same way:
 
 - text with every character that could start markup backslash-escaped (or, for
-  `& < >`, written as an entity): no tag, no autolink, no link or image, no
+  `& < > \\`, written as an entity): no tag, no autolink, no link or image, no
   entity, and no line that opens a block (`#`, `>`, `-`, `1.`, a fence);
 - code as a backtick fence longer than any backtick run inside it (a code span
   likewise), which nothing in the code can close;
@@ -29,7 +29,7 @@ from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-__all__ = ["code_span", "fenced", "inert_markdown", "inert_text", "one_line"]
+__all__ = ["code_span", "fenced", "inert_markdown", "inert_text"]
 
 # Read as the live view reads it (mentra_nb/notebook/_markdown_html.py).
 _parser = (MarkdownIt("commonmark", {"html": False})
@@ -64,11 +64,11 @@ _MATH_ENVIRONMENT = re.compile(r"\\begin\{([^}]*)\}")
 _MATH_OPENERS = re.compile(r"\$\$|\\\\[\[(]|\\begin\{")
 
 
-def normalise_newlines(text: str) -> str:
+def _normalise_newlines(text: str) -> str:
     return _NEWLINES.sub("\n", text)
 
 
-def one_line(text: str) -> str:
+def _one_line(text: str) -> str:
     """`text` with every run of whitespace (line endings included) as one space."""
     return " ".join(text.split())
 
@@ -76,14 +76,14 @@ def one_line(text: str) -> str:
 def inert_text(text: str) -> str:
     """A string as literal text on one line (a name, a status, a label): every
     character that could be markup is escaped, line endings become spaces."""
-    return _escape_line(one_line(text))
+    return _escape_line(_one_line(text))
 
 
 def code_span(text: str, *, in_table: bool = False) -> str:
     """`text` as an inline code span no backtick inside it can close (one line;
     in a table cell `|` is escaped too, as GFM requires even inside code). Code
     that nbconvert would take for maths (`$$`, `\\\\[`, `\\begin{`) is escaped text."""
-    text = one_line(text) if text.strip() else " "
+    text = _one_line(text) if text.strip() else " "
     if _MATH_OPENERS.search(text):
         return inert_text(text)
     if in_table:
@@ -97,7 +97,7 @@ def fenced(text: str, language: str = "") -> str:
     """`text` as a fenced code block no line inside it can close."""
     ticks = "`" * max(3, _longest_run(text, "`") + 1)
     info = match.group(0) if (match := _LANGUAGE.match(language)) else ""
-    return f"{ticks}{info}\n{normalise_newlines(text)}\n{ticks}"
+    return f"{ticks}{info}\n{_normalise_newlines(text)}\n{ticks}"
 
 
 def inert_markdown(text: str, label: str = "") -> str:
@@ -106,7 +106,7 @@ def inert_markdown(text: str, label: str = "") -> str:
     `label` (markdown the caller wrote, such as `**assistant**:`) leads the
     first paragraph, or stands as its own paragraph when the reply opens with
     another block (a fence, a heading, a list)."""
-    tree = SyntaxTreeNode(_parser.parse(normalise_newlines(text)))
+    tree = SyntaxTreeNode(_parser.parse(_normalise_newlines(text)))
     blocks = [_block(node) for node in tree.children]
     blocks = [b for b in blocks if b]
     if label:
@@ -165,7 +165,7 @@ def _block(node: SyntaxTreeNode) -> str:
     if kind == "table":
         return _table(node)
     # Nothing else comes out of this parser; were it to, its text is still only text.
-    return _escape_line(one_line(node.content))
+    return _escape_line(_one_line(node.content))
 
 
 def _blocks(children: list[SyntaxTreeNode], *, tight: bool) -> str:

@@ -48,7 +48,7 @@ PIECES = [
     "<https://example.com>", "&lt;", "&", "&#60;script&#62;",
     # links, maths, escapes, emphasis
     "[x](javascript:alert(1))", "![i](javascript:alert(1))", "[r]: javascript:alert(1)", "[r]", "[", "](",
-    "$", "$$", "\\", "*", "**", "_", "~~",
+    "$", "$$", "\\", "*", "**", "_", "~~", "\\begin{a}", "\\end{a}", "\\\\[", "\\\\]", "\\\\(", "\\\\)", "\\(",
     # plain words, so that text is there to survive
     "hello", "world", "alert", " ",
 ]
