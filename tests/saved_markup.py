@@ -66,11 +66,16 @@ def live_markup(html: str) -> list[str]:
     return parser.found
 
 
-def visible_words(html: str) -> set[str]:
-    """The words (letters and digits) a reader of `html` sees."""
+def visible_text(html: str) -> str:
+    """The text a reader of `html` sees (its pieces joined by spaces)."""
     parser = _Text()
     parser.feed(html)
-    return set(re.findall(r"[A-Za-z0-9]+", " ".join(parser.parts)))
+    return " ".join(parser.parts)
+
+
+def visible_words(html: str) -> set[str]:
+    """The words (letters and digits) a reader of `html` sees."""
+    return set(re.findall(r"[A-Za-z0-9]+", visible_text(html)))
 
 
 def nbconvert_notebook(*markdowns: str) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-from html.parser import HTMLParser
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,7 +24,7 @@ from mentra_nb import ContentBlock, Message
 from mentra_nb.notebook._markdown_html import render_markdown
 from mentra_nb.notebook._rendering import md_block, transcript_markdown
 from mentra_nb.runtime._export import ExportHeader, export_transcript
-from tests.saved_markup import gfm, live_markup
+from tests.saved_markup import gfm, live_markup, visible_text
 
 pytestmark = pytest.mark.reliability
 
@@ -73,30 +72,13 @@ def assert_inert(markdown: str) -> dict[str, str]:
     return rendered
 
 
-class _Words(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.text: list[str] = []
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
-
-
-def words(html: str) -> tuple[list[str], str]:
-    """The words a reader of `html` sees, and all its text."""
-    parser = _Words()
-    parser.feed(html)
-    text = " ".join(parser.text)
-    return [w for w in "".join(c if c.isalnum() else " " for c in text).split()], text
-
-
 @FUZZ
 @given(reply=MODEL_TEXT)
 def test_a_reply_is_inert_and_keeps_the_words_the_live_view_shows(reply):
     saved = assert_inert(md_block(reply, "**assistant**:"))
-    shown, _ = words(render_markdown(reply))
+    shown = "".join(c if c.isalnum() else " " for c in visible_text(render_markdown(reply))).split()
     for name, html in saved.items():
-        _, text = words(html)
+        text = visible_text(html)
         missing = [w for w in shown if w not in text]
         assert not missing, (name, reply, missing)
 
