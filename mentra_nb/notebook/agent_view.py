@@ -53,7 +53,13 @@ from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.messages import Message, Role, TextBlock, ThinkingBlock
 from mentra_nb.notebook._assets import static_file
 from mentra_nb.notebook._display import Shown, show
-from mentra_nb.notebook._rendering import md_code, md_text, message_items, transcript_markdown
+from mentra_nb.notebook._rendering import (
+    md_block,
+    md_code,
+    md_text,
+    message_items,
+    transcript_markdown,
+)
 from mentra_nb.notebook._stream_refs import encode_html
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
 from mentra_nb.runtime import (
@@ -657,10 +663,10 @@ class AgentView(MentraWidget):
         body = transcript_markdown(recent)
         resumable = agent.resumable_turn
         if self._turn is not None and not recent and resumable is not None:
-            body = f"*rolled back (`agent.resume()` replays it):* {md_text(resumable.text)}"
+            body = md_block(resumable.text, "*rolled back (`agent.resume()` replays it):*")
             if self._partial.strip():
                 # Interrupt rolls the turn back; what had streamed stays readable here.
-                body += f"\n\n*the reply so far, not kept:*\n\n{md_text(self._partial)}"
+                body += "\n\n" + md_block(self._partial, "*the reply so far, not kept:*")
         waiting = [f"*waiting for approval:* {md_code(p.tool_name)} (`%mentra approve` "
                    f"{md_code(agent.name)} {md_code(p.reference)})"
                    for p in agent.snapshot.pending_approvals]

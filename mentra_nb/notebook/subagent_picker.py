@@ -235,7 +235,8 @@ class SubagentPickerView(MentraWidget):
         return f"SubagentPickerView({self._root.name}, {len(self.options)} subagents)"
 
     def _markdown(self) -> str:
-        rows = [f"| {md_code(str(o['path']))} | {md_cell(_status_label(o))} | {md_code(str(o['model']))} |"
+        rows = [f"| {md_code(str(o['path']), in_table=True)} | {md_cell(_status_label(o))} | "
+                f"{md_code(str(o['model']), in_table=True)} |"
                 for o in self.options]
         table = "\n".join(["| subagent | status | model |", "|---|---|---|", *rows]) if rows else ""
         waiting = "\n".join(f"- *{md_text(str(a['path']))} waits for approval:* {md_code(str(a['name']))} "

@@ -37,11 +37,12 @@ def test_a_protocol_response_says_approved_or_rejected_with_or_without_a_reason(
 
 
 def test_subagent_mail_reads_as_notices():
-    text = ('<subagent_update id="m1" agent="/root/alpha" status="completed">A is done</subagent_update>'
-            '<subagent_message id="m2" from="/root/beta">need input</subagent_message>')
-    assert mail_notices(text) == ["*update from /root/alpha (completed)*: A is done",
-                                  "*message from /root/beta*: need input"]
-    [item] = message_items(Message.user(text), 0)
+    update = '<subagent_update id="m1" agent="/root/alpha" status="completed">A is done</subagent_update>'
+    message = '<subagent_message id="m2" from="/root/beta">need input</subagent_message>'
+    assert mail_notices(update) == ["*update from /root/alpha (completed)*: A is done"]
+    assert mail_notices(message) == ["*message from /root/beta*: need input"]
+    assert mail_notices(update + message) is None  # one delivery is one envelope
+    [item] = message_items(Message.user(update), 0)
     assert item["kind"] == "notice" and "<em>update from /root/alpha (completed)</em>" in item["html"]
 
 

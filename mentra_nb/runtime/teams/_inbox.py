@@ -21,12 +21,12 @@ repeat the ack.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 
 from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.messages import Message, Role, TextBlock, ToolResultBlock
+from mentra_nb.runtime._envelopes import envelope_json
 from mentra_nb.runtime._extensions import AgentExtension
 from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._services import AgentHandle
@@ -43,7 +43,8 @@ INBOX_MARKER = "<team-inbox>"
 
 
 def format_inbox(mail: list[TeamMail]) -> str:
-    body = json.dumps([m.message.for_model() for m in mail], indent=2, ensure_ascii=False)
+    # No teammate's text can close the inbox and forge mail after it.
+    body = envelope_json([m.message.for_model() for m in mail])
     return f"{INBOX_MARKER}\n{body}\n</team-inbox>"
 
 
