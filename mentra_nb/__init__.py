@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
         AgentError,
         AgentExists,
         AgentNotFound,
+        AwaitingApproval,
         BudgetExceeded,
         ConfigError,
         InvalidRequest,
@@ -106,8 +107,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
 # `%load_ext mentra_nb` before its first command, costs little more than Python.
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "mentra_nb.errors": (
-        "AgentBusy", "AgentError", "AgentExists", "AgentNotFound", "BudgetExceeded", "ConfigError",
-        "InvalidRequest", "LeaseLost", "LeaseUnavailable", "MaxRoundsExceeded", "MCPServerError",
+        "AgentBusy", "AgentError", "AgentExists", "AgentNotFound", "AwaitingApproval", "BudgetExceeded",
+        "ConfigError", "InvalidRequest", "LeaseLost", "LeaseUnavailable", "MaxRoundsExceeded", "MCPServerError",
         "MentraError",
         "ModelNotFound", "NoResumableTurn", "OutputValidationError", "ProviderAuthError", "ProviderError", "StoreError",
         "StreamError", "ToolError", "TransientProviderError", "UnknownProvider",
@@ -195,6 +196,7 @@ __all__ = [
     "AgentNotFound",
     "AgentSnapshot",
     "AgentStatus",
+    "AwaitingApproval",
     "BudgetExceeded",
     "ConfigError",
     "ContentBlock",

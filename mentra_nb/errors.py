@@ -19,7 +19,8 @@
     │   ├── NoResumableTurn       `agent.resume()` with nothing to resume
     │   ├── MaxRoundsExceeded     the turn loop hit `AgentConfig.max_rounds`
     │   ├── OutputValidationError the answers never matched the requested output type
-    │   └── BudgetExceeded        the next model call would pass the agent's budget
+    │   ├── BudgetExceeded        the next model call would pass the agent's budget
+    │   └── AwaitingApproval      a waiting cell stopped: the turn waits for your approval
     ├── ToolError                 a tool definition is unusable
     └── MCPServerError            an MCP server cannot be started, reached or configured
 
@@ -35,6 +36,7 @@ __all__ = [
     "AgentError",
     "AgentExists",
     "AgentNotFound",
+    "AwaitingApproval",
     "BudgetExceeded",
     "ConfigError",
     "InvalidRequest",
@@ -167,6 +169,14 @@ class BudgetExceeded(AgentError):
     """A run stopped at a round boundary because its next model call would pass
     `AgentConfig.max_cost_usd` or `max_tokens_total`. The work so far is kept;
     raise the budget and call `agent.resume()` to continue."""
+
+
+class AwaitingApproval(AgentError):
+    """A cell that waited for a turn (`turn.result()`, `--wait`) stopped because the
+    turn waits for the user's approval of a tool call and nothing could answer it
+    while the cell held the kernel (no ipykernel 7, or a plain IPython shell). The
+    turn goes on: approve it in the agent's view or with `%mentra approve`, then
+    `turn.result()` again."""
 
 
 class ToolError(MentraError):

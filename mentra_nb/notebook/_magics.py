@@ -13,7 +13,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from traitlets import Dict, TraitError, Unicode, observe, validate
 
 from mentra_nb._lazy import lazy_import
-from mentra_nb.errors import AgentNotFound, MentraError
+from mentra_nb.errors import AgentNotFound, AwaitingApproval, MentraError
 from mentra_nb.notebook._display import display
 from mentra_nb.notebook._hidden_characters import hidden_characters, mark_hidden
 
@@ -195,25 +195,30 @@ class MentraMagics(Magics):
             content = [TextBlock(text=prompt), *self._current_figure()]
         if command.format == "code":
             # The next cell can be set only while this cell runs: wait for the answer.
-            reply = self._send(agent, content, wait=True)
-            assert isinstance(reply, turns.Reply)
-            self._code_into_next_cell(reply)
+            reply = self._send(agent, content, wait=True, unanswered=", so no code went into the next cell")
+            if isinstance(reply, turns.Reply):
+                self._code_into_next_cell(reply)
             return reply
         return self._send(agent, content, wait=command.wait, output=output)
 
     def _send(self, agent: Agent, text: str | list[ContentBlock], *, wait: bool,
-              output: type[BaseModel] | None = None) -> Turn | Reply | BaseModel:
-        """A Turn; with `wait`, the Reply, or a typed turn's validated instance."""
+              output: type[BaseModel] | None = None, unanswered: str = "") -> Turn | Reply | BaseModel:
+        """A Turn; with `wait`, the Reply, or a typed turn's validated instance (the Turn,
+        said so with `unanswered` added, when the wait stopped at a call waiting for
+        approval that nothing could answer meanwhile)."""
         # The cell shows its own turn, live; when the turn ends that output becomes
         # the turn's static transcript (what a saved notebook keeps).
         turn, view = self.session.start_turn(agent, text, output=output)
         view.show()
         if wait:
-            # A typed turn's answer is the validated instance itself.
-            if output is not None:
-                answer: BaseModel = turn.output
-                return answer
-            return turns.Reply.of(turn.result(), turn)
+            try:
+                # A typed turn's answer is the validated instance itself.
+                if output is not None:
+                    answer: BaseModel = turn.output
+                    return answer
+                return turns.Reply.of(turn.result(), turn)
+            except AwaitingApproval as asked:
+                print(f"mentra: {asked}{unanswered}")
         return turn
 
     def _do_explain(self, command: args.ExplainArgs) -> Turn | Reply | BaseModel:

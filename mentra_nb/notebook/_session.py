@@ -491,7 +491,8 @@ class NotebookSession:
         self.last_agent = agent.name
         generation = agent.snapshot.run_generation + 1
         return Turn(agent.name, generation, self.host.submit(agent.run(text, output=output)),
-                    output_type=output)
+                    output_type=output,
+                    waiting_calls=lambda: self.host.call(lambda: agent.snapshot.pending_approvals))
 
     def _check_idle(self, agent: Agent) -> None:
         if agent.is_running:
