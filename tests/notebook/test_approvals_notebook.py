@@ -5,16 +5,18 @@ workspace of the session's file tools."""
 from __future__ import annotations
 
 import logging
+import threading
 
 import pytest
 from IPython.core.error import UsageError
 
-from mentra_nb import AgentError, Runtime, tool
+from mentra_nb import AgentError, AwaitingApproval, Runtime, tool
 from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook.agent_view import AgentView
+from mentra_nb.notebook.turn import Turn
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
 from tests.conftest import until
-from tests.notebook.conftest import mentra, open_runtime
+from tests.notebook.conftest import mentra, mentra_cell, open_runtime
 
 RAN: list[str] = []
 
@@ -130,6 +132,36 @@ def test_approve_and_deny_magics_answer_a_paused_python_call(ip, session):
     assert "denied this call of 'python'" in turn.result(5).text
     with pytest.raises(UsageError, match="CALL_ID is missing"):
         mentra(ip, "approve coder")
+
+
+def test_without_a_kernel_a_waiting_cell_stops_at_a_call_waiting_for_approval(ip, session, capsys):
+    """Issue 29.4 where nothing can answer a view while the cell waits (this plain IPython
+    shell, like ipykernel 6): the wait stops at the approval and says how to go on,
+    instead of waiting for an answer that cannot come."""
+    agent = mentra(ip, "spawn coder --python --tools python")
+    # The old code waited for ever: a denial after 30 s makes it fail here instead.
+    rescue = threading.Timer(30, lambda: [session.deny(agent, p.reference)
+                                          for p in agent.snapshot.pending_approvals])
+    rescue.start()
+    try:
+        turn = mentra_cell(ip, "coder --wait", "write some code")
+        assert isinstance(turn, Turn)
+        [pending] = agent.snapshot.pending_approvals
+        assert capsys.readouterr().out.splitlines()[-1] == (
+            f"mentra: 'coder' waits for your approval of python ({pending.reference}) in its view (or "
+            f"%mentra approve coder {pending.reference}); the cell stopped waiting: the turn goes on, "
+            "and turn.result() gives its answer")
+        mentra(ip, f"deny coder {pending.reference} --reason 'not now'")
+        assert "denied this call of 'python'" in turn.result(5).text
+        # turn.result() itself, as a Python cell calls it.
+        later = mentra(ip, "send coder write more code")
+        with pytest.raises(AwaitingApproval, match="'coder' waits for your approval of python"):
+            later.result(30)
+    finally:
+        rescue.cancel()
+    [pending] = agent.snapshot.pending_approvals
+    mentra(ip, f"deny coder {pending.reference}")
+    assert "denied this call of 'python'" in later.result(5).text
 
 
 def test_an_old_approve_cell_rerun_never_approves_a_later_runs_call(ip, session):
