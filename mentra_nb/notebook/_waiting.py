@@ -64,39 +64,33 @@ def wait_for(future: concurrent.futures.Future[T], timeout: float | None, *,
     what the turn waits for (None: nothing)."""
     if future.done() or threading.current_thread() is not threading.main_thread():
         return future.result(timeout)
-    deadline = None if timeout is None else time.monotonic() + timeout
     pump = ShellPump.for_this_thread()
-    if pump is None:
-        return _until_asked(future, deadline, asked)
-    with pump:
-        while True:
-            try:
-                return future.result(_next_poll(deadline))
-            except concurrent.futures.TimeoutError:
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise
-            pump.take_queued()
-
-
-def _next_poll(deadline: float | None) -> float:
-    if deadline is None:
-        return POLL_SECONDS
-    return max(0.0, min(POLL_SECONDS, deadline - time.monotonic()))
-
-
-def _until_asked(future: concurrent.futures.Future[T], deadline: float | None,
-                 asked: Callable[[], str | None] | None) -> T:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    if pump is not None:
+        with pump:
+            return _poll(future, deadline, pump.take_queued)
     if asked is None:
-        return future.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
-    while True:
-        try:
-            return future.result(_next_poll(deadline))
-        except concurrent.futures.TimeoutError:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise
+        return future.result(timeout)
+
+    def stop_if_asked() -> None:
         question = asked()
         if question is not None and not future.done():
             raise AwaitingApproval(question)
+
+    return _poll(future, deadline, stop_if_asked)
+
+
+def _poll(future: concurrent.futures.Future[T], deadline: float | None, between: Callable[[], None]) -> T:
+    """The future's result, with `between()` called every POLL_SECONDS until it comes
+    (its end wakes this at once)."""
+    while True:
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            return future.result(POLL_SECONDS if remaining is None else min(POLL_SECONDS, remaining))
+        except concurrent.futures.TimeoutError:
+            if remaining is not None and remaining <= POLL_SECONDS:
+                raise
+        between()
 
 
 class ShellPump:
@@ -185,6 +179,9 @@ class ShellPump:
         session = self._kernel.session
         try:
             identities, frames = session.feed_identities(raw, copy=True)
+            # A look at the header only: the session records a message's signature (and
+            # refuses it ever after) only when it unpacks the content, so the kernel can
+            # still read a held message when it comes back.
             header = session.deserialize(frames, content=False, copy=True)["header"]
         except Exception:  # not ours to judge: the kernel reports a bad message itself
             return None
