@@ -13,7 +13,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from traitlets import Dict, TraitError, Unicode, observe, validate
 
 from mentra_nb._lazy import lazy_import
-from mentra_nb.errors import AgentNotFound, MentraError
+from mentra_nb.errors import AgentNotFound, ConfigError, MentraError
 from mentra_nb.notebook._display import display
 
 if TYPE_CHECKING:
@@ -139,10 +139,14 @@ class MentraMagics(Magics):
         for name in enabled:
             session.enable_tool(name)
         hidden = [] if command.tools is not None else session.tools_hidden_from(model, enabled)
-        config = runtime.AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
-                                     subagents=command.subagents, team=command.team,
-                                     read_only=command.read_only, auto_approve=command.auto_approve or [],
-                                     mcp_servers=servers)
+        try:
+            config = runtime.AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
+                                         subagents=command.subagents, team=command.team,
+                                         read_only=command.read_only, auto_approve=command.auto_approve or [],
+                                         mcp_servers=servers, max_cost_usd=command.max_cost,
+                                         max_tokens_total=command.max_tokens)
+        except ConfigError as err:
+            raise UsageError(f"{err}\nusage: {args.SpawnArgs.usage()}") from None
         agent, attached = session.spawn_or_attach(command.agent, model, config,
                                                   model_given=command.model is not None,
                                                   replace=command.replace)

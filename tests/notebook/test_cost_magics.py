@@ -123,3 +123,17 @@ def test_the_view_header_of_a_lone_agent_shows_its_cost(ip, session, priced) -> 
     view = session.view(agent)
     _wait(lambda: view.cost == pricing.format_cost(agent.usage.cost_usd))
     assert view.cost.startswith("$")
+
+
+@pytest.mark.parametrize(("option", "allowed"), [("--max-cost -1", "max_cost_usd=-1.0: .*a number above 0"),
+                                                 ("--max-cost nan", "max_cost_usd=nan: .*a number above 0"),
+                                                 ("--max-tokens 0", "max_tokens_total=0: .*a whole number above 0")])
+def test_spawn_with_a_bad_budget_is_a_usage_error_saying_what_is_allowed(ip, session, option, allowed) -> None:
+    with pytest.raises(UsageError, match=rf"(?s)invalid AgentConfig: {allowed}.*usage: %mentra spawn"):
+        mentra(ip, f"spawn writer {option}")
+    assert session.records() == []  # nothing was stored
+
+
+def test_spawn_sets_the_budgets(ip) -> None:
+    agent = mentra(ip, "spawn writer --max-cost 0.5 --max-tokens 100000")
+    assert (agent.config.max_cost_usd, agent.config.max_tokens_total) == (0.5, 100_000)
