@@ -305,7 +305,10 @@ class MentraMagics(Magics):
             total = spent.total if total is None else total + spent.total
         if command.agent is None and total is not None and len(wanted) > 1:
             print(f"all agents: {pricing.format_cost(total.cost_usd)}, {total.total_tokens:,} tokens")
-        if total is not None and total.cost_usd is None:
+        if total is not None and total.misreported_calls:
+            print(f"(cost unknown: the server reported impossible usage for {total.misreported_calls} "
+                  "model call(s), counted as 0 or the cap; an agent with a budget stops)")
+        elif total is not None and total.cost_usd is None:
             print("(cost unknown: a model has no price; mentra_nb.pricing.register(...) or "
                   "%config MentraMagics.prices adds one)")
 
