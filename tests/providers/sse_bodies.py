@@ -24,7 +24,7 @@ def _events(*pairs: tuple[str | None, Any]) -> bytes:
     return "".join(out).encode()
 
 
-def chat_sse(text: str, usage: dict[str, Any] | None) -> bytes:
+def chat_sse(text: str, usage: Any) -> bytes:
     chunk = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m"}
     return _events(
         (None, {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]}),
@@ -34,7 +34,7 @@ def chat_sse(text: str, usage: dict[str, Any] | None) -> bytes:
     )
 
 
-def openai_sse(text: str, usage: dict[str, Any] | None) -> bytes:
+def openai_sse(text: str, usage: Any) -> bytes:
     item = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": text, "annotations": []}]}
     return _events(
@@ -49,19 +49,18 @@ def openai_sse(text: str, usage: dict[str, Any] | None) -> bytes:
     )
 
 
-def anthropic_sse(text: str, usage: dict[str, Any] | None, *, final_answer: bool = False) -> bytes:
+def anthropic_sse(text: str, usage: Any, *, final_answer: bool = False) -> bytes:
     """A text answer, or (`final_answer`) `text` as the input of the final_answer tool.
     message_start carries `usage` as it is, message_delta its output_tokens again."""
-    usage = usage or {}
     block = ({"type": "tool_use", "id": "toolu_1", "name": "final_answer", "input": {}} if final_answer
              else {"type": "text", "text": ""})
     delta = ({"type": "input_json_delta", "partial_json": text} if final_answer
              else {"type": "text_delta", "text": text})
-    later = {k: v for k, v in usage.items() if k == "output_tokens"}
+    later = {k: v for k, v in usage.items() if k == "output_tokens"} if isinstance(usage, dict) else usage
     return _events(
         ("message_start", {"type": "message_start", "message": {
             "id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [],
-            "usage": usage}}),
+            "usage": usage if usage is not None else {}}}),
         ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
         ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
@@ -72,7 +71,7 @@ def anthropic_sse(text: str, usage: dict[str, Any] | None, *, final_answer: bool
     )
 
 
-def gemini_sse(text: str, usage: dict[str, Any] | None) -> bytes:
+def gemini_sse(text: str, usage: Any) -> bytes:
     return _events((None, {
         "candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP",
                         "index": 0}],
@@ -80,7 +79,7 @@ def gemini_sse(text: str, usage: dict[str, Any] | None) -> bytes:
         "modelVersion": "m", "responseId": "r1"}))
 
 
-def sse_body(provider: str, text: str, usage: dict[str, Any] | None, *, typed: bool = False) -> bytes:
+def sse_body(provider: str, text: str, usage: Any, *, typed: bool = False) -> bytes:
     """`text` as `provider`'s answer (`typed`: a typed answer, which Anthropic gives as
     its final_answer tool's input)."""
     if provider == "openai-chat":
