@@ -1,17 +1,24 @@
 """Figures as PNG image blocks for vision models: open matplotlib figures, a
 figure or axes or PIL image held by a variable, or the images a cell displayed.
 
-matplotlib and PIL are never imported here: a kernel that has not imported
-them has no figure of theirs to show. Images are at most `MAX_SIDE` pixels on
-their long side (what vision models read without scaling down themselves) and
-at most `MAX_IMAGES` go in one answer.
+matplotlib is never imported here: a kernel that has not imported it has no
+figure of its to show. Every image is at most `MAX_SIDE` pixels on its long side
+(what vision models read without scaling down themselves) and at most
+`MAX_IMAGE_BASE64` of base64, and at most `MAX_IMAGES` go in one answer; the
+answer says each image's real size. A figure is rendered at the resolution that
+fits, measured after `savefig.bbox = "tight"` would crop or grow it; a displayed
+PNG above the caps is scaled down with PIL (imported only then), or left out
+when even decoding it would take too much memory.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import importlib
 import io
 import re
+import struct
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,11 +33,18 @@ MAX_IMAGES = 4
 MAX_SIDE = 1568  # pixels
 # Anthropic's limit per image is 5 MB of base64; a displayed PNG above it is scaled down.
 MAX_IMAGE_BASE64 = 5 * 1024 * 1024
+# A displayed PNG with more pixels is not decoded to scale it down (a 20000x20000
+# PNG of a few KB would take 400 MB to 1.6 GB); it is left out, saying why.
+MAX_DECODE_PIXELS = 50_000_000
+# A tight bounding box so large that the figure would be drawn at fewer dots per
+# inch than this (an artist far outside the axes) is not used: the figure's own
+# area is shown instead.
+MIN_TIGHT_DPI = 10.0
 _CELL = re.compile(r"^\s*(?:cell\s*:?\s*|in\s*\[\s*|out\s*\[\s*)(-?\d+)\s*\]?\s*$", re.I)
 
 
 class FigureNotFound(LookupError):
-    """Nothing matched; the message says what there is."""
+    """Nothing matched, or what matched cannot be shown; the message says why."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
@@ -58,15 +72,57 @@ def _png_block(data: bytes) -> ImageBlock:
     return ImageBlock(media_type="image/png", data=base64.b64encode(data).decode("ascii"))
 
 
+def _png_size(data: bytes) -> tuple[int, int] | None:
+    """A PNG's width and height from its header (None: not a PNG)."""
+    if len(data) < 24 or data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+        return None
+    width, height = struct.unpack(">II", data[16:24])
+    return int(width), int(height)
+
+
+def _figure_area(figure: Any) -> tuple[Any, str]:
+    """The area of `figure` savefig would save (a Bbox in inches) and a note when it
+    is not what the user's settings ask for. `savefig.bbox = "tight"` crops (or
+    grows) it to what the artists cover, so that is measured rather than assumed."""
+    matplotlib = sys.modules["matplotlib"]
+    whole = figure.bbox_inches
+    if matplotlib.rcParams["savefig.bbox"] != "tight":
+        return whole, ""
+    tight = figure.get_tightbbox().padded(matplotlib.rcParams["savefig.pad_inches"])
+    if MAX_SIDE / max(tight.width, tight.height, 0.01) < MIN_TIGHT_DPI:
+        return whole, (f" (its tight bounding box is {tight.width:,.0f}x{tight.height:,.0f} in, an artist "
+                       "far outside the axes; the figure's own area is shown)")
+    return tight, ""
+
+
 def _figure_png(figure: Any) -> tuple[ImageBlock, str]:
-    width, height = figure.get_size_inches()
-    dpi = min(float(figure.dpi), MAX_SIDE / max(width, height, 0.01))
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
+    """`figure` as a PNG within `MAX_SIDE`, and its real size in pixels; a figure
+    that cannot be drawn that small is `FigureNotFound` saying why."""
+    try:
+        area, note = _figure_area(figure)
+        dpi = min(float(figure.dpi), MAX_SIDE / max(area.width, area.height, 0.01))
+        for _ in range(3):  # a side rounded past the cap is drawn again, a little smaller
+            buffer = io.BytesIO()
+            figure.savefig(buffer, format="png", dpi=dpi, bbox_inches=area)
+            data = buffer.getvalue()
+            size = _png_size(data)
+            if size is None or max(size) <= MAX_SIDE:
+                break
+            dpi *= MAX_SIDE / max(size) * 0.99
+    except (MemoryError, ValueError, OverflowError, RuntimeError) as err:
+        # matplotlib refuses a canvas over 2**16 px a side with ValueError, a big one fails
+        # to allocate, and FreeType refuses text below a pixel (RuntimeError) in a figure
+        # so large that it fits only at a few dots per inch.
+        width, height = figure.get_size_inches()
+        raise FigureNotFound(
+            f"the figure ({width:g}x{height:g} in) cannot be drawn within {MAX_SIDE} px "
+            f"({type(err).__name__}: {str(err)[:200]}); make it smaller (fig.set_size_inches(...))") from None
+    if size is None or max(size) > MAX_SIDE:
+        raise FigureNotFound(f"the figure cannot be drawn within {MAX_SIDE} px; make it smaller")
     suptitle = getattr(figure, "get_suptitle", lambda: "")()  # matplotlib >= 3.8
     title = figure.get_label() or suptitle or next((a.get_title() for a in figure.get_axes() if a.get_title()), "")
-    size = f"{round(width * dpi)}x{round(height * dpi)} px"
-    return _png_block(buffer.getvalue()), (f"'{title}', {size}" if title else size)
+    what = f"{size[0]}x{size[1]} px{note}"
+    return _png_block(data), (f"'{title}', {what}" if title else what)
 
 
 def _pil_png(image: Any) -> tuple[ImageBlock, str]:
@@ -79,14 +135,33 @@ def _pil_png(image: Any) -> tuple[ImageBlock, str]:
     return _png_block(buffer.getvalue()), f"PIL image {image.size[0]}x{image.size[1]} px"
 
 
-def _bounded(image: ImageBlock) -> ImageBlock | None:
-    """A displayed PNG as sent, or scaled down when too big (None: too big, no PIL)."""
-    if len(image.data) <= MAX_IMAGE_BASE64:
-        return image
-    pil = sys.modules.get("PIL.Image")
-    if pil is None:
-        return None
-    return _pil_png(pil.open(io.BytesIO(base64.b64decode(image.data))))[0]
+def _bounded(image: ImageBlock) -> tuple[ImageBlock | None, str]:
+    """A displayed PNG within the caps: as it was, or scaled down with PIL; None
+    when it cannot be (the text says why). The text gives its real size."""
+    try:
+        data = base64.b64decode(image.data, validate=True)
+    except (binascii.Error, ValueError):
+        return None, "left out: not valid base64"
+    size = _png_size(data)
+    if size is None:
+        return None, "left out: not a PNG"
+    width, height = size
+    if max(size) <= MAX_SIDE and len(image.data) <= MAX_IMAGE_BASE64:
+        return image, f"{width}x{height} px"
+    if width * height > MAX_DECODE_PIXELS:
+        return None, (f"{width}x{height} px, left out: too large to scale down here (over "
+                      f"{MAX_DECODE_PIXELS // 1_000_000} million pixels); save a smaller image")
+    try:
+        pil = importlib.import_module("PIL.Image")
+    except ImportError:
+        return None, f"{width}x{height} px, left out: scaling it down needs Pillow (pip install pillow)"
+    try:
+        with pil.open(io.BytesIO(data)) as opened:
+            scaled, _ = _pil_png(opened)
+    except (OSError, ValueError, MemoryError, pil.DecompressionBombError) as err:
+        return None, f"{width}x{height} px, left out: it cannot be decoded ({type(err).__name__})"
+    new_width, new_height = _png_size(base64.b64decode(scaled.data)) or (0, 0)
+    return scaled, f"{width}x{height} px, scaled down to {new_width}x{new_height} px"
 
 
 def _open_figure(key: int | str) -> Any | None:
@@ -111,19 +186,33 @@ def current_figures() -> Shown | None:
     numbers = plt.get_fignums()
     if not numbers:
         return None
-    open_figures = [(n, f) for n in numbers[:MAX_IMAGES] if (f := _open_figure(n)) is not None]
-    rendered = [(n, *_figure_png(f)) for n, f in open_figures]
+    images, described = [], []
+    for number in numbers[:MAX_IMAGES]:
+        figure = _open_figure(number)
+        if figure is None:
+            continue
+        try:
+            image, what = _figure_png(figure)
+        except FigureNotFound as err:
+            described.append(f"matplotlib figure {number}: left out: {err}")
+            continue
+        images.append(image)
+        described.append(f"matplotlib figure {number}: {what}")
     more = f" (and {len(numbers) - MAX_IMAGES} more not shown)" if len(numbers) > MAX_IMAGES else ""
-    return Shown([image for _, image, _ in rendered],
-                 "; ".join(f"matplotlib figure {n}: {what}" for n, _, what in rendered) + more)
+    if not images and described:
+        raise FigureNotFound("; ".join(described))
+    return Shown(images, "; ".join(described) + more)
 
 
 def _cell_images(displayed: list[ImageBlock], cell: str) -> Shown:
-    images = [b for b in (_bounded(i) for i in displayed) if b is not None]
+    bounded = [_bounded(i) for i in displayed[:MAX_IMAGES]]
+    images = [image for image, _ in bounded if image is not None]
+    sizes = "; ".join(what for _, what in bounded)
+    more = (f" (and {len(displayed) - MAX_IMAGES} more not shown)" if len(displayed) > MAX_IMAGES else "")
+    what = f"{len(displayed)} image{'s' if len(displayed) > 1 else ''} displayed by cell {cell}: {sizes}{more}"
     if not images:
-        raise FigureNotFound(f"the images cell {cell} displayed are too large to send (over 5 MB) and "
-                             "PIL is not loaded to scale them down")
-    return Shown(images, f"{len(images)} image{'s' if len(images) > 1 else ''} displayed by cell {cell}")
+        raise FigureNotFound(f"nothing to show: {what}")
+    return Shown(images, what)
 
 
 def _value_images(name: str, value: Any) -> Shown | None:
