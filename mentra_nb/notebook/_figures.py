@@ -2,7 +2,7 @@
 figure or axes or PIL image held by a variable, or the images a cell displayed.
 
 matplotlib is never imported here: a kernel that has not imported it has no
-figure of its to show. Every image is at most `MAX_SIDE` pixels on its long side
+figure to show. Every image is at most `MAX_SIDE` pixels on its long side
 (what vision models read without scaling down themselves) and at most
 `MAX_IMAGE_BASE64` of base64, and at most `MAX_IMAGES` go in one answer; the
 answer says each image's real size. A figure is rendered at the resolution that
