@@ -44,7 +44,9 @@ class UsageReport:
         return count
 
     def usage(self, *, already_misreported: bool = False, **counts: int) -> Usage:
-        if self.problems:
+        """The call's usage; `already_misreported`: an earlier report of the same call
+        (Anthropic's are cumulative) was impossible, and was logged then."""
+        if self.problems and not already_misreported:
             logger.warning(
                 "%s reported impossible token counts (%s); they were clamped, the call's cost is "
                 "unknown, and an agent with a budget stops before its next call",

@@ -133,6 +133,7 @@ async def test_each_provider_clamps_and_flags_an_impossible_count(server, client
     assert (usage.input_tokens, usage.output_tokens) == (30, clamped)
     assert usage.misreported_calls == 1 and usage.cost_usd is None
     assert f"{provider} reported impossible token counts ({output_field}=" in caplog.text
+    assert caplog.text.count("reported impossible token counts") == 1  # once a call
 
 
 @pytest.mark.parametrize("provider", list(PROVIDERS))
