@@ -126,13 +126,24 @@ def _figure_png(figure: Any) -> tuple[ImageBlock, str]:
 
 
 def _pil_png(image: Any) -> tuple[ImageBlock, str]:
-    copy = image.copy()
-    copy.thumbnail((MAX_SIDE, MAX_SIDE))
-    if copy.mode not in ("RGB", "RGBA", "L", "LA", "P", "1", "I;16"):
-        copy = copy.convert("RGBA")
-    buffer = io.BytesIO()
-    copy.save(buffer, format="PNG")
-    return _png_block(buffer.getvalue()), f"PIL image {image.size[0]}x{image.size[1]} px"
+    """A PIL image as a PNG within `MAX_SIDE`, and its size (and the size sent, when scaled)."""
+    width, height = image.size
+    scale = MAX_SIDE / max(width, height, 1)
+    try:
+        # resize makes the small copy straight away (thumbnail would copy the big one first).
+        scaled = image if scale >= 1 else image.resize(
+            (max(1, round(width * scale)), max(1, round(height * scale))), reducing_gap=2.0)
+        if scaled.mode not in ("RGB", "RGBA", "L", "LA", "P", "1", "I;16"):
+            scaled = scaled.convert("RGBA")
+        buffer = io.BytesIO()
+        scaled.save(buffer, format="PNG")
+    except (MemoryError, OSError, ValueError) as err:
+        raise FigureNotFound(f"the {width}x{height} px PIL image cannot be turned into a PNG "
+                             f"({type(err).__name__}: {str(err)[:200]})") from None
+    what = f"PIL image {width}x{height} px"
+    if scaled.size != image.size:
+        what += f", scaled down to {scaled.size[0]}x{scaled.size[1]} px"
+    return _png_block(buffer.getvalue()), what
 
 
 def _bounded(image: ImageBlock) -> tuple[ImageBlock | None, str]:
@@ -158,7 +169,7 @@ def _bounded(image: ImageBlock) -> tuple[ImageBlock | None, str]:
     try:
         with pil.open(io.BytesIO(data)) as opened:
             scaled, _ = _pil_png(opened)
-    except (OSError, ValueError, MemoryError, pil.DecompressionBombError) as err:
+    except (OSError, ValueError, MemoryError, pil.DecompressionBombError, FigureNotFound) as err:
         return None, f"{width}x{height} px, left out: it cannot be decoded ({type(err).__name__})"
     new_width, new_height = _png_size(base64.b64decode(scaled.data)) or (0, 0)
     return scaled, f"{width}x{height} px, scaled down to {new_width}x{new_height} px"

@@ -69,7 +69,8 @@ async def test_a_number_a_label_or_a_variable_picks_one_figure(figures):
     assert _size((await _view(figures, "ax")).images[0]) == (400, 200)
     # A big PIL image is scaled to 1568 px on its long side.
     photo = await _view(figures, "photo")
-    assert _size(photo.images[0]) == (1568, 784) and photo.content == "'photo': PIL image 3000x1500 px"
+    assert _size(photo.images[0]) == (1568, 784) and photo.content == (
+        "'photo': PIL image 3000x1500 px, scaled down to 1568x784 px")
 
 
 async def test_looking_never_makes_a_figure_current(figures, monkeypatch):
