@@ -336,12 +336,18 @@ class MentraMagics(Magics):
                 print(f"mentra: '{agent.name}' was waiting for your approval when the kernel stopped; that "
                       "call was not run (agent.resume() lets it ask again)")
             if agent.config.mcp_servers:
-                configured = {s.name for s in self.session.mcp_servers()}
+                configured = {s.name: s for s in self.session.mcp_servers()}
                 missing = [n for n in agent.config.mcp_servers if n not in configured]
                 print(f"mentra: '{agent.name}' uses MCP servers {', '.join(agent.config.mcp_servers)} "
                       "(started on first use)" + (
                           f"; not configured here: {', '.join(missing)} (add with %mentra mcp add; "
                           "an in-process server is not stored)" if missing else ""))
+                for server in (configured[n] for n in agent.config.mcp_servers if n in configured):
+                    if server.needs_approval:
+                        # A state file can come from anyone: say what it would run.
+                        print(f"mentra: MCP server '{server.name}' came from the state file, not from this "
+                              f"kernel, and runs: {server.target}\n  '{agent.name}' asks your approval "
+                              f"before it first starts it (%mentra mcp remove {server.name} drops it)")
             display(self.session.view(agent))
 
     def _do_interrupt(self, command: args.InterruptArgs) -> None:

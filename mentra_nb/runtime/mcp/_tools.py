@@ -72,5 +72,6 @@ class MCPTool:
             return ToolOutput(content=str(err), is_error=True)
         except MCPError as err:
             return ToolOutput(content=f"MCP server '{self.server}' refused the call of "
-                                      f"'{self.remote_name}': {err.message}", is_error=True)
+                                      f"'{self.remote_name}': {self.connection.scrub(err.message)}",
+                              is_error=True)
         return tool_output(result)
