@@ -123,6 +123,27 @@ def test_a_headless_runners_command_line_names_the_notebook(tmp_path):
     assert seen_by_child_of("jupyter-nbconvert", "--execute", "east/a.ipynb", "west/b.ipynb",
                             child_cwd="west") == \
         f"({tmp_path / 'west' / 'b.ipynb'!r}, \"the nbconvert command line and the kernel's folder\")"
+    # Voila serves one notebook as an app (issue 36.2): its kernels run in its folder.
+    assert seen_by_child_of("voila", "dash.ipynb", "--no-browser") == \
+        f"({tmp_path / 'dash.ipynb'!r}, 'the voila command line')"
     # Anything else (a server started with a notebook to open, say) is no runner.
     assert seen_by_child_of("jupyter-lab", "a.ipynb") == "None"
     assert runner_notebook() is None  # pytest is no runner
+
+
+def test_each_voila_page_gets_agents_of_its_own_in_the_apps_state_file(tmp_path):
+    """Issue 36.2: Voila starts a kernel per page load and keeps it after the tab
+    closes; pages that shared runtime id 'notebook' waited for each other's leases."""
+    page = {"SERVER_SOFTWARE": "voila/0.5.13", "SCRIPT_NAME": "/voila/render/apps/app.ipynb",
+            "VOILA_KERNEL_ID": "9f3c21c4-ceb7"}
+    one = discover_store({}, cwd=tmp_path, environ=page)
+    other = discover_store({}, cwd=tmp_path, environ={**page, "VOILA_KERNEL_ID": "4a73"})
+    # Voila starts the kernel in the notebook's folder; its page names the notebook.
+    assert one.path == other.path == tmp_path / ".mentra" / "app.sqlite"
+    assert "Voila's SCRIPT_NAME" in one.source
+    assert (one.runtime_id, other.runtime_id) == ("app/voila-9f3c21c4-ceb7", "app/voila-4a73")
+    # `voila app.ipynb` serves it at "/": the command line names it (the browser test runs that).
+    single = discover_store({}, cwd=tmp_path, environ={**page, "SCRIPT_NAME": "/"})
+    assert single.runtime_id == "notebook/voila-9f3c21c4-ceb7"
+    # Outside Voila the same variables mean nothing.
+    assert discover_store({}, cwd=tmp_path, environ={"SCRIPT_NAME": "/x/app.ipynb"}).runtime_id == "notebook"

@@ -7,7 +7,15 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from mentra_nb import AgentConfig, Runtime, ToolContext, ToolError, ToolOutput, ToolSideEffectLevel, tool
+from mentra_nb import (
+    AgentConfig,
+    Runtime,
+    ToolContext,
+    ToolError,
+    ToolOutput,
+    ToolSideEffectLevel,
+    tool,
+)
 from mentra_nb.runtime.tools import ToolInputError
 
 
