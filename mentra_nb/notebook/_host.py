@@ -4,6 +4,10 @@ Agents stream on that loop while cells run, block or finish; a cell only
 waits when it asks to (`turn.result()`, `--wait`). Widget clicks arrive on
 the kernel's shell thread and are handed to this loop; nothing here ever
 blocks the shell thread for longer than a store call.
+
+Public (`mentra_nb.notebook.RuntimeHost`): any Python UI that shows widgets
+without IPython's magics (marimo, a Voila or Solara app, a script serving
+ipywidgets) drives its runtime on a host and shows an agent with `view`.
 """
 
 from __future__ import annotations
@@ -12,7 +16,11 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from mentra_nb.notebook.agent_view import AgentView
+    from mentra_nb.runtime import Agent
 
 __all__ = ["RuntimeHost"]
 
@@ -20,7 +28,16 @@ T = TypeVar("T")
 
 
 class RuntimeHost:
-    """An event loop on a daemon thread, with thread-safe ways in."""
+    """An event loop on a daemon thread, with thread-safe ways in. Agents live on
+    it, so they stream while the UI's own thread runs code or waits, and a view's
+    clicks reach them. In marimo:
+
+        host = RuntimeHost()
+        rt = host.call(lambda: Runtime(store=SqliteStore("app.sqlite"), runtime_id="app"))
+        writer = host.call(lambda: rt.spawn("writer", "anthropic:claude-sonnet-4-5"))
+        mo.ui.anywidget(host.view(writer))     # in Jupyter: display(host.view(writer))
+        host.submit(writer.send("Hello"))      # streams into the view; a Future of the reply
+    """
 
     def __init__(self, name: str = "mentra-runtime") -> None:
         self.loop = asyncio.new_event_loop()
@@ -52,6 +69,13 @@ class RuntimeHost:
             return fn()
 
         return self.submit(invoke()).result(timeout)
+
+    def view(self, agent: Agent) -> AgentView:
+        """A live widget of `agent` (an anywidget: its whole conversation, the live
+        stream and its controls), for an agent this host's loop drives."""
+        from mentra_nb.notebook.agent_view import AgentView
+
+        return AgentView(agent, self)
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run `fn(*args)` on the loop thread, without waiting."""
