@@ -9,8 +9,9 @@ whoever starts the kernel: `NotebookClient(...).execute(env=...)`), IPython's
 its Python API) in the kernel's variables, the page a Voila server renders
 (its `SCRIPT_NAME`, when it names the notebook), or the command line of the
 runner (nbconvert, papermill, `voila app.ipynb`) that started this kernel:
-those tell the kernel nothing, but name the notebook they run (of several named, the one in the
-folder the kernel runs in, where nbconvert starts each notebook's kernel).
+those tell the kernel nothing, but name the notebook they run (of several
+named, the one in the folder the kernel runs in, where nbconvert starts each
+notebook's kernel).
 Code below the notebook layer has no kernel variables of its own, so the
 notebook session lends them with `use_namespace` when it starts.
 """
