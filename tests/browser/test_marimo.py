@@ -8,7 +8,6 @@ fell back to the text colour (a monochrome view). The app runs headless
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -18,11 +17,10 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 from tests.browser.conftest import ARTIFACTS
-from tests.browser.lab_server import _free_port
+from tests.browser.lab_server import _free_port, stop_process_tree
 
 APP = '''
 import marimo
@@ -55,7 +53,9 @@ def marimo_app(tmp_path: Path, artifacts: Path) -> Iterator[str]:
         [sys.executable, "-m", "marimo", "run", "app.py", "--headless", "--host", "127.0.0.1",
          "-p", str(port), "--no-token", "--no-sandbox", "--no-check"],
         cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, "MARIMO_SKIP_UPDATE_CHECK": "1"},
+        # No request to PyPI for a newer marimo, and none of the developer's settings.
+        env={**os.environ, "MARIMO_SKIP_UPDATE_CHECK": "1", "XDG_CONFIG_HOME": str(tmp_path / "config"),
+             "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CACHE_HOME": str(tmp_path / "cache")},
     )
     url = f"http://127.0.0.1:{port}/"
     try:
@@ -70,18 +70,7 @@ def marimo_app(tmp_path: Path, artifacts: Path) -> Iterator[str]:
                 time.sleep(0.2)
         yield url
     finally:
-        children = []
-        with contextlib.suppress(psutil.Error):
-            children = psutil.Process(process.pid).children(recursive=True)
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-        for child in children:
-            with contextlib.suppress(psutil.Error):
-                child.kill()
+        stop_process_tree(process)
         log.close()
 
 

@@ -4,9 +4,7 @@ stopped with every kernel it started, pass or fail."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,9 +13,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import psutil
-
-from tests.browser.lab_server import _free_port
+from tests.browser.lab_server import _free_port, stop_process_tree
 
 
 class VoilaServer:
@@ -71,20 +67,7 @@ class VoilaServer:
         """Stop the server and kill every kernel it started. Safe to call twice."""
         if self.process is None:
             return
-        leftovers: list[psutil.Process] = []
-        with contextlib.suppress(psutil.Error):
-            leftovers = psutil.Process(self.process.pid).children(recursive=True)
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
-        for proc in leftovers:
-            with contextlib.suppress(psutil.Error):
-                proc.kill()
-        psutil.wait_procs(leftovers, timeout=10)
+        stop_process_tree(self.process)
         self.process = None
         if self._log is not None:
             self._log.close()
