@@ -6,12 +6,11 @@ notebook's path comes from, in order: `JPY_SESSION_NAME` (Jupyter Server, or
 whoever starts the kernel: `NotebookClient(...).execute(env=...)`), IPython's
 `__session__`, VS Code's `__vsc_ipynb_file__` and papermill's
 `PAPERMILL_INPUT_PATH` parameter (`--inject-input-path`, or `parameters=` in
-its Python API) in the kernel's variables, the page a Voila server renders
-(its `SCRIPT_NAME`, when it names the notebook), or the command line of the
-runner (nbconvert, papermill, `voila app.ipynb`) that started this kernel:
-those tell the kernel nothing, but name the notebook they run (of several
-named, the one in the folder the kernel runs in, where nbconvert starts each
-notebook's kernel).
+its Python API) in the kernel's variables, a Voila server's page (`_voila.py`),
+or the command line of the headless
+runner (nbconvert, papermill) that started this kernel: those tell the kernel
+nothing, but name the notebook they run (of several named, the one in the
+folder the kernel runs in, where nbconvert starts each notebook's kernel).
 Code below the notebook layer has no kernel variables of its own, so the
 notebook session lends them with `use_namespace` when it starts.
 """
@@ -25,7 +24,9 @@ from typing import Any
 
 import psutil
 
-__all__ = ["is_voila_kernel", "notebook_path", "runner_notebook", "use_namespace", "voila_page"]
+from mentra_nb._voila import voila_notebook
+
+__all__ = ["notebook_path", "runner_notebook", "use_namespace"]
 
 _namespace: Mapping[str, Any] | None = None
 
@@ -54,30 +55,11 @@ def notebook_path(
         if isinstance(value, str) and value.endswith(".ipynb") and "://" not in value:
             path = Path(value).expanduser()
             return (path if path.is_absolute() else (cwd or Path.cwd()) / path), source
-    page = voila_page(environ)
-    if page is not None:
-        # Voila starts each page's kernel in the notebook's folder.
-        return (cwd or Path.cwd()) / page, "Voila's SCRIPT_NAME"
-    return runner_notebook()
-
-
-def is_voila_kernel(environ: Mapping[str, str] = os.environ) -> bool:
-    """Whether a Voila server started this kernel, for a visitor's page."""
-    return environ.get("SERVER_SOFTWARE", "").startswith("voila/")
-
-
-def voila_page(environ: Mapping[str, str] = os.environ) -> str | None:
-    """The notebook's file name when a Voila server started this kernel for a page
-    that names it (`/voila/render/sub/app.ipynb`); None elsewhere, and for
-    `voila app.ipynb`, whose page is `/` (its command line names the notebook)."""
-    if not is_voila_kernel(environ):
-        return None
-    name = environ.get("SCRIPT_NAME", "").rsplit("/", 1)[-1]
-    return name if name.endswith(".ipynb") else None
+    return voila_notebook(environ, cwd) or runner_notebook()
 
 
 # Words in a parent's command line that say it runs notebooks without a server.
-_RUNNERS = ("nbconvert", "papermill", "nbclient", "voila")
+_RUNNERS = ("nbconvert", "papermill", "nbclient")
 
 
 def runner_notebook(process: psutil.Process | None = None) -> tuple[Path, str] | None:

@@ -7,7 +7,8 @@ blocks the shell thread for longer than a store call.
 
 Public (`mentra_nb.notebook.RuntimeHost`): any Python UI that shows widgets
 without IPython's magics (marimo, a Voila or Solara app, a script serving
-ipywidgets) drives its runtime on a host and shows an agent with `view`.
+ipywidgets) drives its runtime on a host and shows an agent with
+`AgentView(agent, host)`.
 """
 
 from __future__ import annotations
@@ -16,11 +17,7 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    from mentra_nb.notebook.agent_view import AgentView
-    from mentra_nb.runtime import Agent
+from typing import Any, TypeVar
 
 __all__ = ["RuntimeHost"]
 
@@ -35,8 +32,8 @@ class RuntimeHost:
         host = RuntimeHost()
         rt = host.call(lambda: Runtime(store=SqliteStore("app.sqlite"), runtime_id="app"))
         writer = host.call(lambda: rt.spawn("writer", "anthropic:claude-sonnet-4-5"))
-        mo.ui.anywidget(host.view(writer))     # in Jupyter: display(host.view(writer))
-        host.submit(writer.send("Hello"))      # streams into the view; a Future of the reply
+        mo.ui.anywidget(AgentView(writer, host))   # in Jupyter: display(AgentView(writer, host))
+        host.submit(writer.send("Hello"))          # streams into the view; a Future of the reply
     """
 
     def __init__(self, name: str = "mentra-runtime") -> None:
@@ -69,13 +66,6 @@ class RuntimeHost:
             return fn()
 
         return self.submit(invoke()).result(timeout)
-
-    def view(self, agent: Agent) -> AgentView:
-        """A live widget of `agent` (an anywidget: its whole conversation, the live
-        stream and its controls), for an agent this host's loop drives."""
-        from mentra_nb.notebook.agent_view import AgentView
-
-        return AgentView(agent, self)
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run `fn(*args)` on the loop thread, without waiting."""

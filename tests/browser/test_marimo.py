@@ -32,13 +32,13 @@ app = marimo.App()
 def _():
     import marimo as mo
     from mentra_nb import Runtime, SqliteStore
-    from mentra_nb.notebook import RuntimeHost
+    from mentra_nb.notebook import AgentView, RuntimeHost
 
     host = RuntimeHost()
     rt = host.call(lambda: Runtime(store=SqliteStore("app.sqlite"), runtime_id="marimo"))
     writer = host.call(lambda: rt.spawn("writer", "test"))
     host.submit(writer.send("Hello from marimo")).result(60)
-    view = mo.ui.anywidget(host.view(writer))
+    view = mo.ui.anywidget(AgentView(writer, host))
     view
     return (view,)
 '''

@@ -123,9 +123,6 @@ def test_a_headless_runners_command_line_names_the_notebook(tmp_path):
     assert seen_by_child_of("jupyter-nbconvert", "--execute", "east/a.ipynb", "west/b.ipynb",
                             child_cwd="west") == \
         f"({tmp_path / 'west' / 'b.ipynb'!r}, \"the nbconvert command line and the kernel's folder\")"
-    # Voila serves one notebook as an app (issue 36.2): its kernels run in its folder.
-    assert seen_by_child_of("voila", "dash.ipynb", "--no-browser") == \
-        f"({tmp_path / 'dash.ipynb'!r}, 'the voila command line')"
     # Anything else (a server started with a notebook to open, say) is no runner.
     assert seen_by_child_of("jupyter-lab", "a.ipynb") == "None"
     assert runner_notebook() is None  # pytest is no runner
@@ -147,3 +144,18 @@ def test_each_voila_page_gets_agents_of_its_own_in_the_apps_state_file(tmp_path)
     assert single.runtime_id == "notebook/voila-9f3c21c4-ceb7"
     # Outside Voila the same variables mean nothing.
     assert discover_store({}, cwd=tmp_path, environ={"SCRIPT_NAME": "/x/app.ipynb"}).runtime_id == "notebook"
+
+
+def test_voila_serving_one_notebook_is_read_from_its_command_line(tmp_path):
+    """`voila app.ipynb` serves the notebook at "/": only its command line names it."""
+    child = ("import os; from mentra_nb._voila import voila_notebook; "
+             "print(voila_notebook({'SERVER_SOFTWARE': 'voila/0.5', 'SCRIPT_NAME': '/'}))")
+    (tmp_path / "voila").write_text(f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {child!r}])\n")
+    out = subprocess.run([sys.executable, str(tmp_path / "voila"), "dash.ipynb", "--no-browser"],
+                         cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
+    assert out == f"({tmp_path / 'dash.ipynb'!r}, 'the voila command line')"
+    # Another server naming a notebook is not Voila.
+    (tmp_path / "jupyter-lab").write_text((tmp_path / "voila").read_text())
+    out = subprocess.run([sys.executable, str(tmp_path / "jupyter-lab"), "dash.ipynb"],
+                         cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "None"
