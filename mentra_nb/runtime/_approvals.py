@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
+import logging
 import time
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -51,6 +52,8 @@ __all__ = [
     "denial_result",
     "load_approval_state",
 ]
+
+log = logging.getLogger("mentra_nb.runtime")
 
 APPROVALS_STATE_KEY = "approvals.v1"
 APPROVAL_INTERRUPTED_RESULT = "not run: it was waiting for approval when the kernel stopped"
@@ -127,6 +130,13 @@ class Approvals:
             agent.state.emit(ToolApprovalRequested(**fields, tool_use_id=use.id, name=use.name,
                                                    input=dict(use.input)))
             agent.state.changed()
+            if not agent.state.watched:
+                # A plain script: no view, no observer; waiting in silence looks like a hang.
+                log.warning(
+                    "agent '%s' waits for your approval of %s (call %s): answer with "
+                    "agent.approve(%r) or agent.deny(%r, reason); AgentConfig(auto_approve=[%r]) "
+                    "lets it run without asking", agent.name, use.name, pending.reference,
+                    pending.reference, pending.reference, use.name)
             decision = await future
         except BaseException:
             # Cancelled (the run rolls back) or the write failed: the store must
