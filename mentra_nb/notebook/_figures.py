@@ -19,13 +19,14 @@ from typing import Any
 
 from mentra_nb.messages import ImageBlock
 from mentra_nb.notebook._cell_history import CellHistory, CellLookupError
+from mentra_nb.runtime.images import (  # shared with MCP's images
+    MAX_IMAGE_BASE64,
+    MAX_IMAGES,
+    MAX_SIDE,
+)
 
 __all__ = ["MAX_IMAGES", "MAX_SIDE", "FigureNotFound", "Shown", "current_figures", "find_figures"]
 
-MAX_IMAGES = 4
-MAX_SIDE = 1568  # pixels
-# Anthropic's limit per image is 5 MB of base64; a displayed PNG above it is scaled down.
-MAX_IMAGE_BASE64 = 5 * 1024 * 1024
 _CELL = re.compile(r"^\s*(?:cell\s*:?\s*|in\s*\[\s*|out\s*\[\s*)(-?\d+)\s*\]?\s*$", re.I)
 
 

@@ -15,6 +15,7 @@ from traitlets import Dict, TraitError, Unicode, observe, validate
 from mentra_nb._lazy import lazy_import
 from mentra_nb.errors import AgentNotFound, MentraError
 from mentra_nb.notebook._display import display
+from mentra_nb.notebook._hidden_characters import hidden_characters, mark_hidden
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -246,6 +247,13 @@ class MentraMagics(Magics):
             print("mentra: the answer has no code block, so no cell was added (-f code takes the first "
                   "``` block of the answer)")
             return
+        hidden = hidden_characters(code)
+        if hidden:
+            # Bidi controls and zero-width characters would make the cell run other
+            # than it reads: each is replaced by a visible marker the user must resolve.
+            print(f"mentra: the code block holds hidden characters ({', '.join(hidden)}), each shown as "
+                  "<U+XXXX> in the new cell: read the code before you run it")
+            code = mark_hidden(code)
         shell = self.shell
         assert shell is not None  # a magic runs in a shell
         # IPython's set_next_input payload: the front end puts it in a new cell below.
@@ -329,12 +337,18 @@ class MentraMagics(Magics):
                 print(f"mentra: '{agent.name}' was waiting for your approval when the kernel stopped; that "
                       "call was not run (agent.resume() lets it ask again)")
             if agent.config.mcp_servers:
-                configured = {s.name for s in self.session.mcp_servers()}
+                configured = {s.name: s for s in self.session.mcp_servers()}
                 missing = [n for n in agent.config.mcp_servers if n not in configured]
                 print(f"mentra: '{agent.name}' uses MCP servers {', '.join(agent.config.mcp_servers)} "
                       "(started on first use)" + (
                           f"; not configured here: {', '.join(missing)} (add with %mentra mcp add; "
                           "an in-process server is not stored)" if missing else ""))
+                for server in (configured[n] for n in agent.config.mcp_servers if n in configured):
+                    if server.needs_approval:
+                        # A state file can come from anyone: say what it would run.
+                        print(f"mentra: MCP server '{server.name}' came from the state file, not from this "
+                              f"kernel, and runs: {server.target}\n  '{agent.name}' asks your approval "
+                              f"before it first starts it (%mentra mcp remove {server.name} drops it)")
             display(self.session.view(agent))
 
     def _do_interrupt(self, command: args.InterruptArgs) -> None:

@@ -437,6 +437,18 @@ class Agent:
         saying it was not run, with `reason`."""
         self._approvals.answer(call_id, ApprovalDecision(approved=False, reason=reason))
 
+    async def ask_approval(self, name: str, input: dict[str, Any]) -> ApprovalDecision:
+        """Pause the running turn until the user approves or denies `name`, something
+        that is not a tool call (an extension's question, e.g. starting an MCP server
+        that came from the state file); shown and answered like a paused call
+        (`approve` / `deny` with its reference). Never answered by `auto_approve` or
+        "always allow". An extension that refuses approvals (a headless subagent)
+        denies it at once."""
+        refusal = next((text for e in self._extensions if (text := e.refuse_approval(name)) is not None), None)
+        if refusal is not None:
+            return ApprovalDecision(approved=False, reason=refusal)
+        return await self._approvals.ask(name, input, self._state.run_generation)
+
     # --- time travel (runtime/_time_travel.py) ------------------------------------
 
     def checkpoints(self) -> list[Checkpoint]:

@@ -198,6 +198,14 @@ class Runtime:
             )
         if spec.name in self._tools and not replace:
             raise ConfigError(f"a tool named '{spec.name}' is already registered; rename one of them")
+        if spec.name.startswith(mcp.TOOL_NAME_PREFIX):
+            # The model would see it beside the MCP tool of that name, and the call would
+            # go to only one of them: the prefix belongs to MCP servers' tools, whichever
+            # was registered first (servers also come from the state file, lazily).
+            raise ConfigError(
+                f"a tool cannot be named '{spec.name}': names starting with "
+                f"'{mcp.TOOL_NAME_PREFIX}' are reserved for MCP servers' tools "
+                f"({mcp.TOOL_NAME_PREFIX}<server>__<tool>); give yours another name")
         self._tools[spec.name] = tool
 
     def tool_names(self) -> list[str]:
@@ -501,6 +509,12 @@ class Runtime:
         The owner wakes within a second and runs it as a turn: a user turn for a
         plain agent, a `<team-inbox>` item for a lead with teammates or a teammate.
         With no owner running, the mail waits for the next `rt.resume()`.
+
+        `sender` is the name the recipient reads in the mail's `from`: any name
+        except those of the recipient's team (its lead and teammates), which only
+        the members themselves use. The mail also carries this runtime's id
+        (`posted_by_runtime`), so a recipient can tell posted mail from team mail.
+        The content is scrubbed of the secrets the runtime knows before it is stored.
         """
         self._ensure_open()
         record = self._find_record(agent)
@@ -510,7 +524,8 @@ class Runtime:
                 "instead, which can pass the message on"
             )
         team_id = record.parent_id if record.kind == "teammate" and record.parent_id else record.id
-        mail_id = teams.post_mail(self.store, team_id, record.name, sender, content)
+        mail_id = teams.post_mail(self.store, team_id, record.name, sender, content,
+                                  runtime_id=self.runtime_id, workspace=self.workspace.root)
         if record.id in self._agents:
             self._mail_arrived()  # ours: no need to wait for the signal
         return mail_id

@@ -126,6 +126,36 @@ def test_explain_without_an_error_says_what_to_do(kernel):
     assert "no cell has raised an exception since %load_ext mentra_nb" in text
 
 
+# --- secrets a cell displayed (issue 33, 4) ----------------------------------------------
+
+
+def test_a_key_a_cell_displayed_reaches_no_prompt_answer_or_state_file_by_any_route(tmp_path, kernel):
+    """{In[n]}, {Out[n]}, {Err[n]}, %mentra explain and notebook_cells all carry the key only
+    as [redacted]: in the cell's output, the transcript and the SQLite file and its WAL."""
+    key = "k3y-" + "q7Zx" * 8  # not shaped like a provider key: only the known-secret rule masks it
+    kernel.run(f"import os\nos.environ['MENTRA_DEMO_API_KEY'] = {key!r}")  # In[2]: the key in a source
+    kernel.run("headers = {'x-api-key': os.environ['MENTRA_DEMO_API_KEY']}\nheaders")  # In[3]: and a value
+    _, reply = execute(kernel, "raise PermissionError('rejected ' + os.environ['MENTRA_DEMO_API_KEY'])")
+    assert reply["status"] == "error"  # In[4]: and a traceback
+    kernel.run("%mentra spawn helper")
+    kernel.run("%mentra spawn reader --tools notebook_cells")
+    answers = [kernel.run("%mentra send helper --wait what does {Out[3]} mean"),
+               kernel.run("%%mentra helper --wait\nwhy did {In[2]} lead to {Err[4]}"),
+               kernel.run("%mentra explain helper --wait"),
+               kernel.run("%mentra send reader --wait read the cells")]
+    assert "what does {'x-api-key': '[redacted]'} mean" in answers[0]
+    assert "PermissionError: rejected [redacted]" in answers[1] and "os.environ['MENTRA_DEMO_API_KEY'] = '[redacted]'" \
+        in answers[1]
+    assert "explains the PermissionError of In [4]" in answers[2] and "rejected [redacted]" in answers[2]
+    assert "notebook_cells returned" in answers[3]
+    for answer in answers:
+        assert key not in answer
+    history = kernel.run("print([m.text for m in __import__('mentra_nb').notebook.session().agent('helper').history])")
+    assert history.count("[redacted]") >= 4 and key not in history
+    files = sorted((tmp_path / ".mentra").glob("analysis.sqlite*"))
+    assert files and all(key.encode() not in f.read_bytes() for f in files)
+
+
 # --- -f code --------------------------------------------------------------------------
 
 
