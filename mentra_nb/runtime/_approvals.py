@@ -140,11 +140,12 @@ class Approvals:
             agent.state.changed()
             if not agent.state.watched:
                 # A plain script: no view, no observer; waiting in silence looks like a hang.
-                log.warning(
-                    "agent '%s' waits for your approval of %s (call %s): answer with "
-                    "agent.approve(%r) or agent.deny(%r, reason); AgentConfig(auto_approve=[%r]) "
-                    "lets it run without asking", agent.name, use.name, pending.reference,
-                    pending.reference, pending.reference, use.name)
+                ref = pending.reference
+                skip = (f"; AgentConfig(auto_approve=[{use.name!r}]) lets it run without asking"
+                        if remember_always else "")  # (a question is always asked)
+                log.warning("agent '%s' waits for your approval of %s (call %s): answer with "
+                            "agent.approve(%r) or agent.deny(%r, reason)%s",
+                            agent.name, use.name, ref, ref, ref, skip)
             decision = await future
         except BaseException:
             # Cancelled (the run rolls back) or the write failed: the store must
