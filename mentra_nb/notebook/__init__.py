@@ -6,6 +6,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mentra_nb.notebook._host import RuntimeHost
     from mentra_nb.notebook._session import NotebookSession
     from mentra_nb.notebook.agent_view import AgentView
     from mentra_nb.notebook.turn import Turn
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentView",
     "NotebookSession",
+    "RuntimeHost",
     "Turn",
     "load_ipython_extension",
     "magic_hint",
@@ -25,7 +27,8 @@ __all__ = [
 # (The session's module is `_session`: a submodule named `session` would replace the
 # `session()` function below on the package when it is first imported.)
 _EXPORTS = {"AgentView": "mentra_nb.notebook.agent_view",
-            "NotebookSession": "mentra_nb.notebook._session", "Turn": "mentra_nb.notebook.turn"}
+            "NotebookSession": "mentra_nb.notebook._session", "RuntimeHost": "mentra_nb.notebook._host",
+            "Turn": "mentra_nb.notebook.turn"}
 _LOADED_ATTR = "_mentra_loaded"
 _SESSION_ATTR = "_mentra_session"
 _CELLS_ATTR = "_mentra_cells"

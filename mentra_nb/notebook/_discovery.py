@@ -10,6 +10,9 @@ other's agents even when they share a store; on a shared database (Postgres)
 and a JupyterHub it starts with the user's name (`JUPYTERHUB_USER`), so two
 users' notebooks of one name do not either. The folder is hidden, so the file browser shows notebooks, not state.
 
+In a Voila app every page load (a kernel of its own) gets agents of its own:
+the runtime id is `<notebook>/voila-<kernel id>` (`mentra_nb/_voila.py`).
+
 Earlier versions kept `<stem>.mentra.sqlite` (and `./mentra.sqlite`) beside the
 notebook: `migrate_store` moves such a file into the folder on first use.
 """
@@ -26,6 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 from pydantic import BaseModel, ConfigDict
 
 from mentra_nb._notebook_path import notebook_path
+from mentra_nb._voila import visitor_runtime_id
 from mentra_nb.errors import ConfigError
 from mentra_nb.store import is_postgres_url
 from mentra_nb.store.postgres import redact_dsn
@@ -63,6 +67,7 @@ def discover_store(user_ns: Mapping[str, Any], *, explicit: str | os.PathLike[st
     found = notebook_path(user_ns, environ, cwd)
     notebook = found[0] if found is not None else None
     runtime_id = _runtime_id(notebook)
+    runtime_id = visitor_runtime_id(runtime_id, environ)  # a Voila page's own agents
     # On a shared database the runtime id names the hub user, so two users' notebooks
     # of one name stay apart; a file is one user's already (and keeps its old ids).
     shared_id = f"{environ['JUPYTERHUB_USER']}/{runtime_id}" if environ.get("JUPYTERHUB_USER") \
