@@ -22,7 +22,7 @@ from mentra_nb import AgentSnapshot, AgentStatus, SqliteStore
 from tests.children import Child
 from tests.installed_wheel import install_wheel
 from tests.kernels import Kernel
-from tests.postgres import PostgresServer, find_binaries
+from tests.postgres import PgBouncer, PostgresServer, find_binaries
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -104,6 +104,33 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory):
 def pg_dsn(postgres_server: PostgresServer) -> str:
     """The DSN of a fresh, empty database on the session's server."""
     return postgres_server.create_database()
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(postgres_server: PostgresServer):
+    """Debian's PgBouncer in transaction mode in front of the session's Postgres
+    (stopped even when tests fail), or a skip (a failure under CI) where it is missing."""
+    if not (shutil.which("pgbouncer") or Path("/usr/sbin/pgbouncer").exists()):
+        missing("no pgbouncer: apt-get install pgbouncer")
+    folder = Path(tempfile.mkdtemp(prefix="mentra-pgb-"))
+    try:
+        bouncer = PgBouncer.start(folder, postgres_server)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as err:
+        shutil.rmtree(folder, ignore_errors=True)
+        missing(f"could not start PgBouncer: {err}")
+    try:
+        yield bouncer
+    finally:
+        bouncer.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def pgbouncer_dsn(pgbouncer: PgBouncer) -> str:
+    """A fresh, empty database reached through PgBouncer in transaction mode, with the
+    server itself as the store's `listen_url` (LISTEN needs a session)."""
+    database = pgbouncer.server.create_database().rsplit("/", 1)[1]
+    return pgbouncer.dsn(database, listen_at_the_server=True)
 
 
 @pytest.fixture
