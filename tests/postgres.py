@@ -179,6 +179,8 @@ pool_mode = transaction
 max_client_conn = 1000
 default_pool_size = 10
 server_idle_timeout = 2
+log_connections = 0
+log_disconnections = 0
 logfile = {self.folder / "pgbouncer.log"}
 pidfile = {self.folder / "pgbouncer.pid"}
 """)
@@ -188,7 +190,10 @@ pidfile = {self.folder / "pgbouncer.pid"}
             for child in self.folder.iterdir():
                 shutil.chown(child, self.server.user)
             command = ["runuser", "-u", self.server.user, "--", *command]
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # Not a pipe: pgbouncer also logs every connection to stderr, and blocks once a
+        # pipe nobody reads is full.
+        with open(self.folder / "stderr.log", "wb") as stderr:
+            self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
         self._wait_until_it_answers()
 
     def _wait_until_it_answers(self) -> None:
@@ -208,11 +213,8 @@ pidfile = {self.folder / "pgbouncer.pid"}
                 time.sleep(0.1)
 
     def _log(self) -> str:
-        log = self.folder / "pgbouncer.log"
-        stderr = b""
-        if self.process is not None and self.process.poll() is not None and self.process.stderr:
-            stderr = self.process.stderr.read()
-        return stderr.decode(errors="replace") + (log.read_text() if log.exists() else "")
+        return "".join((self.folder / name).read_text(errors="replace")[-4000:]
+                       for name in ("stderr.log", "pgbouncer.log") if (self.folder / name).exists())
 
     def dsn(self, database: str, *, listen_at_the_server: bool = False) -> str:
         """The URL of `database` through the pooler; with `listen_at_the_server`, with
@@ -230,8 +232,6 @@ pidfile = {self.folder / "pgbouncer.pid"}
             with contextlib.suppress(ProcessLookupError):
                 self.process.kill()
             self.process.wait(timeout=30)
-            if self.process.stderr:
-                self.process.stderr.close()
 
     def __enter__(self) -> PgBouncer:
         return self

@@ -51,10 +51,12 @@ class Wakes:
 
 
 def flood(dsn: str, channel: str, count: int = FLOOD) -> None:
-    """`count` notifications in one transaction: distinct payloads, so Postgres delivers
-    every one (it folds only identical ones)."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("; ".join(f"NOTIFY {channel}, '{i}'" for i in range(count)))
+    """`count` notifications as fast as one connection sends them, each its own
+    transaction (pipelined), as the flood that stalled kernels was."""
+    with psycopg.connect(dsn, autocommit=True) as conn, conn.pipeline() as pipeline:
+        for _ in range(count):
+            conn.execute(f"NOTIFY {channel}")
+            pipeline.sync()  # the end of a transaction: each NOTIFY is delivered on its own
 
 
 def as_role(dsn: str, role: str) -> str:
