@@ -296,11 +296,15 @@ class PostgresStore:
             # a timeout, where libpq says what is wrong (no server, bad role, password).
             self.connect(connect_timeout=max(1, round(connect_timeout))).close()
         except psycopg.Error as err:
-            raise DatabaseError(
-                f"cannot connect to Postgres at {self._where}: {self._reason(err)}. Check that the "
-                "server runs and accepts this role (the password comes from PGPASSWORD or "
-                "~/.pgpass, never from mentra-nb)"
-            ) from None
+            reason = self._reason(err)
+            advice = ("Check that the server runs and accepts this role (the password comes from "
+                      "PGPASSWORD or ~/.pgpass, never from mentra-nb)")
+            if schema is not None and "startup parameter" in reason:
+                # PgBouncer refuses the `options` that carry schema='s search_path.
+                advice = (f"A pooler cannot pass schema=: set the role's own search_path instead "
+                          f"(ALTER ROLE <role> SET search_path = {schema}) and leave schema= out")
+            raise DatabaseError(f"cannot connect to Postgres at {self._where}: {reason}. {advice}"
+                                ) from None
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             self.dsn, min_size=min_size, max_size=max_size, kwargs=kwargs, open=False,
             name="mentra-nb", timeout=connect_timeout,

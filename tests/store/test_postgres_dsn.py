@@ -126,6 +126,13 @@ def test_a_postgres_failure_in_a_notebook_does_not_point_at_state_files() -> Non
     assert isinstance(caught.value, MentraError)
 
 
+def test_schema_through_a_pooler_says_how_to_choose_the_schema_instead(pgbouncer) -> None:
+    """PgBouncer refuses the startup `options` that carry schema='s search_path."""
+    database = pgbouncer.server.create_database().rsplit("/", 1)[1]
+    with pytest.raises(DatabaseError, match=r"ALTER ROLE <role> SET search_path = mentra"):
+        PostgresStore(pgbouncer.dsn(database), schema="mentra")
+
+
 def _mail():
     from mentra_nb.store.base import TeamMessage
 
