@@ -400,7 +400,7 @@ class PostgresStore:
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
         if self._closed:
-            raise DatabaseError(f"the store {self._where} is closed; open a new PostgresStore")
+            raise StoreError(f"the store {self._where} is closed; open a new PostgresStore")
         try:
             with self._pool.connection() as conn:
                 yield conn
@@ -468,9 +468,9 @@ class PostgresStore:
                     row = conn.execute("SELECT branch_id, message_count FROM agents WHERE id = %s",
                                        (source_id,)).fetchone()
                     if row is None:
-                        raise DatabaseError(f"no agent {source_id} in {self._where} to fork")
+                        raise StoreError(f"no agent {source_id} in {self._where} to fork")
                     if not 0 <= at <= row[1]:
-                        raise DatabaseError(f"cannot fork agent {source_id} at {at}: it has {row[1]} "
+                        raise StoreError(f"cannot fork agent {source_id} at {at}: it has {row[1]} "
                                          "committed messages")
                     parent_branch = row[0]
                 conn.execute(
@@ -505,7 +505,7 @@ class PostgresStore:
                     f"'{record.runtime_id}' (id {existing}); resume it with "
                     f"rt.resume_agent('{existing}') or pick another name"
                 ) from None
-            raise DatabaseError(f"agent {record.id} already exists in {self._where}") from cause
+            raise StoreError(f"agent {record.id} already exists in {self._where}") from cause
 
     def load_agent(self, agent_id: str, *, transcript: bool = True) -> PersistedAgent | None:
         with self._connection() as conn, conn.transaction():
@@ -582,7 +582,7 @@ class PostgresStore:
             head = _head(conn, agent_id)
             count = head.length
             if count != run.baseline:
-                raise DatabaseError(
+                raise StoreError(
                     f"agent {agent_id} has {count} stored messages but the run starts at "
                     f"{run.baseline}; reload the agent (rt.resume_agent) before sending"
                 )
@@ -669,7 +669,7 @@ class PostgresStore:
             head = _head(conn, agent_id)
             _refuse_during_run(head, agent_id, "rewind")
             if not 0 <= to <= head.length:
-                raise DatabaseError(f"cannot rewind agent {agent_id} to {to}: it has {head.length} messages")
+                raise StoreError(f"cannot rewind agent {agent_id} to {to}: it has {head.length} messages")
             conn.execute("DELETE FROM resumable_turns WHERE agent_id = %s", (agent_id,))
             if to == head.length:
                 return head.branch
@@ -687,7 +687,7 @@ class PostgresStore:
             _refuse_during_run(head, agent_id, "switch branches of")
             owner = conn.execute("SELECT agent_id FROM branches WHERE id = %s", (branch_id,)).fetchone()
             if owner is None or owner[0] != agent_id:
-                raise DatabaseError(
+                raise StoreError(
                     f"agent {agent_id} has no branch {branch_id}; agent.branches() lists its branches")
             conn.execute("DELETE FROM resumable_turns WHERE agent_id = %s", (agent_id,))
             if branch_id == head.branch:
@@ -941,7 +941,7 @@ class PostgresStore:
                 _post_mail(conn, self._mail_channel, request.team_id, request.recipient, message)
         except StoreError as err:
             if isinstance(err.__cause__, self._psycopg.errors.UniqueViolation):
-                raise DatabaseError(
+                raise StoreError(
                     f"team request {request.id} already exists in {self._where}") from None
             raise
 
@@ -1197,7 +1197,7 @@ def _head(conn: psycopg.Connection[Any], agent_id: str) -> _Head:
         "SELECT branch_id, message_count, run_generation, run_baseline FROM agents WHERE id = %s",
         (agent_id,)).fetchone()
     if row is None:
-        raise DatabaseError(f"no agent {agent_id} in the store")
+        raise StoreError(f"no agent {agent_id} in the store")
     return _Head(row[0] or agent_id, int(row[1]), int(row[2]), row[3])
 
 
@@ -1207,13 +1207,13 @@ def _branch_to_read(conn: psycopg.Connection[Any], agent_id: str, branch_id: str
         return str(row[0]) if row is not None and row[0] else agent_id
     owner = conn.execute("SELECT agent_id FROM branches WHERE id = %s", (branch_id,)).fetchone()
     if owner is None or owner[0] != agent_id:
-        raise DatabaseError(f"agent {agent_id} has no branch {branch_id}; agent.branches() lists its branches")
+        raise StoreError(f"agent {agent_id} has no branch {branch_id}; agent.branches() lists its branches")
     return branch_id
 
 
 def _refuse_during_run(head: _Head, agent_id: str, what: str) -> None:
     if head.run_baseline is not None:
-        raise DatabaseError(
+        raise StoreError(
             f"cannot {what} agent {agent_id} while a run is in progress; wait for it or cancel it")
 
 
