@@ -11,9 +11,11 @@ Design choices, and why:
 - psycopg 3 with its connection pool: the runtime's loop thread and the lease
   heartbeat each borrow a connection for one transaction, so the store works
   through a transaction pooler (PgBouncer in transaction mode, the usual one in
-  front of a managed Postgres). No server-side prepared statements by default
-  (`prepare_threshold=None`): a pooler hands each transaction to any server
+  front of a managed Postgres). Server-side prepared statements (psycopg's, after
+  5 runs of a query: half the time of a checkpoint write) only where the server
+  session is the connection's own: a pooler hands each transaction to any
   session, where a statement prepared on another is missing or already exists.
+  Which it is, is found out when the store opens (`_sessions_are_shared`).
 - Mail wakes through `LISTEN` on a connection of its own, which needs a server
   session: `listen_url=` (or `?listen_url=` in the URL) points it past a
   pooler. Listening through a transaction pooler would hear nothing; that is
@@ -46,7 +48,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import ValidationError
 
@@ -224,6 +226,9 @@ _MIGRATIONS: list[str] = [
     """,
 ]
 
+# psycopg's default: a query is prepared on the server after this many runs.
+_PREPARE_AFTER = 5
+
 # The database's clock, in unix seconds: every host judges lease expiry by it.
 _NOW = "extract(epoch FROM clock_timestamp())::double precision"
 
@@ -237,8 +242,9 @@ class PostgresStore:
     the first schema of the role's `search_path`. `min_size`/`max_size` size
     the connection pool (a kernel needs few: one for the loop, one for the
     heartbeat; mail listens on a connection of its own). `prepare_threshold=N`
-    prepares a query on the server after N runs (psycopg's setting; the default
-    None never does, which a transaction pooler such as PgBouncer needs).
+    prepares a query on the server after N runs (psycopg's setting), None never
+    does (what a transaction pooler such as PgBouncer needs); the default "auto"
+    is 5 on a session of the connection's own, None through a transaction pooler.
     `listen_url` is where mail is listened for when `dsn` goes through a
     transaction pooler (the server itself, or a session-mode pool). The URL may
     carry both as query parameters (`?prepare_threshold=5&listen_url=...`,
@@ -252,7 +258,7 @@ class PostgresStore:
         schema: str | None = None,
         min_size: int = 1,
         max_size: int = 4,
-        prepare_threshold: int | None = None,
+        prepare_threshold: int | Literal["auto"] | None = "auto",
         listen_url: str | None = None,
         connect_timeout: float = 10.0,
         application_name: str = "mentra-nb",
@@ -284,7 +290,7 @@ class PostgresStore:
         self._told_mail_is_polled = False
         kwargs: dict[str, Any] = {
             "autocommit": True,
-            "prepare_threshold": prepare_threshold,
+            "prepare_threshold": None,  # decided below, once connected
             "application_name": application_name,
         }
         if schema is not None:
@@ -294,7 +300,13 @@ class PostgresStore:
         try:
             # Once by hand first: the pool would retry in the background and report only
             # a timeout, where libpq says what is wrong (no server, bad role, password).
-            self.connect(connect_timeout=max(1, round(connect_timeout))).close()
+            timeout = max(1, round(connect_timeout))
+            with self.connect(connect_timeout=timeout) as first:
+                if prepare_threshold == "auto":
+                    with self.connect(connect_timeout=timeout) as second:
+                        pooled = _sessions_are_shared(first, second)
+                    prepare_threshold = None if pooled else _PREPARE_AFTER
+            kwargs["prepare_threshold"] = prepare_threshold
         except psycopg.Error as err:
             reason = self._reason(err)
             advice = ("Check that the server runs and accepts this role (the password comes from "
@@ -979,19 +991,11 @@ class PostgresStore:
         return conn
 
     def shares_its_session(self, conn: psycopg.Connection[Any]) -> bool:
-        """Whether `conn` goes through a transaction (or statement) pooler, which
-        hands its server session to other clients between transactions: another
-        client's transaction then runs in the session `conn` just used (PgBouncer
-        gives out the session freed last), or `conn`'s next statement runs in
-        another. Through the server itself or a session-mode pool, neither can be."""
-        def backend(c: psycopg.Connection[Any]) -> int:
-            row = c.execute("SELECT pg_backend_pid()").fetchone()
-            return int(row[0]) if row else 0
-
+        """Whether `conn` goes through a transaction pooler, like this store's
+        connections might (see `_sessions_are_shared`)."""
         try:
-            mine = backend(conn)
-            with self._connection() as other, other.transaction():
-                return backend(other) == mine or backend(conn) != mine
+            with self._connection() as other:
+                return _sessions_are_shared(conn, other)
         except self._psycopg.Error as err:
             raise DatabaseError(f"cannot listen for mail at {self._where}: "
                                 f"{self._reason(err)}") from None
@@ -1115,13 +1119,36 @@ def _next_notify(conn: psycopg.Connection[Any], timeout: float) -> bool:
         notifies.close()  # releases the connection's lock
 
 
-def _threshold(text: str) -> int | None:
-    """`prepare_threshold` from a URL: a count, or `none` (never prepare)."""
-    if text.strip().lower() in ("", "none"):
+def _threshold(text: str) -> int | Literal["auto"] | None:
+    """`prepare_threshold` from a URL: a count, `none` (never prepare) or `auto`."""
+    word = text.strip().lower()
+    if word in ("", "none"):
         return None
-    if not text.strip().isdigit():
-        raise ConfigError(f"prepare_threshold must be a whole number or 'none', not {text!r}")
-    return int(text)
+    if word == "auto":
+        return "auto"
+    if not word.isdigit():
+        raise ConfigError(f"prepare_threshold must be a whole number, 'none' or 'auto', not {text!r}")
+    return int(word)
+
+
+def _sessions_are_shared(conn: psycopg.Connection[Any], other: psycopg.Connection[Any]) -> bool:
+    """Whether `conn` and `other` reach the server through a transaction (or
+    statement) pooler, which hands a server session to any client between
+    transactions: `other`'s transaction then runs in the session `conn` just used
+    (PgBouncer hands out the one freed last), or `conn`'s next statement runs in
+    another session while `other` holds one. Neither can happen on the server
+    itself or through a session-mode pool. A few rounds, as a busy pooler's other
+    clients may take the freed session first."""
+    def backend(c: psycopg.Connection[Any]) -> int:
+        row = c.execute("SELECT pg_backend_pid()").fetchone()
+        return int(row[0]) if row else 0
+
+    for _ in range(3):
+        mine = backend(conn)
+        with other.transaction():
+            if backend(other) == mine or backend(conn) != mine:
+                return True
+    return False
 
 
 def _readable(dsn: str, what: str, sources: tuple[str, ...]) -> str:
