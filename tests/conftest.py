@@ -12,9 +12,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 import pytest
 
@@ -35,6 +35,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         gc.collect()
         for name in ("outnull_file", "errnull_file"):
             getattr(utils, name).close()
+
+
+_Server = TypeVar("_Server", PostgresServer, PgBouncer)
 
 
 def missing(message: str) -> NoReturn:
@@ -87,17 +90,8 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory):
     except ImportError:
         missing("psycopg is not installed: pip install -e '.[postgres]'")
     # A short path: the unix socket's path must fit in 107 bytes.
-    folder = Path(tempfile.mkdtemp(prefix="mentra-pg-"))
-    try:
-        server = PostgresServer.start(folder / "pg")
-    except (OSError, RuntimeError, subprocess.SubprocessError) as err:
-        shutil.rmtree(folder, ignore_errors=True)
-        missing(f"could not start a throwaway Postgres: {err}")
-    try:
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(folder, ignore_errors=True)
+    yield from _throwaway("mentra-pg-", lambda folder: PostgresServer.start(folder / "pg"),
+                          "a throwaway Postgres")
 
 
 @pytest.fixture
@@ -112,16 +106,23 @@ def pgbouncer(postgres_server: PostgresServer):
     (stopped even when tests fail), or a skip (a failure under CI) where it is missing."""
     if not (shutil.which("pgbouncer") or Path("/usr/sbin/pgbouncer").exists()):
         missing("no pgbouncer: apt-get install pgbouncer")
-    folder = Path(tempfile.mkdtemp(prefix="mentra-pgb-"))
+    yield from _throwaway("mentra-pgb-", lambda folder: PgBouncer.start(folder, postgres_server),
+                          "PgBouncer")
+
+
+def _throwaway(prefix: str, start: Callable[[Path], _Server], what: str) -> Iterator[_Server]:
+    """A server started in a new temporary folder, stopped and its folder removed
+    whatever happens; a skip (a failure under CI) when it cannot start."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
     try:
-        bouncer = PgBouncer.start(folder, postgres_server)
+        server = start(folder)
     except (OSError, RuntimeError, subprocess.SubprocessError) as err:
         shutil.rmtree(folder, ignore_errors=True)
-        missing(f"could not start PgBouncer: {err}")
+        missing(f"could not start {what}: {err}")
     try:
-        yield bouncer
+        yield server
     finally:
-        bouncer.stop()
+        server.stop()
         shutil.rmtree(folder, ignore_errors=True)
 
 
