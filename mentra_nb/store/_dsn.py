@@ -108,6 +108,7 @@ def redact_dsn(dsn: str) -> str:
 
 
 def has_password(dsn: str) -> bool:
+    """Whether `dsn` (or its `listen_url`) carries a password."""
     return bool(_secrets(dsn))
 
 
