@@ -112,8 +112,10 @@ def _show_mentra_error(shell: Any, etype: type, value: BaseException, tb: Any, t
 def magic_hint(error: BaseException) -> str | None:
     """What to type in a notebook about `error`. The layers below speak to any
     caller, so only this layer names the magics."""
-    from mentra_nb.errors import LeaseLost, ModelNotFound, StoreError
+    from mentra_nb.errors import DatabaseError, LeaseLost, ModelNotFound, StoreError
 
+    if isinstance(error, DatabaseError):  # not a state file: another file would not help
+        return "%mentra db shows which database this notebook uses and how it was found"
     if isinstance(error, StoreError) and not isinstance(error, LeaseLost):
         return "%mentra db PATH keeps this notebook's agents in another state file"
     if isinstance(error, ModelNotFound):
