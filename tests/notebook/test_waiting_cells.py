@@ -104,7 +104,10 @@ class Frontend:
         return model_id
 
     def reply(self, cell: str, limit: float = LIMIT) -> dict[str, Any]:
-        return dict(self.until("the cell to finish", lambda: self.replies.get(cell), limit))
+        """The cell's reply, once its outputs are in too (they come on another channel)."""
+        return dict(self.until("the cell to finish", lambda: any(
+            m["msg_type"] == "status" and m["content"]["execution_state"] == "idle"
+            for m in self.outputs.get(cell, [])) and self.replies.get(cell), limit))
 
     def result(self, cell: str) -> str:
         return "".join(m["content"]["data"]["text/plain"] for m in self.outputs.get(cell, [])
