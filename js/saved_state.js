@@ -80,7 +80,7 @@ export function placeholderMetadata(metadata, live, shown) {
  * @typedef {{getMetadata(key: string): any, setMetadata(key: string, value: any): void,
  *   cells: Iterable<{outputs?: {length: number, get(i: number): {data: Record<string, any>}}}>}} NotebookModel
  * @typedef {{saveState: {connect(fn: (sender: unknown, state: string) => void): void},
- *   model: NotebookModel}} DocumentContext
+ *   model: NotebookModel, save?: () => Promise<void>}} DocumentContext
  * @typedef {{context?: DocumentContext, get_state_sync(options: {drop_defaults: boolean}): WidgetState}} Manager
  */
 
@@ -126,4 +126,31 @@ function shownModels(notebook) {
     }
   }
   return ids;
+}
+
+// A notebook's agents belong to the notebook, not its file name
+// (mentra_nb/notebook/_notebook_identity.py): the kernel gives each AgentView the
+// runtime id and state file its agents are kept under, and the notebook's metadata
+// keeps them, so a kernel finds them again after the notebook was renamed or moved.
+export const IDENTITY_KEY = "mentra";
+
+/**
+ * Write `identity` ({id, state}) into the notebook's metadata if it says something
+ * else, and save the notebook at once: a kernel restarted before the next autosave
+ * reads the notebook from disk. Where the manager has no document (VS Code, a
+ * static page) nothing happens.
+ * @param {Manager|undefined} manager
+ * @param {{id?: string, state?: string}|undefined} identity
+ * @returns {boolean} whether the metadata was written
+ */
+export function keepNotebookIdentity(manager, identity) {
+  const context = manager?.context;
+  const notebook = context?.model;
+  if (!identity?.id || typeof notebook?.setMetadata !== "function") return false;
+  const kept = notebook.getMetadata(IDENTITY_KEY);
+  if (kept?.id === identity.id && kept?.state === (identity.state ?? "")) return false;
+  notebook.setMetadata(IDENTITY_KEY, { ...(kept ?? {}), id: identity.id, state: identity.state ?? "" });
+  context?.save?.().catch((/** @type {unknown} */ error) =>
+    console.warn("mentra-nb: could not save the notebook's agent id", error));
+  return true;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PLACEHOLDER_ESM, STATE_MIME, isOurs, placeholderMetadata, placeholdersOnSave } from "./saved_state.js";
+import { IDENTITY_KEY, PLACEHOLDER_ESM, STATE_MIME, isOurs, keepNotebookIdentity, placeholderMetadata, placeholdersOnSave } from "./saved_state.js";
 
 const anywidget = (state) => ({ model_name: "AnyModel", model_module: "anywidget", model_module_version: "~0.9.*",
   state: { _model_name: "AnyModel", _model_module: "anywidget", _model_module_version: "~0.9.*",
@@ -79,5 +79,36 @@ describe("placeholdersOnSave", () => {
   it("does nothing where the manager has no document (VS Code, a static page)", () => {
     expect(() => placeholdersOnSave(undefined)).not.toThrow();
     expect(() => placeholdersOnSave({ get_state_sync: () => ({}) })).not.toThrow();
+  });
+});
+
+describe("keepNotebookIdentity", () => {
+  const notebookWith = (metadata) => {
+    const saves = [];
+    const model = { getMetadata: (key) => metadata[key], setMetadata: (key, value) => { metadata[key] = value; } };
+    return { saves, metadata, manager: { context: { model, save: async () => { saves.push(structuredClone(metadata)); } } } };
+  };
+
+  it("writes the kernel's id and state file into the notebook's metadata and saves it, once", async () => {
+    const { manager, saves, metadata } = notebookWith({ kernelspec: { name: "python3" } });
+    const identity = { id: "Untitled", state: "/work/.mentra/Untitled.sqlite" };
+    expect(keepNotebookIdentity(manager, identity)).toBe(true);
+    await Promise.resolve();
+    expect(metadata[IDENTITY_KEY]).toEqual(identity);
+    expect(saves).toHaveLength(1);
+    expect(keepNotebookIdentity(manager, { ...identity })).toBe(false); // a second view: nothing to do
+    // An adopted runtime replaces the id; other keys under ours are kept.
+    metadata[IDENTITY_KEY].note = "kept";
+    expect(keepNotebookIdentity(manager, { id: "tour", state: "/work/.mentra/tour.sqlite" })).toBe(true);
+    expect(metadata[IDENTITY_KEY]).toEqual({ id: "tour", state: "/work/.mentra/tour.sqlite", note: "kept" });
+  });
+
+  it("does nothing without an id or a document (VS Code, a static page)", () => {
+    const { manager, metadata } = notebookWith({});
+    expect(keepNotebookIdentity(manager, {})).toBe(false);
+    expect(keepNotebookIdentity(manager, undefined)).toBe(false);
+    expect(keepNotebookIdentity(undefined, { id: "a", state: "" })).toBe(false);
+    expect(keepNotebookIdentity({ context: {} }, { id: "a", state: "" })).toBe(false);
+    expect(metadata).toEqual({});
   });
 });
