@@ -78,7 +78,8 @@ export function placeholderMetadata(metadata, live, shown) {
 
 /**
  * @typedef {{getMetadata(key: string): any, setMetadata(key: string, value: any): void,
- *   cells: Iterable<{outputs?: {length: number, get(i: number): {data: Record<string, any>}}}>}} NotebookModel
+ *   cells: Iterable<{outputs?: {length: number, get(i: number): {data: Record<string, any>},
+ *     set?(i: number, output: object): void}}>}} NotebookModel
  * @typedef {{saveState: {connect(fn: (sender: unknown, state: string) => void): void},
  *   model: NotebookModel, save?: () => Promise<void>}} DocumentContext
  * @typedef {{context?: DocumentContext, get_state_sync(options: {drop_defaults: boolean}): WidgetState}} Manager
@@ -103,13 +104,53 @@ export function placeholdersOnSave(manager) {
     if (state !== "started") return; // before the notebook is serialised
     try {
       const notebook = context.model;
-      const metadata = placeholderMetadata(notebook.getMetadata("widgets"),
-        manager.get_state_sync({ drop_defaults: true }), shownModels(notebook));
+      const live = manager.get_state_sync({ drop_defaults: true });
+      refreshSavedCopies(notebook, live);
+      const metadata = placeholderMetadata(notebook.getMetadata("widgets"), live, shownModels(notebook));
       if (metadata) notebook.setMetadata("widgets", metadata);
     } catch (error) {
       console.warn("mentra-nb: could not save placeholders for the live views", error);
     }
   });
+}
+
+/**
+ * Bring the saved copy of each live view of ours up to date from the kernel's
+ * `saved_copy` (mentra_nb/notebook/_widget.py): a full view's markdown output just
+ * above its widget, and an ended turn's output, which becomes its transcript as
+ * the kernel's own update would have made it. The kernel's display updates reach
+ * only outputs this page received (after a reload, the outputs read from the file
+ * carry no display id), so without this a reloaded page saved stale copies.
+ * @param {NotebookModel} notebook
+ * @param {WidgetState} live the widget manager's state of every model it holds
+ * @returns {number} how many outputs were written
+ */
+export function refreshSavedCopies(notebook, live) {
+  let written = 0;
+  for (const cell of notebook.cells) {
+    const outputs = cell.outputs;
+    for (let i = 0; outputs && i < outputs.length; i++) {
+      const model = live.state?.[outputs.get(i).data?.[VIEW_MIME]?.model_id];
+      /** @type {Record<string, any>} */
+      const state = model?.state ?? {};
+      /** @type {Record<string, string>|undefined} */
+      const copy = state.saved_copy;
+      if (!model || !isOurs(model) || typeof copy?.["text/markdown"] !== "string") continue;
+      const output = { output_type: "display_data", metadata: {}, data: copy };
+      if (state.scope?.kind === "turn") {
+        outputs.set?.(i, output);
+        written++;
+        continue;
+      }
+      const above = i > 0 ? outputs.get(i - 1).data : undefined;
+      const isCopy = String(above?.["text/markdown"] ?? "").includes('class="mentra-fallback"');
+      if (isCopy && above?.["text/markdown"] !== copy["text/markdown"]) {
+        outputs.set?.(i - 1, output);
+        written++;
+      }
+    }
+  }
+  return written;
 }
 
 /**

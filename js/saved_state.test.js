@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { IDENTITY_KEY, PLACEHOLDER_ESM, STATE_MIME, isOurs, keepNotebookIdentity, placeholderMetadata, placeholdersOnSave } from "./saved_state.js";
+import { IDENTITY_KEY, PLACEHOLDER_ESM, STATE_MIME, VIEW_MIME, isOurs, keepNotebookIdentity, placeholderMetadata, placeholdersOnSave,
+  refreshSavedCopies } from "./saved_state.js";
 
 const anywidget = (state) => ({ model_name: "AnyModel", model_module: "anywidget", model_module_version: "~0.9.*",
   state: { _model_name: "AnyModel", _model_module: "anywidget", _model_module_version: "~0.9.*",
@@ -110,5 +111,35 @@ describe("keepNotebookIdentity", () => {
     expect(keepNotebookIdentity(undefined, { id: "a", state: "" })).toBe(false);
     expect(keepNotebookIdentity({ context: {} }, { id: "a", state: "" })).toBe(false);
     expect(metadata).toEqual({});
+  });
+});
+
+describe("refreshSavedCopies", () => {
+  const view = (id) => ({ output_type: "display_data", data: { [VIEW_MIME]: { model_id: id }, "text/plain": "AgentView" } });
+  const fallback = (text) => ({ output_type: "display_data",
+    data: { "text/markdown": `<div class="mentra-fallback">\n\n${text}\n\n</div>`, "text/plain": text } });
+  const cellOf = (outputs) => ({ outputs: { get length() { return outputs.length; }, get: (i) => outputs[i],
+    set: (i, value) => { outputs[i] = value; } } });
+
+  it("writes each live view's current copy: a full view's markdown above it, an ended turn in its place", () => {
+    const spawn = [fallback("**writer** · idle"), view("full")];
+    const turn = [view("turn")];
+    const running = [view("running")];
+    const other = [{ output_type: "stream", text: "hi" }, view("slider")];
+    const live = { state: {
+      full: anywidget({ _mentra_view: "agent", scope: {}, saved_copy: fallback("**writer** · finished").data }),
+      turn: anywidget({ _mentra_view: "agent", scope: { kind: "turn", first: 0 },
+        saved_copy: { "text/markdown": "**writer** · turn 1 · finished", "text/plain": "AgentView(writer, turn 1)" } }),
+      running: anywidget({ _mentra_view: "agent", scope: { kind: "turn", first: 2 } }),
+      slider,
+    } };
+    const notebook = { cells: [cellOf(spawn), cellOf(turn), cellOf(running), cellOf(other)] };
+    expect(refreshSavedCopies(notebook, live)).toBe(2);
+    expect(spawn[0].data["text/markdown"]).toContain("finished");
+    expect(spawn[1].data[VIEW_MIME]).toEqual({ model_id: "full" }); // the live widget stays
+    expect(turn[0].data).toEqual(live.state.turn.state.saved_copy);
+    expect(running[0].data[VIEW_MIME]).toEqual({ model_id: "running" }); // no copy yet: left alone
+    expect(other[0].text).toBe("hi");
+    expect(refreshSavedCopies(notebook, live)).toBe(0); // all current: nothing to write
   });
 });

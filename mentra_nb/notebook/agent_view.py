@@ -297,8 +297,16 @@ class AgentView(MentraWidget):
             self._ended = True
             shown = list(self._shown)
         bundle = self._static_bundle()
+        if self._page_seen:
+            self.saved_copy = bundle
         for place in shown:
             place.replace(bundle)
+
+    def _keep_saved_copy(self) -> None:
+        if self._turn is None:
+            super()._keep_saved_copy()
+        elif self._ended:
+            self.saved_copy = self._static_bundle()
 
     def _static_bundle(self) -> dict[str, Any]:
         return {"text/plain": repr(self), "text/markdown": self._markdown()}
