@@ -52,7 +52,8 @@ export function cutTurnMarkdown({ agent, generation, streamed }) {
     if (item.kind === "text" || item.kind === "thinking") {
       parts.push(`${who}${item.kind === "thinking" ? " *(thinking)*" : ""}:`, fenced(words(item.html ?? "")));
     } else if (item.kind === "tool_use") {
-      parts.push(`${who} calls \`${item.name ?? "a tool"}\``, fenced(item.input ?? "", "json"));
+      const name = String(item.name ?? "a tool").replace(/[`\n]/g, ""); // a code span nothing closes early
+      parts.push(`${who} calls \`${name}\``, fenced(item.input ?? "", "json"));
     } else if (item.kind === "tool_result") {
       parts.push(`tool ${item.is_error ? "error" : "result"}:`, fenced(item.content ?? ""));
     }

@@ -1,17 +1,16 @@
-// Saved notebooks and the live views they held (issue 15.7).
+// Saved notebooks and the live views they held (issues 15.7 and 30).
 //
-// A cell that shows a live view saves a widget output whose model lives only in
-// the kernel. Reopened with a new kernel, JupyterLab's widget manager finds no
-// such model and writes "Error displaying widget: model not found" into the
-// cell; the conversation itself is saved in the markdown output just above the
-// widget (agent_view.py), which reads well everywhere else. So, when the
-// notebook is saved, a small placeholder state for each of our views shown in it
-// (AgentView, TeamView, subagent picker)
-// goes into the notebook's widget metadata, as JupyterLab's own "save widget
-// state" does for every widget: a reopened notebook then finds the model, and
-// the placeholder renders nothing, leaving the markdown to be read. A kernel that
-// still holds the real model (a page reload) wins: JupyterLab loads saved state
-// only for models the kernel does not have.
+// A cell that shows a live view holds a widget output whose model lives only in
+// the kernel; the conversation itself is in the markdown output just above the
+// widget (agent_view.py), which reads well everywhere else. A file reopened with a
+// new kernel rendered such a widget output as "model not found" (or a red icon),
+// and with No Kernel as "Loading widget…" for ever. So, when the notebook is
+// saved, the page (1) writes each view's current copy into its outputs
+// (refreshSavedCopies), (2) leaves our widget outputs out of the file, keeping each
+// in the metadata of the markdown that stands for it (withoutLiveViews), and (3)
+// drops the placeholder widget state an earlier version saved for them. A page
+// reloaded while the kernel still holds the views puts their widgets back
+// (reattachLiveViews).
 
 /**
  * @typedef {{model_name: string, model_module: string, model_module_version: string,
@@ -97,16 +96,27 @@ const HOOKED = Symbol.for("mentra-nb.placeholders-on-save");
  */
 export function placeholdersOnSave(manager) {
   const context = manager?.context;
-  if (!manager || !context?.saveState?.connect || typeof context.model?.setMetadata !== "function" ||
-      /** @type {any} */ (context)[HOOKED]) return;
+  if (!manager || !context?.saveState?.connect || typeof context.model?.setMetadata !== "function") return;
+  scheduleReattach(manager);
+  if (/** @type {any} */ (context)[HOOKED]) return;
   /** @type {any} */ (context)[HOOKED] = true;
+  // What the page saves: the notebook without our live widgets (see withoutLiveViews).
+  const notebook = /** @type {any} */ (context.model);
+  let saving = false;
+  if (typeof notebook.toJSON === "function") {
+    const toJSON = notebook.toJSON.bind(notebook);
+    notebook.toJSON = () => (saving ? withoutLiveViews(toJSON()) : toJSON());
+  }
   context.saveState.connect((_sender, state) => {
+    saving = state === "started";
     if (state !== "started") return; // before the notebook is serialised
     try {
       const notebook = context.model;
       const live = manager.get_state_sync({ drop_defaults: true });
       refreshSavedCopies(notebook, live);
-      const metadata = placeholderMetadata(notebook.getMetadata("widgets"), live, shownModels(notebook));
+      // The file shows none of our widgets (withoutLiveViews): no placeholder is
+      // needed for them, and a notebook saved by an earlier version loses its own.
+      const metadata = placeholderMetadata(notebook.getMetadata("widgets"), live, new Set());
       if (metadata) notebook.setMetadata("widgets", metadata);
     } catch (error) {
       console.warn("mentra-nb: could not save placeholders for the live views", error);
@@ -153,20 +163,123 @@ export function refreshSavedCopies(notebook, live) {
   return written;
 }
 
+// Reopened with a new kernel, a widget output whose model is gone shows an error
+// (or a red icon), and with No Kernel "Loading widget…" for ever: JupyterLab's
+// widget renderer shows that before it even looks for the model. So the saved file
+// holds no widget output of ours: a live view's widget output is left out (its
+// markdown copy above it is what the file keeps) and a running turn's keeps only
+// its markdown. Each keeps the widget output it stood for in its metadata, and a
+// page reloaded while the kernel still holds the view puts the widget back
+// (reattachLiveViews), as it was before a save.
+export const TAG = "mentra";
+
 /**
- * The model ids the notebook's widget outputs show.
- * @param {NotebookModel} notebook
+ * Whether a serialised widget output is one of our live views' (a widget output
+ * just below a markdown copy, or a turn view's, whose bundle says so).
+ * @param {any} output
+ * @param {any} above the output before it
  */
-function shownModels(notebook) {
-  const ids = new Set();
-  for (const cell of notebook.cells) {
+function liveViewKind(output, above) {
+  const data = output?.data;
+  if (!data?.[VIEW_MIME]) return "";
+  if (String(above?.data?.["text/markdown"] ?? "").includes('class="mentra-fallback"')) return "copied";
+  const plain = [data["text/plain"] ?? ""].flat().join("");
+  return data["text/markdown"] && plain.startsWith("AgentView(") ? "turn" : "";
+}
+
+/**
+ * The notebook's JSON as it is saved: our live views' widget outputs left out
+ * (each kept in the metadata of the markdown that stands for it).
+ * @param {any} json a notebook as nbformat JSON
+ */
+export function withoutLiveViews(json) {
+  for (const cell of json?.cells ?? []) {
     const outputs = cell.outputs;
-    for (let i = 0; outputs && i < outputs.length; i++) {
-      const id = outputs.get(i).data?.[VIEW_MIME]?.model_id;
-      if (id) ids.add(id);
+    if (!Array.isArray(outputs)) continue;
+    const kept = [];
+    for (const output of outputs) {
+      const above = kept[kept.length - 1];
+      const kind = liveViewKind(output, above);
+      if (kind === "copied") {
+        above.metadata = { ...(above.metadata ?? {}), [TAG]: { view: output } };
+      } else if (kind === "turn") {
+        const { [VIEW_MIME]: _view, ...data } = output.data;
+        kept.push({ ...output, data, metadata: { ...(output.metadata ?? {}), [TAG]: { view: output } } });
+      } else {
+        kept.push(output);
+      }
+    }
+    cell.outputs = kept;
+  }
+  return json;
+}
+
+const REATTACH = Symbol.for("mentra-nb.reattach");
+
+/**
+ * Once the views' models have been restored (a page reload while the kernel
+ * runs), put back the widget outputs a save left out, for the models the kernel
+ * still holds; a new kernel holds none of them, so a reopened notebook keeps
+ * its markdown.
+ * @param {Manager} manager
+ */
+function scheduleReattach(manager) {
+  const context = /** @type {any} */ (manager.context);
+  if (context[REATTACH]) return;
+  context[REATTACH] = setTimeout(() => {
+    context[REATTACH] = 0;
+    reattachLiveViews(manager).catch((error) => console.warn("mentra-nb: could not restore a live view", error));
+  }, 0);
+}
+
+/**
+ * @param {Manager} manager
+ * @returns {Promise<number>} how many widget outputs were put back
+ */
+export async function reattachLiveViews(manager) {
+  let restored = 0;
+  for (const cell of /** @type {any} */ (manager.context)?.model?.cells ?? []) {
+    const outputs = cell.outputs;
+    if (!outputs) continue;
+    const list = [];
+    let changed = false;
+    for (let i = 0; i < outputs.length; i++) {
+      const output = outputs.get(i).toJSON();
+      const view = output.metadata?.[TAG]?.view;
+      const live = view && await isLive(manager, view.data?.[VIEW_MIME]?.model_id);
+      if (!live) {
+        list.push(output);
+        continue;
+      }
+      const { [TAG]: _tag, ...metadata } = output.metadata;
+      if (view.data["text/markdown"] && !String(output.data?.["text/markdown"] ?? "").includes("mentra-fallback")) {
+        list.push(view); // a running turn: its widget again
+      } else {
+        list.push({ ...output, metadata }, view);
+      }
+      changed = true;
+      restored++;
+    }
+    if (changed) {
+      outputs.clear();
+      for (const output of list) outputs.add(output);
     }
   }
-  return ids;
+  return restored;
+}
+
+/**
+ * @param {Manager} manager
+ * @param {string|undefined} id
+ */
+async function isLive(manager, id) {
+  if (!id) return false;
+  try {
+    const model = await /** @type {any} */ (manager).get_model(id);
+    return Boolean(model?.comm_live);
+  } catch {
+    return false;
+  }
 }
 
 // A notebook's agents belong to the notebook, not its file name

@@ -57,24 +57,38 @@ describe("isOurs", () => {
 });
 
 describe("placeholdersOnSave", () => {
-  it("writes the metadata when a save starts, once per notebook", () => {
+  it("at a save: leaves our widget outputs out of the file, and drops old placeholders, once per notebook", () => {
     const handlers = [];
     let written = null;
-    const outputs = [{ data: { "application/vnd.jupyter.widget-view+json": { model_id: "full" } } }];
-    const context = {
-      saveState: { connect: (fn) => handlers.push(fn) },
-      model: { getMetadata: () => undefined, setMetadata: (key, value) => { written = [key, value]; },
-        cells: [{ outputs: { length: 1, get: (i) => outputs[i] } }, {}] },
-    };
-    const manager = { context, get_state_sync: () => ({ state: { full: anywidget({ _mentra_view: "agent", agent_name: "w", scope: {} }) } }) };
+    const cells = [{ outputs: [
+      { output_type: "display_data", data: { "text/markdown": '<div class="mentra-fallback">\n\ncopy\n\n</div>' } },
+      { output_type: "display_data", data: { [VIEW_MIME]: { model_id: "full" }, "text/plain": "AgentView(w) · live view" } },
+    ] }, { outputs: [
+      { output_type: "display_data", data: { [VIEW_MIME]: { model_id: "turn" }, "text/plain": "AgentView(w, turn 1)",
+        "text/markdown": "**w** · turn 1 · *running…*" } },
+      { output_type: "display_data", data: { [VIEW_MIME]: { model_id: "slider" }, "text/plain": "IntSlider" } },
+    ] }];
+    const old = { [STATE_MIME]: { state: { full: { ...anywidget({}), state: { _esm: PLACEHOLDER_ESM } }, slider } } };
+    const model = { getMetadata: () => old, setMetadata: (key, value) => { written = [key, value]; },
+      cells: [], toJSON: () => structuredClone({ cells, metadata: {} }) };
+    const context = { saveState: { connect: (fn) => handlers.push(fn) }, model };
+    const manager = { context, get_state_sync: () => ({ state: {} }) };
     placeholdersOnSave(manager);
     placeholdersOnSave(manager);
     expect(handlers).toHaveLength(1);
-    handlers[0](context, "completed");
-    expect(written).toBeNull();
+    expect(model.toJSON().cells[0].outputs).toHaveLength(2); // not saving: as it is
     handlers[0](context, "started");
-    expect(written[0]).toBe("widgets");
-    expect(written[1][STATE_MIME].state.full.state._esm).toBe(PLACEHOLDER_ESM);
+    expect(written[1][STATE_MIME].state).toEqual({ slider });
+    const saved = model.toJSON();
+    const [copy] = saved.cells[0].outputs;
+    expect(saved.cells[0].outputs).toHaveLength(1);
+    expect(copy.metadata.mentra.view.data[VIEW_MIME].model_id).toBe("full");
+    const [turn, other] = saved.cells[1].outputs;
+    expect(turn.data).toEqual({ "text/plain": "AgentView(w, turn 1)", "text/markdown": "**w** · turn 1 · *running…*" });
+    expect(turn.metadata.mentra.view.data[VIEW_MIME].model_id).toBe("turn");
+    expect(other.data[VIEW_MIME].model_id).toBe("slider"); // another widget's output is kept
+    handlers[0](context, "completed");
+    expect(model.toJSON().cells[0].outputs).toHaveLength(2);
   });
 
   it("does nothing where the manager has no document (VS Code, a static page)", () => {

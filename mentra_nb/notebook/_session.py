@@ -479,8 +479,11 @@ class NotebookSession:
         """Where agents are kept near this notebook, other than its own, and the one
         command that makes them its own; "" when there are none."""
         location = self.location
+        here = location.path.resolve()
         nearby = [s for s in stored_nearby(location.notebook, Path.cwd())
-                  if (s.state_file.resolve(), s.runtime_id) != (location.path.resolve(), location.runtime_id)]
+                  if (s.state_file.resolve(), s.runtime_id) != (here, location.runtime_id)]
+        # This notebook's own state file first: its name's earlier owner is the likeliest.
+        nearby.sort(key=lambda s: s.state_file.resolve() != here)
         if not nearby:
             return ""
         lines = ["agents stored nearby:"]
