@@ -1,7 +1,7 @@
 // AgentView: one agent's status, transcript, live stream and controls.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { ClampWatcher, appendTranscript, approvalBox, button, element, subscribe, toolLabel } from "./dom.js";
+import { ClampWatcher, appendTranscript, approvalBox, button, codeText, element, subscribe, toolLabel } from "./dom.js";
 import { Sources, addMessageActions, forkOriginLabel, setEditable } from "./time_travel.js";
 import { keepCutTurn } from "./cut_turn.js";
 import { keepNotebookIdentity, placeholdersOnSave } from "./saved_state.js";
@@ -403,7 +403,7 @@ function render({ model, el }) {
       const known = pending.find((p) => p.id === id);
       const box = element("div", "mentra-live-tool");
       box.append(element("span", "", `tool call: ${known?.name ?? id}`));
-      box.append(element("pre", "", live.tools[id] ?? known?.input_json ?? ""));
+      box.append(codeText("", live.tools[id] ?? known?.input_json ?? ""));
       liveTools.append(box);
     }
     follow();

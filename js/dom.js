@@ -70,7 +70,7 @@ export function renderTranscript(container, items, watcher = null) {
 export function appendTranscript(container, items, calls, watcher = null) {
   for (const item of items) {
     if (item.kind === "tool_result") {
-      const result = element("pre", item.is_error ? "mentra-error" : "", item.content ?? "");
+      const result = codeText(item.is_error ? "mentra-error" : "", item.content ?? "");
       const host = item.id ? calls.get(item.id) : undefined;
       const cut = item.truncated
         ? element("div", "mentra-notice-item", "… the first 4,000 characters of the result (agent.history has all of it)")
@@ -118,7 +118,7 @@ export function appendTranscript(container, items, calls, watcher = null) {
     } else if (item.kind === "tool_use") {
       const fold = element("details", "mentra-tool");
       fold.append(element("summary", "", `tool call: ${toolLabel(item.name ?? "")}`));
-      fold.append(element("pre", "", item.input ?? ""));
+      fold.append(codeText("", item.input ?? ""));
       node.append(fold);
       if (item.id) calls.set(item.id, fold);
     } else if (item.kind === "image") {
@@ -215,10 +215,14 @@ export class ClampWatcher {
  * @param {HTMLElement} body
  */
 function addCodeTools(body) {
+  for (const code of body.querySelectorAll("code")) {
+    if (!code.closest("pre")) markHidden(code);  // inline code; a block's is marked below
+  }
   for (const pre of body.querySelectorAll("pre")) {
     const code = pre.querySelector("code");
     if (!code) continue;
     highlightCode(code);
+    markHidden(code);
     // A fence's text ends with its closing newline; a cell's source does not.
     const source = () => (code.textContent ?? "").replace(/\n$/, "");
     const bar = element("div", "mentra-code-tools");
@@ -245,6 +249,75 @@ function addCodeTools(body) {
     pre.replaceWith(frame);
     frame.append(bar, pre);
   }
+}
+
+// Bidi controls, zero-width and other invisible characters: the same class as
+// mentra_nb/notebook/_hidden_characters.py (a Python test compares them).
+const HIDDEN = /[\u00AD\u061C\u115F\u1160\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\u3164\uFEFF\uFFA0\u{E0000}-\u{E007F}]/gu;
+
+/**
+ * Whether the code point is part of an emoji sequence (a joiner between two
+ * such is the emoji's own, as in a family or a flag).
+ * @param {number | undefined} code
+ */
+function isEmoji(code) {
+  if (code === undefined) return false;
+  return code >= 0x1F000 || (code >= 0x2600 && code <= 0x27BF) || code === 0xFE0F;
+}
+
+/**
+ * The code point that ends just before `index` in `text`.
+ * @param {string} text
+ * @param {number} index
+ */
+function codePointBefore(text, index) {
+  const low = text.charCodeAt(index - 1);
+  return low >= 0xDC00 && low <= 0xDFFF && index >= 2 ? text.codePointAt(index - 2) : text.codePointAt(index - 1);
+}
+
+/**
+ * Mark the hidden characters in the text under `root` (code a model wrote): each
+ * becomes a visible `<U+202E>` badge, as GitHub and VS Code show them, so a
+ * bidi override cannot make code read other than it runs. Copy and "Insert as
+ * cell" take the marked text. A zero-width joiner inside an emoji is left alone.
+ * @param {Node} root
+ */
+export function markHidden(root) {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  /** @type {Text[]} */
+  const texts = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) texts.push(/** @type {Text} */ (node));
+  for (const text of texts) {
+    const value = text.data;
+    /** @type {(string|HTMLElement)[]} */
+    const parts = [];
+    let at = 0;
+    for (const match of value.matchAll(HIDDEN)) {
+      const index = match.index ?? 0;
+      if (match[0] === "\u200D" && index > 0 && isEmoji(codePointBefore(value, index))
+          && isEmoji(value.codePointAt(index + 1))) continue;
+      const code = `U+${(match[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")}`;
+      const badge = element("span", "mentra-hidden-char", `<${code}>`);
+      badge.title = `a hidden character (${code}) in the text, shown here in its place`;
+      parts.push(value.slice(at, index), badge);
+      at = index + match[0].length;
+    }
+    if (!parts.length) continue;
+    parts.push(value.slice(at));
+    text.replaceWith(...parts.filter((p) => p !== ""));
+  }
+}
+
+/**
+ * Code or tool traffic as preformatted text, its hidden characters marked.
+ * @param {string} className
+ * @param {string} text
+ * @returns {HTMLElement}
+ */
+export function codeText(className, text) {
+  const pre = element("pre", className, text);
+  markHidden(pre);
+  return pre;
 }
 
 const TOKEN = /^(?:([a-z][a-z0-9]{0,3}):)?(\d+)$/;
@@ -366,7 +439,7 @@ export function toolLabel(name) {
 export function approvalBox(call, onAnswer, signal) {
   const box = element("div", "mentra-approval");
   box.dataset.id = call.id;
-  box.append(element("div", "mentra-name", call.title), element("pre", "", call.input));
+  box.append(element("div", "mentra-name", call.title), codeText("", call.input));
   const approve = button("mentra-approve", "Approve", "accept");
   const always = button("mentra-always", "Always allow", "reject");
   always.title = call.alwaysTitle;

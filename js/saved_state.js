@@ -102,17 +102,19 @@ export function placeholdersOnSave(manager) {
   /** @type {any} */ (context)[HOOKED] = true;
   // What the page saves: the notebook without our live widgets (see withoutLiveViews).
   const notebook = /** @type {any} */ (context.model);
-  let saving = false;
+  /** @type {WidgetState|null} the models' state while a save runs */
+  let saving = null;
   if (typeof notebook.toJSON === "function") {
     const toJSON = notebook.toJSON.bind(notebook);
-    notebook.toJSON = () => (saving ? withoutLiveViews(toJSON()) : toJSON());
+    notebook.toJSON = () => (saving ? withoutLiveViews(toJSON(), saving) : toJSON());
   }
   context.saveState.connect((_sender, state) => {
-    saving = state === "started";
+    saving = null;
     if (state !== "started") return; // before the notebook is serialised
     try {
       const notebook = context.model;
       const live = manager.get_state_sync({ drop_defaults: true });
+      saving = live;
       refreshSavedCopies(notebook, live);
       // The file shows none of our widgets (withoutLiveViews): no placeholder is
       // needed for them, and a notebook saved by an earlier version loses its own.
@@ -152,9 +154,9 @@ export function refreshSavedCopies(notebook, live) {
         written++;
         continue;
       }
+      // (a full view's copy is the output just above its widget's)
       const above = i > 0 ? outputs.get(i - 1).data : undefined;
-      const isCopy = String(above?.["text/markdown"] ?? "").includes('class="mentra-fallback"');
-      if (isCopy && above?.["text/markdown"] !== copy["text/markdown"]) {
+      if (above && !above[VIEW_MIME] && above["text/markdown"] !== copy["text/markdown"]) {
         outputs.set?.(i - 1, output);
         written++;
       }
@@ -173,34 +175,45 @@ export function refreshSavedCopies(notebook, live) {
 // (reattachLiveViews), as it was before a save.
 export const TAG = "mentra";
 
+// The `text/plain` line of a live view's widget output, under its markdown copy
+// (mentra_nb/notebook/_widget.py `_display_with_fallback`), and of a turn view's.
+const COPIED_LABEL = /^(AgentView|TeamView|SubagentPickerView)\(.*\) · live view; /;
+const TURN_LABEL = /^AgentView\([^)]*, turn \d+/;
+
 /**
- * Whether a serialised widget output is one of our live views' (a widget output
- * just below a markdown copy, or a turn view's, whose bundle says so).
+ * Whether a serialised widget output is one of our live views', and which kind:
+ * "copied" (a full view, team or picker, whose markdown copy is the output just
+ * above it) or "turn" (a turn view, whose own bundle holds its markdown). Known by
+ * the model's state while it lives, else (its kernel gone) by the output's line.
  * @param {any} output
- * @param {any} above the output before it
+ * @param {WidgetState} live
  */
-function liveViewKind(output, above) {
+function liveViewKind(output, live) {
   const data = output?.data;
   if (!data?.[VIEW_MIME]) return "";
-  if (String(above?.data?.["text/markdown"] ?? "").includes('class="mentra-fallback"')) return "copied";
+  const model = live.state?.[data[VIEW_MIME].model_id];
+  if (model && isOurs(model)) {
+    return /** @type {any} */ (model.state).scope?.kind === "turn" ? "turn" : "copied";
+  }
   const plain = [data["text/plain"] ?? ""].flat().join("");
-  return data["text/markdown"] && plain.startsWith("AgentView(") ? "turn" : "";
+  return COPIED_LABEL.test(plain) ? "copied" : TURN_LABEL.test(plain) ? "turn" : "";
 }
 
 /**
  * The notebook's JSON as it is saved: our live views' widget outputs left out
  * (each kept in the metadata of the markdown that stands for it).
  * @param {any} json a notebook as nbformat JSON
+ * @param {WidgetState} [live] the widget manager's state of the models it holds
  */
-export function withoutLiveViews(json) {
+export function withoutLiveViews(json, live = {}) {
   for (const cell of json?.cells ?? []) {
     const outputs = cell.outputs;
     if (!Array.isArray(outputs)) continue;
     const kept = [];
     for (const output of outputs) {
       const above = kept[kept.length - 1];
-      const kind = liveViewKind(output, above);
-      if (kind === "copied") {
+      const kind = liveViewKind(output, live);
+      if (kind === "copied" && above && !above.data?.[VIEW_MIME]) {
         above.metadata = { ...(above.metadata ?? {}), [TAG]: { view: output } };
       } else if (kind === "turn") {
         const { [VIEW_MIME]: _view, ...data } = output.data;
@@ -252,7 +265,7 @@ export async function reattachLiveViews(manager) {
         continue;
       }
       const { [TAG]: _tag, ...metadata } = output.metadata;
-      if (view.data["text/markdown"] && !String(output.data?.["text/markdown"] ?? "").includes("mentra-fallback")) {
+      if (liveViewKind(view, {}) === "turn") {
         list.push(view); // a running turn: its widget again
       } else {
         list.push({ ...output, metadata }, view);

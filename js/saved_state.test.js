@@ -62,7 +62,7 @@ describe("placeholdersOnSave", () => {
     let written = null;
     const cells = [{ outputs: [
       { output_type: "display_data", data: { "text/markdown": '<div class="mentra-fallback">\n\ncopy\n\n</div>' } },
-      { output_type: "display_data", data: { [VIEW_MIME]: { model_id: "full" }, "text/plain": "AgentView(w) · live view" } },
+      { output_type: "display_data", data: { [VIEW_MIME]: { model_id: "full" }, "text/plain": "AgentView(w) · live view; saved as the markdown above" } },
     ] }, { outputs: [
       { output_type: "display_data", data: { [VIEW_MIME]: { model_id: "turn" }, "text/plain": "AgentView(w, turn 1)",
         "text/markdown": "**w** · turn 1 · *running…*" } },

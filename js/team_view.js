@@ -1,7 +1,7 @@
 // TeamView: a lead, its teammates and the requests waiting for the lead.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { ClampWatcher, approvalBox, button, element, renderTranscript, subscribe, toolLabel } from "./dom.js";
+import { ClampWatcher, approvalBox, button, codeText, element, renderTranscript, subscribe, toolLabel } from "./dom.js";
 import { placeholdersOnSave } from "./saved_state.js";
 
 /**
@@ -181,7 +181,7 @@ function render({ model, el }) {
     for (const r of list) {
       const box = element("div", "mentra-request");
       box.dataset.id = r.id;
-      box.append(element("div", "mentra-name", `${r.protocol} from ${r.sender}`), element("pre", "", r.content));
+      box.append(element("div", "mentra-name", `${r.protocol} from ${r.sender}`), codeText("", r.content));
       const approve = button("mentra-approve", "Approve", "accept");
       const reason = /** @type {HTMLInputElement} */ (element("input", "jp-mod-styled mentra-reason"));
       reason.placeholder = "reason (needed to reject)";

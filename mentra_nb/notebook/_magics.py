@@ -13,8 +13,9 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from traitlets import Dict, TraitError, Unicode, observe, validate
 
 from mentra_nb._lazy import lazy_import
-from mentra_nb.errors import AgentNotFound, MentraError
+from mentra_nb.errors import AgentNotFound, ConfigError, MentraError
 from mentra_nb.notebook._display import display
+from mentra_nb.notebook._hidden_characters import hidden_characters, mark_hidden
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -139,10 +140,14 @@ class MentraMagics(Magics):
         for name in enabled:
             session.enable_tool(name)
         hidden = [] if command.tools is not None else session.tools_hidden_from(model, enabled)
-        config = runtime.AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
-                                     subagents=command.subagents, team=command.team,
-                                     read_only=command.read_only, auto_approve=command.auto_approve or [],
-                                     mcp_servers=servers)
+        try:
+            config = runtime.AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
+                                         subagents=command.subagents, team=command.team,
+                                         read_only=command.read_only, auto_approve=command.auto_approve or [],
+                                         mcp_servers=servers, max_cost_usd=command.max_cost,
+                                         max_tokens_total=command.max_tokens)
+        except ConfigError as err:
+            raise UsageError(f"{err}\nusage: {args.SpawnArgs.usage()}") from None
         agent, attached = session.spawn_or_attach(command.agent, model, config,
                                                   model_given=command.model is not None,
                                                   replace=command.replace)
@@ -246,6 +251,13 @@ class MentraMagics(Magics):
             print("mentra: the answer has no code block, so no cell was added (-f code takes the first "
                   "``` block of the answer)")
             return
+        hidden = hidden_characters(code)
+        if hidden:
+            # Bidi controls and zero-width characters would make the cell run other
+            # than it reads: each is replaced by a visible marker the user must resolve.
+            print(f"mentra: the code block holds hidden characters ({', '.join(hidden)}), each shown as "
+                  "<U+XXXX> in the new cell: read the code before you run it")
+            code = mark_hidden(code)
         shell = self.shell
         assert shell is not None  # a magic runs in a shell
         # IPython's set_next_input payload: the front end puts it in a new cell below.
@@ -301,7 +313,10 @@ class MentraMagics(Magics):
             total = spent.total if total is None else total + spent.total
         if command.agent is None and total is not None and len(wanted) > 1:
             print(f"all agents: {pricing.format_cost(total.cost_usd)}, {total.total_tokens:,} tokens")
-        if total is not None and total.cost_usd is None:
+        if total is not None and total.misreported_calls:
+            print(f"(cost unknown: the server reported impossible usage for {total.misreported_calls} "
+                  "model call(s), counted as 0 or the cap; an agent with a budget stops)")
+        elif total is not None and total.cost_usd is None:
             print("(cost unknown: a model has no price; mentra_nb.pricing.register(...) or "
                   "%config MentraMagics.prices adds one)")
 
@@ -333,12 +348,18 @@ class MentraMagics(Magics):
                 print(f"mentra: '{agent.name}' was waiting for your approval when the kernel stopped; that "
                       "call was not run (agent.resume() lets it ask again)")
             if agent.config.mcp_servers:
-                configured = {s.name for s in self.session.mcp_servers()}
+                configured = {s.name: s for s in self.session.mcp_servers()}
                 missing = [n for n in agent.config.mcp_servers if n not in configured]
                 print(f"mentra: '{agent.name}' uses MCP servers {', '.join(agent.config.mcp_servers)} "
                       "(started on first use)" + (
                           f"; not configured here: {', '.join(missing)} (add with %mentra mcp add; "
                           "an in-process server is not stored)" if missing else ""))
+                for server in (configured[n] for n in agent.config.mcp_servers if n in configured):
+                    if server.needs_approval:
+                        # A state file can come from anyone: say what it would run.
+                        print(f"mentra: MCP server '{server.name}' came from the state file, not from this "
+                              f"kernel, and runs: {server.target}\n  '{agent.name}' asks your approval "
+                              f"before it first starts it (%mentra mcp remove {server.name} drops it)")
             display(self.session.view(agent))
 
     def _do_interrupt(self, command: args.InterruptArgs) -> None:

@@ -14,6 +14,12 @@ browser needs no markdown, highlighting or maths library.
   `\\text{…}` verbatim and passes `\\href` through, so its output is parsed and
   rebuilt from an allow-list of MathML elements and attributes; anything else
   (or LaTeX it cannot read) is shown as the source, in a code span.
+- Typesetting runs on the runtime's thread, where every agent's turn runs, and
+  costs 0.1 to 10 ms a span: one message typesets at most `MAX_MATH_SPANS`
+  spans and `MAX_MATH_TOTAL_CHARS` of LaTeX, and shows the rest as source in
+  code spans, so a reply of 100,000 `$x^2$` cannot stall the other agents (it
+  held them for 39 s). Typeset spans are cached: a message shown by two views,
+  or sent again to a reopened view, is typeset once.
 - Links open in a new tab: a click must not navigate JupyterLab away.
 """
 
@@ -21,12 +27,14 @@ from __future__ import annotations
 
 import html
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
 from latex2mathml.converter import convert as latex_to_mathml
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
+from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from pygments.lexers import get_lexer_by_name
 from pygments.token import STANDARD_TYPES
@@ -36,7 +44,10 @@ __all__ = ["HIGHLIGHTED", "render_markdown"]
 
 # Longer code is shown plain: highlighting a huge paste would hold the kernel.
 MAX_HIGHLIGHT_CHARS = 100_000
-MAX_MATH_CHARS = 2_000
+MAX_MATH_CHARS = 2_000  # one span's LaTeX
+MAX_MATH_SPANS = 200  # typeset per message (a page of dense maths has fewer)
+MAX_MATH_TOTAL_CHARS = 20_000  # of LaTeX typeset per message (about 0.15 s of work)
+_MATH_TOKENS = frozenset(("math_inline", "math_inline_double", "math_block", "math_block_label"))
 
 _MATHML = "http://www.w3.org/1998/Math/MathML"
 _MATH_ELEMENTS = frozenset((
@@ -124,7 +135,11 @@ def _clean(node: ET.Element) -> ET.Element:
 
 
 def _math(latex: str, options: dict[str, Any]) -> str:
-    display = bool(options.get("display_mode"))
+    return _typeset(latex, bool(options.get("display_mode")))
+
+
+@lru_cache(maxsize=512)
+def _typeset(latex: str, display: bool) -> str:
     source = html.escape(latex)
     try:
         if len(latex) > MAX_MATH_CHARS:
@@ -137,6 +152,28 @@ def _math(latex: str, options: dict[str, Any]) -> str:
     # along for screen readers that skip MathML.
     math.set("alttext", latex)
     return ET.tostring(math, encoding="unicode", short_empty_elements=False)
+
+
+def _past_the_budget_as_code(tokens: list[Token]) -> None:
+    """Past a message's maths budget, maths tokens become code: their LaTeX is
+    shown as written, and costs no more than any other text."""
+    spans = chars = 0
+    for token in _in_order(tokens):
+        if token.type not in _MATH_TOKENS or len(token.content) > MAX_MATH_CHARS:
+            continue  # (LaTeX too long for one span is shown as code anyway, at no cost)
+        spans += 1
+        chars += len(token.content)
+        if spans > MAX_MATH_SPANS or chars > MAX_MATH_TOTAL_CHARS:
+            if token.type.startswith("math_inline"):
+                token.type = "code_inline"
+            else:
+                token.type, token.content = "code_block", token.content.strip() + "\n"
+
+
+def _in_order(tokens: list[Token]) -> Iterator[Token]:
+    for token in tokens:
+        yield token
+        yield from token.children or ()
 
 
 def _link_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
@@ -154,5 +191,8 @@ _md.add_render_rule("link_open", _link_open)
 
 def render_markdown(text: str) -> str:
     """`text` (a model's or a user's markdown) as safe HTML for the widgets."""
-    html_text: str = _md.render(text)
+    env: dict[str, Any] = {}
+    tokens = _md.parse(text, env)
+    _past_the_budget_as_code(tokens)
+    html_text: str = _md.renderer.render(tokens, _md.options, env)
     return html_text

@@ -1,6 +1,11 @@
 """Prompts made from the notebook: `{var}`, `{In[n]}`, `{Out[n]}` and `{Err[n]}`
 filled in, the `%mentra explain` prompt, and the code block `-f code` puts in
-the next cell."""
+the next cell.
+
+A cell may have displayed a key (`headers = {'x-api-key': os.environ[...]}; headers`),
+so a prompt built here is scrubbed of the secrets the runtime knows, as tool results
+are, before it is shown, sent or mailed to another kernel. (The runtime scrubs every
+message it stores again; this keeps the key out of the cell's own output too.)"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mentra_nb.notebook._cell_history import CellError, CellHistory, CellLookupError
+from mentra_nb.runtime import known_secrets, scrub
 
 __all__ = ["PromptFieldError", "explain_prompt", "first_code_block", "interpolate"]
 
@@ -63,7 +69,7 @@ def interpolate(prompt: str, user_ns: Mapping[str, Any], cells: CellHistory | No
     """`prompt` with its `{...}` fields filled from the kernel; raises
     `PromptFieldError` saying what is wrong and what to do."""
     try:
-        return string.Formatter().vformat(prompt, (), _Namespace(user_ns, cells))
+        filled = string.Formatter().vformat(prompt, (), _Namespace(user_ns, cells))
     except PromptFieldError:
         raise
     except KeyError as err:
@@ -73,13 +79,15 @@ def interpolate(prompt: str, user_ns: Mapping[str, Any], cells: CellHistory | No
     except (ValueError, AttributeError, IndexError, TypeError) as err:
         raise PromptFieldError(f"cannot fill the prompt's {{...}} fields: {err}; use --no-interpolate "
                                "to send it as written") from None
+    return scrub(filled, known_secrets())
 
 
 def explain_prompt(error: CellError) -> str:
     """What `%mentra explain` sends: the failed cell and its traceback."""
-    return (f"My notebook cell In [{error.execution_count}] failed with {error.name}. Explain what went "
-            f"wrong and how to fix it; show the corrected code.\n\nThe cell:\n\n{_fenced(error.source, 'python')}"
-            f"\n\nThe traceback:\n\n{_fenced(error.traceback)}")
+    return scrub(f"My notebook cell In [{error.execution_count}] failed with {error.name}. Explain what "
+                 f"went wrong and how to fix it; show the corrected code.\n\nThe cell:\n\n"
+                 f"{_fenced(error.source, 'python')}\n\nThe traceback:\n\n{_fenced(error.traceback)}",
+                 known_secrets())
 
 
 def _fenced(text: str, lang: str = "") -> str:

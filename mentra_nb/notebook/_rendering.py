@@ -3,9 +3,10 @@ HTML blocks (for the live widgets, which render no markdown themselves).
 
 The saved `text/markdown` is rendered later by whatever opens the notebook
 (nbconvert's HTML export passes raw HTML through), so every string that came
-from a model, a tool or a teammate goes in through `md_text` (HTML
-characters as entities, link brackets escaped: no tag, no `javascript:` link),
-`md_code` (an inline code span no backtick can close) or `_fence`.
+from a model, a tool or a teammate goes in through `md_text` (a short string,
+all escaped), `md_block` (a reply: parsed and written out again inert, see
+mentra_nb/_inert_markdown.py), `md_code` (a code span no backtick can close)
+or `_fence`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import re
 from typing import Any
 
+from mentra_nb._inert_markdown import code_span, fenced, inert_markdown, inert_text
 from mentra_nb.messages import (
     ImageBlock,
     Message,
@@ -26,69 +28,45 @@ from mentra_nb.messages import (
 )
 from mentra_nb.notebook._markdown_html import render_markdown
 
-__all__ = ["mail_notices", "md_cell", "md_code", "md_text", "message_items", "transcript_markdown"]
+__all__ = ["mail_notices", "md_block", "md_cell", "md_code", "md_text", "message_items", "transcript_markdown"]
 
 _RESULT_PREVIEW = 4000
 
 
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_UNSAFE = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "[": "\\[", "]": "\\]"})
-
-
 def md_text(text: str) -> str:
-    """Model-written markdown made inert: no raw HTML, no links, formatting kept.
-
-    Outside fenced code blocks `&`, `<` and `>` become entities (so no tag or
-    autolink survives) and `[`/`]` are escaped (so no link or image does).
-    Fenced code is left alone: every renderer shows it as literal text."""
-    out: list[str] = []
-    fence: str | None = None
-    for line in text.split("\n"):
-        if fence is None:
-            opened = _FENCE_OPEN.match(line)
-            if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
-                fence = opened.group(1)
-                out.append(line)
-            else:
-                out.append(line.translate(_UNSAFE))
-        else:
-            stripped = line.strip()
-            if (not line.startswith(("    ", "\t")) and stripped and set(stripped) == {fence[0]}
-                    and len(stripped) >= len(fence)):
-                fence = None
-            out.append(line)
-    if fence is not None:
-        # Close it here: left open, it would swallow (or be closed by) what we add after it.
-        out.append(fence)
-    return "\n".join(out)
+    """A short string (a name, a status, a path) as literal text on one line:
+    every character that could be markup escaped, line endings as spaces."""
+    return inert_text(text)
 
 
-def md_code(text: str) -> str:
-    """`text` as an inline code span that no backtick inside it can close."""
-    text = text.replace("\n", " ")
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    ticks = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
+def md_block(text: str, label: str = "") -> str:
+    """A model's markdown (a reply, thinking, a mail's content) made inert, its
+    formatting kept; `label` (our markdown) leads it. See mentra_nb/_inert_markdown.py."""
+    return inert_markdown(text, label)
+
+
+def md_code(text: str, *, in_table: bool = False) -> str:
+    """`text` as an inline code span that no backtick inside it can close (in a
+    table cell, `in_table`: no `|` inside it can end the cell either)."""
+    return code_span(text, in_table=in_table)
 
 
 def md_cell(text: str) -> str:
-    """One table cell: one line, every HTML and link character escaped, '|' too
-    (no fence can open inside a cell, so nothing is left as is)."""
-    return " ".join(str(text).split()).translate(_UNSAFE).replace("|", "\\|")
+    """One table cell: one line, every markup character escaped, `|` included."""
+    return inert_text(str(text))
 
 
 def _fence(text: str, lang: str = "") -> str:
-    ticks = "```"
-    while ticks in text:
-        ticks += "`"
-    return f"{ticks}{lang}\n{text}\n{ticks}"
+    return fenced(text, lang)
 
 
 _TEAM_INBOX = re.compile(r"^<team-inbox>\s*(.*?)\s*</team-inbox>\s*$", re.S)
+# One delivery is one envelope (runtime/subagents/_mailbox.py): its content runs
+# to the last closing tag, so a closing tag a child wrote into its answer cannot
+# end it early and forge an update from another agent.
 _SUBAGENT_MAIL = re.compile(
-    r'<subagent_update id="[^"]*" agent="([^"]*)" status="([^"]*)">(.*?)</subagent_update>'
-    r'|<subagent_message id="[^"]*" from="([^"]*)">(.*?)</subagent_message>',
+    r'<subagent_update id="[^"]*" agent="([^"]*)" status="([^"]*)">(.*)</subagent_update>'
+    r'|<subagent_message id="[^"]*" from="([^"]*)">(.*)</subagent_message>',
     re.S,
 )
 
@@ -106,20 +84,28 @@ def mail_notices(text: str) -> list[str] | None:
         for item in items if isinstance(items, list) else []:
             if not isinstance(item, dict):
                 continue
+            item = _with_verdict(item)
             kind = str(item.get("type", "message")).replace("_", " ")
-            protocol = f" ({item['protocol']})" if item.get("protocol") else ""
-            lines.append(f"*team {md_text(kind)}{md_text(protocol)} from {md_text(str(item.get('from', '?')))}*: "
-                         f"{md_text(str(item.get('content', '')))}")
+            protocol = f" ({md_text(str(item['protocol']))})" if item.get("protocol") else ""
+            label = f"*team {md_text(kind)}{protocol} from {md_text(str(item.get('from', '?')))}*:"
+            lines.append(md_block(str(item.get("content", "")), label))
         return lines
-    found = list(_SUBAGENT_MAIL.finditer(text))
-    if not found or _SUBAGENT_MAIL.sub("", text).strip():
+    mail = _SUBAGENT_MAIL.fullmatch(text.strip())
+    if mail is None:
         return None
-    return [
-        f"*update from {md_text(m.group(1))} ({md_text(m.group(2))})*: {md_text(m.group(3))}"
-        if m.group(1) is not None
-        else f"*message from {md_text(m.group(4))}*: {md_text(m.group(5))}"
-        for m in found
-    ]
+    if mail.group(1) is not None:
+        return [md_block(mail.group(3), f"*update from {md_text(mail.group(1))} ({md_text(mail.group(2))})*:")]
+    return [md_block(mail.group(5), f"*message from {md_text(mail.group(4))}*:")]
+
+
+def _with_verdict(item: dict[str, Any]) -> dict[str, Any]:
+    """A protocol response says how it was answered ("approved", "rejected"), then
+    its reason if it has one: a reason is optional, and the model reads `approve`."""
+    if item.get("type") != "response" or not isinstance(item.get("approve"), bool):
+        return item
+    verdict = "approved" if item["approve"] else "rejected"
+    reason = str(item.get("content") or "").strip()
+    return {**item, "content": f"{verdict}: {reason}" if reason else verdict}
 
 
 def transcript_markdown(messages: list[Message]) -> str:
@@ -130,9 +116,9 @@ def transcript_markdown(messages: list[Message]) -> str:
         for block in message.content:
             if isinstance(block, TextBlock):
                 notices = mail_notices(block.text)
-                parts.extend(notices if notices is not None else [f"{who}: {md_text(block.text)}"])
+                parts.extend(notices if notices is not None else [md_block(block.text, f"{who}:")])
             elif isinstance(block, ThinkingBlock):
-                parts.append(f"{who} *(thinking)*: {md_text(block.thinking)}")
+                parts.append(md_block(block.thinking, f"{who} *(thinking)*:"))
             elif isinstance(block, RedactedThinkingBlock):
                 parts.append(f"{who} *(redacted thinking)*")
             elif isinstance(block, ToolUseBlock):

@@ -3,14 +3,16 @@ on close, custom messages without a parent header, and static outputs for saved
 notebooks.
 
 A view that stays live (a full AgentView, a TeamView, a subagent picker) is
-displayed as two outputs: its static markdown in a `mentra-fallback` block,
-replaced in place when what it shows changes (`_refresh_fallbacks`), and the
-widget just below it, whose output holds one short `text/plain` line and no
-markdown. While the widget is live, its style sheet hides the markdown above it
-(mentra.css); every reader without the live widget (a saved notebook reopened,
-GitHub, nbconvert) reads the markdown instead, and the browser saves a small
-placeholder state for the widget so that a reopened notebook shows no "model
-not found" (js/saved_state.js, which knows our views by the `_mentra_view` trait).
+displayed as two outputs: its static markdown, replaced in place when what it
+shows changes (`_refresh_fallbacks`), and the widget just below it, whose output
+holds an empty `text/markdown` (what markdown readers show of it: nothing) and
+one short `text/plain` line for consoles. While the widget is live, its style
+sheet hides the output just above it (mentra.css); every reader without the live
+widget (a saved notebook reopened, GitHub, nbconvert) reads the markdown
+instead, which is plain markdown with no wrapper (so `nbconvert --to markdown`
+exports clean markdown), and the browser saves a small placeholder state for
+the widget so that a reopened notebook shows no "model not found"
+(js/saved_state.js, which knows our views by the `_mentra_view` trait).
 """
 
 from __future__ import annotations
@@ -145,7 +147,8 @@ class MentraWidget(anywidget.AnyWidget):
                 self._fallbacks = {**dict(places), fallback: markdown}
             # A change between reading the markdown and keeping the place reaches it too.
             self._host.call_soon(self._refresh_fallbacks)
-            data.pop("text/markdown", None)
+            # No second copy of the markdown, and no line in a markdown export.
+            data["text/markdown"] = ""
             data["text/plain"] = label
         display(data, raw=True)
 
@@ -179,9 +182,9 @@ class MentraWidget(anywidget.AnyWidget):
 
 
 def _fallback_bundle(markdown: str) -> dict[str, Any]:
-    # The class lets the live widget's style sheet find the block (JupyterLab's
-    # sanitizer keeps classes); GitHub and nbconvert drop or ignore it.
-    return {"text/plain": markdown, "text/markdown": f'<div class="mentra-fallback">\n\n{markdown}\n\n</div>'}
+    # No wrapper to mark it: the live widget's style sheet finds it as the output just
+    # above the widget, and a markdown export reads as markdown.
+    return {"text/plain": markdown, "text/markdown": markdown}
 
 
 MAX_LOGGED_ERRORS = 3

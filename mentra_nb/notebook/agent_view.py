@@ -4,6 +4,8 @@ Traffic rules (why the widget stays cheap on long streams):
 - The live stream is read from the agent's snapshot at most every 50 ms
   while a run is active and sent as a custom message with the new text only
   (sequence-numbered); the agent's hot path never calls the widget per token.
+  A running tool call's progress reports go the same way: the newest one, in
+  batches timed as the text's are.
 - The committed transcript travels as custom `items` messages too: each new
   message once, as safe HTML rendered in the kernel (the browser needs no
   markdown library). A reply that was just streamed is sent as references
@@ -24,11 +26,11 @@ it was shown is replaced by the turn as static markdown, which every reader of
 the saved notebook can render (JupyterLab without a kernel, GitHub, nbconvert).
 
 A full view stays live, so it is shown as two outputs: the conversation as
-static markdown (in a `mentra-fallback` block), replaced in place at the end of
-every run, and the widget just below it. While the widget is live its style
-sheet hides the markdown above it; every reader without the live widget (a
-saved notebook reopened, GitHub, nbconvert) shows the markdown instead. The
-widget's output holds no markdown of its own, so nothing is shown twice. (The
+static markdown, replaced in place at the end of every run, and the widget
+just below it. While the widget is live its style sheet hides the markdown
+above it; every reader without the live widget (a saved notebook reopened,
+GitHub, nbconvert) shows the markdown instead. The widget's output holds no
+markdown of its own, so nothing is shown twice. (The
 browser also saves a small placeholder state for the widget, so a reopened
 notebook with a new kernel shows no "model not found": js/saved_state.js.)
 """
@@ -51,7 +53,13 @@ from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.messages import Message, Role, TextBlock, ThinkingBlock
 from mentra_nb.notebook._assets import static_file
 from mentra_nb.notebook._display import Shown, show
-from mentra_nb.notebook._rendering import md_code, md_text, message_items, transcript_markdown
+from mentra_nb.notebook._rendering import (
+    md_block,
+    md_code,
+    md_text,
+    message_items,
+    transcript_markdown,
+)
 from mentra_nb.notebook._stream_refs import encode_html
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
 from mentra_nb.runtime import (
@@ -174,7 +182,8 @@ class AgentView(MentraWidget):
     cost = traitlets.Unicode("").tag(sync=True)
     pending_tools: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     # The running tool call's latest progress report (an MCP server's progress
-    # notifications, `ctx.report_progress`); "" when none.
+    # notifications, `ctx.report_progress`); "" when none. Sent in batches like
+    # live text (a server may report hundreds of times a second).
     progress = traitlets.Unicode("").tag(sync=True)
     approvals: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # calls waiting for Approve / Deny / Always allow
     # What `agent.resume()` would do: {"kind": "replay", "text": ...} for a rolled-back
@@ -213,10 +222,10 @@ class AgentView(MentraWidget):
         self._sent_text = 0
         self._sent_thinking = 0
         self._tool_json: dict[str, str] = {}  # tool id -> input JSON sent so far
-        # When the oldest part of the stream the browser lacks appeared (None: it
-        # has everything), and how many batches of this stream were sent.
-        self._unsent_since: float | None = None
-        self._batches = 0
+        # When the stream's and the progress reports' unsent parts are due.
+        self._text_batches = _Batches()
+        self._progress_batches = _Batches()
+        self._latest_progress = ""  # the newest report, which `progress` shows when due
         self._timer: asyncio.TimerHandle | None = None
         self._cost_key: tuple[object, ...] | None = None
         self._tree_cost = ""
@@ -260,9 +269,13 @@ class AgentView(MentraWidget):
         if event.type == "run_started":
             self._poll_while_running()
         if event.type == "tool_execution_progress":
-            self.progress = event.message
-        elif event.type in ("tool_execution_finished", "run_finished", "run_failed", "run_cancelled"):
-            self.progress = ""
+            # Not sent here: an MCP server's flood of notifications (22,641 in one
+            # 8-s call) would be as many messages. The poll sends the newest when due.
+            self._latest_progress = event.message
+            return
+        if event.type in ("tool_execution_finished", "run_finished", "run_failed", "run_cancelled"):
+            self._latest_progress = self.progress = ""
+            self._progress_batches.reset()
         if event.type == "assistant_message_committed":
             self._commit(event.message)
         elif event.type == "history_replaced":
@@ -378,6 +391,10 @@ class AgentView(MentraWidget):
         if len(text) < self._sent_text or len(thinking) < self._sent_thinking:
             self._resend_stream()  # the stream restarted without an event we act on
             return snapshot
+        progress = self._latest_progress
+        if progress != self.progress and (not batched or self._progress_batches.due(time.monotonic())):
+            self.progress = progress
+            self._progress_batches.sent_one()
         if batched and not self._batch_due(snapshot, len(text), len(thinking)):
             return snapshot
         tools = {}
@@ -391,21 +408,13 @@ class AgentView(MentraWidget):
             self._sent_text += len(text)
             self._sent_thinking += len(thinking)
             self._send_stream("delta", text, thinking, tools)
-            self._unsent_since = None
-            self._batches += 1
+            self._text_batches.sent_one()
         return snapshot
 
     def _batch_due(self, snapshot: AgentSnapshot, text: int, thinking: int) -> bool:
         unsent = text - self._sent_text + thinking - self._sent_thinking + sum(
             len(p.input_json) - len(self._tool_json.get(p.id, "")) for p in snapshot.pending_tool_uses)
-        if unsent <= 0:
-            return False
-        now = time.monotonic()
-        if self._unsent_since is None:
-            self._unsent_since = now
-        if self._batches == 0 or unsent >= BATCH_BYTES:
-            return True
-        return now - self._unsent_since >= batch_delay(self._batches)
+        return unsent > 0 and self._text_batches.due(time.monotonic(), full=unsent >= BATCH_BYTES)
 
     def _commit(self, message: Message) -> None:
         """The streamed reply became a transcript message. One message tells the
@@ -420,7 +429,7 @@ class AgentView(MentraWidget):
         if self._sync_state(stream):
             self._sent_text = self._sent_thinking = 0
             self._tool_json.clear()
-            self._unsent_since, self._batches = None, 0
+            self._text_batches.reset()
         else:
             self._reset_stream()
 
@@ -442,7 +451,7 @@ class AgentView(MentraWidget):
     def _reset_stream(self) -> None:
         self._sent_text = self._sent_thinking = 0
         self._tool_json.clear()
-        self._unsent_since, self._batches = None, 0
+        self._text_batches.reset()
         self._send_stream("reset", "", "", {})
 
     def _send_stream(self, kind: str, text: str, thinking: str, tools: dict[str, str]) -> None:
@@ -669,10 +678,10 @@ class AgentView(MentraWidget):
         body = transcript_markdown(recent)
         resumable = agent.resumable_turn
         if self._turn is not None and not recent and resumable is not None:
-            body = f"*rolled back (`agent.resume()` replays it):* {md_text(resumable.text)}"
+            body = md_block(resumable.text, "*rolled back (`agent.resume()` replays it):*")
             if self._partial.strip():
                 # Interrupt rolls the turn back; what had streamed stays readable here.
-                body += f"\n\n*the reply so far, not kept:*\n\n{md_text(self._partial)}"
+                body += "\n\n" + md_block(self._partial, "*the reply so far, not kept:*")
         waiting = [f"*waiting for approval:* {md_code(p.tool_name)} (`%mentra approve` "
                    f"{md_code(agent.name)} {md_code(p.reference)})"
                    for p in agent.snapshot.pending_approvals]
@@ -693,6 +702,30 @@ class _Stream:
 
     whole: list[str]
     tail: list[str]
+
+
+class _Batches:
+    """When a stream's unsent part is due (see STREAM_INTERVAL): its first batch
+    at once, a later one when a whole batch waits or its oldest unsent part has
+    waited `batch_delay`."""
+
+    def __init__(self) -> None:
+        self._since: float | None = None  # when the oldest unsent part appeared (None: all sent)
+        self._sent = 0
+
+    def due(self, now: float, *, full: bool = False) -> bool:
+        """Called while something is unsent; `full`: a whole batch waits."""
+        if self._since is None:
+            self._since = now
+        return self._sent == 0 or full or now - self._since >= batch_delay(self._sent)
+
+    def sent_one(self) -> None:
+        self._since = None
+        self._sent += 1
+
+    def reset(self) -> None:
+        """A new stream: its first batch goes at once."""
+        self._since, self._sent = None, 0
 
 
 def batch_delay(sent: int) -> float:

@@ -21,6 +21,7 @@ from pydantic import Field, TypeAdapter
 
 from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.notebook._assets import static_file
+from mentra_nb.notebook._markdown_html import render_markdown
 from mentra_nb.notebook._rendering import md_cell, md_code, md_text, message_items
 from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
 from mentra_nb.notebook.agent_view import approval_item
@@ -164,6 +165,12 @@ class SubagentPickerView(MentraWidget):
     @staticmethod
     def _page(page: PreviewPage, *, prepend_to: list[dict[str, Any]], loaded_older: bool) -> dict[str, Any]:
         items = [item for i, m in enumerate(page.messages) for item in message_items(m, i)]
+        if page.interrupted is not None:  # its stopped turn was rolled back: say what it was
+            end = len(page.messages)
+            if page.rolled_back is not None:
+                items += message_items(page.rolled_back, end)
+            items.append({"index": end, "role": "user", "kind": "notice",
+                          "html": render_markdown(f"*{md_text(page.interrupted)}*")})
         return {
             "path": page.path, "status": page.status, "model": page.model,
             "items": [*items, *prepend_to], "has_older": page.has_older,
@@ -228,7 +235,8 @@ class SubagentPickerView(MentraWidget):
         return f"SubagentPickerView({self._root.name}, {len(self.options)} subagents)"
 
     def _markdown(self) -> str:
-        rows = [f"| {md_code(str(o['path']))} | {md_cell(_status_label(o))} | {md_code(str(o['model']))} |"
+        rows = [f"| {md_code(str(o['path']), in_table=True)} | {md_cell(_status_label(o))} | "
+                f"{md_code(str(o['model']), in_table=True)} |"
                 for o in self.options]
         table = "\n".join(["| subagent | status | model |", "|---|---|---|", *rows]) if rows else ""
         waiting = "\n".join(f"- *{md_text(str(a['path']))} waits for approval:* {md_code(str(a['name']))} "

@@ -22,6 +22,7 @@ from mentra_nb.runtime._file_tools import (
 from mentra_nb.runtime._names import AGENT_NAME_PATTERN, AGENT_NAME_RULE, agent_name_problem
 from mentra_nb.runtime._output import RunResult
 from mentra_nb.runtime._recovery import INTERRUPTED_TOOL_RESULT
+from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._runtime import Runtime, default_extensions
 from mentra_nb.runtime._services import AgentHandle, HasServices, Services
 from mentra_nb.runtime._shell_tool import BoundedOutput, shell_tool
@@ -106,7 +107,9 @@ __all__ = [
     "cost",
     "default_extensions",
     "file_tools",
+    "known_secrets",
     "mcp",
+    "scrub",
     "shell_tool",
     "spending",
     "spending_from_records",

@@ -30,7 +30,7 @@ from mentra_nb.providers.base import ModelInfo
 from mentra_nb.providers.registry import ProviderRegistry
 from mentra_nb.runtime import teams
 from mentra_nb.runtime._approvals import ApprovalDecision, Approvals, load_approval_state
-from mentra_nb.runtime._config import AgentConfig
+from mentra_nb.runtime._config import AgentConfig, config_error
 from mentra_nb.runtime._export import ExportFormat, ExportHeader, export_transcript
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
 from mentra_nb.runtime._output import OutputSpec, OutputType, RunResult
@@ -270,7 +270,7 @@ class Agent:
         try:
             config = AgentConfig.model_validate({**self.config.model_dump(), **changes})
         except ValidationError as err:
-            raise ConfigError(f"invalid config for agent '{self.name}': {err}") from None
+            raise config_error(AgentConfig, err, f"invalid config for agent '{self.name}'") from None
         self.update_profile(role=self.role, config=config)
         return config
 
@@ -436,6 +436,18 @@ class Agent:
         """Refuse the paused tool call `call_id`; the model gets an error result
         saying it was not run, with `reason`."""
         self._approvals.answer(call_id, ApprovalDecision(approved=False, reason=reason))
+
+    async def ask_approval(self, name: str, input: dict[str, Any]) -> ApprovalDecision:
+        """Pause the running turn until the user approves or denies `name`, something
+        that is not a tool call (an extension's question, e.g. starting an MCP server
+        that came from the state file); shown and answered like a paused call
+        (`approve` / `deny` with its reference). Never answered by `auto_approve` or
+        "always allow". An extension that refuses approvals (a headless subagent)
+        denies it at once."""
+        refusal = next((text for e in self._extensions if (text := e.refuse_approval(name)) is not None), None)
+        if refusal is not None:
+            return ApprovalDecision(approved=False, reason=refusal)
+        return await self._approvals.ask(name, input, self._state.run_generation)
 
     # --- time travel (runtime/_time_travel.py) ------------------------------------
 

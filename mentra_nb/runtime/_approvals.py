@@ -8,6 +8,10 @@ always=False)` or `agent.deny(call_id, reason)` (the AgentView's buttons call
 the same). A denied call goes back to the model as an error result with the
 reason; an approved one runs.
 
+The same pause serves questions that are not tool calls (`Approvals.ask`, e.g.
+"start the MCP server this state file brought, which runs `…`?"): they wait for
+an explicit answer every time, never for `auto_approve` or "always allow".
+
 An answer is bound to the agent (each agent has its own `Approvals`) and may be
 bound to the run as well: `"<call id>@<run>"` (`PendingApproval.reference`,
 what the notebook shows and `%mentra approve` takes) matches only that run's
@@ -29,14 +33,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
+import logging
 import time
+import uuid
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.messages import ToolUseBlock
 from mentra_nb.runtime._services import AgentHandle
-from mentra_nb.runtime._snapshot import PendingApproval
+from mentra_nb.runtime._snapshot import ApprovalDecision, PendingApproval
 from mentra_nb.runtime.events import ToolApprovalRequested, ToolApprovalResolved
 from mentra_nb.runtime.tools import ToolSpec
 from mentra_nb.store.base import Store
@@ -52,6 +59,8 @@ __all__ = [
     "load_approval_state",
 ]
 
+log = logging.getLogger("mentra_nb.runtime")
+
 APPROVALS_STATE_KEY = "approvals.v1"
 APPROVAL_INTERRUPTED_RESULT = "not run: it was waiting for approval when the kernel stopped"
 
@@ -63,14 +72,6 @@ class ApprovalState(BaseModel):
 
     always_allow: list[str] = Field(default_factory=list)
     pending: list[PendingApproval] = Field(default_factory=list)
-
-
-class ApprovalDecision(BaseModel):
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    approved: bool
-    always: bool = False
-    reason: str = ""
 
 
 def load_approval_state(store: Store, agent_id: str) -> ApprovalState:
@@ -113,7 +114,17 @@ class Approvals:
         # Globs, so one entry can trust a whole MCP server: "mcp__time__*".
         return not any(fnmatch.fnmatchcase(spec.name, pattern) for pattern in self._agent.config.auto_approve)
 
-    async def wait(self, use: ToolUseBlock, run_generation: int) -> ApprovalDecision:
+    async def ask(self, name: str, input: dict[str, Any], run_generation: int) -> ApprovalDecision:
+        """Wait for the user's answer to a question that is not a tool call: `name`
+        says what would happen, `input` the details shown with it. It is shown and
+        answered like a tool call, but always asked: `auto_approve` and "always
+        allow" (both stored with the agent, so a state file could carry them) never
+        answer it, and an "always" answer is not remembered."""
+        question = ToolUseBlock(id=f"ask-{uuid.uuid4().hex[:12]}", name=name, input=input)
+        return await self.wait(question, run_generation, remember_always=False)
+
+    async def wait(self, use: ToolUseBlock, run_generation: int, *,
+                   remember_always: bool = True) -> ApprovalDecision:
         """Persist the pending call, announce it, and wait for the user's answer."""
         agent = self._agent
         loop = asyncio.get_running_loop()
@@ -127,6 +138,14 @@ class Approvals:
             agent.state.emit(ToolApprovalRequested(**fields, tool_use_id=use.id, name=use.name,
                                                    input=dict(use.input)))
             agent.state.changed()
+            if not agent.state.watched:
+                # A plain script: no view, no observer; waiting in silence looks like a hang.
+                ref = pending.reference
+                skip = (f"; AgentConfig(auto_approve=[{use.name!r}]) lets it run without asking"
+                        if remember_always else "")  # (a question is always asked)
+                log.warning("agent '%s' waits for your approval of %s (call %s): answer with "
+                            "agent.approve(%r) or agent.deny(%r, reason)%s",
+                            agent.name, use.name, ref, ref, ref, skip)
             decision = await future
         except BaseException:
             # Cancelled (the run rolls back) or the write failed: the store must
@@ -137,7 +156,7 @@ class Approvals:
             agent.state.changed()
             raise
         self._waiting.pop(use.id, None)
-        if decision.approved and decision.always:
+        if decision.approved and decision.always and remember_always:
             self.always_allow.add(use.name)
         self._persist()
         agent.state.emit(ToolApprovalResolved(**fields, tool_use_id=use.id, name=use.name,

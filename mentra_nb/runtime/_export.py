@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+from mentra_nb._inert_markdown import code_span, fenced, inert_markdown, inert_text
 from mentra_nb.errors import ConfigError
 from mentra_nb.messages import (
     ImageBlock,
@@ -49,9 +50,9 @@ class ExportHeader:
         return meta
 
     def title(self) -> str:
-        fork = (f" · forked from {self.forked_from} at message {self.fork_index}"
+        fork = (f" · forked from {inert_text(self.forked_from)} at message {self.fork_index}"
                 if self.forked_from is not None else "")
-        return f"# {self.name}\n\n`{self.model}`{fork}"
+        return f"# {inert_text(self.name)}\n\n{code_span(self.model)}{fork}"
 
 
 def export_transcript(header: ExportHeader, messages: list[Message], format: str = "markdown",
@@ -75,33 +76,26 @@ def export_transcript(header: ExportHeader, messages: list[Message], format: str
 
 
 def _markdown(index: int, message: Message) -> str:
+    # Model-written text goes in inert (mentra_nb/_inert_markdown.py): a notebook
+    # export is rendered by nbconvert, which passes raw HTML through.
     parts = [f"## {index} · {message.role.value}"]
     for block in message.content:
         if isinstance(block, TextBlock):
-            parts.append(block.text)
+            parts.append(inert_markdown(block.text))
         elif isinstance(block, ThinkingBlock):
-            parts.append("\n".join(f"> {line}" for line in f"*thinking:* {block.thinking}".splitlines()))
+            thinking = inert_markdown(block.thinking, "*thinking:*")
+            parts.append("\n".join(f"> {line}" if line else ">" for line in thinking.split("\n")))
         elif isinstance(block, RedactedThinkingBlock):
             parts.append("> *thinking (redacted by the provider)*")
         elif isinstance(block, ToolUseBlock):
-            parts.append(f"**tool call** `{block.name}` (`{block.id}`)\n\n"
-                         f"{_fenced(json.dumps(block.input, indent=1, ensure_ascii=False), 'json')}")
+            parts.append(f"**tool call** {code_span(block.name)} ({code_span(block.id)})\n\n"
+                         f"{fenced(json.dumps(block.input, indent=1, ensure_ascii=False), 'json')}")
         elif isinstance(block, ToolResultBlock):
             label = "tool error" if block.is_error else "tool result"
-            parts.append(f"**{label}** (`{block.tool_use_id}`)\n\n{_fenced(block.content)}")
+            parts.append(f"**{label}** ({code_span(block.tool_use_id)})\n\n{fenced(block.content)}")
         elif isinstance(block, ImageBlock):
-            parts.append(f"*[image: {block.media_type}]*")
+            parts.append(f"*\\[image: {inert_text(block.media_type)}\\]*")
     return "\n\n".join(parts)
-
-
-def _fenced(text: str, language: str = "") -> str:
-    # A fence longer than any backtick run inside, so the content cannot close it.
-    longest = run = 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{text}\n{fence}"
 
 
 def _notebook(header: ExportHeader, messages: list[Message]) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from typing import IO, Annotated, Any
 from pydantic import Field
 
 from mentra_nb.errors import ConfigError
+from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime.tools import Tool, ToolDurability, ToolOutput, tool
 
 __all__ = ["FILE_TOOL_NAMES", "SECRET_FILES", "Workspace", "WorkspaceRefusal", "file_tools"]
@@ -260,6 +261,22 @@ def _existing_file(workspace: Workspace, path: str, tool_name: str) -> Path:
     return target
 
 
+def _masked_lines(path: Path, secrets: list[str]) -> list[str]:
+    """The lines of a text file as a tool result would show them: with the secrets
+    the runtime knows masked. grep matches these, never the raw text: a pattern that
+    could match only inside a secret (`key=sk-a`, `key=sk-b`, ... one call a character)
+    then matches nothing, so which calls match says nothing about the secret."""
+    with _open_text(path) as handle:
+        text = handle.read()
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line starts no line
+    masked = scrub(text, secrets).split("\n")[: len(lines)]
+    if len(masked) != len(lines):  # a secret spanning lines: mask line by line, keeping the numbers
+        masked = [scrub(line, secrets) for line in lines]
+    return masked
+
+
 def _clip_line(line: str) -> str:
     if len(line) <= MAX_LINE_CHARS:
         return line
@@ -430,7 +447,8 @@ def file_tools(workspace: str | os.PathLike[str] | Workspace) -> list[Tool]:
         path: Annotated[str, Field(description="File or folder to search, relative to the root")] = ".",
         glob: Annotated[str | None, Field(description="Only files matching this glob, e.g. '*.py'")] = None,
     ) -> str:
-        """Search workspace text files for a regular expression; prints path:line: text for each match."""
+        """Search workspace text files for a regular expression; prints path:line: text for each match.
+        Secrets are masked as [redacted] before matching, so a pattern never matches inside one."""
         try:
             regex = re.compile(pattern)
         except re.error as err:
@@ -447,6 +465,7 @@ def file_tools(workspace: str | os.PathLike[str] | Workspace) -> list[Tool]:
             raise WorkspaceRefusal(f"'{path}' is not a regular file (a FIFO, socket or device); "
                                    "grep searches regular files only")
         files = [top] if top.is_file() else ws.walk_files(top)
+        secrets = known_secrets(ws.root)
         matches: list[str] = []
         used = 0
         cut = False
@@ -457,18 +476,16 @@ def file_tools(workspace: str | os.PathLike[str] | Workspace) -> list[Tool]:
             try:
                 if file.stat().st_size > MAX_GREP_FILE_BYTES or _is_binary(file):
                     continue
-                with _open_text(file) as handle:
-                    for number, line in enumerate(handle, start=1):
-                        if regex.search(line):
-                            text = line.rstrip("\n")
-                            if len(text) > 300:
-                                text = text[:300] + "…"
-                            entry = f"{rel}:{number}: {text}"
-                            if len(matches) >= MAX_MATCHES or used + len(entry) > MAX_OUTPUT_CHARS:
-                                cut = True
-                                break
-                            matches.append(entry)
-                            used += len(entry) + 1
+                for number, text in enumerate(_masked_lines(file, secrets), start=1):
+                    if regex.search(text):
+                        if len(text) > 300:
+                            text = text[:300] + "…"
+                        entry = f"{rel}:{number}: {text}"
+                        if len(matches) >= MAX_MATCHES or used + len(entry) > MAX_OUTPUT_CHARS:
+                            cut = True
+                            break
+                        matches.append(entry)
+                        used += len(entry) + 1
             except (OSError, WorkspaceRefusal):
                 continue
             if cut:

@@ -1,9 +1,10 @@
-"""Secrets scrubbed out of every tool result before it is stored or sent.
+"""Secrets scrubbed out of everything that enters a transcript or the mail queue.
 
 A tool can print anything it can read: `os.environ`, a config file, a log with
-a key in it. Before a result enters the transcript (and so the state file, the
-widgets and the next request to the provider) the values of the secrets the
-runtime knows are masked as "[redacted]":
+a key in it; a prompt can quote a cell that displayed one (`{Out[2]}`). Before
+a tool result, a user message, injected mail or posted mail is stored (and so
+reaches the state file, the widgets and the next request to the provider) the
+values of the secrets the runtime knows are masked as "[redacted]":
 - environment variables whose names say they hold a secret (`*API_KEY*`,
   `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*CREDENTIAL*`, `*ACCESS_KEY*`,
   `*PRIVATE_KEY*`), which covers every provider key variable;
@@ -23,9 +24,10 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from mentra_nb.messages import Message, TextBlock, ToolResultBlock
 from mentra_nb.providers import find_dotenv_files, read_dotenv, redact
 
-__all__ = ["MIN_SECRET_CHARS", "known_secrets", "scrub"]
+__all__ = ["MIN_SECRET_CHARS", "known_secrets", "scrub", "scrub_message"]
 
 MIN_SECRET_CHARS = 8
 _SECRET_NAME = re.compile(r"API_?KEY|TOKEN|SECRET|PASSW(?:OR)?D|CREDENTIAL|ACCESS_KEY|PRIVATE_KEY",
@@ -50,3 +52,19 @@ def known_secrets(workspace: Path | None = None) -> list[str]:
 def scrub(text: str, secrets: Iterable[str]) -> str:
     """`text` with every secret (and key fragment or key-shaped string) masked."""
     return redact(text, secrets)
+
+
+def scrub_message(message: Message, secrets: Iterable[str]) -> Message:
+    """`message` with its text and tool results scrubbed (the same message when
+    nothing in it is secret). Images and the model's own blocks are kept as they are."""
+    secrets = list(secrets)
+    content = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            block = block.model_copy(update={"text": scrub(block.text, secrets)})
+        elif isinstance(block, ToolResultBlock):
+            block = block.model_copy(update={"content": scrub(block.content, secrets)})
+        content.append(block)
+    if content == message.content:
+        return message
+    return message.model_copy(update={"content": content})

@@ -23,6 +23,7 @@ from pathlib import Path
 from mentra_nb.errors import AgentBusy, AgentError, AgentNotFound, ConfigError, MentraError
 from mentra_nb.providers.base import ModelInfo, Provider
 from mentra_nb.providers.registry import ProviderRegistry
+from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime import mcp, teams
 from mentra_nb.runtime._agent import Agent
 from mentra_nb.runtime._closing import RuntimeParts, on_dropped, weak_method
@@ -130,8 +131,10 @@ class Runtime:
         self.workspace = (workspace if isinstance(workspace, Workspace)
                           else Workspace(workspace if workspace is not None else Path.cwd()))
         self._tools: dict[str, Tool] = {}
-        for t in [*(_builtin_tools(self.workspace) if builtin_tools else []), *tools]:
+        builtin = _builtin_tools(self.workspace) if builtin_tools else []
+        for t in [*builtin, *tools]:
             self.register_tool(t)
+        self._builtin_tools = builtin
         self._agents: dict[str, Agent] = {}
         self._extensions: list[RuntimeExtension] = (
             default_extensions() if extensions is None else list(extensions)
@@ -195,6 +198,14 @@ class Runtime:
             )
         if spec.name in self._tools and not replace:
             raise ConfigError(f"a tool named '{spec.name}' is already registered; rename one of them")
+        if spec.name.startswith(mcp.TOOL_NAME_PREFIX):
+            # The model would see it beside the MCP tool of that name, and the call would
+            # go to only one of them: the prefix belongs to MCP servers' tools, whichever
+            # was registered first (servers also come from the state file, lazily).
+            raise ConfigError(
+                f"a tool cannot be named '{spec.name}': names starting with "
+                f"'{mcp.TOOL_NAME_PREFIX}' are reserved for MCP servers' tools "
+                f"({mcp.TOOL_NAME_PREFIX}<server>__<tool>); give yours another name")
         self._tools[spec.name] = tool
 
     def tool_names(self) -> list[str]:
@@ -239,8 +250,28 @@ class Runtime:
 
         A name already stored in this runtime raises `AgentExists`; the store
         decides (a unique constraint), so two processes racing for one name
-        cannot both win, and spawning costs the same with 10 agents or 10,000."""
-        return self._create_agent(name, model, config)
+        cannot both win, and spawning costs the same with 10 agents or 10,000.
+
+        On the offline `test` model, which calls every tool it is offered, an
+        agent whose config lists no `tools` is not offered the built-in file
+        tools: it would stop every turn for an approval of a made-up write.
+        Name them (`AgentConfig(tools=[...])`) to try them on it."""
+        return self._create_agent(name, model, self._offline_model_config(model, config))
+
+    def _offline_model_config(self, model: str | ModelInfo, config: AgentConfig | None) -> AgentConfig | None:
+        """`config` with the built-in tools hidden, for an agent on the test model
+        that did not name its tools (the notebook's `%mentra spawn` does the same)."""
+        if config is not None and config.tools is not None:
+            return config
+        provider, _info = self.providers.resolve(model)
+        # Only the runtime's own built-ins, and only while they are still registered
+        # (a tool of the user's that replaced one by name is the user's).
+        builtin = [t.spec.name for t in self._builtin_tools if self._tools.get(t.spec.name) is t]
+        if not isinstance(provider, TestProvider) or not builtin:
+            return config
+        config = config or AgentConfig()
+        hidden = [*config.hidden_tools, *(n for n in builtin if n not in config.hidden_tools)]
+        return config.model_copy(update={"hidden_tools": hidden})
 
     def _create_agent(
         self, name: str, model: str | ModelInfo, config: AgentConfig | None = None, *,
@@ -478,6 +509,12 @@ class Runtime:
         The owner wakes within a second and runs it as a turn: a user turn for a
         plain agent, a `<team-inbox>` item for a lead with teammates or a teammate.
         With no owner running, the mail waits for the next `rt.resume()`.
+
+        `sender` is the name the recipient reads in the mail's `from`: any name
+        except those of the recipient's team (its lead and teammates), which only
+        the members themselves use. The mail also carries this runtime's id
+        (`posted_by_runtime`), so a recipient can tell posted mail from team mail.
+        The content is scrubbed of the secrets the runtime knows before it is stored.
         """
         self._ensure_open()
         record = self._find_record(agent)
@@ -487,7 +524,8 @@ class Runtime:
                 "instead, which can pass the message on"
             )
         team_id = record.parent_id if record.kind == "teammate" and record.parent_id else record.id
-        mail_id = teams.post_mail(self.store, team_id, record.name, sender, content)
+        mail_id = teams.post_mail(self.store, team_id, record.name, sender, content,
+                                  runtime_id=self.runtime_id, workspace=self.workspace.root)
         if record.id in self._agents:
             self._mail_arrived()  # ours: no need to wait for the signal
         return mail_id

@@ -6,7 +6,8 @@ and this runtime's lease token (every write goes through it), the tracer provide
 closed, and the other registered extensions. `AgentHandle` is an agent as they
 see it: its identity and config, its `AgentState` (read it; change it through
 its named operations, which persist, then emit and notify), and the few things
-they may ask of it (start a run, stop, cancel, update its profile).
+they may ask of it (start a run, stop, cancel, update its profile, ask the
+user's approval).
 
 Extensions and the turn loop import this module, never `Agent` or `Runtime`,
 so the core does not depend on them and they do not depend on each other.
@@ -17,12 +18,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from mentra_nb.messages import Message
 from mentra_nb.providers.base import ModelInfo
 from mentra_nb.providers.registry import ProviderRegistry
 from mentra_nb.runtime._config import AgentConfig
+from mentra_nb.runtime._snapshot import ApprovalDecision
 from mentra_nb.runtime._state import AgentState
 from mentra_nb.status import AgentStatus
 from mentra_nb.store.base import AgentKind, Store
@@ -69,6 +71,7 @@ class AgentHandle(Protocol):
     def resumable_turn(self) -> Message | None: ...
 
     def extension(self, kind: type[E]) -> E | None: ...
+    async def ask_approval(self, name: str, input: dict[str, Any]) -> ApprovalDecision: ...
     async def start_run(self, opening: Sequence[Message] = ()) -> Message: ...
     def stop(self, now: bool = False) -> None: ...
     def cancel(self) -> None: ...

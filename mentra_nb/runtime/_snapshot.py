@@ -18,6 +18,7 @@ from mentra_nb.status import AgentStatus, PendingToolUse
 __all__ = [
     "AgentSnapshot",
     "AgentStatus",
+    "ApprovalDecision",
     "PendingApproval",
     "PendingToolUse",
     "SnapshotFields",
@@ -43,6 +44,16 @@ class PendingApproval(BaseModel):
     def reference(self) -> str:
         """`<call id>@<run>`: names this call in this run only (for `agent.approve`)."""
         return f"{self.tool_use_id}@{self.run_generation}"
+
+
+class ApprovalDecision(BaseModel):
+    """The user's answer to a paused call or question."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    approved: bool
+    always: bool = False
+    reason: str = ""
 
 
 class TeamMemberStatus(BaseModel):

@@ -55,7 +55,7 @@ from mentra_nb.runtime._assembly import MAX_TOOL_INPUT_DEPTH, MessageAssembler, 
 from mentra_nb.runtime._extensions import AgentExtension
 from mentra_nb.runtime._output import OutputSpec, RejectedAnswer, describe_errors
 from mentra_nb.runtime._recovery import recovered_run
-from mentra_nb.runtime._redaction import known_secrets, scrub
+from mentra_nb.runtime._redaction import known_secrets, scrub, scrub_message
 from mentra_nb.runtime._services import AgentHandle
 from mentra_nb.runtime._tracing import RunTrace, run_trace
 from mentra_nb.runtime.events import (
@@ -138,7 +138,7 @@ class TurnLoop:
 
     async def _execute(self) -> Message:
         agent, state = self.agent, self.state
-        baseline = state.begin_run(self.opening)
+        baseline = state.begin_run(self._scrubbed(self.opening))
         succeeded = False
         try:
             message = await self._rounds()
@@ -266,7 +266,15 @@ class TurnLoop:
     async def _inject_round_messages(self) -> None:
         """Messages extensions add before each model call (e.g. a team inbox)."""
         injected = [m for e in self.extensions for m in await e.before_round()]
-        self.state.append_messages(injected)
+        self.state.append_messages(self._scrubbed(injected))
+
+    def _scrubbed(self, messages: Sequence[Message]) -> list[Message]:
+        """Messages that are not the model's, without the secrets the runtime knows:
+        a prompt may quote a cell that displayed a key, mail may carry one."""
+        if not messages:
+            return []
+        secrets = known_secrets(self.agent.services.workspace_root)
+        return [scrub_message(m, secrets) for m in messages]
 
     # --- streaming -------------------------------------------------------------
 

@@ -185,6 +185,8 @@ class TeamMessage(BaseModel):
     request_id: str | None = None
     protocol: str | None = None
     approve: bool | None = None
+    # The id of the runtime that left it with `rt.post` (mail from outside the team).
+    posted_by_runtime: str | None = None
 
     def for_model(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)

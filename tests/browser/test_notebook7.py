@@ -6,6 +6,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from tests.browser.notebook_page import poll
+from tests.browser.test_saved_and_run_all import FALLBACK
 
 SETUP = "%load_ext mentra_nb\nimport mentra_nb.notebook as nb\non_loop = nb.session().host.call"
 
@@ -19,6 +20,9 @@ def test_agent_view_streams_and_takes_a_message_in_notebook_7(notebook7):
     answer = view.locator('.mentra-transcript .mentra-item[data-role="assistant"]')
     expect(answer).to_have_count(1)
     expect(answer.locator("strong")).to_have_text("Notebook 7")
+    copy = nb.output(1).locator(FALLBACK)  # the spawn cell's markdown copy, under its live view
+    expect(copy).to_have_count(1)
+    expect(copy).to_be_hidden()
 
     # The message box sends a second turn through the widget's comm.
     view.locator("textarea").fill("And a second line")

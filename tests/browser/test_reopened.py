@@ -19,6 +19,7 @@ import sys
 from playwright.sync_api import expect
 
 from tests.browser.notebook_page import poll
+from tests.browser.test_saved_and_run_all import FALLBACK
 
 SETUP = "%load_ext mentra_nb\nimport mentra_nb.notebook as nb"
 VIEW = "application/vnd.jupyter.widget-view+json"
@@ -52,7 +53,7 @@ def _reads_as_markdown_only(page) -> None:
     for index, text in READS.items():
         expect(outputs.nth(index)).to_contain_text(text, timeout=30_000)
         if index != 2:  # (a full view's copy; the turn's cell is its transcript)
-            expect(outputs.nth(index).locator(".mentra-fallback").first).to_be_visible()
+            expect(outputs.nth(index).locator(".jp-RenderedMarkdown").last).to_be_visible()
     # No widget renderer in any output ("Loading widget…", an error or an icon: it
     # is the one output JupyterLab renders without a MIME type on it), and no
     # text/plain line standing in for a widget.
@@ -69,7 +70,7 @@ def _reopened(nb, server, tmp_path) -> None:
     nb.run_all(5)
     expect(nb.agent_view(1).locator(".mentra-transcript")).to_contain_text(READS[1], timeout=30_000)
     expect(nb.output(2)).to_contain_text(READS[2])
-    poll(lambda: READS[1] in (nb.output(1).locator(".mentra-fallback").text_content() or ""),
+    poll(lambda: READS[1] in (nb.output(1).locator(FALLBACK).text_content() or ""),
          message="the spawn cell's copy to be refreshed")
     nb.page.locator(".jp-NotebookPanel .jp-Notebook").first.click()
     nb.page.keyboard.press("Control+s")

@@ -72,7 +72,7 @@ def _saved_after_a_reload(nb, server) -> None:
     assert all("application/vnd.jupyter.widget-view+json" not in o.get("data", {}) for o in turn_outputs)
     assert "running…" not in json.dumps(turn_outputs)
     spawn = json.loads(_outputs(server, nb.name, 2))
-    [copy] = [o for o in spawn if 'class="mentra-fallback"' in "".join(o.get("data", {}).get("text/markdown", ""))]
+    [copy] = [o for o in spawn if "mentra" in o.get("metadata", {})]  # the copy that stands for the view
     markdown = "".join(copy["data"]["text/markdown"])
     assert ENDED in markdown and "finished" in markdown
 

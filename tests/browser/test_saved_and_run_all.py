@@ -20,6 +20,11 @@ from tests.browser.notebook_page import poll
 VIEW = "application/vnd.jupyter.widget-view+json"
 STATE = "application/vnd.jupyter.widget-state+json"
 SETUP = "%load_ext mentra_nb\nimport mentra_nb.notebook as nb"
+# A live view's markdown copy, in a cell's output area: the output just above the
+# widget's, which is the cell's last (plain markdown, no wrapper: issue 36.6).
+_OUTPUT = "div[contains(concat(' ', @class, ' '), ' jp-OutputArea-child ')]"
+FALLBACK = (f"xpath=./{_OUTPUT}[following-sibling::{_OUTPUT}][not(following-sibling::{_OUTPUT}[2])]"
+            "//div[contains(concat(' ', @class, ' '), ' jp-RenderedMarkdown ')]")
 # A cell that keeps the kernel busy until the test says so (no timing margins).
 HOLD = ("import pathlib, time\n"
         "while not pathlib.Path('release-{name}').exists():\n"
@@ -108,7 +113,7 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
     nb.run_all(2)
     spawn = nb.agent_view(1)
     expect(spawn).to_be_visible()
-    fallback = nb.output(1).locator(".mentra-fallback")
+    fallback = nb.output(1).locator(FALLBACK)
     expect(fallback).to_be_hidden()  # the live view shows the conversation; its copy waits
     draft = spawn.locator("textarea")
     draft.fill("a draft the reader is typing")
@@ -124,7 +129,7 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
     nb.run_cell(4)
     for index, view in ((3, ".mentra-team"), (4, ".mentra-picker")):
         expect(nb.output(index).locator(view)).to_be_visible()
-        expect(nb.output(index).locator(".mentra-fallback")).to_be_hidden()
+        expect(nb.output(index).locator(FALLBACK)).to_be_hidden()
 
     nb.page.keyboard.press("Control+s")
     saved = lab_server.root / nb.name
@@ -139,7 +144,7 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
     # metadata, for a page reloaded while the kernel runs.
     for index in (1, 3, 4):
         [copy] = [o for o in data["cells"][index]["outputs"] if "mentra" in o.get("metadata", {})]
-        assert VIEW not in copy["data"] and 'class="mentra-fallback"' in "".join(copy["data"]["text/markdown"])
+        assert VIEW not in copy["data"] and "".join(copy["data"]["text/markdown"]).startswith("**")
         view = copy["metadata"]["mentra"]["view"]
         assert "".join(view["data"]["text/plain"]).endswith("· live view; saved as the markdown above")
         assert not any(VIEW in o.get("data", {}) for o in data["cells"][index]["outputs"])
@@ -160,9 +165,9 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
     panel = nb.page.locator(".jp-NotebookPanel")
     spawn_output = panel.locator(".jp-Cell .jp-OutputArea").nth(1)
     expect(spawn_output).to_contain_text("You said: What lives in a tide pool?", timeout=30_000)
-    expect(panel.locator(".jp-Cell .jp-OutputArea").nth(3).locator(".mentra-fallback")).to_contain_text(
+    expect(panel.locator(".jp-Cell .jp-OutputArea").nth(3).locator(FALLBACK)).to_contain_text(
         "team of lead")
-    expect(panel.locator(".jp-Cell .jp-OutputArea").nth(4).locator(".mentra-fallback")).to_contain_text(
+    expect(panel.locator(".jp-Cell .jp-OutputArea").nth(4).locator(FALLBACK)).to_contain_text(
         "lead · 0 subagents")
     expect(panel).not_to_contain_text("model not found")
 
@@ -174,11 +179,11 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
     panel = nb.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
     spawn_output = panel.locator(".jp-Cell .jp-OutputArea").nth(1)
     expect(spawn_output).to_contain_text("You said: What lives in a tide pool?", timeout=30_000)
-    expect(spawn_output.locator(".mentra-fallback")).to_be_visible()
+    expect(spawn_output.locator(FALLBACK)).to_be_visible()
     for index, text in ((3, "team of lead"), (4, "lead · 0 subagents")):
         output = panel.locator(".jp-Cell .jp-OutputArea").nth(index)
-        expect(output.locator(".mentra-fallback")).to_contain_text(text)
-        expect(output.locator(".mentra-fallback")).to_be_visible()
+        expect(output.locator(FALLBACK)).to_contain_text(text)
+        expect(output.locator(FALLBACK)).to_be_visible()
     # No widget output was saved for the new kernel's manager to look for.
     expect(panel.locator(".jp-OutputArea-output:not([data-mime-type])")).to_have_count(0)
     expect(panel).not_to_contain_text("model not found")
@@ -200,7 +205,7 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
 def test_a_notebook_run_by_nbconvert_reopens_with_each_full_view_as_its_transcript(notebook, lab_server):
     """A headless run (nbconvert, papermill) writes a notebook JupyterLab does not
     trust, so it renders no widget from it: the full views' cells read as their
-    markdown, with a line saying a live view was there (nothing stale, no error)."""
+    markdown and nothing else (nothing stale, no error, no line about the widget)."""
     from tests.browser.notebook_page import write_notebook
 
     name = "headless-" + notebook.name
@@ -216,10 +221,10 @@ def test_a_notebook_run_by_nbconvert_reopens_with_each_full_view_as_its_transcri
     panel = notebook.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
     for index in (1, 3):
         output = panel.locator(".jp-Cell .jp-OutputArea").nth(index)
-        expect(output.locator(".mentra-fallback")).to_contain_text("You said: What lives in a tide pool",
+        expect(output.locator(FALLBACK)).to_contain_text("You said: What lives in a tide pool",
                                                                    timeout=30_000)
-        expect(output.locator(".mentra-fallback")).to_be_visible()
-        expect(output).to_contain_text("AgentView(writer) · live view; saved as the markdown above")
+        expect(output.locator(FALLBACK)).to_be_visible()
+        expect(output).not_to_contain_text("live view")
         expect(output).not_to_contain_text("0 messages")  # nothing of the view's state when shown
     expect(panel).not_to_contain_text("model not found")
     expect(panel).not_to_contain_text("Error displaying widget")

@@ -21,8 +21,7 @@ def test_a_tutorial_runs_in_jupyterlab_without_errors(notebook, name):
     if name == "01-quickstart.ipynb":
         # Its two %%mentra cells each ended as their turn's transcript (issue 15.7).
         # (not the spawn cell's markdown copy, hidden under its live view)
-        turns = panel.locator(".jp-OutputArea .jp-RenderedMarkdown:not(:has(.mentra-fallback))").filter(
-            has_text="You said:")
+        turns = panel.locator(".jp-OutputArea .jp-RenderedMarkdown:visible").filter(has_text="You said:")
         expect(turns).to_have_count(2, timeout=30_000)
     # Every live view settled: nothing is left running or waiting.
     for badge in views.locator(".mentra-header .mentra-badge").all():

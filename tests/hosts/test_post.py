@@ -164,3 +164,33 @@ async def test_mail_posted_during_a_run_runs_once_that_run_ends(tmp_path):
     finally:
         await rt.aclose()
         store.close()
+
+
+async def test_mail_holding_a_secret_it_did_not_know_when_posted_is_delivered_masked_and_once(
+        tmp_path, monkeypatch):
+    """Mail stored with a key the poster did not know as secret is masked when the owner
+    writes it into the transcript, and counts as delivered all the same (not run again)."""
+    key = "k3y-posted-before-it-was-known-0123"
+    store = open_store(tmp_path / "one.mentra.sqlite")
+    poster = Runtime.empty(store=store, runtime_id="nb")
+    provider = ScriptedProvider("scripted", [text_stream("read it"), text_stream("a second run")])
+    rt = Runtime.empty(store=store, providers=[provider], runtime_id="nb")
+    try:
+        writer = rt.spawn("writer", "scripted:m")
+        monkeypatch.delenv("MENTRA_LATE_API_KEY", raising=False)
+        poster.post("writer", f"the key is {key}")
+        assert key in store.list_team_mail(writer.id)[0].message.content  # stored as posted
+        monkeypatch.setenv("MENTRA_LATE_API_KEY", key)  # known to the runtime from now on
+        await poster.aclose()
+        rt.resume_agent(writer.id)  # the mail is taken up here
+        deadline = time.monotonic() + 30
+        while len(writer.history) < 2 or writer.is_running:
+            assert time.monotonic() < deadline, "the posted mail never ran"
+            await asyncio.sleep(0.01)
+        assert [m.text for m in writer.history] == ["the key is [redacted]", "read it"]
+        until(lambda: [m.state for m in store.list_team_mail(writer.id)] == ["acked"], timeout=30)
+        assert len(provider.requests) == 1  # delivered once, not requeued for the masked text
+    finally:
+        await poster.aclose()
+        await rt.aclose()
+        store.close()

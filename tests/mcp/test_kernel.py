@@ -4,9 +4,14 @@ server, `kill -9` of the kernel, a new kernel, `%mentra resume`, another call.""
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import psutil
 import pytest
+
+T = TypeVar("T")
 
 pytestmark = pytest.mark.process
 
@@ -25,6 +30,15 @@ LAST_RESULT = ("r = nb.session().agent('a').history[-2].tool_results[0]\n"
 def _servers_of(pid: int) -> list[psutil.Process]:
     return [p for p in psutil.Process(pid).children(recursive=True)
             if "mcp_server_time" in " ".join(p.cmdline())]
+
+
+def _wait_for(check: Callable[[], T | None], timeout: float = 30) -> T:
+    """`check()`'s first truthy value, polled until `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, "timed out waiting for a condition"
+        time.sleep(0.2)
+    return found
 
 
 def test_mcp_tools_survive_kill_minus_nine_and_resume(kernels):
@@ -53,9 +67,20 @@ def test_mcp_tools_survive_kill_minus_nine_and_resume(kernels):
         out = second.run("%mentra resume")
         assert "mentra: resumed 'a'" in out
         assert "mentra: 'a' uses MCP servers time (started on first use)" in out
+        # The server came from the state file, not from this kernel: the notice shows its command.
+        assert ("mentra: MCP server 'time' came from the state file, not from this kernel, and runs: "
+                "python -m mcp_server_time --local-timezone UTC\n  'a' asks your approval before it "
+                "first starts it") in out
         assert re.search(r"time +stdio +stopped", second.run("%mentra mcp list"))  # remembered, not started
         second.run(SCRIPTED.format(call="c2"))
-        second.run("%mentra send a --wait and now")
+        second.run("turn = %mentra send a and now")
+        # The turn waits for the user before the server's first start, as before a tool call.
+        waiting = _wait_for(lambda: re.search(r"waiting for approval: start MCP server 'time'  "
+                                              r"\(%mentra approve a (\S+), or %mentra deny\)",
+                                              second.run("%mentra list")))
+        assert not _servers_of(second.manager.provisioner.pid)  # nothing started yet
+        second.run(f"%mentra approve a {waiting.group(1)}")
+        second.run("turn.result()")
         result = second.run(LAST_RESULT)
         assert result.startswith("False {") and '"timezone": "UTC"' in result
         tools = second.run("%mentra mcp tools time")

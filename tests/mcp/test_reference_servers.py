@@ -48,7 +48,13 @@ async def test_time_over_stdio_answers_a_call_and_comes_back_after_a_restart(db_
     try:
         assert [s.name for s in mcp.servers(rt)] == ["time"]
         [agent] = rt.resume()
-        await agent.send("and noon in Tokyo?")
+        turn = asyncio.create_task(agent.send("and noon in Tokyo?"))
+        # The server came from the file, not from this runtime: its first start asks.
+        await wait_until(lambda: agent.snapshot.pending_approvals, timeout=30)
+        [pending] = agent.snapshot.pending_approvals
+        assert pending.input["command"] == " ".join(TIME)
+        agent.approve(pending.reference)
+        await turn
         [result] = agent.history[-2].tool_results
         assert not result.is_error and "21:00" in result.content
         assert "mcp__time__convert_time" in {t.name for t in provider.recorded_requests()[0].tools}

@@ -125,3 +125,39 @@ async def test_env_values_name_variables_of_the_environment_or_a_dotenv_file(tmp
         assert "MENTRA_TEST_FROM_DOTENV" not in __import__("os").environ  # read, not loaded
     finally:
         await rt.aclose()
+
+
+async def test_a_failed_start_that_echoes_its_token_leaks_it_into_no_error_status_or_store(tmp_path, monkeypatch):
+    """Issue 33 (5): stderr echoing expanded variables, a provider key and a login kept under
+    a name that does not look secret, reaches MCPServerError, the server's status, the
+    agent's stored `failed:` status and the state file (WAL included) only as [redacted]."""
+    from mentra_nb import SqliteStore
+
+    key, login = "k3y-for-the-mcp-leak-test-0123456789", "correct-horse-battery-staple-42"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setenv("MENTRA_TEST_GH_LOGIN", login)
+    script = tmp_path / "fails.sh"
+    script.write_text('#!/bin/sh\necho "auth failed for token $GH (login $LOGIN)" >&2\nexit 1\n')
+    script.chmod(0o755)
+    server = MCPServer.stdio("gh", [str(script)],
+                             env={"GH": "$OPENAI_API_KEY", "LOGIN": "$MENTRA_TEST_GH_LOGIN"})
+    path = tmp_path / "state.sqlite"
+    rt = Runtime.empty(store=SqliteStore(path), providers=[ScriptedProvider("s", [text_stream("never")])],
+                       mcp_servers=[server])
+    agent = rt.spawn("a", "s:m", AgentConfig(mcp_servers=["gh"]))
+    try:
+        with pytest.raises(MCPServerError) as caught:
+            await agent.send("hi")
+        texts = {"the error": str(caught.value), "the server's status": mcp.servers(rt)[0].error or "",
+                 "the agent's status": agent.status.error or ""}
+        assert "auth failed for token [redacted] (login [redacted])" in texts["the error"]
+        for where, text in texts.items():
+            assert key not in text and login not in text, where
+        assert "[redacted]" in texts["the agent's status"]
+        stored = b"".join(p.read_bytes() for p in tmp_path.glob("state.sqlite*"))
+        assert b"auth failed for token" in stored  # the status is stored...
+        assert key.encode() not in stored and login.encode() not in stored  # ...without the secrets
+    finally:
+        await rt.aclose()
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("state.sqlite*"))
+    assert key.encode() not in stored and login.encode() not in stored

@@ -483,3 +483,28 @@ def test_an_interrupted_turns_view_keeps_the_reply_so_far_readable(host):
     assert "rolled back" in markdown and "write a lot" in markdown
     assert "The part that streamed" in markdown
     assert repr(view) == "AgentView(writer, turn 1, interrupted, 0 messages)"
+
+
+def test_one_agents_flood_of_maths_is_typeset_within_a_budget_while_another_agent_answers(host):
+    """Rendering runs on the runtime's thread, which every agent's turn shares: a
+    reply of 20,000 maths spans once typeset every one of them there (a 600 KB one
+    held another agent's `ping` for 39 s). Now the flood's message typesets at most
+    MAX_MATH_SPANS, shows the rest as written, and the other agent's turn completes."""
+    from mentra_nb.notebook._markdown_html import MAX_MATH_SPANS
+
+    count = 20_000
+    flood_text = " ".join(f"$x_{{{i}}}$" for i in range(count))
+    rt = open_runtime(host, lambda: Runtime.empty(providers=[
+        ScriptedProvider("flood", [text_stream(flood_text, chunks=50)]),
+        ScriptedProvider("quick", [text_stream("pong")])]))
+    flood, quick = host.call(lambda: (rt.spawn("flood", "flood:m"), rt.spawn("quick", "quick:m")))
+    flood_sent, quick_sent = opened(AgentView(flood, host)), opened(AgentView(quick, host))
+    flooding = host.submit(flood.send("flood"))
+    answered = host.submit(quick.send("ping"))
+    assert answered.result(30).text == "pong"
+    flooding.result(30)
+    host.call(lambda: None)
+    [reply] = [item for item in replay_as_the_browser_does(flood_sent) if item["role"] == "assistant"]
+    assert reply["html"].count("<math") == MAX_MATH_SPANS
+    assert reply["html"].count("<code>x_{") == count - MAX_MATH_SPANS
+    assert [i["role"] for i in replay_as_the_browser_does(quick_sent)] == ["user", "assistant"]

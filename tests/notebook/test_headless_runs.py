@@ -86,10 +86,10 @@ def _check_run(out: Path, name: str, messages: int, folder: Path) -> None:
     # A full view's cell keeps the whole conversation as markdown above the widget,
     # whose own output holds no second copy.
     fallback, widget = cells[5]
-    assert 'class="mentra-fallback"' in fallback["data"]["text/markdown"]
+    assert fallback["data"]["text/markdown"].startswith("**writer**")
     assert f"You said: Hello from {name}" in fallback["data"]["text/markdown"]
     assert "application/vnd.jupyter.widget-view+json" in widget["data"]
-    assert "text/markdown" not in widget["data"]
+    assert widget["data"]["text/markdown"] == ""
 
 
 def _runner(name: str) -> str:
@@ -117,7 +117,7 @@ def test_nbconvert_runs_two_notebooks_of_one_folder_twice_each(tmp_path):
     html = (tmp_path / "report_b.html").read_text()
     assert "You said: Hello from report_b" in html
     # ... and so does the full view's cell, as HTML from its markdown.
-    fallback = html[html.index('class="mentra-fallback"'):]
+    fallback = html[html.index("<strong>writer</strong> · <code>test:default</code>"):]
     assert "You said: Hello from report_b" in fallback[:fallback.index("</div>")]
 
 
@@ -206,3 +206,24 @@ def test_nbclient_and_papermill_driven_from_python_keep_each_notebooks_state_apa
     notice = _text(_outputs(tmp_path / "report_a-out.ipynb")[1])
     assert "this kernel does not know its notebook's path" in notice and "PAPERMILL_INPUT_PATH" in notice
     assert f"state file: {tmp_path / '.mentra' / 'mentra.sqlite'}" in _state_of(tmp_path / "report_a-out.ipynb")
+
+
+def test_a_saved_notebooks_markdown_export_reads_as_clean_markdown(tmp_path):
+    """Issue 36.6: `nbconvert --to markdown` kept each live view's `<div class=
+    "mentra-fallback">` wrapper and its widget's "live view; saved as the markdown
+    above" line. The export holds the transcripts as plain markdown, and nothing of
+    the widgets."""
+    nbconvert = _runner("jupyter-nbconvert")
+    path = _notebook(tmp_path, "report")
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("lead = %mentra spawn lead --team --subagents\n"
+                                              "%mentra team lead\n%mentra subagents lead"))
+    nbformat.write(nb, path)
+    _run([nbconvert, "--to", "notebook", "--execute", "report.ipynb", "--output", "saved"], tmp_path)
+    _run([nbconvert, "--to", "markdown", "saved.ipynb"], tmp_path)
+    markdown = (tmp_path / "saved.md").read_text()
+    assert "**assistant**: You said: Hello from report" in markdown  # the turn, and the full view
+    assert markdown.count("**writer** · `test:default` · finished") == 1
+    assert "**team of lead**" in markdown and "**lead** · 0 subagents" in markdown
+    assert "<div" not in markdown and "</div>" not in markdown and "mentra-fallback" not in markdown
+    assert "live view" not in markdown and "View(" not in markdown

@@ -194,10 +194,10 @@ def test_a_full_view_keeps_its_static_transcript_up_to_date_above_the_widget(ker
                                       output_hook=messages.append)
     fallback, widget = [m for m in messages if m["msg_type"] == "display_data"]
     markdown = fallback["content"]["data"]["text/markdown"]
-    assert markdown.startswith('<div class="mentra-fallback">') and "**writer**" in markdown
+    assert markdown.startswith("**writer**")  # plain markdown: no wrapper (issue 36.6)
     assert "application/vnd.jupyter.widget-view+json" not in fallback["content"]["data"]
     assert "application/vnd.jupyter.widget-view+json" in widget["content"]["data"]
-    assert "text/markdown" not in widget["content"]["data"]
+    assert widget["content"]["data"]["text/markdown"] == ""
     display_id = fallback["content"]["transient"]["display_id"]
 
     # A turn sent from another cell: when it ends, the spawn cell's copy is replaced.
@@ -242,10 +242,10 @@ def _fallback_and_widget(messages: list[dict], label: str) -> tuple[str, dict]:
     """The display id of the markdown copy a live view cell showed, and the widget's data."""
     shown = [m for m in messages if m["msg_type"] == "display_data"]
     fallback, widget = shown[-2:]
-    assert fallback["content"]["data"]["text/markdown"].startswith('<div class="mentra-fallback">')
+    assert fallback["content"]["data"]["text/markdown"].startswith("**")
     assert "application/vnd.jupyter.widget-view+json" not in fallback["content"]["data"]
     data = widget["content"]["data"]
-    assert "application/vnd.jupyter.widget-view+json" in data and "text/markdown" not in data
+    assert "application/vnd.jupyter.widget-view+json" in data and data["text/markdown"] == ""
     assert data["text/plain"] == f"{label} · live view; saved as the markdown above"
     return fallback["content"]["transient"]["display_id"], data
 

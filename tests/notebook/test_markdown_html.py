@@ -9,7 +9,12 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from mentra_nb.notebook._assets import static_file
-from mentra_nb.notebook._markdown_html import HIGHLIGHTED, render_markdown
+from mentra_nb.notebook._markdown_html import (
+    HIGHLIGHTED,
+    MAX_MATH_SPANS,
+    MAX_MATH_TOTAL_CHARS,
+    render_markdown,
+)
 
 
 def test_fenced_code_stays_text_with_a_token_map_the_widget_colours():
@@ -80,6 +85,25 @@ def test_maths_that_would_carry_markup_is_shown_as_its_source(latex):
     html = render_markdown(f"${latex}$")
     assert "<script" not in html and "<math" not in html
     assert "<code>" in html
+
+
+def test_a_flood_of_maths_is_typeset_up_to_a_budget_and_the_rest_shown_as_written():
+    """Typesetting runs on the runtime's thread: 100,000 spans in one reply held every
+    other agent for 39 s. Past MAX_MATH_SPANS a message's maths is code, as written."""
+    count = MAX_MATH_SPANS + 5_000
+    html = render_markdown(" ".join(f"$x_{{{i}}}$" for i in range(count)) + "\n\n$$\nlast\n$$")
+    assert html.count("<math") == MAX_MATH_SPANS
+    assert html.count("<code>x_{") == count - MAX_MATH_SPANS
+    assert f"<code>x_{{{count - 1}}}</code>" in html
+    assert html.endswith("<pre><code>last\n</code></pre>\n")  # a display span past it too
+    assert "<script" not in html
+
+
+def test_long_maths_spends_the_budget_sooner():
+    latex = "\\sqrt{" + "x+" * 490 + "y}"  # about 1,000 characters, under one span's limit
+    fits = MAX_MATH_TOTAL_CHARS // len(latex)
+    html = render_markdown(" ".join([f"${latex}$"] * (fits + 3)))
+    assert html.count("<math") == fits and html.count("<code>\\sqrt{") == 3
 
 
 def test_a_link_in_maths_is_dropped():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from typing import Any
 
 import pytest
@@ -124,6 +125,36 @@ def test_explain_without_an_error_says_what_to_do(kernel):
     text, reply = execute(kernel, "%mentra explain helper")
     assert reply["status"] == "error"
     assert "no cell has raised an exception since %load_ext mentra_nb" in text
+
+
+# --- secrets a cell displayed (issue 33, 4) ----------------------------------------------
+
+
+def test_a_key_a_cell_displayed_reaches_no_prompt_answer_or_state_file_by_any_route(tmp_path, kernel):
+    """{In[n]}, {Out[n]}, {Err[n]}, %mentra explain and notebook_cells all carry the key only
+    as [redacted]: in the cell's output, the transcript and the SQLite file and its WAL."""
+    key = "k3y-" + "q7Zx" * 8  # not shaped like a provider key: only the known-secret rule masks it
+    kernel.run(f"import os\nos.environ['MENTRA_DEMO_API_KEY'] = {key!r}")  # In[2]: the key in a source
+    kernel.run("headers = {'x-api-key': os.environ['MENTRA_DEMO_API_KEY']}\nheaders")  # In[3]: and a value
+    _, reply = execute(kernel, "raise PermissionError('rejected ' + os.environ['MENTRA_DEMO_API_KEY'])")
+    assert reply["status"] == "error"  # In[4]: and a traceback
+    kernel.run("%mentra spawn helper")
+    kernel.run("%mentra spawn reader --tools notebook_cells")
+    answers = [kernel.run("%mentra send helper --wait what does {Out[3]} mean"),
+               kernel.run("%%mentra helper --wait\nwhy did {In[2]} lead to {Err[4]}"),
+               kernel.run("%mentra explain helper --wait"),
+               kernel.run("%mentra send reader --wait read the cells")]
+    assert "what does {'x-api-key': '[redacted]'} mean" in answers[0]
+    assert "PermissionError: rejected [redacted]" in answers[1] and "os.environ['MENTRA_DEMO_API_KEY'] = '[redacted]'" \
+        in answers[1]
+    assert "explains the PermissionError of In [4]" in answers[2] and "rejected [redacted]" in answers[2]
+    assert "notebook_cells returned" in answers[3]
+    for answer in answers:
+        assert key not in answer
+    history = kernel.run("print([m.text for m in __import__('mentra_nb').notebook.session().agent('helper').history])")
+    assert history.count("[redacted]") >= 4 and key not in history
+    files = sorted((tmp_path / ".mentra").glob("analysis.sqlite*"))
+    assert files and all(key.encode() not in f.read_bytes() for f in files)
 
 
 # --- -f code --------------------------------------------------------------------------
@@ -351,7 +382,8 @@ def test_view_figure_shows_the_plot_a_cell_displayed_under_the_inline_backend(ke
     assert kernel.run("import matplotlib.pyplot as plt\nprint(plt.get_fignums())").strip() == "[]"
     kernel.run("%mentra spawn viewer --tools view_figure")
     answer = kernel.run("%mentra send viewer --wait look")
-    assert "view_figure returned 1 image displayed by cell In[2] [image image/png," in answer
+    assert re.search(r"view_figure returned 1 image displayed by cell In\[2\]: \d+x\d+ px \[image image/png,",
+                     answer)
     text, reply = execute(kernel, "%%mentra viewer --figure\nwhat is it?")
     assert reply["status"] == "ok" and "mentra: attached 1 image displayed by cell In[2]" in text
 
@@ -371,3 +403,23 @@ def test_the_widget_snapshot_of_a_tool_result_with_an_image_names_it(kernel):
                           "import mentra_nb.notebook as nb\n"
                           "print(transcript_markdown(nb.session().agent('viewer').history))")
     assert "tool result:" in markdown and "*\\[image image/png\\]*" in markdown
+
+
+def test_view_figure_bounds_the_pngs_a_cell_displayed_and_says_their_sizes(kernel, tmp_path):
+    from tests.notebook.test_figures import _blank_png
+
+    (tmp_path / "huge.png").write_bytes(_blank_png(20000, 20000))  # a few KB, 400 million pixels
+    (tmp_path / "big.png").write_bytes(_blank_png(4000, 3000))
+    kernel.run("from IPython.display import Image, display\n"
+               f"display(Image(filename={str(tmp_path / 'huge.png')!r}))\n"
+               f"display(Image(filename={str(tmp_path / 'big.png')!r}))")  # In[2]
+    kernel.run("%mentra spawn viewer --tools view_figure")
+    answer = kernel.run("%mentra send viewer --wait look")
+    assert ("view_figure returned 2 images displayed by cell In[2]: left out: 20000x20000 px is too large to "
+            "scale down safely; scaled down from 4000x3000 px to 1568x1176 px PNG [image image/png,") in answer
+    # What the model was given, and the state file holds: one image, scaled.
+    sizes = kernel.run(
+        "import base64, io\nimport mentra_nb.notebook as nb\nfrom PIL import Image as PILImage\n"
+        "[result] = [r for m in nb.session().agent('viewer').history for r in m.tool_results]\n"
+        "print([PILImage.open(io.BytesIO(base64.b64decode(i.data))).size for i in result.images])")
+    assert sizes.strip() == "[(1568, 1176)]"

@@ -6,6 +6,7 @@ import json
 
 from mentra_nb import ContentBlock, Message
 from mentra_nb.notebook._rendering import mail_notices, message_items, transcript_markdown
+from mentra_nb.store.base import TeamMessage
 
 
 def test_team_mail_reads_as_notices_without_timestamps():
@@ -20,12 +21,28 @@ def test_team_mail_reads_as_notices_without_timestamps():
     assert "1796060000" not in markdown and "<team-inbox>" not in markdown
 
 
+def test_a_protocol_response_says_approved_or_rejected_with_or_without_a_reason():
+    """Issue 36.6: an approval with no reason read "team response (plan_approval) from lead:"
+    and nothing after it."""
+    def response(approve: bool, reason: str) -> str:
+        message = TeamMessage(type="response", sender="lead", content=reason, timestamp=1,
+                              request_id="req-1", protocol="plan_approval", approve=approve)
+        return f"<team-inbox>\n{json.dumps([message.for_model()])}\n</team-inbox>"  # as format_inbox writes it
+
+    assert mail_notices(response(True, "")) == ["*team response (plan_approval) from lead*: approved"]
+    assert mail_notices(response(False, "too risky")) == [
+        "*team response (plan_approval) from lead*: rejected: too risky"]
+    [item] = message_items(Message.user(response(True, "")), 0)
+    assert item["html"].strip().endswith("approved</p>")
+
+
 def test_subagent_mail_reads_as_notices():
-    text = ('<subagent_update id="m1" agent="/root/alpha" status="completed">A is done</subagent_update>'
-            '<subagent_message id="m2" from="/root/beta">need input</subagent_message>')
-    assert mail_notices(text) == ["*update from /root/alpha (completed)*: A is done",
-                                  "*message from /root/beta*: need input"]
-    [item] = message_items(Message.user(text), 0)
+    update = '<subagent_update id="m1" agent="/root/alpha" status="completed">A is done</subagent_update>'
+    message = '<subagent_message id="m2" from="/root/beta">need input</subagent_message>'
+    assert mail_notices(update) == ["*update from /root/alpha (completed)*: A is done"]
+    assert mail_notices(message) == ["*message from /root/beta*: need input"]
+    assert mail_notices(update + message) is None  # one delivery is one envelope
+    [item] = message_items(Message.user(update), 0)
     assert item["kind"] == "notice" and "<em>update from /root/alpha (completed)</em>" in item["html"]
 
 

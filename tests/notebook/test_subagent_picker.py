@@ -110,15 +110,16 @@ def test_an_agent_without_subagents_gets_a_clear_error(host, db_path):
         SubagentPickerView(plain, host)
 
 
-def test_a_running_childs_preview_shows_its_live_text(host, db_path):
-    """Issue 15.8: a running subagent's preview showed its committed turns only."""
+def streaming_child(host, db_path):
+    """A root whose child alpha has streamed "half a sentence", open in a picker:
+    (the runtime, the picker, the root's turn, the child's stream control)."""
     child, control = controlled_stream()
     provider = RoutedProvider(
         root=[tool_use_stream(*spawn_call("s1", "alpha", "Write it")), call("w1", "wait_agent"),
               text_stream("done")],
         child=[child],
     )
-    rt = host.call(lambda: Runtime.empty(store=SqliteStore(db_path), providers=[provider]))
+    rt = open_runtime(host, lambda: Runtime.empty(store=SqliteStore(db_path), providers=[provider]))
     root = host.call(lambda: rt.spawn("lead", "anthropic:root", config=AgentConfig(subagents=True)))
     view = SubagentPickerView(root, host)
     turn = host.submit(root.send("go"))
@@ -128,6 +129,12 @@ def test_a_running_childs_preview_shows_its_live_text(host, db_path):
                   ContentBlockDelta.text(0, "half a sentence")):
         host.call_soon(control.send, event)
     until(lambda: view.preview_live == "half a sentence", 10)
+    return rt, view, turn, control
+
+
+def test_a_running_childs_preview_shows_its_live_text(host, db_path):
+    """Issue 15.8: a running subagent's preview showed its committed turns only."""
+    rt, view, turn, control = streaming_child(host, db_path)
     assert view.preview["status"] == "running"
     for event in text_stream(" and the rest").events[2:]:  # the same block goes on, then ends
         host.call_soon(control.send, event)
@@ -135,6 +142,20 @@ def test_a_running_childs_preview_shows_its_live_text(host, db_path):
     assert turn.result(10).text == "done"
     until(lambda: view.preview_live == "", 10)
     host.submit(rt.aclose()).result(10)
+
+
+def test_an_interrupted_childs_preview_shows_its_stopped_task_and_status(host, db_path):
+    """Issue 36.6: Interrupt rolls the child's turn back out of its transcript, and its
+    preview was empty. It shows the prompt of the stopped turn and what its status says."""
+    _rt, view, turn, _control = streaming_child(host, db_path)
+    view._on_browser_message(view, {"kind": "interrupt", "path": "/root/alpha"}, [])
+    assert turn.result(10).text == "done"
+    view._on_browser_message(view, {"kind": "open", "path": "/root/alpha"}, [])
+    until(lambda: view.preview.get("status") == "interrupted", 10)
+    items = view.preview["items"]
+    assert [(i["role"], i["kind"]) for i in items] == [("user", "text"), ("user", "notice")]
+    assert items[0]["html"].strip() == "<p>Write it</p>"
+    assert "interrupted: its turn was stopped and rolled back" in items[1]["html"]
 
 
 def test_a_child_waiting_for_approval_is_shown_and_answered_in_the_picker(host, tmp_path):

@@ -87,6 +87,28 @@ async def test_an_errored_childs_latest_page_ends_with_its_error(env):
     assert page.messages == [] and page.older is None
 
 
+async def running_child(root, provider, name: str, task: str, text: str):
+    """A child `name` working on `task` that has streamed `text`; returns its stream's control."""
+    script, control = controlled_stream()
+    provider.add(name, script)
+    await run_tool(root, "spawn_agent", task_name=name, message=task, model=f"anthropic:{name}")
+    await wait_until(lambda: provider.requests(name))
+    start_text(control, text)
+    return control
+
+
+async def test_an_interrupted_childs_latest_page_has_its_rolled_back_prompt_and_status(env):
+    _rt, root, provider = env
+    await running_child(root, provider, "i", "count the stars", "1, 2, 3")
+    await run_tool(root, "interrupt_agent", target="i")
+    await settle(root, "/root/i")
+    page = preview(root, "/root/i")
+    assert (page.status, page.messages) == ("interrupted", [])  # rolled back out of the transcript
+    assert page.rolled_back is not None and page.rolled_back.text == "count the stars"
+    assert page.interrupted == "interrupted: its turn was stopped and rolled back; followup_task restarts it"
+    assert page.error is None
+
+
 async def test_preview_works_while_the_root_is_running_and_from_another_thread(env):
     _rt, root, provider = env
     await three_turn_child(root, provider)
@@ -105,11 +127,7 @@ async def test_preview_works_while_the_root_is_running_and_from_another_thread(e
 
 async def test_a_running_childs_preview_shows_its_committed_messages(env):
     _rt, root, provider = env
-    script, control = controlled_stream()
-    provider.add("r", script)
-    await run_tool(root, "spawn_agent", task_name="r", message="long task", model="anthropic:r")
-    await wait_until(lambda: provider.requests("r"))
-    start_text(control, "partial")
+    control = await running_child(root, provider, "r", "long task", "partial")
     page = preview(root, "/root/r")
     assert (page.status, [m.text for m in page.messages]) == ("running", ["long task"])
     control.close()

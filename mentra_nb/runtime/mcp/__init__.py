@@ -24,6 +24,7 @@ from mentra_nb.runtime.mcp._config import (
     MCPServer,
 )
 from mentra_nb.runtime.mcp._extension import STATE_KEY, MCPExtension
+from mentra_nb.runtime.mcp._names import PREFIX as TOOL_NAME_PREFIX
 from mentra_nb.runtime.mcp._names import model_tool_name
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_START_TIMEOUT",
     "SERVER_NAME_PATTERN",
     "STATE_KEY",
+    "TOOL_NAME_PREFIX",
     "MCPExtension",
     "MCPServer",
     "MCPToolInfo",

@@ -37,6 +37,8 @@ class ServerInfo(BaseModel):
     error: str | None = None
     persisted: bool = True
     start_timeout: float = 30.0
+    # Came from the state file and not yet allowed: its first start asks the user.
+    needs_approval: bool = False
 
 
 class MCPToolInfo(BaseModel):
@@ -86,6 +88,7 @@ def servers(runtime: HasServices) -> list[ServerInfo]:
             tool_count=None if tools is None else len(tools),
             error=connection.error if connection is not None else None,
             persisted=server.persistable, start_timeout=server.start_timeout,
+            needs_approval=not extension.trusted(server),
         ))
     return infos
 

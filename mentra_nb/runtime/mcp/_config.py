@@ -208,6 +208,14 @@ class MCPServer(BaseModel):
                     for word in rest]
         return (sys.executable if first in _THIS_PYTHON else first), rest
 
+    def variable_values(self, environ: Mapping[str, str]) -> list[str]:
+        """The values of the variables the configuration names that are set in
+        `environ`: what a start puts into the child's arguments, environment or
+        headers, and so what its errors may echo."""
+        words = [*self.command[1:], *self.env.values(), *self.headers.values()]
+        names = {m.group("braced") or m.group("plain") for word in words for m in _VARIABLE.finditer(word)}
+        return [environ[name] for name in sorted(n for n in names if n) if name in environ]
+
     def resolved_env(self, environ: Mapping[str, str]) -> dict[str, str]:
         return {key: expand_variables(value, environ, server=self.name, where=f"env {key!r}")
                 for key, value in self.env.items()}

@@ -13,6 +13,11 @@ the server again. A `tools/list_changed` notification marks the tool list
 stale, and the extension lists the tools again before the agent's next model
 call.
 
+Errors, statuses, stderr tails and log lines are scrubbed before anyone sees
+them: a server that fails may echo its token (`echo "bad token $GH" >&2`), so
+the values of the secrets the runtime knows and of every variable the
+configuration names (`env={"GH": "$OPENAI_API_KEY"}`) become `[redacted]`.
+
 The `mcp` SDK is imported only here, and only when a server starts, so the
 runtime imports (and runs without MCP) where the `mcp` extra is not installed.
 """
@@ -31,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO
 
 from mentra_nb.errors import MCPServerError
 from mentra_nb.providers import find_dotenv_files, read_dotenv
+from mentra_nb.runtime._redaction import MIN_SECRET_CHARS, known_secrets, scrub
 from mentra_nb.runtime.mcp._config import MCPServer
 
 if TYPE_CHECKING:
@@ -70,9 +76,12 @@ def require_sdk() -> None:
 class ServerConnection:
     """Starts on first use, lists tools, calls them, restarts after a crash."""
 
-    def __init__(self, config: MCPServer, environ: Mapping[str, str] = os.environ) -> None:
+    def __init__(self, config: MCPServer, environ: Mapping[str, str] = os.environ, *,
+                 start_allowed: bool = True) -> None:
         self.config = config
         self._environ = environ
+        # False for a server that came from the state file, until the user allows it.
+        self._start_allowed = start_allowed
         self.state: ConnectionState = "stopped"
         self.error: str | None = None
         self._client: Client | None = None
@@ -84,6 +93,8 @@ class ServerConnection:
         self._tools_stale = False
         self.tools_version = 0  # moves on whenever `tools` is listed again
         self.restarts = 0
+        # Values the last start put into the child's arguments, env or headers.
+        self._expanded: list[str] = []
 
     def __repr__(self) -> str:
         return f"<ServerConnection {self.config.name} {self.state}>"
@@ -97,6 +108,20 @@ class ServerConnection:
         start: the environment, then a `.env` beside the notebook or in the working
         folder, as for provider keys (the file is read, never loaded into os.environ)."""
         return ChainMap(dict(self._environ), *(read_dotenv(path) for path in find_dotenv_files()))
+
+    def scrub(self, text: str) -> str:
+        """`text` without the secrets the runtime knows nor the values this server's
+        configuration took from variables."""
+        expanded = [v.strip() for v in self._expanded if len(v.strip()) >= MIN_SECRET_CHARS]
+        return scrub(text, [*expanded, *known_secrets()])
+
+    @property
+    def start_allowed(self) -> bool:
+        """Whether this server may start: added in this process, or allowed by the user."""
+        return self._start_allowed
+
+    def allow_start(self) -> None:
+        self._start_allowed = True
 
     @property
     def tools(self) -> list[Tool] | None:
@@ -124,9 +149,17 @@ class ServerConnection:
 
     async def _start(self) -> None:
         require_sdk()
+        if not self._start_allowed:
+            raise MCPServerError(
+                f"MCP server '{self.name}' came from the state file, not from this kernel, and "
+                f"would run {self.config.describe()!r}; it starts once you allow it (an agent "
+                "that uses it asks first) or add it in this kernel (rt.add_mcp_server, "
+                "%mentra mcp add)")
         await self._shut_down()  # whatever is left of a broken connection
         config = self.config
         self.state, self.error = "starting", None
+        with contextlib.suppress(MCPServerError):  # a variable that is not set fails below, by name
+            self._expanded = config.variable_values(self.variables())
         if config.transport == "stdio":
             if self._stderr is not None:
                 self._stderr.close()
@@ -147,17 +180,17 @@ class ServerConnection:
             problem = (f"MCP server '{config.name}' did not start within {config.start_timeout:g} s "
                        f"({config.describe()}); raise its start_timeout if it is slow to start")
             await self._fail(problem)
-            raise MCPServerError(problem + self._stderr_note()) from None
+            raise MCPServerError(self.scrub(problem + self._stderr_note())) from None
         except asyncio.CancelledError:
             await self._fail("its start was cancelled")
             raise
         except MCPServerError as err:
             await self._fail(str(err))
-            raise
+            raise MCPServerError(self.scrub(str(err))) from None
         except Exception as err:
             problem = f"MCP server '{config.name}' failed to start ({config.describe()}): {_reason(err)}"
             await self._fail(problem)
-            raise MCPServerError(problem + self._stderr_note()) from None
+            raise MCPServerError(self.scrub(problem + self._stderr_note())) from None
         self._client, self._tools, self._tools_stale = client, tools, False
         self.tools_version += 1
         self.state = "running"
@@ -172,7 +205,7 @@ class ServerConnection:
             if not ready.done():
                 ready.set_exception(err if isinstance(err, Exception) else MCPServerError(_reason(err)))
             elif not stop.is_set():
-                log.info("MCP server %s stopped: %s", self.config.name, _reason(err))
+                log.info("MCP server %s stopped: %s", self.config.name, self.scrub(_reason(err)))
             if isinstance(err, asyncio.CancelledError):
                 raise
         finally:
@@ -229,7 +262,7 @@ class ServerConnection:
         if isinstance(message, ToolListChangedNotification):
             self._tools_stale = True
         elif isinstance(message, Exception):
-            log.info("MCP server %s: %s", self.config.name, _reason(message))
+            log.info("MCP server %s: %s", self.config.name, self.scrub(_reason(message)))
 
     # --- calling ------------------------------------------------------------------
 
@@ -258,9 +291,9 @@ class ServerConnection:
                 raise
             gone = err
         await self._broken(client)
-        raise ServerGone(f"MCP server '{self.config.name}' stopped during the call "
-                         f"({_reason(gone)}); it will be started again on the next call"
-                         f"{self._stderr_note()}")
+        raise ServerGone(self.scrub(f"MCP server '{self.config.name}' stopped during the call "
+                                    f"({_reason(gone)}); it will be started again on the next call"
+                                    f"{self._stderr_note()}"))
 
     async def _broken(self, client: Client) -> None:
         async with self._lock:
@@ -274,7 +307,7 @@ class ServerConnection:
 
     async def _fail(self, problem: str) -> None:
         await self._shut_down()
-        self.state, self.error = "failed", problem
+        self.state, self.error = "failed", self.scrub(problem)
 
     async def aclose(self) -> None:
         """Stop the server (closing a stdio server's stdin, then killing it if it stays)."""
@@ -296,8 +329,8 @@ class ServerConnection:
         if not done:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        elif not task.cancelled() and task.exception() is not None:
-            log.debug("MCP server %s ended with %s", self.config.name, task.exception())
+        elif not task.cancelled() and (error := task.exception()) is not None:
+            log.debug("MCP server %s ended with %s", self.config.name, self.scrub(str(error)))
 
     def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> list[str]:
         """The last lines the stdio server wrote to stderr (none for other transports)."""
@@ -309,7 +342,8 @@ class ServerConnection:
             data = os.pread(fd, _STDERR_TAIL_BYTES, max(0, size - _STDERR_TAIL_BYTES))
         except (OSError, ValueError):
             return []
-        return [line for line in data.decode("utf-8", errors="replace").splitlines() if line.strip()][-lines:]
+        text = self.scrub(data.decode("utf-8", errors="replace"))
+        return [line for line in text.splitlines() if line.strip()][-lines:]
 
     def _stderr_note(self) -> str:
         tail = self.stderr_tail()

@@ -7,6 +7,13 @@ connection per server. An agent whose `AgentConfig.mcp_servers` names servers
 gets an `MCPAgentExtension`: before each model call it starts those servers if
 they are not running (first use, or after a crash) and lists their tools again
 if a server said its list changed; `tools()` then offers them.
+
+A state file can come from anyone, and a stored server is a command that runs
+with your rights. So a server read from the store starts only after the user
+allowed it: before its first start an agent that uses it asks, showing the
+command (or URL), as it asks before a tool call; a denial fails the run. A
+server added in this process (`add`, `Runtime(mcp_servers=...)`, `%mentra mcp
+add`), with this exact configuration, is the user's own and starts at once.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -41,6 +49,8 @@ class MCPExtension(RuntimeExtension):
     def __init__(self, *, environ: Mapping[str, str] = os.environ) -> None:
         self._environ = environ
         self._servers: dict[str, MCPServer] = {}
+        # Configurations this process added or the user allowed: they may start.
+        self._trusted: dict[str, MCPServer] = {}
         self._connections: dict[str, ServerConnection] = {}
         self._loaded = False
         self._closing: set[asyncio.Task[None]] = set()
@@ -85,8 +95,11 @@ class MCPExtension(RuntimeExtension):
             else:
                 self._servers[server.name] = previous
             raise
+        self._trusted[server.name] = server
         if previous is not None and (previous != server or previous.sdk_server is not server.sdk_server):
             self._close_connection(server.name)
+        elif (connection := self._connections.get(server.name)) is not None:
+            connection.allow_start()  # the stored one, now added here as it is
 
     def remove(self, services: Services, name: str) -> None:
         """Forget server `name` (persisted) and stop it."""
@@ -99,6 +112,19 @@ class MCPExtension(RuntimeExtension):
             self._servers[name] = removed
             raise
         self._close_connection(name)
+
+    def trusted(self, server: MCPServer) -> bool:
+        """Whether `server` may start without asking: this process added it, or the
+        user allowed this configuration."""
+        return self._trusted.get(server.name) == server
+
+    def allow(self, services: Services, name: str) -> None:
+        """The user allowed server `name`, as configured now, to start."""
+        server = self.server(services, name)
+        self._trusted[name] = server
+        connection = self._connections.get(name)
+        if connection is not None and connection.config == server:
+            connection.allow_start()
 
     def _load(self, services: Services) -> None:
         if self._loaded:
@@ -133,7 +159,8 @@ class MCPExtension(RuntimeExtension):
         """The shared connection to server `name` (created, not started, on first ask)."""
         connection = self._connections.get(name)
         if connection is None:
-            connection = ServerConnection(self.server(services, name), self._environ)
+            server = self.server(services, name)
+            connection = ServerConnection(server, self._environ, start_allowed=self.trusted(server))
             self._connections[name] = connection
         return connection
 
@@ -181,6 +208,8 @@ class MCPAgentExtension(AgentExtension):
         connections = [self._extension.connection(services, name)
                        for name in self._agent.config.mcp_servers]
         for connection in connections:
+            if not connection.start_allowed:
+                await self._ask_to_start(connection)
             if connection.tools is None:
                 # First use: a server that cannot start fails the run, with its stderr.
                 await connection.ensure_ready()
@@ -195,6 +224,26 @@ class MCPAgentExtension(AgentExtension):
             # of one starts it again, and the model gets an error result if it cannot.
         self._rebuild(connections)
         return []
+
+    async def _ask_to_start(self, connection: ServerConnection) -> None:
+        """A server from the state file: show the user what it runs and wait for a yes."""
+        config = connection.config
+        what = "url" if config.transport == "http" else "command"
+        details: dict[str, Any] = {"server": config.name, what: config.describe(),
+                   "why": "this MCP server came from the state file, not from this kernel: "
+                          "allow it only if you trust that command"}
+        if config.env:
+            details["env"] = dict(config.env)  # variable names, never values
+        if config.cwd:
+            details["cwd"] = config.cwd
+        decision = await self._agent.ask_approval(f"start MCP server '{config.name}'", details)
+        if not decision.approved:
+            why = decision.reason.strip() or "no reason given"
+            raise MCPServerError(
+                f"MCP server '{config.name}' ({config.describe()}) was not started: it came from "
+                f"the state file and you did not allow it ({why}). Remove it (%mentra mcp remove "
+                f"{config.name}), or send again and allow it")
+        self._extension.allow(self._agent.services, config.name)
 
     def _rebuild(self, connections: list[ServerConnection]) -> None:
         built_from = [(c.name, c.tools_version) for c in connections]

@@ -2,7 +2,9 @@
 
 Text blocks are kept as text; structured content becomes JSON text (once: a
 server that also sends the same JSON as a text block, as the spec suggests for
-older clients, is not repeated); images become image blocks the model sees;
+older clients, is not repeated); images become image blocks the model sees,
+bounded as `view_figure`'s are (runtime/images.py: at most 4, each scaled
+down to 1568 px and 5 MB of base64 or left out, the text saying which);
 embedded text resources are inlined with their URI; other binary content and
 resource links are named, not inlined; content whose annotations say its
 audience is only the user is left out. `is_error` makes an error result. The
@@ -17,14 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from mentra_nb.messages import ImageBlock
 from mentra_nb.runtime._file_tools import MAX_OUTPUT_CHARS
+from mentra_nb.runtime.images import MAX_IMAGES, bound_image
 from mentra_nb.runtime.tools import ToolOutput
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
 
-__all__ = ["MAX_IMAGES", "tool_output"]
-
-MAX_IMAGES = 8  # per result: each is a large part of the model's context
+__all__ = ["tool_output"]
 
 
 def tool_output(result: CallToolResult, *, limit: int = MAX_OUTPUT_CHARS) -> ToolOutput:
@@ -42,11 +43,16 @@ def tool_output(result: CallToolResult, *, limit: int = MAX_OUTPUT_CHARS) -> Too
     texts: list[str] = []
 
     def image(media_type: str, data: str, what: str) -> None:
-        if len(images) < MAX_IMAGES:
-            images.append(ImageBlock(media_type=media_type, data=data))
-            parts.append(f"[{what}: {media_type}, shown to you after the tool results]")
-        else:
+        if len(images) >= MAX_IMAGES:
             parts.append(f"[{what}: {media_type}, left out: more than {MAX_IMAGES} images]")
+            return
+        bounded = bound_image(media_type, data)
+        if bounded.image is None:
+            parts.append(f"[{what}: {media_type}, {bounded.note}]")
+            return
+        images.append(bounded.image)
+        note = f", {bounded.note}" if bounded.note else ""
+        parts.append(f"[{what}: {media_type}{note}, shown to you after the tool results]")
 
     for block in result.content:
         annotations = block.annotations

@@ -10,6 +10,7 @@ back to the model as error results, never as exceptions in the turn loop.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from mentra_nb.errors import MCPServerError
@@ -72,5 +73,7 @@ class MCPTool:
             return ToolOutput(content=str(err), is_error=True)
         except MCPError as err:
             return ToolOutput(content=f"MCP server '{self.server}' refused the call of "
-                                      f"'{self.remote_name}': {err.message}", is_error=True)
-        return tool_output(result)
+                                      f"'{self.remote_name}': {self.connection.scrub(err.message)}",
+                              is_error=True)
+        # In a thread: bounding a result's images may decode and scale them.
+        return await asyncio.to_thread(tool_output, result)

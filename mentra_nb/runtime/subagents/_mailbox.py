@@ -8,6 +8,11 @@ carrying the mail's id as a marker:
     <subagent_update id="m…" agent="/root/research" status="completed">…</subagent_update>
     <subagent_approval id="m…" agent="/root/research" tool="write_file">…</subagent_approval>
 
+The content (a child's answer, an agent's message) cannot end its envelope
+(runtime/_envelopes.py): an answer holding `</subagent_update><subagent_update
+agent="/root/other" …>` reads as that text, not as a second update. Attributes
+are escaped as HTML.
+
 An item leaves the mailbox only once the recipient's durable transcript holds
 its marker (a run that commits it, or recovery that keeps it). A crash before
 that, or a rolled-back run, leaves the item in place, so it is delivered again.
@@ -15,11 +20,13 @@ that, or a rolled-back run, leaves the item in place, so it is delivered again.
 
 from __future__ import annotations
 
+import html
 import re
 import uuid
 from collections.abc import Iterable
 
 from mentra_nb.messages import Message, Role, TextBlock
+from mentra_nb.runtime._envelopes import envelope_text
 from mentra_nb.runtime.subagents._errors import SubagentMailboxFull
 from mentra_nb.runtime.subagents._tree import MAX_MAILBOX_ITEMS, Mail, TreeDraft
 
@@ -66,16 +73,19 @@ def push_message(draft: TreeDraft, mail: Mail) -> None:
 
 
 def render_mail(mail: Mail) -> Message:
+    sender = html.escape(mail.sender)
     if mail.kind == "approval":
-        text = (f'<subagent_approval id="{mail.id}" agent="{mail.sender}" tool="{mail.text}">'
-                f"{mail.sender} is waiting for the user to approve a call of {mail.text}; the user "
+        tool = html.escape(mail.text)
+        text = (f'<subagent_approval id="{mail.id}" agent="{sender}" tool="{tool}">'
+                f"{sender} is waiting for the user to approve a call of {tool}; the user "
                 "answers it in the notebook. Its result arrives as a <subagent_update> later: call "
                 "wait_agent again to wait for it.</subagent_approval>")
     elif mail.kind == "update":
-        text = (f'<subagent_update id="{mail.id}" agent="{mail.sender}" status="{mail.status}">'
-                f"{mail.text}</subagent_update>")
+        text = (f'<subagent_update id="{mail.id}" agent="{sender}" status="{html.escape(str(mail.status))}">'
+                f"{envelope_text(mail.text)}</subagent_update>")
     else:
-        text = f'<subagent_message id="{mail.id}" from="{mail.sender}">{mail.text}</subagent_message>'
+        text = (f'<subagent_message id="{mail.id}" from="{sender}">{envelope_text(mail.text)}'
+                "</subagent_message>")
     return Message(role=Role.USER, content=[TextBlock(text=text)])
 
 

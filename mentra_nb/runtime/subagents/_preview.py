@@ -5,7 +5,9 @@ newest first; `page.older` is the cursor that loads the turn before. A turn
 bigger than `max_bytes` (8 MiB) is split: the page holds its newest messages
 and `older` continues inside the same turn, so nothing is unreachable.
 Delivered mail is hidden. The latest page of an errored child ends with its
-error.
+error; an interrupted child's, whose stopped turn was rolled back out of its
+transcript, with that turn's prompt (as `rolled_back`: a follow-up replays it)
+and what its status says.
 
 It reads committed messages straight from the store, a slice at a time: it
 never touches the live agents, so it works while the root (or the child) is
@@ -45,6 +47,10 @@ class PreviewPage(BaseModel):
     older: str | None = None  # pass as `before=` to load the older turn; None at the start
     truncated: bool = False  # the turn was split (or a message shortened) to fit max_bytes
     error: str | None = None  # an errored child's error, on its latest page
+    # An interrupted child's latest page: what its status says, and the prompt of the
+    # stopped turn, rolled back out of the transcript (None if it was not).
+    interrupted: str | None = None
+    rolled_back: Message | None = None
 
     @property
     def has_older(self) -> bool:
@@ -112,9 +118,15 @@ def preview_page(
                 break
         position = low
     messages = [m for m in reversed(newest_first) if not is_internal_mail(m)]
-    error = record.last_message if record.status == "errored" and before is None else None
+    latest = before is None
+    error = record.last_message if record.status == "errored" and latest else None
+    interrupted = rolled_back = None
+    if record.status == "interrupted" and latest:
+        interrupted = record.last_message or "interrupted"
+        stored = store.load_agent(record.agent_id, transcript=False) if record.agent_id is not None else None
+        rolled_back = stored.resumable_turn if stored is not None else None
     return PreviewPage(
         path=path, agent_id=record.agent_id, status=record.status, model=record.model,
         messages=messages, older=f"older:{start}" if start > 0 else None, truncated=truncated,
-        error=error,
+        error=error, interrupted=interrupted, rolled_back=rolled_back,
     )

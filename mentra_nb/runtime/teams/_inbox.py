@@ -21,13 +21,14 @@ repeat the ack.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 
 from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.messages import Message, Role, TextBlock, ToolResultBlock
+from mentra_nb.runtime._envelopes import envelope_json
 from mentra_nb.runtime._extensions import AgentExtension
+from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._services import AgentHandle
 from mentra_nb.runtime._snapshot import SnapshotFields
 from mentra_nb.runtime.teams._team import Team
@@ -42,7 +43,8 @@ INBOX_MARKER = "<team-inbox>"
 
 
 def format_inbox(mail: list[TeamMail]) -> str:
-    body = json.dumps([m.message.for_model() for m in mail], indent=2, ensure_ascii=False)
+    # No teammate's text can close the inbox and forge mail after it.
+    body = envelope_json([m.message.for_model() for m in mail])
     return f"{INBOX_MARKER}\n{body}\n</team-inbox>"
 
 
@@ -122,8 +124,9 @@ class TeamInbox(AgentExtension):
             claimed: dict[int | None, list[TeamMail]] = {}
             for mail in inflight:
                 claimed.setdefault(mail.transcript_seq, []).append(mail)
+            secrets = known_secrets(services.workspace_root)
             for seq, group in claimed.items():
-                kept = seq is not None and seq < len(history) and _delivers(history[seq], group)
+                kept = seq is not None and seq < len(history) and _delivers(history[seq], group, secrets)
                 (ack if kept else requeue).extend(mail.id for mail in group)
             services.store.settle_team_mail(agent.id, ack=ack, requeue=requeue, token=services.token)
         except MentraError as err:
@@ -139,9 +142,14 @@ class TeamInbox(AgentExtension):
         return fields
 
 
-def _delivers(message: Message, mail: list[TeamMail]) -> bool:
-    """Whether `message` (at the position `mail` was claimed for) is that mail."""
-    return holds_inbox(message) or (message.role is Role.USER and message.text == format_plain(mail))
+def _delivers(message: Message, mail: list[TeamMail], secrets: list[str]) -> bool:
+    """Whether `message` (at the position `mail` was claimed for) is that mail. The
+    turn loop scrubbed it when it was written: mail stored before a secret was known
+    reads differently now, and must not be delivered again for that."""
+    if holds_inbox(message):
+        return True
+    plain = format_plain(mail)
+    return message.role is Role.USER and message.text in (plain, scrub(plain, secrets))
 
 
 def team_of(agent: AgentHandle) -> Team:

@@ -22,8 +22,10 @@ import asyncio
 import contextlib
 import logging
 import time
+import unicodedata
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from mentra_nb.errors import (
@@ -37,6 +39,7 @@ from mentra_nb.errors import (
 from mentra_nb.providers.base import ModelInfo
 from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._recovery import INTERRUPTED_TOOL_RESULT
+from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._services import AgentHandle, Services
 from mentra_nb.runtime._snapshot import TeammateInfo, TeamMemberStatus
 from mentra_nb.runtime._tracing import note_mail_to
@@ -439,17 +442,22 @@ class Team:
                 log.warning("the run of %s for its mail failed: %s", lead.name, err)
                 return
 
+    def _scrub(self, content: str) -> str:
+        # The user's lead.send_team_message(...) may quote a key; mail is stored.
+        return scrub(content, known_secrets(self.services.workspace_root))
+
     def send(self, sender: str, to: str, content: str) -> None:
         self._check_sender(sender)
         to = self._recipient(sender, to)
         _require_content(content)
-        self.store.post_team_mail(self.id, to, _message("message", sender, content))
+        self.store.post_team_mail(self.id, to, _message("message", sender, self._scrub(content)))
         self._delivered(to)
 
     def broadcast(self, sender: str, content: str) -> list[str]:
         """Mail every other member that did not shut down; returns their names."""
         self._check_sender(sender)
         _require_content(content)
+        content = self._scrub(content)
         recipients = [
             name for name in [self.lead_name, *self.members]
             if name != sender and (name == self.lead_name or self.members[name].status.name != "shutdown")
@@ -470,6 +478,7 @@ class Team:
             raise ConfigError(
                 "a team request needs a protocol name, e.g. 'plan_approval' or 'shutdown'"
             )
+        content = self._scrub(content)
         request = TeamRequest(
             id=f"req-{uuid.uuid4().hex[:12]}", team_id=self.id, protocol=protocol,
             sender=sender, recipient=to, content=content, created_at=time.time(),
@@ -496,7 +505,7 @@ class Team:
                 "lead.team_requests('pending') in Python, %mentra team LEAD in a notebook, the "
                 "team_list_requests tool for a model)"
             )
-        reason = reason.strip() if isinstance(reason, str) and reason.strip() else None
+        reason = self._scrub(reason.strip()) if isinstance(reason, str) and reason.strip() else None
         response = TeamMessage(
             type="response", sender=responder, content=reason or "", timestamp=int(time.time()),
             request_id=request.id, protocol=request.protocol, approve=approve,
@@ -560,7 +569,8 @@ def _teammate_config(lead: AgentHandle, name: str, role: str, max_rounds: int | 
     allowed = None if config.tools is None else [
         *config.tools, *(t for t in TEAMMATE_TOOL_NAMES if t not in config.tools)
     ]
-    return type(config).model_validate({
+    # The constructor, not model_validate: a bad max_rounds is a ConfigError saying what is allowed.
+    return type(config)(**{
         **config.model_dump(mode="json"),
         "system": teammate_system_prompt(name, role, lead.name, config.system),
         "tools": allowed,
@@ -570,11 +580,41 @@ def _teammate_config(lead: AgentHandle, name: str, role: str, max_rounds: int | 
     })
 
 
-def post_mail(store: Store, team_id: str, recipient: str, sender: str, content: str) -> int:
-    """Queue mail for `recipient` of team `team_id` from anyone (another process,
-    host or the user: `rt.post`); the process driving the recipient wakes for it."""
+MAX_SENDER_CHARS = 64
+
+
+def post_mail(store: Store, team_id: str, recipient: str, sender: str, content: str, *,
+              runtime_id: str | None = None, workspace: Path | None = None) -> int:
+    """Queue mail for `recipient` of team `team_id` from outside the team (another
+    process, host or the user: `rt.post`); the process driving the recipient wakes
+    for it. `sender` may be any name except a member's (the lead's or a teammate's:
+    members send as themselves with team_send); `runtime_id`, the poster's, goes
+    with the mail as `posted_by_runtime`. The content is scrubbed of known secrets."""
     _require_content(content)
-    return store.post_team_mail(team_id, recipient, _message("message", sender, content))
+    _check_outside_sender(store, team_id, sender)
+    message = TeamMessage(type="message", sender=sender, timestamp=int(time.time()),
+                          content=scrub(content, known_secrets(workspace)), posted_by_runtime=runtime_id)
+    return store.post_team_mail(team_id, recipient, message)
+
+
+def _check_outside_sender(store: Store, team_id: str, sender: str) -> None:
+    """Refuse a sender name that is empty, unreadable, or a member's of team `team_id`."""
+    if not isinstance(sender, str) or not sender.strip() or len(sender) > MAX_SENDER_CHARS or any(
+            unicodedata.category(c)[0] in "CZ" and c != " " for c in sender):
+        raise ConfigError(f"the sender {sender!r} is not a usable name: 1-{MAX_SENDER_CHARS} printable "
+                          "characters, e.g. sender='user' or sender='nightly-job'")
+    lead = store.load_agent(team_id, transcript=False)
+    if lead is None:
+        return  # no such team: the store refuses the mail with its own error
+    members = [lead.record.name, *(r.name for r in store.list_agents(lead.record.runtime_id)
+                                   if r.kind == "teammate" and r.parent_id == team_id)]
+    if sender in members:
+        raise AgentError(
+            f"rt.post cannot send as '{sender}': it is a member of {lead.record.name}'s team, and "
+            "members send mail as themselves (team_send). Post under a name of your own, e.g. "
+            "sender='user' (the default) or sender='nightly-job'; the mail also names the runtime "
+            "that posted it"
+        )
 
 
 def _message(kind: Literal["message", "broadcast"], sender: str, content: str) -> TeamMessage:
