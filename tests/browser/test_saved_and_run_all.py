@@ -25,6 +25,10 @@ SETUP = "%load_ext mentra_nb\nimport mentra_nb.notebook as nb"
 _OUTPUT = "div[contains(concat(' ', @class, ' '), ' jp-OutputArea-child ')]"
 FALLBACK = (f"xpath=./{_OUTPUT}[following-sibling::{_OUTPUT}][not(following-sibling::{_OUTPUT}[2])]"
             "//div[contains(concat(' ', @class, ' '), ' jp-RenderedMarkdown ')]")
+# ... and in a saved notebook reopened, which holds no widget output of ours (issue
+# 30.4), the cell's last output.
+SAVED_COPY = (f"xpath=./{_OUTPUT}[not(following-sibling::{_OUTPUT})]"
+              "//div[contains(concat(' ', @class, ' '), ' jp-RenderedMarkdown ')]")
 # A cell that keeps the kernel busy until the test says so (no timing margins).
 HOLD = ("import pathlib, time\n"
         "while not pathlib.Path('release-{name}').exists():\n"
@@ -165,9 +169,9 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
     panel = nb.page.locator(".jp-NotebookPanel")
     spawn_output = panel.locator(".jp-Cell .jp-OutputArea").nth(1)
     expect(spawn_output).to_contain_text("You said: What lives in a tide pool?", timeout=30_000)
-    expect(panel.locator(".jp-Cell .jp-OutputArea").nth(3).locator(FALLBACK)).to_contain_text(
+    expect(panel.locator(".jp-Cell .jp-OutputArea").nth(3).locator(SAVED_COPY)).to_contain_text(
         "team of lead")
-    expect(panel.locator(".jp-Cell .jp-OutputArea").nth(4).locator(FALLBACK)).to_contain_text(
+    expect(panel.locator(".jp-Cell .jp-OutputArea").nth(4).locator(SAVED_COPY)).to_contain_text(
         "lead · 0 subagents")
     expect(panel).not_to_contain_text("model not found")
 
@@ -179,11 +183,11 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
     panel = nb.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
     spawn_output = panel.locator(".jp-Cell .jp-OutputArea").nth(1)
     expect(spawn_output).to_contain_text("You said: What lives in a tide pool?", timeout=30_000)
-    expect(spawn_output.locator(FALLBACK)).to_be_visible()
+    expect(spawn_output.locator(SAVED_COPY)).to_be_visible()
     for index, text in ((3, "team of lead"), (4, "lead · 0 subagents")):
         output = panel.locator(".jp-Cell .jp-OutputArea").nth(index)
-        expect(output.locator(FALLBACK)).to_contain_text(text)
-        expect(output.locator(FALLBACK)).to_be_visible()
+        expect(output.locator(SAVED_COPY)).to_contain_text(text)
+        expect(output.locator(SAVED_COPY)).to_be_visible()
     # No widget output was saved for the new kernel's manager to look for.
     expect(panel.locator(".jp-OutputArea-output:not([data-mime-type])")).to_have_count(0)
     expect(panel).not_to_contain_text("model not found")
