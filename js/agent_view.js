@@ -4,7 +4,7 @@
 import { ClampWatcher, appendTranscript, approvalBox, button, codeText, element, subscribe, toolLabel } from "./dom.js";
 import { Sources, addMessageActions, forkOriginLabel, setEditable } from "./time_travel.js";
 import { keepCutTurn } from "./cut_turn.js";
-import { keepNotebookIdentity, placeholdersOnSave } from "./saved_state.js";
+import { keepNotebookIdentity, hookNotebookSaves } from "./saved_state.js";
 
 /**
  * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null,
@@ -233,7 +233,7 @@ const modelStreams = new WeakMap();
 
 /** @param {{model: Model}} context */
 export function initialize({ model }) {
-  placeholdersOnSave(/** @type {any} */ (model).widget_manager);
+  hookNotebookSaves(/** @type {any} */ (model).widget_manager);
   keepNotebookIdentity(/** @type {any} */ (model).widget_manager, /** @type {any} */ (model).get("notebook"));
   const stream = new ModelStream();
   modelStreams.set(model, stream);

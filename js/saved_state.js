@@ -89,12 +89,14 @@ export function placeholderMetadata(metadata, live, shown) {
 const HOOKED = Symbol.for("mentra-nb.placeholders-on-save");
 
 /**
- * Write the placeholders whenever the notebook of `manager` is saved. Only where
- * the manager is JupyterLab's or Notebook 7's (it has the document's context);
- * elsewhere (VS Code, Colab, a static page) nothing happens.
+ * Save the notebook of `manager` readable without a kernel (the module's comment)
+ * whenever it is saved, and put back the live views a save left out once their
+ * models are restored. Only where the manager is JupyterLab's or Notebook 7's (it
+ * has the document's context); elsewhere (VS Code, Colab, a static page) nothing
+ * happens.
  * @param {Manager|undefined} manager
  */
-export function placeholdersOnSave(manager) {
+export function hookNotebookSaves(manager) {
   const context = manager?.context;
   if (!manager || !context?.saveState?.connect || typeof context.model?.setMetadata !== "function") return;
   scheduleReattach(manager);

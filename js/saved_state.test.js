@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { IDENTITY_KEY, PLACEHOLDER_ESM, STATE_MIME, VIEW_MIME, isOurs, keepNotebookIdentity, placeholderMetadata, placeholdersOnSave,
+import { IDENTITY_KEY, PLACEHOLDER_ESM, STATE_MIME, VIEW_MIME, isOurs, keepNotebookIdentity, placeholderMetadata, hookNotebookSaves,
   refreshSavedCopies } from "./saved_state.js";
 
 const anywidget = (state) => ({ model_name: "AnyModel", model_module: "anywidget", model_module_version: "~0.9.*",
@@ -56,7 +56,7 @@ describe("isOurs", () => {
   });
 });
 
-describe("placeholdersOnSave", () => {
+describe("hookNotebookSaves", () => {
   it("at a save: leaves our widget outputs out of the file, and drops old placeholders, once per notebook", () => {
     const handlers = [];
     let written = null;
@@ -73,8 +73,8 @@ describe("placeholdersOnSave", () => {
       cells: [], toJSON: () => structuredClone({ cells, metadata: {} }) };
     const context = { saveState: { connect: (fn) => handlers.push(fn) }, model };
     const manager = { context, get_state_sync: () => ({ state: {} }) };
-    placeholdersOnSave(manager);
-    placeholdersOnSave(manager);
+    hookNotebookSaves(manager);
+    hookNotebookSaves(manager);
     expect(handlers).toHaveLength(1);
     expect(model.toJSON().cells[0].outputs).toHaveLength(2); // not saving: as it is
     handlers[0](context, "started");
@@ -92,8 +92,8 @@ describe("placeholdersOnSave", () => {
   });
 
   it("does nothing where the manager has no document (VS Code, a static page)", () => {
-    expect(() => placeholdersOnSave(undefined)).not.toThrow();
-    expect(() => placeholdersOnSave({ get_state_sync: () => ({}) })).not.toThrow();
+    expect(() => hookNotebookSaves(undefined)).not.toThrow();
+    expect(() => hookNotebookSaves({ get_state_sync: () => ({}) })).not.toThrow();
   });
 });
 

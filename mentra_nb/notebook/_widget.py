@@ -10,9 +10,9 @@ one short `text/plain` line for consoles. While the widget is live, its style
 sheet hides the output just above it (mentra.css); every reader without the live
 widget (a saved notebook reopened, GitHub, nbconvert) reads the markdown
 instead, which is plain markdown with no wrapper (so `nbconvert --to markdown`
-exports clean markdown), and the browser saves a small placeholder state for
-the widget so that a reopened notebook shows no "model not found"
-(js/saved_state.js, which knows our views by the `_mentra_view` trait).
+exports clean markdown), and the page saves the notebook without the widget's
+output, so that a reopened notebook shows no "model not found" or "Loading
+widget…" (js/saved_state.js, which knows our views by the `_mentra_view` trait).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class MentraWidget(anywidget.AnyWidget):
     _host: RuntimeHost
     _unsubscribe: Callable[[], None] | None = None
     # Which of our views this is ("agent", "team", "picker"): how the browser knows
-    # our models among a notebook's widgets when it saves placeholders for them.
+    # our models among a notebook's widgets when it saves the notebook.
     _mentra_view = traitlets.Unicode("").tag(sync=True)
     # The output a saved notebook keeps for this view (a full view's markdown copy, an
     # ended turn): the page writes it in when the notebook is saved, where the kernel's
