@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mentra_nb.errors import ConfigError
 from mentra_nb.messages import Usage
+from mentra_nb.providers.registry import provider_traits
 
 __all__ = [
     "BUILTIN_PRICES",
@@ -141,8 +142,6 @@ BUILTIN_PRICES: dict[str, dict[str, Any]] = {
     "replay:*": _p(0.0, 0.0),
 }
 
-# Providers that serve another provider's models under the same ids.
-_SAME_MODELS_AS = {"openai-chat": "openai"}
 # A dated snapshot costs what its alias costs: claude-sonnet-4-5-20250929,
 # gpt-4.1-2025-04-14.
 _DATED = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")
@@ -152,7 +151,8 @@ class PriceTable:
     """Prices by model key (`provider:model`, or `provider:*` for all of a provider's).
 
     Lookup tries the exact key, then the undated alias of a dated snapshot, then
-    the provider's `*` row; `openai-chat:` models use the `openai:` rows.
+    the provider's `*` row. A provider that serves another's models declares whose
+    rows apply with its `price_key` (`openai-chat:` models use the `openai:` rows).
     """
 
     def __init__(self, prices: Mapping[str, Price] | None = None) -> None:
@@ -195,10 +195,9 @@ class PriceTable:
 
     def price(self, model: str) -> Price | None:
         provider, _, model_id = model.partition(":")
+        traits = provider_traits(provider)
         with self._lock:
-            for name in (provider, _SAME_MODELS_AS.get(provider)):
-                if name is None:
-                    continue
+            for name in dict.fromkeys((provider, traits.price_key if traits else provider)):
                 for candidate in (model_id, _DATED.sub("", model_id)):
                     found = self._prices.get(f"{name}:{candidate}")
                     if found is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,8 +12,8 @@ from mentra_nb.errors import ConfigError
 from mentra_nb.messages import Message
 from mentra_nb.providers.events import ProviderEvent
 
-__all__ = ["ModelInfo", "OutputFormat", "Provider", "ProviderRequest", "ToolChoice", "ToolDefinition",
-           "takes_tool_result_images"]
+__all__ = ["ModelInfo", "OutputFormat", "Provider", "ProviderRequest", "ProviderTraits", "ToolChoice",
+           "ToolDefinition", "takes_tool_result_images"]
 
 
 class ModelInfo(BaseModel):
@@ -111,6 +112,11 @@ class Provider(Protocol):
     so with an attribute `tool_result_images = True`; without it the turn loop turns a tool result
     that carries images into an error result saying why (see
     `takes_tool_result_images`).
+
+    What the rest of mentra-nb needs to know about a provider it reads from the
+    provider's own (class) attributes, all optional, so that adding a provider
+    touches its file and one registration (see `ProviderTraits`): `key_env`,
+    `system`, `price_key` and `tool_result_images`.
     """
 
     name: str
@@ -124,3 +130,29 @@ def takes_tool_result_images(provider: object) -> bool:
     """Whether `provider`'s API takes images inside a tool result (its optional
     `tool_result_images` attribute; providers without it do not)."""
     return getattr(provider, "tool_result_images", False) is True
+
+
+@dataclass(frozen=True)
+class ProviderTraits:
+    """What the runtime needs to know about a provider besides calling it.
+
+    `key_env`: the environment variables its key is read from; their values are
+    scrubbed from every cassette. `system`: its `gen_ai.provider.name` in traces
+    (the OpenTelemetry GenAI value, e.g. `gcp.gemini`). `price_key`: the provider
+    whose rows of the price table price its models (`openai-chat` serves
+    `openai`'s models). `tool_result_images`: see `takes_tool_result_images`.
+    """
+
+    name: str
+    key_env: tuple[str, ...] = ()
+    system: str = ""
+    price_key: str = ""
+    tool_result_images: bool = False
+
+    @classmethod
+    def of(cls, source: object, name: str) -> ProviderTraits:
+        """The traits `source` (a provider class or instance) declares, defaulting to `name`."""
+        return cls(name=name, key_env=tuple(getattr(source, "key_env", None) or ()),
+                   system=getattr(source, "system", None) or name,
+                   price_key=getattr(source, "price_key", None) or name,
+                   tool_result_images=takes_tool_result_images(source))

@@ -60,6 +60,7 @@ class GeminiProvider(HTTPProvider):
     # functionResponse.parts carries images (multimodal function responses, Gemini 3 models).
     tool_result_images = True
     key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    system = "gcp.gemini"  # the OpenTelemetry GenAI name of the Gemini API
     base_url_env = ("GOOGLE_GEMINI_BASE_URL", "GEMINI_BASE_URL")
     default_base_url = "https://generativelanguage.googleapis.com"
 

@@ -36,7 +36,13 @@ from mentra_nb.providers._output import json_schema_format
 from mentra_nb.providers._sse import ServerSentEvent
 from mentra_nb.providers._transcript import merge_consecutive
 from mentra_nb.providers._usage import UsageReport
-from mentra_nb.providers.base import ModelInfo, ProviderRequest, ToolChoice, ToolDefinition
+from mentra_nb.providers.base import (
+    ModelInfo,
+    ProviderRequest,
+    ProviderTraits,
+    ToolChoice,
+    ToolDefinition,
+)
 from mentra_nb.providers.events import (
     ContentBlockDelta,
     ContentBlockStarted,
@@ -72,6 +78,9 @@ class ChatPreset(BaseModel):
     # llama.cpp's server answers 400 without a multimodal projector, so there the
     # turn loop's error result says the model was not shown them.
     tool_result_images: bool = True
+    # Its name in traces (`gen_ai.provider.name`) and whose price rows apply; default: `name`.
+    system: str | None = None
+    price_key: str | None = None
 
 
 PRESETS: dict[str, ChatPreset] = {
@@ -79,7 +88,8 @@ PRESETS: dict[str, ChatPreset] = {
     for p in [
         ChatPreset(name="openai-chat", base_url="https://api.openai.com/v1",
                    base_url_env=("OPENAI_BASE_URL",), key_env=("OPENAI_API_KEY",),
-                   key_required=True, max_tokens_field="max_completion_tokens"),
+                   key_required=True, max_tokens_field="max_completion_tokens",
+                   system="openai", price_key="openai"),
         ChatPreset(name="openrouter", base_url="https://openrouter.ai/api/v1",
                    base_url_env=("OPENROUTER_BASE_URL",), key_env=("OPENROUTER_API_KEY",),
                    key_required=True),
@@ -122,9 +132,16 @@ class OpenAIChatProvider(HTTPProvider):
         self.key_required = preset.key_required if key_required is None else key_required
         self.include_usage = preset.include_usage if include_usage is None else include_usage
         self.tool_result_images = preset.tool_result_images
+        self.system = preset.system
+        self.price_key = preset.price_key
         if preset.name == "ollama" and not options.get("base_url") and not os.environ.get("OLLAMA_BASE_URL"):
             options["base_url"] = _ollama_host()
         super().__init__(**options)
+
+    @classmethod
+    def traits(cls, preset: str = "openai-chat") -> ProviderTraits:
+        """A preset's traits, for the registry (they differ per preset)."""
+        return ProviderTraits.of(PRESETS[preset], preset)
 
     def request_body(self, request: ProviderRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": request.model, "stream": True}

@@ -35,6 +35,7 @@ from mentra_nb.errors import ConfigError, InvalidRequest, ProviderError
 from mentra_nb.providers._keys import Secret, redact
 from mentra_nb.providers.base import ModelInfo, Provider, ProviderRequest, takes_tool_result_images
 from mentra_nb.providers.events import MessageStopped, ProviderEvent
+from mentra_nb.providers.registry import key_variables
 
 __all__ = [
     "CASSETTE_ENV",
@@ -51,10 +52,6 @@ _FORMAT = {"mentra_cassette": 1}
 _EVENTS: TypeAdapter[list[ProviderEvent]] = TypeAdapter(
     list[ProviderEvent], config=ConfigDict(defer_build=True)
 )
-# Every variable a built-in provider reads a key from; their values are scrubbed.
-_KEY_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY",
-             "GOOGLE_API_KEY", "OLLAMA_API_KEY", "LMSTUDIO_API_KEY", "VLLM_API_KEY",
-             "LLAMACPP_API_KEY")
 
 
 class CassetteMismatch(InvalidRequest):
@@ -101,7 +98,8 @@ def _request_json(request: ProviderRequest) -> dict[str, Any]:
     Replay scrubs the incoming request the same way, so a prompt that
     happened to contain a key still matches its scrubbed recording.
     """
-    secrets = [os.environ.get(v) for v in _KEY_VARS]
+    # Every registered provider's key variables (their `key_env`), not only the recorded one's.
+    secrets = [os.environ.get(v) for v in key_variables()]
     # Without a typed answer the request reads as before `output` existed, so older cassettes match.
     exclude = {"output"} if request.output is None else None
     scrubbed: dict[str, Any] = json.loads(redact(request.model_dump_json(exclude=exclude), secrets))
@@ -129,7 +127,8 @@ class RecordingProvider:
         return f"RecordingProvider({self.inner!r}, path={str(self.path)!r})"
 
     def _scrub(self, line: str) -> str:
-        secrets: list[str | Secret | None] = [*self._secrets, *(os.environ.get(v) for v in _KEY_VARS)]
+        variables = (*key_variables(), *getattr(self.inner, "key_env", ()))
+        secrets: list[str | Secret | None] = [*self._secrets, *(os.environ.get(v) for v in variables)]
         api_key = getattr(self.inner, "api_key", None)
         if callable(api_key):
             with contextlib.suppress(ProviderError):

@@ -36,10 +36,6 @@ __all__ = ["CONTENT_ENV", "RunTrace", "note_mail_to", "run_trace", "tracer_for"]
 CONTENT_ENV = "MENTRA_TRACE_CONTENT"
 _SCOPE = "mentra_nb"
 
-# gen_ai.provider.name values the conventions define for our built-in providers.
-_PROVIDER_NAMES = {"anthropic": "anthropic", "openai": "openai", "openai-chat": "openai",
-                   "gemini": "gcp.gemini"}
-
 # agent id -> the span context of the run that last mailed it (teams); popped by
 # that agent's next run. In memory: a restart starts new traces.
 _MAIL_CAUSES: dict[str, Any] = {}
@@ -130,7 +126,7 @@ class RunTrace:
         self.tracer = tracer
         self.agent_id = agent_id
         self.agent_name = agent_name
-        self.provider = _PROVIDER_NAMES.get(provider, provider)
+        self.provider = provider  # gen_ai.provider.name: the provider's `system` trait
         self.model = model
         self.content = _content_enabled()
         self._run: Span | None = None

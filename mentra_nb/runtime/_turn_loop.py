@@ -117,7 +117,7 @@ class TurnLoop:
         model = agent.model
         self.trace: RunTrace | None = run_trace(
             agent.services.tracer_provider, agent_id=agent.id, agent_name=agent.name,
-            provider=model.provider, model=model.id)
+            provider=agent.services.providers.traits(model.provider).system, model=model.id)
 
     def _event_fields(self) -> dict[str, Any]:
         return {"agent_id": self.agent.id, "run_generation": self.generation}
@@ -511,7 +511,8 @@ class TurnLoop:
             return _error(use, f"tool '{use.name}' failed: {type(err).__name__}: {err}")
         if isinstance(output, ToolOutput):
             if output.images and not self._model_sees_tool_images():
-                return _error(use, _without_images(output.content, len(output.images), self.agent.model.key))
+                return _error(use, _without_images(output.content, len(output.images), self.agent.model.key,
+                                                   self.agent.services.providers.taking_tool_result_images()))
             return ToolResultBlock(tool_use_id=use.id, content=output.content, is_error=output.is_error,
                                    images=list(output.images))
         return ToolResultBlock(tool_use_id=use.id, content=str(output))
@@ -547,12 +548,12 @@ class TurnLoop:
             self.state.show_transcript([*persisted.transcript, *extra], None)
 
 
-def _without_images(text: str, count: int, model: str) -> str:
+def _without_images(text: str, count: int, model: str, providers: list[str]) -> str:
     """The error result of a tool that showed images to a model whose API cannot
     take them (the in-process local provider, llama.cpp's server)."""
     note = (f"this tool returned {count} image{'s' if count > 1 else ''}, but {model} cannot take images "
             "in tool results, so the model was not shown them; use a vision model through a provider "
-            "that takes them (anthropic, openai, gemini, openai-chat, openrouter, ollama)")
+            f"that takes them ({', '.join(providers)})")
     return f"{text}\n[{note}]" if text.strip() else note
 
 

@@ -175,8 +175,8 @@ async def test_a_model_whose_api_takes_no_images_in_results_gets_an_error_result
         assert result.is_error and not result.images
         assert result.content == ("a red dot\n[this tool returned 1 image, but chat:m cannot take images in "
                                   "tool results, so the model was not shown them; use a vision model through "
-                                  "a provider that takes them (anthropic, openai, gemini, openai-chat, "
-                                  "openrouter, ollama)]")
+                                  "a provider that takes them (anthropic, gemini, lmstudio, ollama, "
+                                  "openai, openai-chat, openrouter, test, vllm)]")
     finally:
         await rt.aclose()
 
