@@ -6,6 +6,7 @@ from mentra_nb.providers.base import (
     OutputFormat,
     Provider,
     ProviderRequest,
+    ProviderTraits,
     ToolDefinition,
 )
 from mentra_nb.providers.events import (
@@ -18,7 +19,7 @@ from mentra_nb.providers.events import (
     ProviderEvent,
     RetryAttempt,
 )
-from mentra_nb.providers.registry import BUILTIN_PROVIDERS, ProviderRegistry
+from mentra_nb.providers.registry import BUILTIN_PROVIDERS, ProviderRegistry, register_provider
 from mentra_nb.providers.test import TestProvider
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "ProviderEvent",
     "ProviderRegistry",
     "ProviderRequest",
+    "ProviderTraits",
     "RetryAttempt",
     "Secret",
     "TestProvider",
@@ -42,4 +44,5 @@ __all__ = [
     "find_dotenv_files",
     "read_dotenv",
     "redact",
+    "register_provider",
 ]

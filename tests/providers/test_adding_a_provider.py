@@ -17,8 +17,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from mentra_nb import AgentConfig, Runtime, SqliteStore, UnknownProvider, pricing
 from mentra_nb.messages import ContentBlock
+from mentra_nb.providers import register_provider
 from mentra_nb.providers.openai_chat import OpenAIChatProvider
-from mentra_nb.providers.registry import BUILTIN_PROVIDERS, ProviderRegistry, register_provider
+from mentra_nb.providers.registry import BUILTIN_PROVIDERS, ProviderRegistry
 from mentra_nb.providers.replay import RecordingProvider, ReplayProvider
 from mentra_nb.runtime import ToolOutput, tool
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
