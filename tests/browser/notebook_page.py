@@ -175,3 +175,12 @@ def poll(predicate: Any, timeout: float = 30, interval: float = 0.1, message: st
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {message or predicate}")
         time.sleep(interval)
+
+
+def saved_outputs(path: Path, cell: int) -> list:
+    """The outputs of `cell` in the saved notebook at `path`; [] while the server is
+    still writing it (a save replaces the file's text, and a read can land between)."""
+    try:
+        return json.loads(path.read_text())["cells"][cell]["outputs"]
+    except (ValueError, KeyError, IndexError):
+        return []

@@ -16,7 +16,7 @@ import sys
 
 from playwright.sync_api import expect
 
-from tests.browser.notebook_page import poll
+from tests.browser.notebook_page import poll, saved_outputs
 
 SETUP = "%load_ext mentra_nb\nimport mentra_nb.notebook as nb"
 LONG_PROMPT = " ".join(f"word{i}" for i in range(2000))
@@ -49,8 +49,7 @@ def _cut_by_a_restart(nb, server, tmp_path) -> None:
     expect(cut.locator(".mentra-agent")).to_have_count(0)
     # ... saved at once, so a reload or a reader of the file sees it too.
     saved = server.root / nb.name
-    poll(lambda: "cut by a kernel restart" in json.dumps(json.loads(saved.read_text())["cells"][2]["outputs"]),
-         message="the cut turn to be saved")
+    poll(lambda: "cut by a kernel restart" in json.dumps(saved_outputs(saved, 2)), message="the cut turn to be saved")
 
     nb.wait_kernel_idle()
     out = nb.run_cell(3)

@@ -18,7 +18,7 @@ import sys
 
 from playwright.sync_api import expect
 
-from tests.browser.notebook_page import poll
+from tests.browser.notebook_page import poll, saved_outputs
 from tests.browser.test_saved_and_run_all import FALLBACK
 
 SETUP = "%load_ext mentra_nb\nimport mentra_nb.notebook as nb"
@@ -75,7 +75,7 @@ def _reopened(nb, server, tmp_path) -> None:
     nb.page.locator(".jp-NotebookPanel .jp-Notebook").first.click()
     nb.page.keyboard.press("Control+s")
     saved = server.root / nb.name
-    poll(lambda: "You said: What lives in a" in json.dumps(json.loads(saved.read_text())["cells"][1]["outputs"]),
+    poll(lambda: "You said: What lives in a" in json.dumps(saved_outputs(saved, 1)),
          message="the save to land")
     data = json.loads(saved.read_text())
     assert VIEW not in json.dumps([o.get("data", {}) for c in data["cells"] for o in c.get("outputs", [])])

@@ -14,7 +14,7 @@ import json
 
 from playwright.sync_api import expect
 
-from tests.browser.notebook_page import poll
+from tests.browser.notebook_page import poll, saved_outputs
 
 SETUP = "%load_ext mentra_nb\nimport mentra_nb.notebook as nb"
 # A turn that waits in a tool until the test releases it (no timing margins).
@@ -40,7 +40,7 @@ ENDED = "The turn ended after the reload."
 
 
 def _outputs(server, name: str, index: int) -> str:
-    return json.dumps(json.loads((server.root / name).read_text())["cells"][index]["outputs"])
+    return json.dumps(saved_outputs(server.root / name, index))
 
 
 def _save(nb) -> None:

@@ -15,7 +15,7 @@ import sys
 
 from playwright.sync_api import expect
 
-from tests.browser.notebook_page import poll
+from tests.browser.notebook_page import poll, saved_outputs
 
 VIEW = "application/vnd.jupyter.widget-view+json"
 STATE = "application/vnd.jupyter.widget-state+json"
@@ -72,7 +72,7 @@ def test_a_saved_notebook_reopened_without_a_kernel_shows_each_turn(notebook, la
     saved = lab_server.root / nb.name
     # Wait for the save to land, then shut the kernel down for good.
     def saved_outputs() -> str:
-        return json.dumps(json.loads(saved.read_text())["cells"][2]["outputs"])
+        return json.dumps(saved_outputs(saved, 2))
 
     poll(lambda: "You said: What lives in a" in saved_outputs(), message="the save to land")
     # No widget is left in the saved file for a reader without a kernel to miss.
@@ -139,7 +139,7 @@ def test_a_spawn_cell_saved_with_its_live_view_reads_well_when_reopened(notebook
     saved = lab_server.root / nb.name
 
     def saved_spawn_outputs() -> list[dict]:
-        return json.loads(saved.read_text())["cells"][1]["outputs"]
+        return saved_outputs(saved, 1)
 
     poll(lambda: "You said: What lives in a" in json.dumps(saved_spawn_outputs()), message="the save to land")
     data = json.loads(saved.read_text())

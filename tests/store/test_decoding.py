@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import weakref
 
 import pytest
@@ -55,12 +57,23 @@ def test_young_garbage_from_before_is_still_reclaimed(collector):
     assert gone() is None
 
 
-def test_objects_the_application_froze_stay_frozen(collector):
-    gc.freeze()
-    frozen = gc.get_freeze_count()
-    messages = decode_messages(ROWS)
-    assert gc.get_freeze_count() == frozen and len(messages) == 5000
-    assert gc.isenabled()
+def test_objects_the_application_froze_stay_frozen():
+    # In a process of its own: freezing is process-wide, and a thread an earlier test
+    # left decoding in this process could move the freeze count under the check.
+    code = """
+import gc
+from mentra_nb.messages import Message
+from mentra_nb.store._decoding import decode_messages
+rows = [(Message.user(f"message {i}").model_dump_json().encode(),) for i in range(5000)]
+gc.freeze()
+frozen = gc.get_freeze_count()
+messages = decode_messages(rows)
+assert gc.get_freeze_count() == frozen and len(messages) == 5000, (gc.get_freeze_count(), frozen)
+assert gc.isenabled()
+print("ok")
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
 
 
 def test_a_collector_the_application_turned_off_stays_off(collector):
