@@ -404,6 +404,22 @@ async def test_stop_now_ends_a_long_stream_at_once_keeping_its_text_as_a_truncat
     assert (await agent.send("shorter please")).text == "ok"
 
 
+async def test_stop_now_can_keep_only_what_a_reader_was_shown(make):
+    """A view's Stop passes how much of the reply its reader saw: the text that
+    streamed while the click travelled to the kernel is not kept (issue 32)."""
+    script, control = controlled_stream()
+    agent, _ = make([script])
+    send = asyncio.create_task(agent.send("write a long essay"))
+    control.send(MessageStarted(id="m1", model="model"))
+    control.send(ContentBlockStarted.text(0))
+    control.send(ContentBlockDelta.text(0, "Shown to the reader. Streamed after the click"))
+    await wait_until(lambda: agent.snapshot.current_text.endswith("click"))
+    agent.stop(now=True, keep_text=len("Shown to the reader."))
+    reply = await send
+    assert reply.truncated and reply.text == "Shown to the reader."
+    assert [m.text for m in agent.history] == ["write a long essay", "Shown to the reader."]
+
+
 async def test_stop_now_while_a_tool_runs_answers_the_call_stopped_and_keeps_earlier_work(make):
     @tool
     async def slow() -> str:
