@@ -63,7 +63,7 @@ function escapeHtml(text) {
  * once. `shown` is what the reader sees now (Stop keeps that).
  */
 // agent_view.py LIVE_WINDOW.
-export const LIVE_WINDOW_MS = 200;
+export const LIVE_WINDOW_MS = 150;
 
 export class Reveal {
   /** @param {HTMLElement} el */

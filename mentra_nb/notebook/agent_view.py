@@ -95,7 +95,7 @@ log = logging.getLogger("mentra_nb.notebook")
 # each message over the time since the one before, never longer than the window
 # (js/agent_view.js Reveal), and Stop keeps what it showed (`_stop`).
 STREAM_INTERVAL = 0.05  # seconds
-LIVE_WINDOW = 0.2  # seconds
+LIVE_WINDOW = 0.15  # seconds
 # A running call's progress reports (an MCP server may send hundreds a second)
 # are read less often than text: the newest at once, then after 1, 2, 4, 4 … s.
 PROGRESS_FIRST_DELAY = 1.0  # seconds
