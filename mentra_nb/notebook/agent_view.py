@@ -89,11 +89,12 @@ log = logging.getLogger("mentra_nb.notebook")
 # sooner than LIVE_WINDOW later, with whatever streamed meanwhile. Every Jupyter
 # message costs ~420 bytes of envelope besides its text (frames, header,
 # signature, comm id): sent per 16-ms token, a model's 60 tokens/s would cost
-# ~27 times the text on the wire; coalesced over the window, about 10 times
-# (tests/benchmarks/bench_wire.py), while the browser shows each piece at most
-# a window (and the trip to it) after the model wrote it. The browser smooths
-# each message over the time since the one before, never longer than the window
-# (js/agent_view.js Reveal), and Stop keeps what it showed (`_stop`).
+# ~40 times the text on the wire; coalesced over 150 ms, about 15 times (an
+# ipywidgets Output widget streaming the same text: 13 to 24 times;
+# tests/benchmarks/bench_wire.py), and the browser shows each piece within
+# about a window of the model writing it (p95 ~0.2 s: bench_lag.py). The browser
+# reveals each message over the time since the one before, never longer than the
+# window (js/agent_view.js Reveal), and Stop keeps what it showed (`_stop`).
 STREAM_INTERVAL = 0.05  # seconds
 LIVE_WINDOW = 0.15  # seconds
 # A running call's progress reports (an MCP server may send hundreds a second)
