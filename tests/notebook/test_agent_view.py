@@ -450,17 +450,24 @@ def test_a_full_view_of_a_new_agent_is_greeted_though_there_is_nothing_to_show(h
     assert [(m["kind"], m["items"], m["live"]["text"]) for m in sent] == [("items", [], "")]
 
 
-def test_stop_now_from_the_view_marks_stopping_then_a_truncated_reply(host):
-    """Issue 15.6: Stop did nothing visible on a long single-round reply."""
+def streaming(host, text):
+    """An agent streaming `text` to an opened view, its run waiting for more: the
+    agent, the view, what the view sent, the run's future and the stream's control."""
     script, control = controlled_stream()
     agent = spawn(host, ScriptedProvider("s", [script]))
     view = AgentView(agent, host)
     sent = opened(view)
     future = host.submit(agent.send("write a lot"))
     for event in (MessageStarted(id="m", model="m"), ContentBlockStarted.text(0),
-                  ContentBlockDelta.text(0, "A long answer that")):
+                  ContentBlockDelta.text(0, text)):
         host.call_soon(control.send, event)
-    until(lambda: agent.snapshot.current_text == "A long answer that")
+    until(lambda: agent.snapshot.current_text == text)
+    return agent, view, sent, future, control
+
+
+def test_stop_now_from_the_view_marks_stopping_then_a_truncated_reply(host):
+    """Issue 15.6: Stop did nothing visible on a long single-round reply."""
+    _agent, view, sent, future, _control = streaming(host, "A long answer that")
     statuses = []
     view.observe(lambda change: statuses.append(dict(change["new"])), names="status")
     view._on_browser_message(view, {"kind": "stop", "now": True}, [])
@@ -478,37 +485,20 @@ def test_stop_from_the_view_keeps_what_the_view_showed(host):
     """Issue 32: Stop kept the reply as far as the model had streamed when the click
     reached the kernel, seconds beyond what the reader saw. The view says how much
     it shows and of which stream (the last message it applied); the kernel keeps that."""
-    script, control = controlled_stream()
-    agent = spawn(host, ScriptedProvider("s", [script]))
-    view = AgentView(agent, host)
-    sent = opened(view)
-    future = host.submit(agent.send("write a lot"))
-    for event in (MessageStarted(id="m", model="m"), ContentBlockStarted.text(0),
-                  ContentBlockDelta.text(0, "What the reader saw.")):
-        host.call_soon(control.send, event)
+    agent, view, sent, future, control = streaming(host, "What the reader saw.")
     until(lambda: streamed_text(sent) == "What the reader saw.")
     host.call_soon(control.send, ContentBlockDelta.text(0, " What streamed while the click travelled."))
     until(lambda: agent.snapshot.current_text.endswith("travelled."))
-    shown = len("What the reader saw.")
-    # A view that had not applied the message this stream began with shows another
-    # stream: its count is not used (the stale click below is followed by a real one).
-    view._on_browser_message(view, {"kind": "stop", "now": False, "shown": 3, "seq": 0}, [])
-    view._on_browser_message(view, {"kind": "stop", "now": True, "shown": shown,
+    view._on_browser_message(view, {"kind": "stop", "now": True, "shown": len("What the reader saw."),
                                     "seq": seq(sent[-1])}, [])
     reply = future.result(10)
     assert reply.truncated and reply.text == "What the reader saw."
 
 
-def test_a_stop_from_a_view_behind_the_stream_keeps_all_of_it(host):
-    script, control = controlled_stream()
-    agent = spawn(host, ScriptedProvider("s", [script]))
-    view = AgentView(agent, host)
-    sent = opened(view)
-    future = host.submit(agent.send("write a lot"))
-    for event in (MessageStarted(id="m", model="m"), ContentBlockStarted.text(0),
-                  ContentBlockDelta.text(0, "Streamed after a hello the view never got")):
-        host.call_soon(control.send, event)
+def test_a_stop_from_a_view_that_shows_an_older_stream_keeps_all_of_this_one(host):
+    _agent, view, sent, future, _control = streaming(host, "Streamed after a hello the view never got")
     until(lambda: streamed_text(sent).endswith("got"))
+    # The view had not applied the hello's answer, where the stream it should show begins.
     view._on_browser_message(view, {"kind": "stop", "now": True, "shown": 3, "seq": seq(sent[0]) - 1}, [])
     assert future.result(10).text == "Streamed after a hello the view never got"
 
