@@ -6,7 +6,8 @@ notebook's path comes from, in order: `JPY_SESSION_NAME` (Jupyter Server, or
 whoever starts the kernel: `NotebookClient(...).execute(env=...)`), IPython's
 `__session__`, VS Code's `__vsc_ipynb_file__` and papermill's
 `PAPERMILL_INPUT_PATH` parameter (`--inject-input-path`, or `parameters=` in
-its Python API) in the kernel's variables, or the command line of the headless
+its Python API) in the kernel's variables, a Voila server's page (`_voila.py`),
+or the command line of the headless
 runner (nbconvert, papermill) that started this kernel: those tell the kernel
 nothing, but name the notebook they run (of several named, the one in the
 folder the kernel runs in, where nbconvert starts each notebook's kernel).
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+from mentra_nb._voila import voila_notebook
 
 __all__ = ["notebook_path", "runner_notebook", "use_namespace"]
 
@@ -52,7 +55,7 @@ def notebook_path(
         if isinstance(value, str) and value.endswith(".ipynb") and "://" not in value:
             path = Path(value).expanduser()
             return (path if path.is_absolute() else (cwd or Path.cwd()) / path), source
-    return runner_notebook()
+    return voila_notebook(environ, cwd) or runner_notebook()
 
 
 # Words in a parent's command line that say it runs notebooks without a server.

@@ -10,6 +10,7 @@
     │   ├── TransientProviderError  408/429/5xx or a dropped connection
     │   └── StreamError           the stream broke, ended early or made no sense
     ├── StoreError                the state file cannot be used as asked
+    │   ├── DatabaseError         the Postgres store cannot be reached or used
     │   └── LeaseLost             another runtime took this agent over
     ├── LeaseUnavailable          a live runtime elsewhere drives the agent
     ├── AgentError                an agent cannot do what was asked
@@ -37,6 +38,7 @@ __all__ = [
     "AgentNotFound",
     "BudgetExceeded",
     "ConfigError",
+    "DatabaseError",
     "InvalidRequest",
     "LeaseLost",
     "LeaseUnavailable",
@@ -106,6 +108,11 @@ class StreamError(ProviderError):
 
 class StoreError(MentraError):
     """The state file is not usable as asked (foreign, newer, corrupt, failing writes)."""
+
+
+class DatabaseError(StoreError):
+    """The Postgres store cannot be reached or used (connection, role, schema, pooler);
+    the message names the server, never the password."""
 
 
 class LeaseLost(StoreError):

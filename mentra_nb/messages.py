@@ -27,6 +27,7 @@ from pydantic_core import CoreSchema, core_schema
 from mentra_nb._utf8 import valid_utf8
 
 __all__ = [
+    "MAX_CALL_TOKENS",
     "Block",
     "ContentBlock",
     "ImageBlock",
@@ -39,6 +40,7 @@ __all__ = [
     "ToolUseBlock",
     "Usage",
     "preview",
+    "token_count",
 ]
 
 
@@ -226,6 +228,33 @@ def _blocks(content: tuple[str | ContentBlock, ...]) -> list[Any]:
     return [TextBlock(text=c) if isinstance(c, str) else c for c in content]
 
 
+# Impossible counts are clamped to these: one model call never reads or writes
+# 100 million tokens (the largest context windows are a few million), and no sum
+# of calls reaches a quadrillion (a float holds every count up to it exactly).
+MAX_CALL_TOKENS = 100_000_000
+MAX_TOTAL_TOKENS = 10**15
+_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
+
+
+def token_count(value: Any, cap: int = MAX_CALL_TOKENS) -> tuple[int, bool]:
+    """A token count as reported (None: absent, 0), and whether it was possible. An
+    impossible one (negative, fractional, not a number, above `cap`) is clamped:
+    0, or `cap` for a huge one."""
+    if value is None:
+        return 0, True
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)  # an integer sent as a string is still an integer
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0, False
+    if value != value or value < 0:  # NaN, or negative
+        return 0, False
+    if value > cap:
+        return cap, False
+    if isinstance(value, float) and not value.is_integer():
+        return int(value), False
+    return int(value), True
+
+
 class Usage(BaseModel):
     """Token counts and what they cost. Adding two usages sums every field.
 
@@ -235,6 +264,13 @@ class Usage(BaseModel):
     `cost_usd` is what the tokens cost at the price table's prices when they were
     counted (`mentra_nb.pricing`), or None when any model call in the sum had no
     price: an unknown cost is never shown as a number.
+
+    `misreported_calls` counts the model calls in the sum whose usage report was
+    impossible (a negative, fractional, non-numeric or absurdly large count; a
+    negative or non-finite cost). Each such count was clamped to the nearest
+    possible value (0, or the cap) and the call's cost is unknown, so a server's
+    report can never lower what an agent has spent, and budgets stop the agent
+    rather than trust it (see `mentra_nb.runtime.cost`).
     """
 
     model_config = ConfigDict(defer_build=True, frozen=True)
@@ -244,18 +280,33 @@ class Usage(BaseModel):
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
     cost_usd: float | None = 0.0
+    misreported_calls: int = 0
 
     @model_validator(mode="before")
     @classmethod
-    def _unpriced_tokens_cost_unknown(cls, data: Any) -> Any:
+    def _possible_counts_and_cost(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        misreported = False
+        for key in _TOKEN_FIELDS:
+            if key in data:
+                count, possible = token_count(data[key], MAX_TOTAL_TOKENS)
+                data[key], misreported = count, misreported or not possible
+        cost = data.get("cost_usd")
+        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float)
+                                 or not 0 <= cost < float("inf")):
+            data["cost_usd"], misreported = None, True
+        calls = data.get("misreported_calls") or 0
+        calls = calls if isinstance(calls, int) and not isinstance(calls, bool) and calls > 0 else 0
+        data["misreported_calls"] = max(calls, 1) if misreported else calls
+        if data["misreported_calls"]:
+            data["cost_usd"] = None  # what a misreported call cost is not known
         # Tokens counted without a price (a provider's report before the runtime
         # prices it, or a row stored before costs were tracked) have an unknown
         # cost, not a zero one; no tokens at all cost nothing.
-        if isinstance(data, dict) and "cost_usd" not in data and any(
-            data.get(k) for k in ("input_tokens", "output_tokens", "cache_read_tokens",
-                                  "cache_creation_tokens")
-        ):
-            return {**data, "cost_usd": None}
+        elif "cost_usd" not in data and any(data.get(k) for k in _TOKEN_FIELDS):
+            data["cost_usd"] = None
         return data
 
     def __add__(self, other: Usage) -> Usage:
@@ -266,6 +317,7 @@ class Usage(BaseModel):
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_creation_tokens=self.cache_creation_tokens + other.cache_creation_tokens,
             cost_usd=cost,
+            misreported_calls=self.misreported_calls + other.misreported_calls,
         )
 
     @property

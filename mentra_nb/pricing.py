@@ -56,10 +56,11 @@ class Price(BaseModel):
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    cache_read: float | None = Field(default=None, ge=0)
-    cache_write: float | None = Field(default=None, ge=0)
+    # Finite: an infinite price makes 0 tokens cost NaN, which no budget compares against.
+    input: float = Field(ge=0, allow_inf_nan=False)
+    output: float = Field(ge=0, allow_inf_nan=False)
+    cache_read: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    cache_write: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     long_context_above: int | None = Field(default=None, gt=0)
     long_context: Price | None = None
 
@@ -210,8 +211,10 @@ class PriceTable:
         return None if found is None else found.cost(usage)
 
     def priced(self, model: str, usage: Usage) -> Usage:
-        """`usage` of one call of `model`, with its `cost_usd` filled in."""
-        return usage.model_copy(update={"cost_usd": self.cost(model, usage)})
+        """`usage` of one call of `model`, with its `cost_usd` filled in (unknown, None,
+        when its provider misreported it: clamped counts are not what was billed)."""
+        cost = None if usage.misreported_calls else self.cost(model, usage)
+        return usage.model_copy(update={"cost_usd": cost})
 
     def items(self) -> dict[str, Price]:
         with self._lock:

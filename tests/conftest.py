@@ -12,9 +12,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 import pytest
 
@@ -22,7 +22,7 @@ from mentra_nb import AgentSnapshot, AgentStatus, SqliteStore
 from tests.children import Child
 from tests.installed_wheel import install_wheel
 from tests.kernels import Kernel
-from tests.postgres import PostgresServer, find_binaries
+from tests.postgres import PgBouncer, PostgresServer, find_binaries
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -35,6 +35,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         gc.collect()
         for name in ("outnull_file", "errnull_file"):
             getattr(utils, name).close()
+
+
+_Server = TypeVar("_Server", PostgresServer, PgBouncer)
 
 
 def missing(message: str) -> NoReturn:
@@ -87,12 +90,35 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory):
     except ImportError:
         missing("psycopg is not installed: pip install -e '.[postgres]'")
     # A short path: the unix socket's path must fit in 107 bytes.
-    folder = Path(tempfile.mkdtemp(prefix="mentra-pg-"))
+    yield from _throwaway("mentra-pg-", lambda folder: PostgresServer.start(folder / "pg"),
+                          "a throwaway Postgres")
+
+
+@pytest.fixture
+def pg_dsn(postgres_server: PostgresServer) -> str:
+    """The DSN of a fresh, empty database on the session's server."""
+    return postgres_server.create_database()
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(postgres_server: PostgresServer):
+    """Debian's PgBouncer in transaction mode in front of the session's Postgres
+    (stopped even when tests fail), or a skip (a failure under CI) where it is missing."""
+    if not (shutil.which("pgbouncer") or Path("/usr/sbin/pgbouncer").exists()):
+        missing("no pgbouncer: apt-get install pgbouncer")
+    yield from _throwaway("mentra-pgb-", lambda folder: PgBouncer.start(folder, postgres_server),
+                          "PgBouncer")
+
+
+def _throwaway(prefix: str, start: Callable[[Path], _Server], what: str) -> Iterator[_Server]:
+    """A server started in a new temporary folder, stopped and its folder removed
+    whatever happens; a skip (a failure under CI) when it cannot start."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
     try:
-        server = PostgresServer.start(folder / "pg")
+        server = start(folder)
     except (OSError, RuntimeError, subprocess.SubprocessError) as err:
         shutil.rmtree(folder, ignore_errors=True)
-        missing(f"could not start a throwaway Postgres: {err}")
+        missing(f"could not start {what}: {err}")
     try:
         yield server
     finally:
@@ -101,9 +127,11 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture
-def pg_dsn(postgres_server: PostgresServer) -> str:
-    """The DSN of a fresh, empty database on the session's server."""
-    return postgres_server.create_database()
+def pgbouncer_dsn(pgbouncer: PgBouncer) -> str:
+    """A fresh, empty database reached through PgBouncer in transaction mode, with the
+    server itself as the store's `listen_url` (LISTEN needs a session)."""
+    database = pgbouncer.server.create_database().rsplit("/", 1)[1]
+    return pgbouncer.dsn(database, listen_at_the_server=True)
 
 
 @pytest.fixture

@@ -5,6 +5,9 @@ folder, `pg_ctl start` on a random port with its unix socket in that folder, and
 
     with PostgresServer.start(folder) as server:
         dsn = server.create_database("t1")   # a fresh, empty database per test
+
+`PgBouncer` puts Debian's `pgbouncer` in transaction mode (the usual pooler in
+front of a managed Postgres) on another random port in front of such a server.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from urllib.parse import quote
 
-__all__ = ["PostgresServer", "find_binaries"]
+__all__ = ["PgBouncer", "PostgresServer", "find_binaries"]
 
 
 def find_binaries() -> Path | None:
@@ -127,6 +131,109 @@ class PostgresServer:
                 os.kill(pid, signal.SIGKILL)
 
     def __enter__(self) -> PostgresServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class PgBouncer:
+    """`pgbouncer` in transaction mode on a random 127.0.0.1 port, forwarding every
+    database to `server`; killed (with its process) whatever happens. As root it
+    runs as `postgres`, since pgbouncer refuses to run as root."""
+
+    def __init__(self, folder: Path, server: PostgresServer) -> None:
+        self.folder = folder
+        self.server = server
+        self.port = _free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @classmethod
+    def start(cls, folder: Path, server: PostgresServer) -> PgBouncer:
+        binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+        if not Path(binary).exists():
+            raise FileNotFoundError("no pgbouncer: apt-get install pgbouncer")
+        bouncer = cls(folder, server)
+        try:
+            bouncer._start(binary)
+        except BaseException:
+            bouncer.stop()
+            raise
+        return bouncer
+
+    def _start(self, binary: str) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / "userlist.txt").write_text('"postgres" ""\n')
+        # Idle server sessions close soon: each test's database gets a pool of its own.
+        (self.folder / "pgbouncer.ini").write_text(f"""\
+[databases]
+* = host=127.0.0.1 port={self.server.port}
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {self.port}
+unix_socket_dir =
+auth_type = trust
+auth_file = {self.folder / "userlist.txt"}
+pool_mode = transaction
+max_client_conn = 1000
+default_pool_size = 10
+server_idle_timeout = 2
+log_connections = 0
+log_disconnections = 0
+logfile = {self.folder / "pgbouncer.log"}
+pidfile = {self.folder / "pgbouncer.pid"}
+""")
+        command = [binary, str(self.folder / "pgbouncer.ini")]
+        if self.server.user is not None:
+            shutil.chown(self.folder, self.server.user)
+            for child in self.folder.iterdir():
+                shutil.chown(child, self.server.user)
+            command = ["runuser", "-u", self.server.user, "--", *command]
+        # Not a pipe: pgbouncer also logs every connection to stderr, and blocks once a
+        # pipe nobody reads is full.
+        with open(self.folder / "stderr.log", "wb") as stderr:
+            self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
+        self._wait_until_it_answers()
+
+    def _wait_until_it_answers(self) -> None:
+        import psycopg
+
+        deadline = time.monotonic() + 30
+        while True:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise RuntimeError(f"pgbouncer exited ({self.process.returncode}): {self._log()}")
+            try:
+                psycopg.connect(self.dsn("postgres"), connect_timeout=2).close()
+                return
+            except psycopg.OperationalError as err:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"pgbouncer never answered: {err}\n{self._log()}") from err
+                time.sleep(0.1)
+
+    def _log(self) -> str:
+        return "".join((self.folder / name).read_text(errors="replace")[-4000:]
+                       for name in ("stderr.log", "pgbouncer.log") if (self.folder / name).exists())
+
+    def dsn(self, database: str, *, listen_at_the_server: bool = False) -> str:
+        """The URL of `database` through the pooler; with `listen_at_the_server`, with
+        the server's own URL as the store's `listen_url` (LISTEN needs a session)."""
+        url = f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+        if listen_at_the_server:
+            url += "?listen_url=" + quote(self.server.dsn(database), safe="")
+        return url
+
+    def stop(self) -> None:
+        pid_file = self.folder / "pgbouncer.pid"
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+            self.process.wait(timeout=30)
+
+    def __enter__(self) -> PgBouncer:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -6,6 +6,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mentra_nb.notebook._host import RuntimeHost
     from mentra_nb.notebook._session import NotebookSession
     from mentra_nb.notebook.agent_view import AgentView
     from mentra_nb.notebook.turn import Turn
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentView",
     "NotebookSession",
+    "RuntimeHost",
     "Turn",
     "load_ipython_extension",
     "magic_hint",
@@ -25,7 +27,8 @@ __all__ = [
 # (The session's module is `_session`: a submodule named `session` would replace the
 # `session()` function below on the package when it is first imported.)
 _EXPORTS = {"AgentView": "mentra_nb.notebook.agent_view",
-            "NotebookSession": "mentra_nb.notebook._session", "Turn": "mentra_nb.notebook.turn"}
+            "NotebookSession": "mentra_nb.notebook._session", "RuntimeHost": "mentra_nb.notebook._host",
+            "Turn": "mentra_nb.notebook.turn"}
 _LOADED_ATTR = "_mentra_loaded"
 _SESSION_ATTR = "_mentra_session"
 _CELLS_ATTR = "_mentra_cells"
@@ -109,8 +112,10 @@ def _show_mentra_error(shell: Any, etype: type, value: BaseException, tb: Any, t
 def magic_hint(error: BaseException) -> str | None:
     """What to type in a notebook about `error`. The layers below speak to any
     caller, so only this layer names the magics."""
-    from mentra_nb.errors import LeaseLost, ModelNotFound, StoreError
+    from mentra_nb.errors import DatabaseError, LeaseLost, ModelNotFound, StoreError
 
+    if isinstance(error, DatabaseError):  # not a state file: another file would not help
+        return "%mentra db shows which database this notebook uses and how it was found"
     if isinstance(error, StoreError) and not isinstance(error, LeaseLost):
         return "%mentra db PATH keeps this notebook's agents in another state file"
     if isinstance(error, ModelNotFound):

@@ -115,10 +115,11 @@ class SpawnArgs(Command):
                "(--replace: start over, the stored one kept renamed) (--subagents: it may delegate; --team: it may lead a team; "
                "--python/--shell: enable those tools, each call approved by you; --read-only: no tool that "
                "changes anything; --auto-approve: tools that run without asking, globs like mcp__time__*; "
-               "--mcp: the MCP servers whose tools it gets)")
+               "--mcp: the MCP servers whose tools it gets; --max-cost/--max-tokens: its budget in dollars "
+               "and in tokens)")
     positionals = ("agent",)
     metavars = {"agent": "NAME", "model": "PROVIDER:MODEL", "system": "TEXT", "tools": "A,B",
-                "auto_approve": "A,B", "mcp": "SERVER,SERVER"}
+                "auto_approve": "A,B", "mcp": "SERVER,SERVER", "max_cost": "USD", "max_tokens": "N"}
     agent: AgentName
     model: str | None = None
     system: str | None = None
@@ -131,6 +132,9 @@ class SpawnArgs(Command):
     auto_approve: list[str] | None = None
 
     mcp: list[str] | None = None
+    # Checked by AgentConfig (max_cost_usd, max_tokens_total), which says what is allowed.
+    max_cost: float | None = None
+    max_tokens: int | None = None
     replace: bool = False
 
     _tools = field_validator("tools", "auto_approve", "mcp", mode="before")(_split_commas)

@@ -10,6 +10,9 @@ other's agents even when they share a store; on a shared database (Postgres)
 and a JupyterHub it starts with the user's name (`JUPYTERHUB_USER`), so two
 users' notebooks of one name do not either. The folder is hidden, so the file browser shows notebooks, not state.
 
+In a Voila app every page load (a kernel of its own) gets agents of its own:
+the runtime id is `<notebook>/voila-<kernel id>` (`mentra_nb/_voila.py`).
+
 Earlier versions kept `<stem>.mentra.sqlite` (and `./mentra.sqlite`) beside the
 notebook: `migrate_store` moves such a file into the folder on first use.
 """
@@ -21,13 +24,14 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
 from mentra_nb._notebook_path import notebook_path
+from mentra_nb._voila import visitor_runtime_id
 from mentra_nb.errors import ConfigError
 from mentra_nb.store import is_postgres_url
+from mentra_nb.store.locations import dsn_has_password
 from mentra_nb.store.postgres import redact_dsn
 
 __all__ = ["EXPLICIT_SOURCE", "StoreLocation", "discover_store", "migrate_store", "notebook_path"]
@@ -63,12 +67,13 @@ def discover_store(user_ns: Mapping[str, Any], *, explicit: str | os.PathLike[st
     found = notebook_path(user_ns, environ, cwd)
     notebook = found[0] if found is not None else None
     runtime_id = _runtime_id(notebook)
+    runtime_id = visitor_runtime_id(runtime_id, environ)  # a Voila page's own agents
     # On a shared database the runtime id names the hub user, so two users' notebooks
     # of one name stay apart; a file is one user's already (and keeps its old ids).
     shared_id = f"{environ['JUPYTERHUB_USER']}/{runtime_id}" if environ.get("JUPYTERHUB_USER") \
         else runtime_id
     if explicit is not None and is_postgres_url(explicit):
-        if _has_password(str(explicit)):
+        if dsn_has_password(str(explicit)):
             raise ConfigError(
                 "leave the password out of %mentra db: the notebook would keep it. Put it in "
                 "~/.pgpass (or PGPASSFILE) or the PGPASSWORD variable, or set MENTRA_DB_URL in "
@@ -79,7 +84,9 @@ def discover_store(user_ns: Mapping[str, Any], *, explicit: str | os.PathLike[st
     url = environ.get(DB_URL_VARIABLE)
     if explicit is None and url:
         if not is_postgres_url(url):
-            raise ConfigError(f"{DB_URL_VARIABLE} must be a postgresql:// URL, not {url[:30]!r}")
+            # Not echoed: it is environment, where a password may be.
+            raise ConfigError(f"{DB_URL_VARIABLE} must be a postgresql:// URL or a libpq "
+                              "connection string (host=... dbname=...)")
         return StoreLocation(path=cwd / STATE_FOLDER / "mentra.sqlite", url=url,
                              runtime_id=shared_id, notebook=notebook,
                              source=f"the {DB_URL_VARIABLE} environment variable")
@@ -121,8 +128,3 @@ def _runtime_id(notebook: Path | None) -> str:
     if notebook is None:
         return "notebook"
     return re.sub(r"[^A-Za-z0-9_.-]", "_", notebook.name[: -len(".ipynb")]) or "notebook"
-
-
-def _has_password(url: str) -> bool:
-    parts = urlsplit(url)
-    return bool(parts.password) or "password" in parse_qs(parts.query)

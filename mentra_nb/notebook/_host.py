@@ -4,6 +4,11 @@ Agents stream on that loop while cells run, block or finish; a cell only
 waits when it asks to (`turn.result()`, `--wait`). Widget clicks arrive on
 the kernel's shell thread and are handed to this loop; nothing here ever
 blocks the shell thread for longer than a store call.
+
+Public (`mentra_nb.notebook.RuntimeHost`): any Python UI that shows widgets
+without IPython's magics (marimo, a Voila or Solara app, a script serving
+ipywidgets) drives its runtime on a host and shows an agent with
+`AgentView(agent, host)`.
 """
 
 from __future__ import annotations
@@ -20,7 +25,16 @@ T = TypeVar("T")
 
 
 class RuntimeHost:
-    """An event loop on a daemon thread, with thread-safe ways in."""
+    """An event loop on a daemon thread, with thread-safe ways in. Agents live on
+    it, so they stream while the UI's own thread runs code or waits, and a view's
+    clicks reach them. In marimo:
+
+        host = RuntimeHost()
+        rt = host.call(lambda: Runtime(store=SqliteStore("app.sqlite"), runtime_id="app"))
+        writer = host.call(lambda: rt.spawn("writer", "anthropic:claude-sonnet-4-5"))
+        mo.ui.anywidget(AgentView(writer, host))   # in Jupyter: display(AgentView(writer, host))
+        host.submit(writer.send("Hello"))          # streams into the view; a Future of the reply
+    """
 
     def __init__(self, name: str = "mentra-runtime") -> None:
         self.loop = asyncio.new_event_loop()

@@ -13,7 +13,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from traitlets import Dict, TraitError, Unicode, observe, validate
 
 from mentra_nb._lazy import lazy_import
-from mentra_nb.errors import AgentNotFound, MentraError
+from mentra_nb.errors import AgentNotFound, ConfigError, MentraError
 from mentra_nb.notebook._display import display
 from mentra_nb.notebook._hidden_characters import hidden_characters, mark_hidden
 
@@ -140,10 +140,14 @@ class MentraMagics(Magics):
         for name in enabled:
             session.enable_tool(name)
         hidden = [] if command.tools is not None else session.tools_hidden_from(model, enabled)
-        config = runtime.AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
-                                     subagents=command.subagents, team=command.team,
-                                     read_only=command.read_only, auto_approve=command.auto_approve or [],
-                                     mcp_servers=servers)
+        try:
+            config = runtime.AgentConfig(system=command.system, tools=command.tools, hidden_tools=hidden,
+                                         subagents=command.subagents, team=command.team,
+                                         read_only=command.read_only, auto_approve=command.auto_approve or [],
+                                         mcp_servers=servers, max_cost_usd=command.max_cost,
+                                         max_tokens_total=command.max_tokens)
+        except ConfigError as err:
+            raise UsageError(f"{err}\nusage: {args.SpawnArgs.usage()}") from None
         agent, attached = session.spawn_or_attach(command.agent, model, config,
                                                   model_given=command.model is not None,
                                                   replace=command.replace)
@@ -309,7 +313,10 @@ class MentraMagics(Magics):
             total = spent.total if total is None else total + spent.total
         if command.agent is None and total is not None and len(wanted) > 1:
             print(f"all agents: {pricing.format_cost(total.cost_usd)}, {total.total_tokens:,} tokens")
-        if total is not None and total.cost_usd is None:
+        if total is not None and total.misreported_calls:
+            print(f"(cost unknown: the server reported impossible usage for {total.misreported_calls} "
+                  "model call(s), counted as 0 or the cap; an agent with a budget stops)")
+        elif total is not None and total.cost_usd is None:
             print("(cost unknown: a model has no price; mentra_nb.pricing.register(...) or "
                   "%config MentraMagics.prices adds one)")
 

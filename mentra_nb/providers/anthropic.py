@@ -42,6 +42,7 @@ from mentra_nb.providers._output import answer_from_output_tool, with_output_too
 from mentra_nb.providers._signatures import is_envelope
 from mentra_nb.providers._sse import ServerSentEvent
 from mentra_nb.providers._transcript import merge_consecutive
+from mentra_nb.providers._usage import UsageReport
 from mentra_nb.providers.base import ModelInfo, ProviderRequest, ToolChoice, ToolDefinition
 from mentra_nb.providers.events import (
     ContentBlockDelta,
@@ -311,15 +312,17 @@ class AnthropicStreamDecoder:
         return []
 
 
-def _usage(raw: dict[str, Any], previous: Usage) -> Usage:
+def _usage(raw: Any, previous: Usage) -> Usage:
     """Anthropic's counts are cumulative; a field missing from a delta keeps its last value."""
-    def pick(key: str, old: int) -> int:
-        value = raw.get(key)
-        return int(value) if isinstance(value, int) else old
+    report = UsageReport("anthropic", raw)
 
-    return Usage(
+    def pick(key: str, old: int) -> int:
+        return report.count(key) if report.has(key) else old
+
+    return report.usage(
         input_tokens=pick("input_tokens", previous.input_tokens),
         output_tokens=pick("output_tokens", previous.output_tokens),
         cache_read_tokens=pick("cache_read_input_tokens", previous.cache_read_tokens),
         cache_creation_tokens=pick("cache_creation_input_tokens", previous.cache_creation_tokens),
+        already_misreported=previous.misreported_calls > 0,
     )

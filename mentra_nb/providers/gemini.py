@@ -34,6 +34,7 @@ from mentra_nb.providers._output import answer_from_output_tool, with_output_too
 from mentra_nb.providers._signatures import unwrap, wrap
 from mentra_nb.providers._sse import ServerSentEvent
 from mentra_nb.providers._transcript import merge_consecutive, tool_names
+from mentra_nb.providers._usage import UsageReport
 from mentra_nb.providers.base import ModelInfo, ProviderRequest, ToolChoice, ToolDefinition
 from mentra_nb.providers.events import (
     ContentBlockDelta,
@@ -321,10 +322,11 @@ class GeminiStreamDecoder:
         return events
 
 
-def _usage(raw: dict[str, Any]) -> Usage:
-    cached = int(raw.get("cachedContentTokenCount") or 0)
-    return Usage(
-        input_tokens=max(0, int(raw.get("promptTokenCount") or 0) - cached),
-        output_tokens=int(raw.get("candidatesTokenCount") or 0) + int(raw.get("thoughtsTokenCount") or 0),
+def _usage(raw: Any) -> Usage:
+    report = UsageReport("gemini", raw)
+    cached = report.count("cachedContentTokenCount")
+    return report.usage(
+        input_tokens=max(0, report.count("promptTokenCount") - cached),
+        output_tokens=report.count("candidatesTokenCount") + report.count("thoughtsTokenCount"),
         cache_read_tokens=cached,
     )

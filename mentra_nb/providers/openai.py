@@ -34,6 +34,7 @@ from mentra_nb.providers._keys import Secret
 from mentra_nb.providers._output import json_schema_format
 from mentra_nb.providers._signatures import unwrap, wrap
 from mentra_nb.providers._sse import ServerSentEvent
+from mentra_nb.providers._usage import UsageReport
 from mentra_nb.providers.base import ModelInfo, ProviderRequest, ToolChoice, ToolDefinition
 from mentra_nb.providers.events import (
     ContentBlockDelta,
@@ -369,13 +370,14 @@ class ResponsesStreamDecoder:
         return []
 
 
-def _usage(raw: dict[str, Any] | None) -> Usage:
+def _usage(raw: Any) -> Usage:
     """Responses counts cached input inside `input_tokens`; we report it apart, as Anthropic does."""
     if not raw:
         return Usage()
-    cached = (raw.get("input_tokens_details") or {}).get("cached_tokens") or 0
-    return Usage(
-        input_tokens=max(0, int(raw.get("input_tokens") or 0) - cached),
-        output_tokens=int(raw.get("output_tokens") or 0),
+    report = UsageReport("openai", raw)
+    cached = report.count("input_tokens_details", "cached_tokens")
+    return report.usage(
+        input_tokens=max(0, report.count("input_tokens") - cached),
+        output_tokens=report.count("output_tokens"),
         cache_read_tokens=cached,
     )

@@ -35,6 +35,7 @@ from mentra_nb.providers._http import ConnectionOptions, HTTPProvider
 from mentra_nb.providers._output import json_schema_format
 from mentra_nb.providers._sse import ServerSentEvent
 from mentra_nb.providers._transcript import merge_consecutive
+from mentra_nb.providers._usage import UsageReport
 from mentra_nb.providers.base import ModelInfo, ProviderRequest, ToolChoice, ToolDefinition
 from mentra_nb.providers.events import (
     ContentBlockDelta,
@@ -368,10 +369,11 @@ class ChatStreamDecoder:
         )
 
 
-def _usage(raw: dict[str, Any]) -> Usage:
-    cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-    return Usage(
-        input_tokens=max(0, int(raw.get("prompt_tokens") or 0) - cached),
-        output_tokens=int(raw.get("completion_tokens") or 0),
+def _usage(raw: Any) -> Usage:
+    report = UsageReport("openai-chat", raw)
+    cached = report.count("prompt_tokens_details", "cached_tokens")
+    return report.usage(
+        input_tokens=max(0, report.count("prompt_tokens") - cached),
+        output_tokens=report.count("completion_tokens"),
         cache_read_tokens=cached,
     )

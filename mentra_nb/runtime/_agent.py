@@ -30,7 +30,7 @@ from mentra_nb.providers.base import ModelInfo
 from mentra_nb.providers.registry import ProviderRegistry
 from mentra_nb.runtime import teams
 from mentra_nb.runtime._approvals import ApprovalDecision, Approvals, load_approval_state
-from mentra_nb.runtime._config import AgentConfig
+from mentra_nb.runtime._config import AgentConfig, config_error
 from mentra_nb.runtime._export import ExportFormat, ExportHeader, export_transcript
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
 from mentra_nb.runtime._output import OutputSpec, OutputType, RunResult
@@ -271,7 +271,7 @@ class Agent:
         try:
             config = AgentConfig.model_validate({**self.config.model_dump(), **changes})
         except ValidationError as err:
-            raise ConfigError(f"invalid config for agent '{self.name}': {err}") from None
+            raise config_error(AgentConfig, err, f"invalid config for agent '{self.name}'") from None
         self.update_profile(role=self.role, config=config)
         return config
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
+import logging
 import time
 import uuid
 from typing import Any
@@ -57,6 +58,8 @@ __all__ = [
     "denial_result",
     "load_approval_state",
 ]
+
+log = logging.getLogger("mentra_nb.runtime")
 
 APPROVALS_STATE_KEY = "approvals.v1"
 APPROVAL_INTERRUPTED_RESULT = "not run: it was waiting for approval when the kernel stopped"
@@ -135,6 +138,14 @@ class Approvals:
             agent.state.emit(ToolApprovalRequested(**fields, tool_use_id=use.id, name=use.name,
                                                    input=dict(use.input)))
             agent.state.changed()
+            if not agent.state.watched:
+                # A plain script: no view, no observer; waiting in silence looks like a hang.
+                ref = pending.reference
+                skip = (f"; AgentConfig(auto_approve=[{use.name!r}]) lets it run without asking"
+                        if remember_always else "")  # (a question is always asked)
+                log.warning("agent '%s' waits for your approval of %s (call %s): answer with "
+                            "agent.approve(%r) or agent.deny(%r, reason)%s",
+                            agent.name, use.name, ref, ref, ref, skip)
             decision = await future
         except BaseException:
             # Cancelled (the run rolls back) or the write failed: the store must

@@ -2,14 +2,75 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+import annotated_types
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-__all__ = ["AgentConfig", "SubagentLimits"]
+from mentra_nb.errors import ConfigError
+
+__all__ = ["AgentConfig", "SubagentLimits", "config_error"]
 
 
-class SubagentLimits(BaseModel):
+def config_error(model: type[BaseModel], err: ValidationError, what: str | None = None) -> ConfigError:
+    """`err` (pydantic's, from validating `model`) as a `ConfigError` naming each bad
+    field, the value given and what the field allows."""
+    problems = []
+    for error in err.errors(include_url=False)[:3]:
+        loc = ".".join(str(part) for part in error["loc"])
+        raised = (error.get("ctx") or {}).get("error")
+        if isinstance(raised, ValueError):  # a validator's own message (a nested config's too)
+            problems.append(f"{loc}: {raised}" if loc else str(raised))
+            continue
+        given = repr(error["input"])[:60] if error["type"] != "missing" else "missing"
+        allowed = _allowed(model, error["loc"])
+        problems.append(f"{loc}={given}: {error['msg'][0].lower()}{error['msg'][1:]}"
+                        + (f"; it must be {allowed}" if allowed else ""))
+    more = f" (and {err.error_count() - 3} more)" if err.error_count() > 3 else ""
+    return ConfigError(f"{what or 'invalid ' + model.__name__}: " + "; ".join(problems) + more)
+
+
+def _allowed(model: type[BaseModel] | None, loc: tuple[int | str, ...]) -> str | None:
+    """What a numeric field at `loc` accepts, from its type and bounds (None: not numeric)."""
+    info = None
+    for part in loc:
+        if model is None or not isinstance(part, str) or part not in model.model_fields:
+            return None
+        info = model.model_fields[part]
+        model = next((a for a in (*get_args(info.annotation), info.annotation)
+                      if isinstance(a, type) and issubclass(a, BaseModel)), None)
+    if info is None:
+        return None
+    types = (*get_args(info.annotation), info.annotation)
+    kind = "a whole number" if int in types else "a number" if float in types else None
+    if kind is None:
+        return None
+    bounds = []
+    for rule in info.metadata:
+        if isinstance(rule, annotated_types.Gt):
+            bounds.append(f"above {rule.gt:g}")
+        elif isinstance(rule, annotated_types.Ge):
+            bounds.append(f"at least {rule.ge:g}")
+        elif isinstance(rule, annotated_types.Lt):
+            bounds.append(f"below {rule.lt:g}")
+        elif isinstance(rule, annotated_types.Le):
+            bounds.append(f"at most {rule.le:g}")
+    return " ".join([kind, " and ".join(bounds)]).strip() + (", or None" if type(None) in types else "")
+
+
+class _Config(BaseModel):
+    """A config model whose constructor raises `ConfigError` (saying what each bad
+    field allows), not pydantic's `ValidationError`."""
+
+    if not TYPE_CHECKING:  # the pydantic mypy plugin keeps typing the fields as arguments
+        def __init__(self, **data: Any) -> None:
+            try:
+                super().__init__(**data)
+            except ValidationError as err:
+                raise config_error(type(self), err) from None
+
+
+class SubagentLimits(_Config):
     """How far an agent may delegate to subagents. Every count includes the root.
 
     `max_agents` bounds the whole tree, `max_concurrency` the agents working at
@@ -38,7 +99,7 @@ class SubagentLimits(BaseModel):
         return self
 
 
-class AgentConfig(BaseModel):
+class AgentConfig(_Config):
     """How an agent talks to its model and which tools it sees.
 
     `tools` is an allow list (None: every registered tool); `hidden_tools` is

@@ -6,6 +6,12 @@ polled every 50 ms; Postgres: LISTEN/NOTIFY) and hands each signal to the
 runtime's event loop, where the extensions look for unread mail of the agents
 this runtime drives. A thread, like the lease heartbeat, so a tool blocking
 the loop delays only the delivery, never the waiting.
+
+Signals are coalesced: each wake looks for all unread mail, so while one is
+queued on the loop another adds nothing, and wakes are at least
+`MIN_WAKE_SECONDS` apart. A flood of signals (another role NOTIFYing without
+end, a burst of posts) costs the loop at most one callback per interval, not
+one per signal, and a signal is never dropped: the wake after it reads the mail.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from mentra_nb.store.base import MailSignal, Store
@@ -22,6 +29,7 @@ __all__ = ["MailWatcher"]
 log = logging.getLogger("mentra_nb.runtime")
 
 _WAIT_SECONDS = 0.1  # how long one wait blocks: bounds how long close() takes
+MIN_WAKE_SECONDS = 0.05  # wakes of the loop at least this far apart (SQLite's poll)
 
 
 class MailWatcher:
@@ -30,6 +38,7 @@ class MailWatcher:
         self._on_mail = on_mail
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._queued = threading.Event()  # a wake waits on the loop: it will read any mail
 
     def start(self) -> None:
         """Start watching for the running event loop (once; a no-op outside a loop)."""
@@ -52,17 +61,33 @@ class MailWatcher:
         self._thread.start()
 
     def _watch(self, loop: asyncio.AbstractEventLoop, signal: MailSignal) -> None:
+        owed = False  # a signal came that no queued wake covers yet
+        next_wake = 0.0
         try:
             while not self._stop.is_set():
-                if signal.wait(_WAIT_SECONDS) and not self._stop.is_set():
+                left = next_wake - time.monotonic()
+                heard = signal.wait(min(_WAIT_SECONDS, max(0.0, left)) if owed else _WAIT_SECONDS)
+                if heard and not self._queued.is_set():
+                    owed = True
+                # A wake queued but not yet run reads all mail committed before it runs,
+                # which includes whatever this signal announced: nothing is owed then.
+                if owed and time.monotonic() >= next_wake and not self._stop.is_set():
+                    owed = False
+                    next_wake = time.monotonic() + MIN_WAKE_SECONDS
+                    self._queued.set()
                     try:
-                        loop.call_soon_threadsafe(self._on_mail)
+                        loop.call_soon_threadsafe(self._wake)
                     except RuntimeError:  # the loop was closed under us
                         return
         except Exception as err:
             log.warning("stopped watching for mail from other processes: %s", err)
         finally:
             signal.close()
+
+    def _wake(self) -> None:
+        # Cleared first: mail committed while on_mail runs signals a wake of its own.
+        self._queued.clear()
+        self._on_mail()
 
     def close(self) -> None:
         self._stop.set()

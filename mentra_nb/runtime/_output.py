@@ -63,6 +63,7 @@ class OutputSpec(Generic[OutputType]):
             schema = model.model_json_schema()
         except Exception as err:  # pydantic raises several kinds for types without a schema
             raise ConfigError(f"output model {model.__name__} has no JSON schema: {err}") from None
+        schema = _resolve_top_ref(schema)
         if schema.get("type") != "object":
             raise ConfigError(f"output model {model.__name__} must be a JSON object (a RootModel is not)")
         self.format = OutputFormat(
@@ -107,6 +108,23 @@ class OutputSpec(Generic[OutputType]):
             + f"\nAnswer again with only the corrected JSON object for {self.name}, matching this "
             f"JSON schema:\n{schema}"
         )
+
+
+def _resolve_top_ref(schema: dict[str, Any]) -> dict[str, Any]:
+    """A recursive model's schema is only a reference into `$defs` (`{"$ref":
+    "#/$defs/Node", "$defs": {...}}`); every API wants an object at the top, so
+    the referenced definition is inlined there. `$defs` stays: the model's own
+    fields still refer to it."""
+    ref = schema.get("$ref")
+    defs = schema.get("$defs")
+    prefix = "#/$defs/"
+    if not (isinstance(ref, str) and ref.startswith(prefix) and isinstance(defs, dict)):
+        return schema
+    target = defs.get(ref.removeprefix(prefix))
+    if not isinstance(target, dict):
+        return schema
+    rest = {k: v for k, v in schema.items() if k not in ("$ref", "$defs")}
+    return {**target, **rest, "$defs": defs}
 
 
 def describe_errors(errors: list[dict[str, Any]], limit: int = 3) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from mentra_nb.errors import AgentBusy, AgentError, AgentNotFound, ConfigError, MentraError
 from mentra_nb.providers.base import ModelInfo, Provider
 from mentra_nb.providers.registry import ProviderRegistry
+from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime import mcp, teams
 from mentra_nb.runtime._agent import Agent
 from mentra_nb.runtime._closing import RuntimeParts, on_dropped, weak_method
@@ -130,8 +131,10 @@ class Runtime:
         self.workspace = (workspace if isinstance(workspace, Workspace)
                           else Workspace(workspace if workspace is not None else Path.cwd()))
         self._tools: dict[str, Tool] = {}
-        for t in [*(_builtin_tools(self.workspace) if builtin_tools else []), *tools]:
+        builtin = _builtin_tools(self.workspace) if builtin_tools else []
+        for t in [*builtin, *tools]:
             self.register_tool(t)
+        self._builtin_tools = builtin
         self._agents: dict[str, Agent] = {}
         self._extensions: list[RuntimeExtension] = (
             default_extensions() if extensions is None else list(extensions)
@@ -247,8 +250,28 @@ class Runtime:
 
         A name already stored in this runtime raises `AgentExists`; the store
         decides (a unique constraint), so two processes racing for one name
-        cannot both win, and spawning costs the same with 10 agents or 10,000."""
-        return self._create_agent(name, model, config)
+        cannot both win, and spawning costs the same with 10 agents or 10,000.
+
+        On the offline `test` model, which calls every tool it is offered, an
+        agent whose config lists no `tools` is not offered the built-in file
+        tools: it would stop every turn for an approval of a made-up write.
+        Name them (`AgentConfig(tools=[...])`) to try them on it."""
+        return self._create_agent(name, model, self._offline_model_config(model, config))
+
+    def _offline_model_config(self, model: str | ModelInfo, config: AgentConfig | None) -> AgentConfig | None:
+        """`config` with the built-in tools hidden, for an agent on the test model
+        that did not name its tools (the notebook's `%mentra spawn` does the same)."""
+        if config is not None and config.tools is not None:
+            return config
+        provider, _info = self.providers.resolve(model)
+        # Only the runtime's own built-ins, and only while they are still registered
+        # (a tool of the user's that replaced one by name is the user's).
+        builtin = [t.spec.name for t in self._builtin_tools if self._tools.get(t.spec.name) is t]
+        if not isinstance(provider, TestProvider) or not builtin:
+            return config
+        config = config or AgentConfig()
+        hidden = [*config.hidden_tools, *(n for n in builtin if n not in config.hidden_tools)]
+        return config.model_copy(update={"hidden_tools": hidden})
 
     def _create_agent(
         self, name: str, model: str | ModelInfo, config: AgentConfig | None = None, *,

@@ -160,6 +160,11 @@ class AgentState:
 
     # --- notifying ------------------------------------------------------------------
 
+    @property
+    def watched(self) -> bool:
+        """Whether anyone (a view, a callback, an iterator) follows this agent."""
+        return self.snapshots.listening or self.events.listening or self.milestones.listening
+
     def changed(self) -> None:
         """Publish a new snapshot (built only when someone watches)."""
         if self.snapshots.listening:

@@ -8,10 +8,21 @@ Design choices, and why:
   in psql and nothing is ever pickled. Not `jsonb`: it reorders object keys, and
   a tool call's arguments must read back byte for byte as the model wrote them
   (a prompt cache keys on the exact bytes).
-- psycopg 3 with its connection pool: the runtime's loop thread, the lease
-  heartbeat and the mail listener each borrow a connection for one
-  transaction. `prepare_threshold=None` turns prepared statements off for
-  transaction poolers (PgBouncer in transaction mode).
+- psycopg 3 with its connection pool: the runtime's loop thread and the lease
+  heartbeat each borrow a connection for one transaction, so the store works
+  through a transaction pooler (PgBouncer in transaction mode, the usual one in
+  front of a managed Postgres). Server-side prepared statements (psycopg's, after
+  5 runs of a query: half the time of a checkpoint write) only where the server
+  session is the connection's own: a pooler hands each transaction to any
+  session, where a statement prepared on another is missing or already exists.
+  Which it is, is found out when the store opens (`_sessions_are_shared`).
+- Mail wakes through `LISTEN` on a connection of its own, which needs a server
+  session: `listen_url=` (or `?listen_url=` in the URL) points it past a
+  pooler. Listening through a transaction pooler would hear nothing; that is
+  detected, said once, and mail is then polled for instead.
+- NOTIFY goes to a channel named by a random token kept in the schema's
+  `mentra_schema` row, so only roles that can read the schema can reach its
+  listeners (NOTIFY on any channel is open to every role of a database).
 - Leases are judged on the database's clock (`clock_timestamp()`), so hosts
   whose clocks disagree still agree on who expired. Every fenced write first
   reads the agent's lease row `FOR SHARE`: a takeover (an UPDATE of that row)
@@ -24,26 +35,28 @@ Design choices, and why:
   table is refused untouched.
 - The password is never stored or echoed: it comes from the DSN, `PGPASSWORD`
   or `PGPASSFILE` (libpq's usual places), and `repr` and errors show the DSN
-  without it.
+  without it; libpq's own messages are scrubbed of it (see `_dsn.py`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import ValidationError
 
-from mentra_nb.errors import AgentExists, ConfigError, LeaseLost, StoreError
+from mentra_nb.errors import AgentExists, ConfigError, DatabaseError, LeaseLost, StoreError
 from mentra_nb.messages import Message, Usage, preview
 from mentra_nb.status import AgentStatus
 from mentra_nb.store._decoding import decode_messages
+from mentra_nb.store._dsn import parse_dsn, redact_dsn, scrub
 from mentra_nb.store._lease_rules import (
     describe_holder,
     holder_is_live,
@@ -84,9 +97,10 @@ __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact_dsn"]
 
 log = logging.getLogger("mentra_nb.store")
 
-POSTGRES_SCHEMA_VERSION = 2
-# The channel `NOTIFY` wakes listeners on when mail is posted (see `ListenSignal`).
-MAIL_CHANNEL = "mentra_mail"
+POSTGRES_SCHEMA_VERSION = 3
+# The channel `NOTIFY` wakes listeners on when mail is posted (see `ListenSignal`):
+# this prefix and the schema's random token (schema 3).
+_MAIL_CHANNEL = re.compile(r"mentra_mail_[0-9a-f]{32}")
 
 # Each entry migrates the schema from version i to i+1 (index 0 creates it).
 _MIGRATIONS: list[str] = [
@@ -204,23 +218,19 @@ _MIGRATIONS: list[str] = [
     ALTER TABLE messages ADD CONSTRAINT messages_branch_id_fkey FOREIGN KEY (branch_id)
         REFERENCES branches (id) ON DELETE CASCADE
     """,
+    # 3: mail wakes on a channel of this schema's own, named by a token only roles that
+    # can read the schema learn (a shared channel let any role of the database flood it).
+    """
+    ALTER TABLE mentra_schema ADD COLUMN mail_channel TEXT;
+    UPDATE mentra_schema SET mail_channel = 'mentra_mail_' || replace(gen_random_uuid()::text, '-', '')
+    """,
 ]
+
+# psycopg's default: a query is prepared on the server after this many runs.
+_PREPARE_AFTER = 5
 
 # The database's clock, in unix seconds: every host judges lease expiry by it.
 _NOW = "extract(epoch FROM clock_timestamp())::double precision"
-
-
-def redact_dsn(dsn: str) -> str:
-    """`dsn` without its password, for messages and `repr`: user@host:port/database."""
-    try:
-        from psycopg.conninfo import conninfo_to_dict
-
-        parts = {key: str(value) for key, value in conninfo_to_dict(dsn).items()}
-    except Exception:  # not a DSN psycopg can read: show nothing of it
-        return "<unreadable DSN>"
-    user = f"{parts['user']}@" if parts.get("user") else ""
-    port = f":{parts['port']}" if parts.get("port") else ""
-    return f"postgresql://{user}{parts.get('host', '')}{port}/{parts.get('dbname', '')}"
 
 
 class PostgresStore:
@@ -231,8 +241,14 @@ class PostgresStore:
     `schema` puts the tables in that schema (created when missing) instead of
     the first schema of the role's `search_path`. `min_size`/`max_size` size
     the connection pool (a kernel needs few: one for the loop, one for the
-    heartbeat, one listening for mail). `prepare_threshold=None` disables
-    server-side prepared statements, which PgBouncer in transaction mode needs.
+    heartbeat; mail listens on a connection of its own). `prepare_threshold=N`
+    prepares a query on the server after N runs (psycopg's setting), None never
+    does (what a transaction pooler such as PgBouncer needs); the default "auto"
+    is 5 on a session of the connection's own, None through a transaction pooler.
+    `listen_url` is where mail is listened for when `dsn` goes through a
+    transaction pooler (the server itself, or a session-mode pool). The URL may
+    carry both as query parameters (`?prepare_threshold=5&listen_url=...`,
+    percent-encoded), which is how `%mentra db` and `MENTRA_DB_URL` pass them.
     """
 
     def __init__(
@@ -242,7 +258,8 @@ class PostgresStore:
         schema: str | None = None,
         min_size: int = 1,
         max_size: int = 4,
-        prepare_threshold: int | None = 5,
+        prepare_threshold: int | Literal["auto"] | None = "auto",
+        listen_url: str | None = None,
         connect_timeout: float = 10.0,
         application_name: str = "mentra-nb",
     ) -> None:
@@ -255,15 +272,25 @@ class PostgresStore:
             ) from err
         if schema is not None and (not schema.replace("_", "").isalnum() or schema[0].isdigit()):
             raise ConfigError(f"schema {schema!r} is not a plain identifier (letters, digits, _)")
-        self.dsn = dsn
+        parsed = parse_dsn(dsn)
+        listen_url = listen_url or parsed.options.get("listen_url")
+        # Every form of the DSNs the password may hide in: scrubbed from each message.
+        self._secret_sources = (dsn, parsed.libpq, *([listen_url] if listen_url else []))
+        if "prepare_threshold" in parsed.options:
+            prepare_threshold = _threshold(parsed.options["prepare_threshold"])
+        self.dsn = _readable(parsed.libpq, "the store's DSN", self._secret_sources)
+        self.listen_url = (_readable(parse_dsn(listen_url).libpq, "listen_url", self._secret_sources)
+                           if listen_url else None)
         self.schema = schema
         self._where = redact_dsn(dsn)
         self._closed = False
         self._lock = threading.Lock()
         self._psycopg = psycopg
+        self._mail_channel = ""  # read from the schema once opened
+        self._told_mail_is_polled = False
         kwargs: dict[str, Any] = {
             "autocommit": True,
-            "prepare_threshold": prepare_threshold,
+            "prepare_threshold": None,  # decided below, once connected
             "application_name": application_name,
         }
         if schema is not None:
@@ -273,15 +300,25 @@ class PostgresStore:
         try:
             # Once by hand first: the pool would retry in the background and report only
             # a timeout, where libpq says what is wrong (no server, bad role, password).
-            self.connect(connect_timeout=max(1, round(connect_timeout))).close()
+            timeout = max(1, round(connect_timeout))
+            with self.connect(connect_timeout=timeout) as first:
+                if prepare_threshold == "auto":
+                    with self.connect(connect_timeout=timeout) as second:
+                        pooled = _sessions_are_shared(first, second)
+                    prepare_threshold = None if pooled else _PREPARE_AFTER
+            kwargs["prepare_threshold"] = prepare_threshold
         except psycopg.Error as err:
-            raise StoreError(
-                f"cannot connect to Postgres at {self._where}: {_reason(err)}. Check that the "
-                "server runs and accepts this role (the password comes from PGPASSWORD or "
-                "~/.pgpass, never from mentra-nb)"
-            ) from None
+            reason = self._reason(err)
+            advice = ("Check that the server runs and accepts this role (the password comes from "
+                      "PGPASSWORD or ~/.pgpass, never from mentra-nb)")
+            if schema is not None and "startup parameter" in reason:
+                # PgBouncer refuses the `options` that carry schema='s search_path.
+                advice = (f"A pooler cannot pass schema=: set the role's own search_path instead "
+                          f"(ALTER ROLE <role> SET search_path = {schema}) and leave schema= out")
+            raise DatabaseError(f"cannot connect to Postgres at {self._where}: {reason}. {advice}"
+                                ) from None
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            dsn, min_size=min_size, max_size=max_size, kwargs=kwargs, open=False,
+            self.dsn, min_size=min_size, max_size=max_size, kwargs=kwargs, open=False,
             name="mentra-nb", timeout=connect_timeout,
         )
         self._pool.open()
@@ -301,8 +338,13 @@ class PostgresStore:
         return self._where
 
     def connect(self, **kwargs: Any) -> psycopg.Connection[Any]:
-        """A new connection outside the pool, set up like the pool's (for LISTEN)."""
+        """A new connection outside the pool, set up like the pool's."""
         return self._psycopg.connect(self.dsn, **{**self._connect_kwargs, **kwargs})
+
+    def _reason(self, err: BaseException) -> str:
+        """An error's first line, which for libpq names the cause, without any
+        form of the password (libpq quotes the part of a DSN it could not read)."""
+        return scrub(_reason(err), *self._secret_sources)
 
     # --- opening --------------------------------------------------------------
 
@@ -315,7 +357,7 @@ class PostgresStore:
             row = conn.execute("SELECT current_schema()").fetchone()
             target = row[0] if row else None
             if target is None:
-                raise StoreError(
+                raise DatabaseError(
                     f"the role has no schema to create tables in at {self._where} (its search_path "
                     "names none that exists). Create one, e.g. CREATE SCHEMA AUTHORIZATION "
                     "current_user, or pass PostgresStore(dsn, schema=...)"
@@ -327,7 +369,7 @@ class PostgresStore:
                 found = conn.execute("SELECT version FROM mentra_schema").fetchone()
                 version = int(found[0]) if found else 0
             elif "agents" in tables:
-                raise StoreError(
+                raise DatabaseError(
                     f"schema {target!r} at {self._where} holds an 'agents' table that is not "
                     "mentra-nb's; it was left untouched. Use another schema: "
                     "PostgresStore(dsn, schema='mentra')"
@@ -336,7 +378,7 @@ class PostgresStore:
                 allowed = conn.execute("SELECT has_schema_privilege(%s, 'CREATE')",
                                        (target,)).fetchone()
                 if not (allowed and allowed[0]):
-                    raise StoreError(
+                    raise DatabaseError(
                         f"this role may not create tables in schema {target!r} at {self._where}. "
                         "Give it a schema of its own (as the database owner: CREATE SCHEMA "
                         "AUTHORIZATION <role>), or pass PostgresStore(dsn, schema=...) naming one "
@@ -346,7 +388,7 @@ class PostgresStore:
                 conn.execute("INSERT INTO mentra_schema VALUES (0)")
                 version = 0
             if version > POSTGRES_SCHEMA_VERSION:
-                raise StoreError(
+                raise DatabaseError(
                     f"schema {target!r} at {self._where} was written by a newer mentra-nb (schema "
                     f"{version}, this one reads up to {POSTGRES_SCHEMA_VERSION}); it was left "
                     "untouched. Upgrade mentra-nb: pip install -U 'mentra-nb[postgres]'"
@@ -356,6 +398,13 @@ class PostgresStore:
                     conn.execute(statement)
             if version < POSTGRES_SCHEMA_VERSION:
                 conn.execute("UPDATE mentra_schema SET version = %s", (POSTGRES_SCHEMA_VERSION,))
+            found = conn.execute("SELECT mail_channel FROM mentra_schema").fetchone()
+            if found is None or not _MAIL_CHANNEL.fullmatch(str(found[0])):
+                raise DatabaseError(
+                    f"schema {target!r} at {self._where} holds no valid mail channel in its "
+                    "mentra_schema row; it was changed by hand. Restore it: UPDATE mentra_schema SET "
+                    "mail_channel = 'mentra_mail_' || replace(gen_random_uuid()::text, '-', '')")
+            self._mail_channel = str(found[0])
             self.schema_name = target
 
     # --- plumbing -------------------------------------------------------------
@@ -368,10 +417,11 @@ class PostgresStore:
             with self._pool.connection() as conn:
                 yield conn
         except self._psycopg.Error as err:
-            raise StoreError(f"the Postgres store at {self._where} failed: {_reason(err)}") from err
+            raise DatabaseError(
+                f"the Postgres store at {self._where} failed: {self._reason(err)}") from err
         except self._pool_errors() as err:
-            raise StoreError(
-                f"no connection to Postgres at {self._where}: {_reason(err)}") from err
+            raise DatabaseError(
+                f"no connection to Postgres at {self._where}: {self._reason(err)}") from err
 
     def _pool_errors(self) -> type[Exception]:
         from psycopg_pool import PoolTimeout
@@ -402,7 +452,7 @@ class PostgresStore:
         try:
             yield
         except (ValidationError, ValueError, TypeError) as err:
-            raise StoreError(
+            raise DatabaseError(
                 f"the Postgres store at {self._where} holds a damaged {what} "
                 f"({type(err).__name__}); fix or delete that row"
             ) from err
@@ -828,7 +878,7 @@ class PostgresStore:
 
     def post_team_mail(self, team_id: str, recipient: str, message: TeamMessage) -> int:
         with self._write() as conn:
-            return _post_mail(conn, team_id, recipient, message)
+            return _post_mail(conn, self._mail_channel, team_id, recipient, message)
 
     def claim_team_mail(
         self, team_id: str, recipient: str, *, agent_id: str, transcript_seq: int, token: str
@@ -888,7 +938,7 @@ class PostgresStore:
                 (now, requeue, agent_id),
             )
             if requeue:
-                conn.execute(f"NOTIFY {MAIL_CHANNEL}")
+                conn.execute(f"NOTIFY {self._mail_channel}")
 
     def create_team_request(self, request: TeamRequest, message: TeamMessage) -> None:
         try:
@@ -900,7 +950,7 @@ class PostgresStore:
                      request.recipient, request.content, request.status,
                      request.created_at or time.time(), request.resolved_at, request.reason),
                 )
-                _post_mail(conn, request.team_id, request.recipient, message)
+                _post_mail(conn, self._mail_channel, request.team_id, request.recipient, message)
         except StoreError as err:
             if isinstance(err.__cause__, self._psycopg.errors.UniqueViolation):
                 raise StoreError(
@@ -922,11 +972,52 @@ class PostgresStore:
             if row is None:
                 return None
             resolved = team_request(row)
-            _post_mail(conn, team_id, resolved.sender, response)
+            _post_mail(conn, self._mail_channel, team_id, resolved.sender, response)
             return resolved
 
     def mail_signal(self) -> MailSignal:
         return ListenSignal(self)
+
+    def listening_connection(self) -> psycopg.Connection[Any]:
+        """A new connection (to `listen_url` when given) that LISTENs on this
+        schema's mail channel."""
+        url = self.listen_url or self.dsn
+        try:
+            conn = self._psycopg.connect(url, **self._connect_kwargs)
+            conn.execute(f"LISTEN {self._mail_channel}")
+        except self._psycopg.Error as err:
+            raise DatabaseError(f"cannot listen for mail at {redact_dsn(url)}: "
+                                f"{self._reason(err)}") from None
+        return conn
+
+    def shares_its_session(self, conn: psycopg.Connection[Any]) -> bool:
+        """Whether `conn` goes through a transaction pooler, like this store's
+        connections might (see `_sessions_are_shared`)."""
+        try:
+            with self._connection() as other:
+                return _sessions_are_shared(conn, other)
+        except self._psycopg.Error as err:
+            raise DatabaseError(f"cannot listen for mail at {self._where}: "
+                                f"{self._reason(err)}") from None
+
+    def pending_mail_mark(self) -> tuple[Any, ...]:
+        """The pending mail's count, newest id and last change: it moves when mail is posted."""
+        rows = self._read("SELECT count(*), coalesce(max(id), 0), coalesce(max(updated_at), 0)"
+                          " FROM team_mail WHERE state = 'pending'")
+        return tuple(rows[0])
+
+    def say_mail_is_polled(self) -> None:
+        """Warn, once per store, that mail is polled for because LISTEN cannot hear."""
+        with self._lock:
+            if self._told_mail_is_polled:
+                return
+            self._told_mail_is_polled = True
+        log.warning(
+            "mail for this kernel's agents is polled for every %.1f s: the connection to %s goes "
+            "through a transaction pooler, where LISTEN hears nothing. For wakes at once, give the "
+            "store a session to listen on: listen_url=<the server's URL> (PostgresStore(..., "
+            "listen_url=...) or ?listen_url=<percent-encoded URL> in the store's URL)",
+            ListenSignal.POLL_SECONDS, redact_dsn(self.listen_url or self.dsn))
 
     def list_team_requests(self, team_id: str) -> list[TeamRequest]:
         rows = self._read(
@@ -941,27 +1032,46 @@ class PostgresStore:
 
 
 class ListenSignal:
-    """`LISTEN` on a connection of its own: every `post_team_mail` on any host
-    sends a NOTIFY when it commits. A dropped connection is reopened, and counts
-    as a signal (mail may have come while it was down)."""
+    """`LISTEN` on a connection of its own (to `listen_url` when given): every
+    mail posted on any host sends a NOTIFY on the schema's channel when it
+    commits. A burst of notifications is one signal. A dropped connection is
+    reopened, and counts as a signal (mail may have come while it was down).
+
+    Through a transaction pooler the listening session is handed to other
+    clients between statements, so no notification would ever arrive: then the
+    signal says so once and polls the pending mail instead (as SQLite's does)."""
+
+    POLL_SECONDS = 0.5
 
     def __init__(self, store: PostgresStore) -> None:
         self._store = store
         self._conn: psycopg.Connection[Any] | None = None
+        self._mark: tuple[Any, ...] | None = None  # polling: the pending mail last seen
+        self._next_poll = 0.0
         self._listen()
 
     def _listen(self) -> None:
-        self._conn = self._store.connect(autocommit=True)
-        self._conn.execute(f"LISTEN {MAIL_CHANNEL}")
+        self._conn = self._store.listening_connection()
+        if self._store.shares_its_session(self._conn):
+            self._conn.close()
+            self._conn = None
+            self._mark = self._store.pending_mail_mark()
+            self._store.say_mail_is_polled()
 
     def wait(self, timeout: float) -> bool:
+        if self._mark is not None:
+            return self._poll(timeout)
         try:
             if self._conn is None or self._conn.closed:
                 self._listen()
                 return True
-            for _ in self._conn.notifies(timeout=timeout, stop_after=1):
-                return True
-            return False
+            if not _next_notify(self._conn, timeout):
+                return False
+            # The rest of a burst, as far as it has arrived (one read: a flood that never
+            # ends must not keep this from returning), is this same signal.
+            for _ in self._conn.notifies(timeout=0):
+                pass
+            return True
         except self._store_errors() as err:
             log.debug("listening for mail failed: %s", err)
             if self._conn is not None:
@@ -969,10 +1079,23 @@ class ListenSignal:
             time.sleep(min(timeout, 1.0))
             return False
 
-    def _store_errors(self) -> type[Exception]:
+    def _poll(self, timeout: float) -> bool:
+        time.sleep(max(0.0, min(timeout, self._next_poll - time.monotonic())))
+        if time.monotonic() < self._next_poll:
+            return False
+        self._next_poll = time.monotonic() + self.POLL_SECONDS
+        try:
+            mark = self._store.pending_mail_mark()
+        except StoreError as err:
+            log.debug("polling for mail failed: %s", err)
+            return False
+        changed, self._mark = mark != self._mark, mark
+        return changed
+
+    def _store_errors(self) -> tuple[type[Exception], ...]:
         import psycopg
 
-        return psycopg.Error
+        return (psycopg.Error, StoreError)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -987,11 +1110,69 @@ def _reason(err: BaseException) -> str:
     return (str(err).strip().splitlines() or [type(err).__name__])[0]
 
 
+def _next_notify(conn: psycopg.Connection[Any], timeout: float) -> bool:
+    """Whether a notification arrived within `timeout` (one taken off the queue)."""
+    notifies = conn.notifies(timeout=timeout, stop_after=1)
+    try:
+        return next(notifies, None) is not None
+    finally:
+        notifies.close()  # releases the connection's lock
+
+
+def _threshold(text: str) -> int | Literal["auto"] | None:
+    """`prepare_threshold` from a URL: a count, `none` (never prepare) or `auto`."""
+    word = text.strip().lower()
+    if word in ("", "none"):
+        return None
+    if word == "auto":
+        return "auto"
+    if not word.isdigit():
+        raise ConfigError(f"prepare_threshold must be a whole number, 'none' or 'auto', not {text!r}")
+    return int(word)
+
+
+def _sessions_are_shared(conn: psycopg.Connection[Any], other: psycopg.Connection[Any]) -> bool:
+    """Whether `conn` and `other` reach the server through a transaction (or
+    statement) pooler, which hands a server session to any client between
+    transactions: `other`'s transaction then runs in the session `conn` just used
+    (PgBouncer hands out the one freed last), or `conn`'s next statement runs in
+    another session while `other` holds one. Neither can happen on the server
+    itself or through a session-mode pool. A few rounds, as a busy pooler's other
+    clients may take the freed session first."""
+    def backend(c: psycopg.Connection[Any]) -> int:
+        row = c.execute("SELECT pg_backend_pid()").fetchone()
+        return int(row[0]) if row else 0
+
+    for _ in range(3):
+        mine = backend(conn)
+        with other.transaction():
+            if backend(other) == mine or backend(conn) != mine:
+                return True
+    return False
+
+
+def _readable(dsn: str, what: str, sources: tuple[str, ...]) -> str:
+    """`dsn` if libpq can read it, else a ConfigError that quotes none of its secrets."""
+    from psycopg import Error
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(dsn)
+    except Error as err:
+        raise ConfigError(
+            f"{what} is not a Postgres connection string libpq can read: "
+            f"{scrub(_reason(err), *sources)}. Percent-encode special characters of a URL "
+            "(%25 for %, %40 for @, %5B and %5D for brackets), or leave the password out and let "
+            "libpq find it in PGPASSWORD or ~/.pgpass"
+        ) from None
+    return dsn
+
+
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
-def _post_mail(conn: psycopg.Connection[Any], team_id: str, recipient: str,
+def _post_mail(conn: psycopg.Connection[Any], channel: str, team_id: str, recipient: str,
                message: TeamMessage) -> int:
     now = time.time()
     row = conn.execute(
@@ -999,9 +1180,9 @@ def _post_mail(conn: psycopg.Connection[Any], team_id: str, recipient: str,
         " VALUES (%s, %s, %s::json, 'pending', %s, %s) RETURNING id",
         (team_id, recipient, message.model_dump_json(by_alias=True), now, now),
     ).fetchone()
-    # Delivered at commit, to every listening kernel on every host (see ListenSignal);
-    # no payload, so no other role learns an agent id from it.
-    conn.execute(f"NOTIFY {MAIL_CHANNEL}")
+    # Delivered at commit, to every kernel on every host listening on this schema's
+    # channel (see ListenSignal); no payload, so a listener learns only that mail came.
+    conn.execute(f"NOTIFY {channel}")
     return int(row[0]) if row else 0
 
 

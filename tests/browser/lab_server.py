@@ -23,6 +23,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -126,25 +127,15 @@ class LabServer:
         """Shut kernels down, stop the server, kill anything left. Safe to call twice."""
         if self.process is None:
             return
-        leftovers: list[psutil.Process] = []
-        with contextlib.suppress(psutil.Error):
-            leftovers = psutil.Process(self.process.pid).children(recursive=True)
-        if self.process.poll() is None:
+
+        def shut_kernels_down() -> None:
             try:
                 for kernel in self.api("GET", "kernels"):
                     self.api("DELETE", f"kernels/{kernel['id']}")
             except Exception:  # the server may be wedged; the kills below still run
                 pass
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
-        for proc in leftovers:
-            with contextlib.suppress(psutil.Error):
-                proc.kill()
-        psutil.wait_procs(leftovers, timeout=10)
+
+        stop_process_tree(self.process, shut_kernels_down)
         self.process = None
         if self._log is not None:
             self._log.close()
@@ -186,6 +177,28 @@ class LabServer:
             return self.log_path.read_text(errors="replace")
         except OSError:
             return ""
+
+
+def stop_process_tree(process: subprocess.Popen[bytes], first: Callable[[], None] | None = None) -> None:
+    """Stop a server started with `start_new_session=True` and everything it started:
+    `first` (a polite shutdown) while it still runs, SIGTERM, SIGKILL to its process
+    group after 15 s, then a kill for each child it had (kernels) that is left."""
+    leftovers: list[psutil.Process] = []
+    with contextlib.suppress(psutil.Error):
+        leftovers = psutil.Process(process.pid).children(recursive=True)
+    if process.poll() is None:
+        if first is not None:
+            first()
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+    for proc in leftovers:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(leftovers, timeout=10)
 
 
 def copy_notebooks(source: Path, target: Path) -> None:

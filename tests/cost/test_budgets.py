@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from mentra_nb import AgentConfig, BudgetExceeded, Runtime, SqliteStore, Usage, pricing, tool
+from mentra_nb import (
+    AgentConfig,
+    BudgetExceeded,
+    ConfigError,
+    Runtime,
+    SqliteStore,
+    Usage,
+    pricing,
+    tool,
+)
 from mentra_nb.runtime import teams
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
 
@@ -180,3 +189,32 @@ async def test_team_mail_waits_for_a_lead_stopped_by_its_budget_and_arrives_when
         assert any("here are the sources" in m.text for m in lead.history)
     finally:
         await rt.aclose()
+
+
+@pytest.mark.parametrize(("field", "value", "allowed"), [
+    ("max_cost_usd", float("nan"), "a number above 0, or None"),
+    ("max_cost_usd", -1, "a number above 0, or None"),
+    ("max_cost_usd", 0, "a number above 0, or None"),
+    ("max_tokens_total", -100_000, "a whole number above 0, or None"),
+    ("max_tokens_total", 1.5, "a whole number above 0, or None"),
+    ("max_rounds", 0, "a whole number at least 1 and at most 1000"),
+    ("temperature", float("nan"), "a number at least 0 and at most 2, or None"),
+    ("output_retries", 11, "a whole number at least 0 and at most 10"),
+])
+def test_a_bad_budget_or_limit_is_a_config_error_saying_what_is_allowed(field, value, allowed) -> None:
+    with pytest.raises(ConfigError) as raised:
+        AgentConfig(**{field: value})
+    message = str(raised.value)
+    assert message.startswith(f"invalid AgentConfig: {field}={value!r}: ")
+    assert message.endswith(f"; it must be {allowed}")
+    with pytest.raises(ConfigError, match=r"subagents: invalid SubagentLimits: max_agents=1: .*it must be "
+                                          "a whole number at least 2 and at most 256"):
+        AgentConfig(subagents={"max_agents": 1})
+
+
+async def test_configure_with_a_bad_budget_says_what_is_allowed_and_keeps_the_old_one(make) -> None:
+    agent, _ = make(config=AgentConfig(max_cost_usd=1.0))
+    with pytest.raises(ConfigError, match=r"invalid config for agent 'writer': .*max_cost_usd=nan: .*"
+                                          r"it must be a number above 0, or None"):
+        agent.configure(max_cost_usd=float("nan"))
+    assert agent.config.max_cost_usd == 1.0

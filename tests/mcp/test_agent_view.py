@@ -8,6 +8,7 @@ import threading
 import time
 
 import anyio
+import comm
 import pytest
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver import MCPServer as SdkServer
@@ -85,10 +86,13 @@ def test_progress_reports_reach_the_view_while_the_call_runs_and_clear_after(hos
         host.submit(rt.aclose()).result(30)
 
 
-def test_a_flood_of_progress_reports_is_sent_in_batches_like_live_text(host):
+def test_a_flood_of_progress_reports_is_sent_in_batches_like_live_text(host, monkeypatch):
     """One 8-s MCP call with fast notifications once sent 22,641 comm messages (4.8 MB)
     to the browser, one per report. The view sends the newest report when a batch is
     due: the first at once, then at most one a second."""
+    # The comm a widget gets outside a kernel, whatever an earlier test imported: once
+    # ipykernel is imported its Comm replaces it, and a Comm with no kernel sends nothing.
+    monkeypatch.setattr(comm, "create_comm", comm.DummyComm)
     reports = 3_000
     release = threading.Event()
     rt, agent = start(host, reports, release)

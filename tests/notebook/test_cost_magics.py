@@ -8,7 +8,7 @@ import time
 import pytest
 from IPython.core.error import UsageError
 
-from mentra_nb import pricing
+from mentra_nb import BudgetExceeded, pricing
 from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.testing import ScriptedProvider, text_stream
 from tests.notebook.conftest import mentra
@@ -123,3 +123,35 @@ def test_the_view_header_of_a_lone_agent_shows_its_cost(ip, session, priced) -> 
     view = session.view(agent)
     _wait(lambda: view.cost == pricing.format_cost(agent.usage.cost_usd))
     assert view.cost.startswith("$")
+
+
+@pytest.mark.parametrize(("option", "allowed"), [("--max-cost -1", "max_cost_usd=-1.0: .*a number above 0"),
+                                                 ("--max-cost nan", "max_cost_usd=nan: .*a number above 0"),
+                                                 ("--max-tokens 0", "max_tokens_total=0: .*a whole number above 0")])
+def test_spawn_with_a_bad_budget_is_a_usage_error_saying_what_is_allowed(ip, session, option, allowed) -> None:
+    with pytest.raises(UsageError, match=rf"(?s)invalid AgentConfig: {allowed}.*usage: %mentra spawn"):
+        mentra(ip, f"spawn writer {option}")
+    assert session.records() == []  # nothing was stored
+
+
+def test_spawn_sets_the_budgets(ip) -> None:
+    agent = mentra(ip, "spawn writer --max-cost 0.5 --max-tokens 100000")
+    assert (agent.config.max_cost_usd, agent.config.max_tokens_total) == (0.5, 100_000)
+
+
+def test_cost_of_an_agent_whose_server_misreported_usage_says_so(ip, session, capsys) -> None:
+    from mentra_nb import Usage
+
+    # What a provider parse hands over for `completion_tokens: -5000000`: clamped and flagged.
+    provider = ScriptedProvider("scripted", [text_stream("hi", usage=Usage(output_tokens=-5_000_000))])
+    session.call(lambda: session.runtime.providers.register(provider))
+    agent = mentra(ip, "spawn odd --model scripted:m --max-tokens 100000")
+    mentra(ip, "send odd --wait hello")
+    assert (agent.usage.output_tokens, agent.usage.misreported_calls, agent.usage.cost_usd) == (0, 1, None)
+    capsys.readouterr()
+    mentra(ip, "cost odd")
+    out = capsys.readouterr().out
+    assert "odd (scripted:m): cost unknown, " in out
+    assert "the server reported impossible usage for 1 model call(s)" in out
+    with pytest.raises(BudgetExceeded, match="1 of its model calls had an impossible usage report"):
+        mentra(ip, "send odd --wait again")

@@ -126,3 +126,36 @@ def test_a_headless_runners_command_line_names_the_notebook(tmp_path):
     # Anything else (a server started with a notebook to open, say) is no runner.
     assert seen_by_child_of("jupyter-lab", "a.ipynb") == "None"
     assert runner_notebook() is None  # pytest is no runner
+
+
+def test_each_voila_page_gets_agents_of_its_own_in_the_apps_state_file(tmp_path):
+    """Issue 36.2: Voila starts a kernel per page load and keeps it after the tab
+    closes; pages that shared runtime id 'notebook' waited for each other's leases."""
+    page = {"SERVER_SOFTWARE": "voila/0.5.13", "SCRIPT_NAME": "/voila/render/apps/app.ipynb",
+            "VOILA_KERNEL_ID": "9f3c21c4-ceb7"}
+    one = discover_store({}, cwd=tmp_path, environ=page)
+    other = discover_store({}, cwd=tmp_path, environ={**page, "VOILA_KERNEL_ID": "4a73"})
+    # Voila starts the kernel in the notebook's folder; its page names the notebook.
+    assert one.path == other.path == tmp_path / ".mentra" / "app.sqlite"
+    assert "Voila's SCRIPT_NAME" in one.source
+    assert (one.runtime_id, other.runtime_id) == ("app/voila-9f3c21c4-ceb7", "app/voila-4a73")
+    # `voila app.ipynb` serves it at "/": the command line names it (the browser test runs that).
+    single = discover_store({}, cwd=tmp_path, environ={**page, "SCRIPT_NAME": "/"})
+    assert single.runtime_id == "notebook/voila-9f3c21c4-ceb7"
+    # Outside Voila the same variables mean nothing.
+    assert discover_store({}, cwd=tmp_path, environ={"SCRIPT_NAME": "/x/app.ipynb"}).runtime_id == "notebook"
+
+
+def test_voila_serving_one_notebook_is_read_from_its_command_line(tmp_path):
+    """`voila app.ipynb` serves the notebook at "/": only its command line names it."""
+    child = ("import os; from mentra_nb._voila import voila_notebook; "
+             "print(voila_notebook({'SERVER_SOFTWARE': 'voila/0.5', 'SCRIPT_NAME': '/'}))")
+    (tmp_path / "voila").write_text(f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {child!r}])\n")
+    out = subprocess.run([sys.executable, str(tmp_path / "voila"), "dash.ipynb", "--no-browser"],
+                         cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
+    assert out == f"({tmp_path / 'dash.ipynb'!r}, 'the voila command line')"
+    # Another server naming a notebook is not Voila.
+    (tmp_path / "jupyter-lab").write_text((tmp_path / "voila").read_text())
+    out = subprocess.run([sys.executable, str(tmp_path / "jupyter-lab"), "dash.ipynb"],
+                         cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "None"

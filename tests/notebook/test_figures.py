@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 
 import matplotlib
 import pytest
@@ -68,7 +69,8 @@ async def test_a_number_a_label_or_a_variable_picks_one_figure(figures):
     assert _size((await _view(figures, "ax")).images[0]) == (400, 200)
     # A big PIL image is scaled to 1568 px on its long side.
     photo = await _view(figures, "photo")
-    assert _size(photo.images[0]) == (1568, 784) and photo.content == "'photo': PIL image 3000x1500 px"
+    assert _size(photo.images[0]) == (1568, 784) and photo.content == (
+        "'photo': PIL image 3000x1500 px, scaled down to 1568x784 px")
 
 
 async def test_looking_never_makes_a_figure_current(figures, monkeypatch):
@@ -177,3 +179,83 @@ async def test_a_model_whose_api_takes_no_images_in_results_gets_an_error_result
                                   "openrouter, ollama)]")
     finally:
         await rt.aclose()
+
+
+# --- the pixel cap on every path (issue 33) ------------------------------------------------
+
+
+async def test_a_tight_bounding_box_is_measured_and_drawn_within_the_cap(figures, monkeypatch):
+    monkeypatch.setitem(plt.rcParams, "savefig.bbox", "tight")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot([1, 2, 3])
+    # A label far to the right: the tight box grows to ~30 inches wide (3000 px at the figure's dpi).
+    ax.text(5.0, 0.5, "a note far out", transform=ax.transAxes)
+    out = await _view(figures)
+    width, height = _size(out.images[0])
+    assert max(width, height) <= 1568 and width > 2 * height  # the whole wide area, scaled
+    assert out.content == f"matplotlib figure 1: {width}x{height} px"  # the size it really is
+
+
+async def test_an_artist_far_outside_the_axes_shows_the_figures_own_area(figures, monkeypatch):
+    monkeypatch.setitem(plt.rcParams, "savefig.bbox", "tight")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot([1, 2, 3])
+    ax.text(1e4, 1e4, "far away")  # data coordinates: a tight box of ~20,000 inches
+    out = await _view(figures)
+    assert not out.is_error and _size(out.images[0]) == (600, 400)
+    assert out.content.startswith("matplotlib figure 1: 600x400 px (its tight bounding box is ")
+    assert "an artist far outside the axes; the figure's own area is shown)" in out.content
+
+
+async def test_a_huge_figure_is_drawn_within_the_cap_or_refused_saying_why(figures):
+    fig = plt.figure(figsize=(40, 30))  # 4000x3000 px at its dpi
+    fig.add_subplot().plot([1, 2])
+    out = await _view(figures, "1")
+    assert _size(out.images[0]) == (1568, 1176) and out.content == "matplotlib figure 1: 1568x1176 px"
+    # At 1568 px for 400 inches its labels would be under a pixel: FreeType refuses them.
+    plt.figure(figsize=(400, 100)).add_subplot().plot([1, 2])
+    refused = await _view(figures, "2")
+    assert refused.is_error and refused.content.startswith(
+        "the figure (400x100 in) cannot be drawn within 1568 px (RuntimeError: ")
+    assert refused.content.endswith("make it smaller (fig.set_size_inches(...))")
+    both = await _view(figures)  # the one that can be drawn is shown, the other named
+    assert len(both.images) == 1 and both.content.startswith(
+        "matplotlib figure 1: 1568x1176 px; matplotlib figure 2: left out: the figure (400x100 in)")
+
+
+def _blank_png(width: int, height: int) -> bytes:
+    """A black 1-bit PNG of any size, built row by row: 20000x20000 is a few KB."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    packer = zlib.compressobj(6)
+    row = b"\x00" + bytes((width + 7) // 8)
+    body = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0))
+            + chunk(b"IDAT", body) + chunk(b"IEND", b""))
+
+
+def test_displayed_pngs_above_the_cap_are_scaled_down_or_left_out_saying_their_size():
+    from mentra_nb.notebook._figures import _cell_images
+
+    huge = _blank_png(20000, 20000)
+    assert len(huge) < 200_000  # small enough that the 5 MB check alone let it through
+    buffer = io.BytesIO()
+    Image.new("RGB", (4000, 3000), "red").save(buffer, format="PNG")
+    small = io.BytesIO()
+    Image.new("RGB", (640, 480), "blue").save(small, format="PNG")
+    blocks = [ContentBlock.image("image/png", base64.b64encode(data).decode())
+              for data in (huge, buffer.getvalue(), small.getvalue())]
+    shown = _cell_images(blocks, "In[3]")
+    assert [_size(i) for i in shown.images] == [(1568, 1176), (640, 480)]
+    assert shown.images[1].data == blocks[2].data  # within the caps: sent as it was
+    assert shown.description == (
+        "3 images displayed by cell In[3]: left out: 20000x20000 px is too large to scale down safely; "
+        "scaled down from 4000x3000 px to 1568x1176 px PNG; 640x480 px")
+    from mentra_nb.notebook._figures import FigureNotFound
+
+    with pytest.raises(FigureNotFound, match=re.escape("nothing to show: 1 image displayed by cell In[4]: left out: 20000x20000")):
+        _cell_images(blocks[:1], "In[4]")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from typing import Any
 
 import pytest
@@ -381,7 +382,8 @@ def test_view_figure_shows_the_plot_a_cell_displayed_under_the_inline_backend(ke
     assert kernel.run("import matplotlib.pyplot as plt\nprint(plt.get_fignums())").strip() == "[]"
     kernel.run("%mentra spawn viewer --tools view_figure")
     answer = kernel.run("%mentra send viewer --wait look")
-    assert "view_figure returned 1 image displayed by cell In[2] [image image/png," in answer
+    assert re.search(r"view_figure returned 1 image displayed by cell In\[2\]: \d+x\d+ px \[image image/png,",
+                     answer)
     text, reply = execute(kernel, "%%mentra viewer --figure\nwhat is it?")
     assert reply["status"] == "ok" and "mentra: attached 1 image displayed by cell In[2]" in text
 
@@ -401,3 +403,23 @@ def test_the_widget_snapshot_of_a_tool_result_with_an_image_names_it(kernel):
                           "import mentra_nb.notebook as nb\n"
                           "print(transcript_markdown(nb.session().agent('viewer').history))")
     assert "tool result:" in markdown and "*\\[image image/png\\]*" in markdown
+
+
+def test_view_figure_bounds_the_pngs_a_cell_displayed_and_says_their_sizes(kernel, tmp_path):
+    from tests.notebook.test_figures import _blank_png
+
+    (tmp_path / "huge.png").write_bytes(_blank_png(20000, 20000))  # a few KB, 400 million pixels
+    (tmp_path / "big.png").write_bytes(_blank_png(4000, 3000))
+    kernel.run("from IPython.display import Image, display\n"
+               f"display(Image(filename={str(tmp_path / 'huge.png')!r}))\n"
+               f"display(Image(filename={str(tmp_path / 'big.png')!r}))")  # In[2]
+    kernel.run("%mentra spawn viewer --tools view_figure")
+    answer = kernel.run("%mentra send viewer --wait look")
+    assert ("view_figure returned 2 images displayed by cell In[2]: left out: 20000x20000 px is too large to "
+            "scale down safely; scaled down from 4000x3000 px to 1568x1176 px PNG [image image/png,") in answer
+    # What the model was given, and the state file holds: one image, scaled.
+    sizes = kernel.run(
+        "import base64, io\nimport mentra_nb.notebook as nb\nfrom PIL import Image as PILImage\n"
+        "[result] = [r for m in nb.session().agent('viewer').history for r in m.tool_results]\n"
+        "print([PILImage.open(io.BytesIO(base64.b64decode(i.data))).size for i in result.images])")
+    assert sizes.strip() == "[(1568, 1176)]"

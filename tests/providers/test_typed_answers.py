@@ -13,14 +13,18 @@ from pydantic import BaseModel, Field
 
 from mentra_nb import OutputValidationError, Runtime, SqliteStore
 from mentra_nb.messages import Role, TextBlock, ToolUseBlock
+from mentra_nb.providers._output import strict_schema
 from mentra_nb.providers.anthropic import AnthropicProvider
 from mentra_nb.providers.base import OutputFormat
 from mentra_nb.providers.gemini import GeminiProvider
 from mentra_nb.providers.openai import OpenAIProvider
 from mentra_nb.providers.openai_chat import OpenAIChatProvider
+from mentra_nb.runtime._output import OutputSpec
+from mentra_nb.testing import ScriptedProvider, text_stream
 
 from .conftest import FAST_RETRY, Stream, wire
 from .helpers import ask, runtime_with
+from .sse_bodies import sse_body
 
 
 class Forecast(BaseModel):
@@ -291,3 +295,65 @@ def test_a_request_without_output_is_recorded_as_before_output_existed() -> None
     from mentra_nb.providers.replay import _request_json
 
     assert "output" not in _request_json(ask())
+
+
+# --- recursive models -------------------------------------------------------------------
+
+
+class Node(BaseModel):
+    """A tree of named parts."""
+
+    name: str
+    children: list[Node] = []
+
+
+TREE = Node(name="root", children=[Node(name="a", children=[Node(name="a1")]), Node(name="b")])
+
+
+def test_a_recursive_models_schema_is_an_object_at_the_top_keeping_its_definitions() -> None:
+    # pydantic gives a recursive model's schema as a bare reference into $defs.
+    assert set(Node.model_json_schema()) == {"$ref", "$defs"}
+    schema = OutputSpec(Node).format.json_schema
+    assert schema["type"] == "object" and "$ref" not in schema
+    assert schema["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert schema["$defs"]["Node"] == Node.model_json_schema()["$defs"]["Node"]
+    strict = strict_schema(schema)
+    assert strict is not None and strict["additionalProperties"] is False
+    assert strict["$defs"]["Node"]["required"] == ["name", "children"]
+
+
+@pytest.mark.parametrize("provider_name", ["openai", "openai-chat", "gemini", "anthropic"])
+async def test_a_recursive_model_is_a_typed_answer_on_every_provider(server, client, db_path, provider_name):
+    kind = {"openai": OpenAIProvider, "openai-chat": OpenAIChatProvider, "gemini": GeminiProvider,
+            "anthropic": AnthropicProvider}[provider_name]
+    provider = kind(api_key="k", base_url=server.url, client=client, retry=FAST_RETRY)
+    server.queue(Stream(sse_body(provider_name, TREE.model_dump_json(), {}, typed=True)))
+    answer, _ = await _ask(provider, db_path, f"{provider_name}:m", output=Node)
+    assert answer == TREE
+    body = server.requests[0].json()
+    sent = {"openai": lambda: body["text"]["format"]["schema"],
+            "openai-chat": lambda: body["response_format"]["json_schema"]["schema"],
+            "gemini": lambda: body["generationConfig"]["responseJsonSchema"],
+            "anthropic": lambda: body["tools"][-1]["input_schema"]}[provider_name]()
+    # The request's schema is the tree object itself, its children referring to its definition.
+    assert sent["type"] == "object" and "$ref" not in sent
+    assert sent["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert sent["$defs"]["Node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    if provider_name.startswith("openai"):
+        assert (body.get("text", {}).get("format") or body["response_format"]["json_schema"])["strict"] is True
+
+
+async def test_a_recursive_model_is_a_typed_answer_from_the_scripted_and_the_offline_model() -> None:
+    from mentra_nb.providers.test import TestProvider
+
+    scripted = ScriptedProvider("chat", [text_stream(TREE.model_dump_json())])
+    rt = Runtime.empty(providers=[scripted, TestProvider()])
+    try:
+        assert await rt.spawn("w", "chat:m").send("the parts?", output=Node) == TREE
+        [request] = scripted.recorded_requests()
+        assert request.output is not None and request.output.json_schema["type"] == "object"
+        # The offline model answers with an example of the schema: a valid tree.
+        example = await rt.spawn("offline", "test:default").send("the parts?", output=Node)
+        assert isinstance(example, Node)
+    finally:
+        await rt.aclose()

@@ -27,9 +27,11 @@ open) then checks the file straight through SQLite and resumes everything:
   none; the resumed members can answer every pending one, and no answered one
   a second time.
 
-Each seed runs on a SQLite file, on Postgres, and on Postgres with the child
+Each seed runs on a SQLite file, on Postgres, on Postgres with the child
 on "host-a" and this process on "host-b" (it cannot see the child's pid, so it
-takes over once the child's short lease expires).
+takes over once the child's short lease expires), and on Postgres through
+PgBouncer in transaction mode (both processes' stores; mail listened for at the
+server; the checks read the server itself).
 
 30 seeds by default; MENTRA_CRASH_ITERATIONS=300 for the long run. A failing
 test's id names its seed: MENTRA_CRASH_SEED=<seed> MENTRA_CRASH_ITERATIONS=1.
@@ -164,8 +166,13 @@ class Setup:
     """Where the child writes, and whether this process plays another host
     (which cannot see the child's pid, so it takes over once the lease expires)."""
 
-    db: Path | str
+    db: Path | str  # what the checks read: the file, or the database on the server
     two_hosts: bool = False
+    through: str | None = None  # the URL the stores use instead of `db` (a pooler's)
+
+    @property
+    def location(self) -> Path | str:
+        return self.through or self.db
 
     @property
     def child_env(self) -> dict[str, str]:
@@ -174,12 +181,16 @@ class Setup:
         return {"MENTRA_HOST_ID": "host-a", "MENTRA_TEST_LEASE_TTL": str(TWO_HOSTS_TTL)}
 
 
-@pytest.fixture(params=["sqlite", "postgres", "postgres-two-hosts"])
+@pytest.fixture(params=["sqlite", "postgres", "postgres-two-hosts", "postgres-pgbouncer"])
 def setup(request, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Setup:
-    """A SQLite file; a fresh Postgres database; or that database with the child on
-    host-a and this process on host-b."""
+    """A SQLite file; a fresh Postgres database; that database with the child on
+    host-a and this process on host-b; or through PgBouncer."""
     if request.param == "sqlite":
         return Setup(tmp_path / "crash.mentra.sqlite")
+    if request.param == "postgres-pgbouncer":
+        pooled = request.getfixturevalue("pgbouncer_dsn")
+        database = pooled.split("?", 1)[0].rsplit("/", 1)[1]
+        return Setup(request.getfixturevalue("pgbouncer").server.dsn(database), through=pooled)
     two_hosts = request.param == "postgres-two-hosts"
     if two_hosts:
         monkeypatch.setenv("MENTRA_HOST_ID", "host-b")
@@ -215,7 +226,7 @@ def sound(db: Path | str) -> bool:
 async def test_a_killed_process_loses_nothing_it_committed(seed: int, setup: Setup,
                                                            children) -> None:
     db = setup.db
-    child = Child("tests.reliability.crash_child", str(db), str(seed), env=setup.child_env)
+    child = Child("tests.reliability.crash_child", str(setup.location), str(seed), env=setup.child_env)
     children.append(child)
     child.wait_for("READY")
     await asyncio.sleep(random.Random(seed).uniform(0, KILL_WINDOW))
@@ -249,7 +260,7 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, setup: Set
     assert not problems, (problems, where)
 
     # --- a fresh runtime resumes: the dead child's leases are taken over -----------------
-    store = open_store(db)
+    store = open_store(setup.location)
     rt = Runtime.empty(store=store, runtime_id=RUNTIME_ID, tools=[work, peek],
                  providers=[ReplyProvider()], lease_ttl=TWO_HOSTS_TTL if setup.two_hosts else 30)
     try:

@@ -83,6 +83,31 @@ async def test_a_call_that_needs_approval_pauses_the_run_until_approved(make):
     assert events.index("tool_approval_resolved") < events.index("tool_execution_started")
 
 
+async def test_a_call_nobody_watches_says_how_to_answer_it_instead_of_waiting_in_silence(make, caplog):
+    """Issue 36.1: a plain script's run stopped for an approval with no word on why."""
+    agent, _, _ = make(asks_to_drop(), text_stream("done"))
+    send = asyncio.create_task(agent.send("clean the table"))
+    await waiting_for(agent)
+    [record] = [r for r in caplog.records if "waits for your approval" in r.getMessage()]
+    assert record.levelname == "WARNING" and record.name == "mentra_nb.runtime"
+    assert record.getMessage() == (
+        "agent 'writer' waits for your approval of drop_rows (call c1@1): answer with "
+        "agent.approve('c1@1') or agent.deny('c1@1', reason); AgentConfig(auto_approve=['drop_rows']) "
+        "lets it run without asking")
+    agent.approve("c1@1")
+    assert (await send).text == "done"
+
+
+async def test_a_watched_agents_call_waits_without_a_warning(make, caplog):
+    agent, _, _ = make(asks_to_drop(), text_stream("done"))
+    agent.on_event(lambda event: None)  # a view follows it, and shows the call
+    send = asyncio.create_task(agent.send("clean the table"))
+    await waiting_for(agent)
+    assert not [r for r in caplog.records if "waits for your approval" in r.getMessage()]
+    agent.approve("c1")
+    await send
+
+
 async def test_a_denied_call_goes_back_to_the_model_as_an_error_with_the_reason(make):
     agent, provider, _ = make(asks_to_drop(), text_stream("understood"))
     send = asyncio.create_task(agent.send("clean the table"))

@@ -7,7 +7,15 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from mentra_nb import Runtime, ToolContext, ToolError, ToolOutput, ToolSideEffectLevel, tool
+from mentra_nb import (
+    AgentConfig,
+    Runtime,
+    ToolContext,
+    ToolError,
+    ToolOutput,
+    ToolSideEffectLevel,
+    tool,
+)
 from mentra_nb.runtime.tools import ToolInputError
 
 
@@ -112,3 +120,22 @@ def test_unusable_definitions_are_clear_errors():
         @tool
         def g(*values: int) -> None:
             """x"""
+
+
+async def test_the_test_model_is_offered_the_built_in_tools_only_when_named(tmp_path):
+    """Issue 36.1: it calls every tool it is offered, and write_file would wait for an
+    approval a plain script cannot give; the user's own tools are still offered."""
+    @tool(read_only=True)
+    def today() -> str:
+        """The date."""
+        return "2026-12-03"
+
+    rt = Runtime(tools=[today], workspace=tmp_path)
+    plain = rt.spawn("plain", "test")
+    assert [t.spec.name for t in plain.tools()] == ["today"]
+    assert (await plain.send("go")).text == "Tool results: today returned 2026-12-03"
+    named = rt.spawn("named", "test", config=AgentConfig(tools=["read_file", "today"]))
+    assert [t.spec.name for t in named.tools()] == ["read_file", "today"]
+    scripted = rt.spawn("scripted", "anthropic:m")  # any other model gets them all
+    assert "write_file" in [t.spec.name for t in scripted.tools()]
+    await rt.aclose()

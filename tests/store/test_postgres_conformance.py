@@ -1,5 +1,6 @@
-"""PostgresStore passes the store conformance suite against a real Postgres server, and
-reads a transcript without reading other agents' messages."""
+"""PostgresStore passes the store conformance suite against a real Postgres server and
+through PgBouncer in transaction mode, and reads a transcript without reading other
+agents' messages."""
 
 from __future__ import annotations
 
@@ -29,14 +30,14 @@ class TestPostgresStore(StoreConformance):
             s.close()
 
 
-class TestPostgresStoreBehindAPooler(TestPostgresStore):
-    """As configured for PgBouncer in transaction mode: no server-side prepared statements."""
+class TestPostgresStoreBehindPgBouncer(TestPostgresStore):
+    """Through a real PgBouncer in transaction mode, with the store's default settings
+    (a prepared statement would exist in one server session and be missing in the
+    next) and mail listened for at the server (`?listen_url=`)."""
 
     @pytest.fixture
-    def store(self, pg_dsn):
-        s = PostgresStore(pg_dsn, prepare_threshold=None, max_size=2)
-        yield s
-        s.close()
+    def pg_dsn(self, pgbouncer_dsn):
+        return pgbouncer_dsn
 
 
 def test_reading_a_transcript_reads_no_other_agents_messages(pg_dsn, monkeypatch):

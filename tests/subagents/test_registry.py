@@ -7,9 +7,8 @@ import asyncio
 import sqlite3
 
 import pytest
-from pydantic import ValidationError
 
-from mentra_nb import AgentConfig, StoreError
+from mentra_nb import AgentConfig, ConfigError, StoreError
 from mentra_nb.runtime.subagents import (
     MAX_MAILBOX_ITEMS,
     STATE_KEY,
@@ -46,11 +45,11 @@ def seed(registry, root_id, *paths, status="running"):
 
 def test_limits_are_validated_with_the_spec_rules():
     assert SubagentLimits() == SubagentLimits(max_agents=32, max_concurrency=8, max_depth=4)
-    with pytest.raises(ValidationError, match="max agents must be at least max concurrency"):
+    with pytest.raises(ConfigError, match="max agents must be at least max concurrency"):
         SubagentLimits(max_agents=4, max_concurrency=8)
     for bad in ({"max_concurrency": 1}, {"max_concurrency": 65, "max_agents": 100},
                 {"max_agents": 257}, {"max_depth": 0}, {"max_depth": 17}):
-        with pytest.raises(ValidationError):
+        with pytest.raises(ConfigError):
             SubagentLimits(**bad)
     assert AgentConfig(subagents=True).subagents == SubagentLimits()
     assert AgentConfig(subagents=False).subagents is None

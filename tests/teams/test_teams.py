@@ -391,6 +391,8 @@ async def test_teammates_get_their_own_round_limit_not_the_leads(db_path):
         "agent 'bob' made 2 model calls without a final answer (AgentConfig.max_rounds); its work "
         "so far is kept. Call agent.resume() to let it continue, or raise max_rounds."))
     assert bob.config.max_rounds == 2
+    with pytest.raises(ConfigError, match="max_rounds=0: .*it must be a whole number at least 1 and at most 1000"):
+        await lead.spawn_teammate("carol", "writer", "write", max_rounds=0)
     await rt.aclose()
 
 

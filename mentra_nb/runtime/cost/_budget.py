@@ -28,6 +28,18 @@ def check_budget(name: str, model: str, config: AgentConfig, spent: Usage,
     """Raise `BudgetExceeded` if the next call of `model` would pass a budget;
     `last_prompt` is the prompt tokens of the run's last call (None before its first)."""
     next_prompt = last_prompt or 0
+    budgets = [f"AgentConfig.{field}" for field in ("max_cost_usd", "max_tokens_total")
+               if getattr(config, field) is not None]
+    if spent.misreported_calls and budgets:
+        # Clamped counts are a guess: the agent may have spent anything, so no
+        # budget can say the next call fits.
+        raise BudgetExceeded(
+            f"agent '{name}' stopped: {spent.misreported_calls} of its model calls had an impossible "
+            "usage report from the server (negative, non-numeric or absurd token counts), so what it "
+            f"spent is unknown and its budget ({', '.join(budgets)}) cannot be checked; its work so "
+            "far is kept. Check the server (or the proxy in front of it); to go on without the budget, "
+            "agent.configure(" + ", ".join(f"{b.split('.')[1]}=None" for b in budgets)
+            + ") and call agent.resume()")
     limit = config.max_tokens_total
     if limit is not None:
         least = spent.total_tokens + next_prompt

@@ -569,7 +569,8 @@ def _teammate_config(lead: AgentHandle, name: str, role: str, max_rounds: int | 
     allowed = None if config.tools is None else [
         *config.tools, *(t for t in TEAMMATE_TOOL_NAMES if t not in config.tools)
     ]
-    return type(config).model_validate({
+    # The constructor, not model_validate: a bad max_rounds is a ConfigError saying what is allowed.
+    return type(config)(**{
         **config.model_dump(mode="json"),
         "system": teammate_system_prompt(name, role, lead.name, config.system),
         "tools": allowed,
