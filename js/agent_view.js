@@ -3,7 +3,8 @@
 
 import { ClampWatcher, appendTranscript, approvalBox, button, codeText, element, subscribe, toolLabel } from "./dom.js";
 import { Sources, addMessageActions, forkOriginLabel, setEditable } from "./time_travel.js";
-import { placeholdersOnSave } from "./saved_state.js";
+import { keepCutTurn } from "./cut_turn.js";
+import { keepNotebookIdentity, hookNotebookSaves } from "./saved_state.js";
 
 /**
  * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null,
@@ -115,6 +116,12 @@ export class Reveal {
     if (length > this.node.data.length) this.node.appendData(this.target.slice(this.node.data.length, length));
     if (this.node.data.length < this.target.length) this.frame = requestAnimationFrame(this.step);
   };
+
+  /** Show the whole text now (no more is coming). */
+  finish() {
+    this.stop();
+    this.node.data = this.target;
+  }
 
   stop() {
     if (this.frame) cancelAnimationFrame(this.frame);
@@ -247,11 +254,15 @@ const modelStreams = new WeakMap();
 
 /** @param {{model: Model}} context */
 export function initialize({ model }) {
-  placeholdersOnSave(/** @type {any} */ (model).widget_manager);
+  hookNotebookSaves(/** @type {any} */ (model).widget_manager);
+  keepNotebookIdentity(/** @type {any} */ (model).widget_manager, /** @type {any} */ (model).get("notebook"));
   const stream = new ModelStream();
   modelStreams.set(model, stream);
+  const { live } = stream;
+  const forgetCutTurn = keepCutTurn(model, () => ({ text: live.text, thinking: live.thinking, items: live.items }));
   model.on("msg:custom", stream.receive);
   return () => {
+    forgetCutTurn();
     model.off("msg:custom", stream.receive);
     modelStreams.delete(model);
   };
@@ -542,8 +553,7 @@ function render({ model, el }) {
     input.disabled = true;
     badge.textContent = "disconnected";
     badge.dataset.status = "idle";
-    reveal.set("");
-    liveThinking.textContent = "";
+    reveal.finish(); // what had streamed stays readable (issue 30.2)
     renderApprovals();
     notice.textContent = "its kernel stopped: run %mentra resume in the new kernel for a live view";
   };

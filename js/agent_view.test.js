@@ -430,7 +430,7 @@ describe("AgentView cut turns", () => {
 });
 
 describe("AgentView after its kernel stopped", () => {
-  it("says so and disables its controls", () => {
+  it("says so, disables its controls and keeps what had streamed (issue 30.2)", () => {
     const el = document.createElement("div");
     const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
     render({ model, el });
@@ -440,7 +440,7 @@ describe("AgentView after its kernel stopped", () => {
     expect(el.querySelector(".mentra-badge")?.textContent).toBe("disconnected");
     expect([...el.querySelectorAll("button")].every((b) => /** @type {HTMLButtonElement} */ (b).disabled)).toBe(true);
     expect(el.textContent).toContain("%mentra resume");
-    expect(el.querySelectorAll(".mentra-live")[1].textContent).toBe("");
+    expect(el.querySelectorAll(".mentra-live")[1].textContent).toBe("half a sen");
   });
 });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { PLACEHOLDER_ESM, STATE_MIME, isOurs, placeholderMetadata, placeholdersOnSave } from "./saved_state.js";
+import { IDENTITY_KEY, PLACEHOLDER_ESM, STATE_MIME, VIEW_MIME, isOurs, keepNotebookIdentity, placeholderMetadata, hookNotebookSaves,
+  refreshSavedCopies } from "./saved_state.js";
 
 const anywidget = (state) => ({ model_name: "AnyModel", model_module: "anywidget", model_module_version: "~0.9.*",
   state: { _model_name: "AnyModel", _model_module: "anywidget", _model_module_version: "~0.9.*",
@@ -55,29 +56,104 @@ describe("isOurs", () => {
   });
 });
 
-describe("placeholdersOnSave", () => {
-  it("writes the metadata when a save starts, once per notebook", () => {
+describe("hookNotebookSaves", () => {
+  it("at a save: leaves our widget outputs out of the file, and drops old placeholders, once per notebook", () => {
     const handlers = [];
     let written = null;
-    const outputs = [{ data: { "application/vnd.jupyter.widget-view+json": { model_id: "full" } } }];
-    const context = {
-      saveState: { connect: (fn) => handlers.push(fn) },
-      model: { getMetadata: () => undefined, setMetadata: (key, value) => { written = [key, value]; },
-        cells: [{ outputs: { length: 1, get: (i) => outputs[i] } }, {}] },
-    };
-    const manager = { context, get_state_sync: () => ({ state: { full: anywidget({ _mentra_view: "agent", agent_name: "w", scope: {} }) } }) };
-    placeholdersOnSave(manager);
-    placeholdersOnSave(manager);
+    const cells = [{ outputs: [
+      { output_type: "display_data", data: { "text/markdown": '<div class="mentra-fallback">\n\ncopy\n\n</div>' } },
+      { output_type: "display_data", data: { [VIEW_MIME]: { model_id: "full" }, "text/plain": "AgentView(w) · live view; saved as the markdown above" } },
+    ] }, { outputs: [
+      { output_type: "display_data", data: { [VIEW_MIME]: { model_id: "turn" }, "text/plain": "AgentView(w, turn 1)",
+        "text/markdown": "**w** · turn 1 · *running…*" } },
+      { output_type: "display_data", data: { [VIEW_MIME]: { model_id: "slider" }, "text/plain": "IntSlider" } },
+    ] }];
+    const old = { [STATE_MIME]: { state: { full: { ...anywidget({}), state: { _esm: PLACEHOLDER_ESM } }, slider } } };
+    const model = { getMetadata: () => old, setMetadata: (key, value) => { written = [key, value]; },
+      cells: [], toJSON: () => structuredClone({ cells, metadata: {} }) };
+    const context = { saveState: { connect: (fn) => handlers.push(fn) }, model };
+    const manager = { context, get_state_sync: () => ({ state: {} }) };
+    hookNotebookSaves(manager);
+    hookNotebookSaves(manager);
     expect(handlers).toHaveLength(1);
-    handlers[0](context, "completed");
-    expect(written).toBeNull();
+    expect(model.toJSON().cells[0].outputs).toHaveLength(2); // not saving: as it is
     handlers[0](context, "started");
-    expect(written[0]).toBe("widgets");
-    expect(written[1][STATE_MIME].state.full.state._esm).toBe(PLACEHOLDER_ESM);
+    expect(written[1][STATE_MIME].state).toEqual({ slider });
+    const saved = model.toJSON();
+    const [copy] = saved.cells[0].outputs;
+    expect(saved.cells[0].outputs).toHaveLength(1);
+    expect(copy.metadata.mentra.view.data[VIEW_MIME].model_id).toBe("full");
+    const [turn, other] = saved.cells[1].outputs;
+    expect(turn.data).toEqual({ "text/plain": "AgentView(w, turn 1)", "text/markdown": "**w** · turn 1 · *running…*" });
+    expect(turn.metadata.mentra.view.data[VIEW_MIME].model_id).toBe("turn");
+    expect(other.data[VIEW_MIME].model_id).toBe("slider"); // another widget's output is kept
+    handlers[0](context, "completed");
+    expect(model.toJSON().cells[0].outputs).toHaveLength(2);
   });
 
   it("does nothing where the manager has no document (VS Code, a static page)", () => {
-    expect(() => placeholdersOnSave(undefined)).not.toThrow();
-    expect(() => placeholdersOnSave({ get_state_sync: () => ({}) })).not.toThrow();
+    expect(() => hookNotebookSaves(undefined)).not.toThrow();
+    expect(() => hookNotebookSaves({ get_state_sync: () => ({}) })).not.toThrow();
+  });
+});
+
+describe("keepNotebookIdentity", () => {
+  const notebookWith = (metadata) => {
+    const saves = [];
+    const model = { getMetadata: (key) => metadata[key], setMetadata: (key, value) => { metadata[key] = value; } };
+    return { saves, metadata, manager: { context: { model, save: async () => { saves.push(structuredClone(metadata)); } } } };
+  };
+
+  it("writes the kernel's id and state file into the notebook's metadata and saves it, once", async () => {
+    const { manager, saves, metadata } = notebookWith({ kernelspec: { name: "python3" } });
+    const identity = { id: "Untitled", state: "/work/.mentra/Untitled.sqlite" };
+    expect(keepNotebookIdentity(manager, identity)).toBe(true);
+    await Promise.resolve();
+    expect(metadata[IDENTITY_KEY]).toEqual(identity);
+    expect(saves).toHaveLength(1);
+    expect(keepNotebookIdentity(manager, { ...identity })).toBe(false); // a second view: nothing to do
+    // An adopted runtime replaces the id; other keys under ours are kept.
+    metadata[IDENTITY_KEY].note = "kept";
+    expect(keepNotebookIdentity(manager, { id: "tour", state: "/work/.mentra/tour.sqlite" })).toBe(true);
+    expect(metadata[IDENTITY_KEY]).toEqual({ id: "tour", state: "/work/.mentra/tour.sqlite", note: "kept" });
+  });
+
+  it("does nothing without an id or a document (VS Code, a static page)", () => {
+    const { manager, metadata } = notebookWith({});
+    expect(keepNotebookIdentity(manager, {})).toBe(false);
+    expect(keepNotebookIdentity(manager, undefined)).toBe(false);
+    expect(keepNotebookIdentity(undefined, { id: "a", state: "" })).toBe(false);
+    expect(keepNotebookIdentity({ context: {} }, { id: "a", state: "" })).toBe(false);
+    expect(metadata).toEqual({});
+  });
+});
+
+describe("refreshSavedCopies", () => {
+  const view = (id) => ({ output_type: "display_data", data: { [VIEW_MIME]: { model_id: id }, "text/plain": "AgentView" } });
+  const fallback = (text) => ({ output_type: "display_data",
+    data: { "text/markdown": `<div class="mentra-fallback">\n\n${text}\n\n</div>`, "text/plain": text } });
+  const cellOf = (outputs) => ({ outputs: { get length() { return outputs.length; }, get: (i) => outputs[i],
+    set: (i, value) => { outputs[i] = value; } } });
+
+  it("writes each live view's current copy: a full view's markdown above it, an ended turn in its place", () => {
+    const spawn = [fallback("**writer** · idle"), view("full")];
+    const turn = [view("turn")];
+    const running = [view("running")];
+    const other = [{ output_type: "stream", text: "hi" }, view("slider")];
+    const live = { state: {
+      full: anywidget({ _mentra_view: "agent", scope: {}, saved_copy: fallback("**writer** · finished").data }),
+      turn: anywidget({ _mentra_view: "agent", scope: { kind: "turn", first: 0 },
+        saved_copy: { "text/markdown": "**writer** · turn 1 · finished", "text/plain": "AgentView(writer, turn 1)" } }),
+      running: anywidget({ _mentra_view: "agent", scope: { kind: "turn", first: 2 } }),
+      slider,
+    } };
+    const notebook = { cells: [cellOf(spawn), cellOf(turn), cellOf(running), cellOf(other)] };
+    expect(refreshSavedCopies(notebook, live)).toBe(2);
+    expect(spawn[0].data["text/markdown"]).toContain("finished");
+    expect(spawn[1].data[VIEW_MIME]).toEqual({ model_id: "full" }); // the live widget stays
+    expect(turn[0].data).toEqual(live.state.turn.state.saved_copy);
+    expect(running[0].data[VIEW_MIME]).toEqual({ model_id: "running" }); // no copy yet: left alone
+    expect(other[0].text).toBe("hi");
+    expect(refreshSavedCopies(notebook, live)).toBe(0); // all current: nothing to write
   });
 });

@@ -2,7 +2,7 @@
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
 import { ClampWatcher, approvalBox, button, codeText, element, renderTranscript, subscribe, toolLabel } from "./dom.js";
-import { placeholdersOnSave } from "./saved_state.js";
+import { hookNotebookSaves } from "./saved_state.js";
 
 /**
  * @typedef {{name: string, role: string, model: string, status: string, error?: string|null,
@@ -281,7 +281,7 @@ function render({ model, el }) {
 
 /** @param {{model: Model}} context */
 function initialize({ model }) {
-  placeholdersOnSave(/** @type {any} */ (model).widget_manager); // (saved_state.js)
+  hookNotebookSaves(/** @type {any} */ (model).widget_manager); // (saved_state.js)
 }
 
 export default { initialize, render };

@@ -24,6 +24,7 @@ from typing import Any
 
 import psutil
 
+from mentra_nb._runner_command_line import runner_inputs
 from mentra_nb._voila import voila_notebook
 
 __all__ = ["notebook_path", "runner_notebook", "use_namespace"]
@@ -58,30 +59,25 @@ def notebook_path(
     return voila_notebook(environ, cwd) or runner_notebook()
 
 
-# Words in a parent's command line that say it runs notebooks without a server.
-_RUNNERS = ("nbconvert", "papermill", "nbclient")
-
-
 def runner_notebook(process: psutil.Process | None = None) -> tuple[Path, str] | None:
     """The notebook a headless runner (the parent of `process`, default this one)
-    executes, read from the runner's command line; None if the parent is no such
-    runner, or names no notebook. Of several (`nbconvert --execute a.ipynb
-    b.ipynb`), the one in the kernel's own folder (nbconvert starts each kernel in
-    its notebook's folder); None when that is not exactly one, as for two
-    notebooks of one folder: which one this kernel runs is not said anywhere."""
+    executes, read from the runner's command line by its own rules
+    (`_runner_command_line`: `--output out.ipynb` names no notebook to run); None
+    if the parent is no such runner, or names no notebook. Of several
+    (`nbconvert --execute a.ipynb b.ipynb`), the one in the kernel's own folder
+    (nbconvert starts each kernel in its notebook's folder); None when that is not
+    exactly one, as for two notebooks of one folder: which one this kernel runs is
+    not said anywhere."""
     try:
         process = process or psutil.Process()
         parent = process.parent()
         if parent is None:
             return None
-        argv = parent.cmdline()
-        runner = next((r for r in _RUNNERS if any(r in Path(arg).name for arg in argv)), None)
-        if runner is None:
+        found = runner_inputs(parent.cmdline(), Path(parent.cwd()), _variable(parent, "PWD"))
+        if found is None:
             return None
-        notebooks = [arg for arg in argv[1:] if arg.endswith(".ipynb") and not arg.startswith("-")]
-        if runner == "papermill":
-            notebooks = notebooks[:1]  # papermill INPUT OUTPUT: the state belongs to the input
-        paths = list(dict.fromkeys(_absolute(Path(n).expanduser(), Path(parent.cwd())) for n in notebooks))
+        runner, paths = found
+        paths = [p for p in paths if p.suffix == ".ipynb"]
         how = f"the {runner} command line"
         if len(paths) > 1:
             here = Path(process.cwd()).resolve()
@@ -94,5 +90,9 @@ def runner_notebook(process: psutil.Process | None = None) -> tuple[Path, str] |
     return paths[0], how
 
 
-def _absolute(path: Path, cwd: Path) -> Path:
-    return path if path.is_absolute() else cwd / path
+def _variable(process: psutil.Process, name: str) -> str | None:
+    """A variable of the environment `process` was started with, if it may be read."""
+    try:
+        return process.environ().get(name)
+    except (psutil.Error, OSError):
+        return None

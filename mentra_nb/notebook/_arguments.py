@@ -25,6 +25,7 @@ from mentra_nb.runtime.mcp import DEFAULT_START_TIMEOUT, SERVER_NAME_PATTERN
 
 __all__ = [
     "COMMANDS",
+    "AdoptArgs",
     "AliasArgs",
     "ApproveArgs",
     "CellArgs",
@@ -317,6 +318,15 @@ class DbArgs(Command):
     path: str | None = None
 
 
+class AdoptArgs(Command):
+    command = "adopt"
+    summary = ("make the agents stored under RUNTIME_ID in PATH this notebook's and bring them back (they "
+               "follow the notebook from then on; %mentra resume lists what is stored nearby)")
+    positionals = ("path", "runtime_id")
+    path: str = Field(min_length=1)
+    runtime_id: str = Field(min_length=1)
+
+
 class ModelsArgs(Command):
     command = "models"
     summary = "list the models a provider offers"
@@ -446,7 +456,7 @@ COMMANDS: dict[str, type[Command]] = {
                            ShowArgs, TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
                            ExplainArgs,
                            ForkArgs, RewindArgs, HistoryArgs, ExportArgs, RmArgs,
-                           DbArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
+                           DbArgs, AdoptArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
                            AliasArgs, HelpArgs)
 }
 

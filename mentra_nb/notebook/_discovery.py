@@ -4,9 +4,12 @@ Order: an explicit `%mentra db PATH` (or `%mentra db postgresql://…`) → the
 `MENTRA_DB_URL` environment variable (a Postgres URL shared by several hosts) →
 the notebook's own path (from `JPY_SESSION_NAME`, IPython's `__session__`, VS
 Code's `__vsc_ipynb_file__` or a headless runner's command line) →
-`.mentra/<notebook stem>.sqlite` beside it → else `./.mentra/mentra.sqlite`.
-The runtime id is the notebook's file name, so two notebooks never see each
-other's agents even when they share a store; on a shared database (Postgres)
+`.mentra/<notebook stem>.sqlite` beside it, or the file its metadata names →
+else `./.mentra/mentra.sqlite`.
+The runtime id is the notebook's file name when its agents are first stored, and
+then the id the notebook carries in its metadata, whatever it is called later
+(`_notebook_identity`), so two notebooks never see each other's agents even
+when they share a store; on a shared database (Postgres)
 and a JupyterHub it starts with the user's name (`JUPYTERHUB_USER`), so two
 users' notebooks of one name do not either. The folder is hidden, so the file browser shows notebooks, not state.
 
@@ -30,6 +33,12 @@ from pydantic import BaseModel, ConfigDict
 from mentra_nb._notebook_path import notebook_path
 from mentra_nb._voila import visitor_runtime_id
 from mentra_nb.errors import ConfigError
+from mentra_nb.notebook._notebook_identity import (
+    STATE_FOLDER,
+    free_runtime_id,
+    read_identity,
+    state_file_of,
+)
 from mentra_nb.store import is_postgres_url
 from mentra_nb.store.locations import dsn_has_password
 from mentra_nb.store.postgres import redact_dsn
@@ -37,7 +46,6 @@ from mentra_nb.store.postgres import redact_dsn
 __all__ = ["EXPLICIT_SOURCE", "StoreLocation", "discover_store", "migrate_store", "notebook_path"]
 
 DB_URL_VARIABLE = "MENTRA_DB_URL"
-STATE_FOLDER = ".mentra"
 EXPLICIT_SOURCE = "set with %mentra db"
 LEGACY_SUFFIX = ".mentra.sqlite"
 # SQLite's companions of a database file, moved along with it.
@@ -66,12 +74,15 @@ def discover_store(user_ns: Mapping[str, Any], *, explicit: str | os.PathLike[st
     cwd = cwd or Path.cwd()
     found = notebook_path(user_ns, environ, cwd)
     notebook = found[0] if found is not None else None
-    runtime_id = _runtime_id(notebook)
+    # A notebook that carries its agents' id in its metadata keeps it, whatever its
+    # name now (_notebook_identity).
+    identity = read_identity(notebook) if notebook is not None else None
+    runtime_id = identity.id if identity is not None else _runtime_id(notebook)
     runtime_id = visitor_runtime_id(runtime_id, environ)  # a Voila page's own agents
     # On a shared database the runtime id names the hub user, so two users' notebooks
     # of one name stay apart; a file is one user's already (and keeps its old ids).
-    shared_id = f"{environ['JUPYTERHUB_USER']}/{runtime_id}" if environ.get("JUPYTERHUB_USER") \
-        else runtime_id
+    shared_id = f"{environ['JUPYTERHUB_USER']}/{runtime_id}" \
+        if environ.get("JUPYTERHUB_USER") and identity is None else runtime_id
     if explicit is not None and is_postgres_url(explicit):
         if dsn_has_password(str(explicit)):
             raise ConfigError(
@@ -97,9 +108,16 @@ def discover_store(user_ns: Mapping[str, Any], *, explicit: str | os.PathLike[st
     if found is not None:
         notebook = found[0]
         stem = notebook.name[: -len(".ipynb")]
-        return StoreLocation(path=notebook.parent / STATE_FOLDER / f"{stem}.sqlite",
-                             runtime_id=runtime_id, source=f"beside the notebook (from {found[1]})",
-                             notebook=notebook, legacy_path=notebook.with_name(stem + LEGACY_SUFFIX))
+        beside = notebook.parent / STATE_FOLDER / f"{stem}.sqlite"
+        if identity is not None:
+            path = state_file_of(identity, notebook, beside)
+            source = f"the notebook's metadata (the notebook from {found[1]})"
+        else:
+            path = beside
+            runtime_id = free_runtime_id(runtime_id, path, notebook)
+            source = f"beside the notebook (from {found[1]})"
+        return StoreLocation(path=path, runtime_id=runtime_id, source=source, notebook=notebook,
+                             legacy_path=notebook.with_name(stem + LEGACY_SUFFIX))
     return StoreLocation(path=cwd / STATE_FOLDER / "mentra.sqlite", runtime_id=runtime_id,
                          source="the current folder (the notebook's path is unknown)",
                          legacy_path=cwd / "mentra.sqlite")

@@ -334,7 +334,11 @@ class MentraMagics(Magics):
                 self.session.enable_tool(name)
         agents = self.session.resume(command.agent)
         if not agents:
-            print(f"mentra: nothing to resume in {self.session.location.where}")
+            location = self.session.location
+            print(f"mentra: nothing to resume in {location.where} (runtime id '{location.runtime_id}')")
+            elsewhere = self.session.stored_elsewhere()
+            if elsewhere:
+                print("mentra: " + elsewhere)
         for agent in agents:
             note = ""
             if agent.status.name == "interrupted":
@@ -496,6 +500,12 @@ class MentraMagics(Magics):
         location = self.session.use_store(command.path) if command.path else self.session.location
         print(f"{'store' if location.url else 'state file'}: {location.where}\n  found: {location.source}"
               f"\n  runtime id: {location.runtime_id}")
+
+    def _do_adopt(self, command: args.AdoptArgs) -> None:
+        location = self.session.use_store(command.path, runtime_id=command.runtime_id)
+        print(f"mentra: this notebook's agents are now those of runtime id '{location.runtime_id}' in "
+              f"{location.where}")
+        self._do_resume(args.ResumeArgs())
 
     def _do_models(self, command: args.ModelsArgs) -> None:
         runtime = self.session.runtime

@@ -36,6 +36,7 @@ from mentra_nb.notebook._discovery import (
 )
 from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook._kernel_tools import KERNEL_TOOL_NAMES, kernel_tools, python_tool
+from mentra_nb.notebook._notebook_identity import adopt_command, stored_nearby
 from mentra_nb.notebook.agent_view import AgentView, TurnScope
 from mentra_nb.notebook.subagent_picker import SubagentPickerView
 from mentra_nb.notebook.team_view import TeamView
@@ -52,6 +53,7 @@ from mentra_nb.runtime import (
     shell_tool,
 )
 from mentra_nb.store import AgentRecord, open_store
+from mentra_nb.store.sqlite import stored_agent_names
 
 __all__ = ["NotebookSession"]
 
@@ -239,9 +241,18 @@ class NotebookSession:
         tutorials check it to ask for a fresh kernel."""
         return self._runtime is not None
 
-    def use_store(self, path: str) -> StoreLocation:
-        """Move to another state file: the current runtime closes (its leases are released)."""
+    def use_store(self, path: str, *, runtime_id: str | None = None) -> StoreLocation:
+        """Move to another state file (and, with `runtime_id`, to the agents stored under
+        that id there): the current runtime closes (its leases are released)."""
         location = discover_store(self.user_ns, explicit=path, environ=self.environ)
+        if runtime_id is not None:
+            if location.url is None and runtime_id not in stored_agent_names(location.path):
+                held = ", ".join(repr(r) for r in stored_agent_names(location.path)) or "none"
+                raise ConfigError(f"{location.path} holds no agents of runtime id '{runtime_id}' "
+                                  f"(runtime ids there: {held}); %mentra resume lists the state files "
+                                  "nearby and what they hold")
+            location = location.model_copy(update={"runtime_id": runtime_id,
+                                                   "source": "adopted with %mentra adopt"})
         if self._runtime is not None:
             self.host.submit(self._runtime.aclose()).result(30)
             self._runtime = None
@@ -458,6 +469,32 @@ class NotebookSession:
                 else "spawn it with %mentra spawn " + name)
         raise AgentNotFound(f"no live agent named '{name}' in this kernel; {hint}")
 
+    def notebook_identity(self) -> dict[str, str]:
+        """What the notebook's metadata keeps of where its agents are, written there by
+        the front end when a view appears (_notebook_identity, js/saved_state.js)."""
+        location = self.location
+        return {"id": location.runtime_id, "state": "" if location.url else str(location.path)}
+
+    def stored_elsewhere(self) -> str:
+        """Where agents are kept near this notebook, other than its own, and the one
+        command that makes them its own; "" when there are none."""
+        location = self.location
+        here = location.path.resolve()
+        nearby = [s for s in stored_nearby(location.notebook, Path.cwd())
+                  if (s.state_file.resolve(), s.runtime_id) != (here, location.runtime_id)]
+        # This notebook's own state file first: its name's earlier owner is the likeliest.
+        nearby.sort(key=lambda s: s.state_file.resolve() != here)
+        if not nearby:
+            return ""
+        lines = ["agents stored nearby:"]
+        for stored in nearby[:10]:
+            carrier = f" (kept by {stored.notebook.name})" if stored.notebook is not None else ""
+            names = ", ".join(stored.agents[:8]) + (f" and {len(stored.agents) - 8} more"
+                                                     if len(stored.agents) > 8 else "")
+            lines.append(f"  {stored.state_file}, runtime id '{stored.runtime_id}': {names}{carrier}")
+        lines.append(f"to make them this notebook's (and bring them back): {adopt_command(nearby[0], Path.cwd())}")
+        return "\n".join(lines)
+
     def records(self) -> list[AgentRecord]:
         runtime = self.runtime
         return self.host.call(lambda: runtime.list_persisted_agents())
@@ -469,8 +506,10 @@ class NotebookSession:
         record = next((r for r in self.records() if r.name == name and r.kind == "agent"), None)
         if record is None:
             known = ", ".join(r.name for r in self.records() if r.kind == "agent") or "none"
-            raise AgentNotFound(f"no stored agent named '{name}' in {self.location.where} "
-                                f"(stored: {known})")
+            elsewhere = self.stored_elsewhere()
+            raise AgentNotFound(f"no stored agent named '{name}' in {self.location.where} under runtime id "
+                                f"'{self.location.runtime_id}' (stored: {known})"
+                                + (f"\n{elsewhere}" if elsewhere else ""))
         return [self.host.call(lambda: runtime.resume_agent(record.id))]
 
     def start_turn(self, agent: Agent, text: str | list[ContentBlock], *,
@@ -480,7 +519,7 @@ class NotebookSession:
         misses nothing of it)."""
         self._check_idle(agent)
         snapshot = agent.snapshot
-        view = AgentView(agent, self.host,
+        view = AgentView(agent, self.host, notebook=self.notebook_identity(),
                          turn=TurnScope(first=snapshot.history_len, generation=snapshot.run_generation + 1))
         return self.send(agent, text, output=output), view
 
@@ -561,7 +600,7 @@ class NotebookSession:
         """The one long-lived view of `agent` (displaying it again shows the same widget)."""
         view = self._views.get(agent.id)
         if view is None:
-            view = AgentView(agent, self.host)
+            view = AgentView(agent, self.host, notebook=self.notebook_identity())
             self._views[agent.id] = view
         return view
 

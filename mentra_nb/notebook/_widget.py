@@ -10,9 +10,9 @@ one short `text/plain` line for consoles. While the widget is live, its style
 sheet hides the output just above it (mentra.css); every reader without the live
 widget (a saved notebook reopened, GitHub, nbconvert) reads the markdown
 instead, which is plain markdown with no wrapper (so `nbconvert --to markdown`
-exports clean markdown), and the browser saves a small placeholder state for
-the widget so that a reopened notebook shows no "model not found"
-(js/saved_state.js, which knows our views by the `_mentra_view` trait).
+exports clean markdown), and the page saves the notebook without the widget's
+output, so that a reopened notebook shows no "model not found" or "Loading
+widget…" (js/saved_state.js, which knows our views by the `_mentra_view` trait).
 """
 
 from __future__ import annotations
@@ -59,8 +59,15 @@ class MentraWidget(anywidget.AnyWidget):
     _host: RuntimeHost
     _unsubscribe: Callable[[], None] | None = None
     # Which of our views this is ("agent", "team", "picker"): how the browser knows
-    # our models among a notebook's widgets when it saves placeholders for them.
+    # our models among a notebook's widgets when it saves the notebook.
     _mentra_view = traitlets.Unicode("").tag(sync=True)
+    # The output a saved notebook keeps for this view (a full view's markdown copy, an
+    # ended turn): the page writes it in when the notebook is saved, where the kernel's
+    # display updates no longer reach (outputs loaded by a page reload carry no
+    # display id). Set when the copy changes, never per streamed token, and only once
+    # a page has spoken to the view (a headless run has none to write it).
+    saved_copy = traitlets.Dict().tag(sync=True)
+    _page_seen = False
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -72,6 +79,9 @@ class MentraWidget(anywidget.AnyWidget):
 
     def _accept(self, adapter: TypeAdapter[Any], content: Any) -> Any | None:
         """The browser's message as a model, or None (logged) if it is invalid."""
+        if not self._page_seen:
+            self._page_seen = True
+            self._host.call_soon(self._keep_saved_copy)
         try:
             return adapter.validate_python(content)
         except ValidationError as err:
@@ -146,6 +156,11 @@ class MentraWidget(anywidget.AnyWidget):
         bundle: Any = self._repr_mimebundle_()
         return dict(bundle[0] if isinstance(bundle, tuple) else bundle)
 
+    def _keep_saved_copy(self) -> None:
+        """A page spoke to this view: from now on it keeps the saved copy current
+        (runtime thread); widgets whose copy is not a fallback override this."""
+        self._refresh_fallbacks()
+
     def _refresh_fallbacks(self) -> None:
         """What the view shows changed: bring each static copy up to date (runtime
         thread; a copy that already shows the markdown is left alone)."""
@@ -155,6 +170,8 @@ class MentraWidget(anywidget.AnyWidget):
             return
         markdown = self._markdown()
         bundle = _fallback_bundle(markdown)
+        if self._page_seen:
+            self.saved_copy = bundle
         for place, shown in places.items():
             if shown != markdown:
                 place.replace(bundle)

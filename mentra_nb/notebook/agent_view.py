@@ -206,7 +206,13 @@ class AgentView(MentraWidget):
     # What the last "Fork from here" or "Edit" click did, or why it could not ("" at first).
     notice = traitlets.Unicode("").tag(sync=True)
 
-    def __init__(self, agent: Agent, host: RuntimeHost, *, turn: TurnScope | None = None) -> None:
+    # Where this notebook's agents are kept ({"id": runtime id, "state": file}): the
+    # page writes it into the notebook's metadata, so they follow the notebook through
+    # renames and moves (_notebook_identity, js/saved_state.js).
+    notebook = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, agent: Agent, host: RuntimeHost, *, turn: TurnScope | None = None,
+                 notebook: dict[str, str] | None = None) -> None:
         self._agent = agent
         self._host = host
         self._turn = turn
@@ -243,7 +249,8 @@ class AgentView(MentraWidget):
 
         self._opened_at, state = host.call(read)
         super().__init__(agent_name=agent.name, model_key=agent.model.key,
-                         scope={} if turn is None else {"kind": "turn", "first": turn.first}, **state)
+                         scope={} if turn is None else {"kind": "turn", "first": turn.first},
+                         notebook=notebook or {}, **state)
         self.on_msg(self._on_browser_message)
         host.call(self._attach)
 
@@ -314,8 +321,16 @@ class AgentView(MentraWidget):
             self._ended = True
             shown = list(self._shown)
         bundle = self._static_bundle()
+        if self._page_seen:
+            self.saved_copy = bundle
         for place in shown:
             place.replace(bundle)
+
+    def _keep_saved_copy(self) -> None:
+        if self._turn is None:
+            super()._keep_saved_copy()
+        elif self._ended:
+            self.saved_copy = self._static_bundle()
 
     def _static_bundle(self) -> dict[str, Any]:
         return {"text/plain": repr(self), "text/markdown": self._markdown()}

@@ -73,6 +73,7 @@ from mentra_nb.store.base import (
 
 __all__ = [
     "APPLICATION_ID", "SCHEMA_VERSION", "SqliteStore", "is_network_filesystem", "process_is_alive",
+    "stored_agent_names",
 ]
 
 log = logging.getLogger("mentra_nb.store")
@@ -1165,6 +1166,30 @@ def _check_existing_file(path: str) -> None:
         )
     if user_version > SCHEMA_VERSION:
         raise StoreError(_newer_schema_message(path, user_version))
+
+
+def stored_agent_names(path: str | os.PathLike[str]) -> dict[str, list[str]]:
+    """The lead agents' names in a state file, by runtime id, read without writing
+    anything (not even -wal/-shm files); {} for a file that is no mentra-nb store
+    or cannot be read. For looking at state files nearby, not opening them."""
+    path = os.path.abspath(path)
+    wal = Path(f"{path}-wal")
+    immutable = "" if wal.exists() and wal.stat().st_size > 0 else "&immutable=1"
+    try:
+        conn = sqlite3.connect(f"file:{quote(path)}?mode=ro{immutable}", uri=True)
+        try:
+            if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+                return {}
+            rows = conn.execute("SELECT runtime_id, name FROM agents WHERE kind = 'agent' "
+                                "ORDER BY created_at, rowid").fetchall()
+        finally:
+            conn.close()
+    except (sqlite3.Error, OSError):
+        return {}
+    names: dict[str, list[str]] = {}
+    for runtime_id, name in rows:
+        names.setdefault(runtime_id, []).append(name)
+    return names
 
 
 def _read_only_identity(path: str) -> tuple[int, int, int]:

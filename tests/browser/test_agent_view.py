@@ -148,12 +148,14 @@ def test_after_a_kernel_restart_resume_shows_the_old_history_and_the_cut_turn(no
     nb.page.locator(".jp-Dialog-button").get_by_text("Restart", exact=True).click()
     nb.forget_kernel()
     nb.wait_kernel_idle()
-    # The old output can no longer act: it says so and its controls are off.
-    old_view = nb.agent_view(3)
+    # The old full view can no longer act: it says so and its controls are off.
+    old_view = nb.agent_view(1)
     expect(old_view).to_have_attribute("data-connected", "false")
     expect(old_view.locator(".mentra-interrupt")).to_be_disabled()
     # ... once, however often Jupyter reports the dead kernel (issue 15: it was appended twice).
     expect(old_view.get_by_text("its kernel stopped")).to_have_count(1)
+    # The cut turn's cell is now its markdown (issue 30.2: tests/browser/test_cut_turn.py).
+    expect(nb.output(3)).to_contain_text("cut by a kernel restart")
 
     nb.run_cell(4)
     out = nb.run_cell(5)
