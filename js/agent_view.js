@@ -12,8 +12,8 @@ import { keepNotebookIdentity, hookNotebookSaves } from "./saved_state.js";
  * @typedef {{id: string, name: string, input_json: string}} PendingTool
  * @typedef {{id: string, name: string, input: string}} Approval
  * @typedef {import("./dom.js").Item & {html_parts?: (string|number[])[]}} WireItem
- * @typedef {{kind: "reset"|"items", seq: number, text?: string, thinking?: string,
- *   tools?: Record<string, string>, start?: number, items?: WireItem[], tail?: string[],
+ * @typedef {{kind: "reset"|"items"|"earlier", seq: number, text?: string, thinking?: string,
+ *   tools?: Record<string, string>, start?: number, items?: WireItem[], earlier?: number, tail?: string[],
  *   basis?: number[], live?: {text?: string, thinking?: string, tools?: Record<string, string>}}} StreamMessage
  * @typedef {{s: number, t?: string, h?: string, u?: Record<string, string>}} DeltaMessage
  * @typedef {import("./dom.js").Item} Item
@@ -159,6 +159,7 @@ export class LiveStream {
     /** @type {Item[]} */
     this.items = [];
     this.changedFrom = 0; // where the last `items` message replaced the transcript
+    this.earlier = 0; // messages before `items` that the kernel sends when asked ("earlier")
   }
 
   /**
@@ -171,9 +172,15 @@ export class LiveStream {
     if (message && "s" in message && typeof message.s === "number") return this.applyDelta(message);
     if (!message || "s" in message) return "";
     if (typeof message.seq !== "number" || message.seq <= this.seq) return "";
-    if (!["reset", "items"].includes(message.kind)) return "";
+    if (!["reset", "items", "earlier"].includes(message.kind)) return "";
     this.seq = message.seq;
     if (message.kind === "items") return this.applyItems(message);
+    if (message.kind === "earlier") { // the page before the first message we have
+      this.items = [...(message.items ?? []), ...this.items];
+      this.earlier = message.earlier ?? 0;
+      this.changedFrom = 0;
+      return "items";
+    }
     this.text = message.text ?? "";
     this.thinking = message.thinking ?? "";
     this.tools = { ...(message.tools ?? {}) };
@@ -216,6 +223,7 @@ export class LiveStream {
       html_parts ? { ...item, html: resolveHtml(html_parts, sources) } : item);
     this.changedFrom = start;
     this.items = [...this.items.slice(0, start), ...items];
+    if (typeof message.earlier === "number") this.earlier = message.earlier;
     if (message.tail) {
       this.text = "";
       this.thinking = "";
@@ -314,11 +322,13 @@ function render({ model, el }) {
   // that follows it.
   const scroll = element("div", "mentra-scroll");
   const transcript = element("div", "mentra-transcript");
+  // The kernel sends a transcript's last page; this asks for the page before.
+  const earlier = button("mentra-older", "", "minimal");
   const liveThinking = element("div", "mentra-live mentra-thinking");
   const liveText = element("div", "mentra-live");
   const reveal = new Reveal(liveText);
   const liveTools = element("div", "mentra-live-tools");
-  scroll.append(transcript, liveThinking, liveText, liveTools);
+  scroll.append(earlier, transcript, liveThinking, liveText, liveTools);
   const approvalsBox = element("div", "mentra-approvals");
   const resumeBox = element("div", "mentra-resumable");
   const travelNotice = element("div", "mentra-time-travel-notice");
@@ -404,6 +414,9 @@ function render({ model, el }) {
       appendTranscript(transcript, live.items.slice(from), calls, watcher);
     }
     renderedItems = live.items.length;
+    earlier.hidden = live.earlier <= 0;
+    earlier.disabled = false;
+    earlier.textContent = `Show ${live.earlier} earlier message${live.earlier === 1 ? "" : "s"}`;
     const running = RUNNING.has((model.get("status") ?? {}).name);
     addMessageActions(transcript, live.items, {
       agentName: model.get("agent_name"), send: (request) => model.send(request), sources,
@@ -492,6 +505,11 @@ function render({ model, el }) {
   const controller = new AbortController();
   const { signal } = controller;
   sendButton.addEventListener("click", send, { signal });
+  earlier.addEventListener("click", () => {
+    earlier.disabled = true; // until the page arrives
+    // The index of our first message: a turn view's messages begin at its scope's `first`.
+    model.send({ kind: "earlier", before: (model.get("scope")?.first ?? 0) + live.earlier });
+  }, { signal });
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) send();
   }, { signal });

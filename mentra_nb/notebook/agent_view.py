@@ -13,8 +13,10 @@ Traffic rules (why the widget stays cheap on long streams):
   markdown library). A reply that was just streamed is sent as references
   into the text the browser already has (`stream_refs`), so its bytes cross
   the wire once.
-- Displaying the widget sends the whole transcript and the half-streamed text
-  at once, and the browser keeps one stream per widget model (not per view):
+- Displaying the widget sends the transcript's last page (TRANSCRIPT_PAGE
+  messages) and the half-streamed text at once, with the count of messages
+  before it; the browser's "Show N earlier messages" asks for the page before
+  (`earlier`), rendered then and prepended, and the browser keeps one stream per widget model (not per view):
   a view needs no answer from the kernel, which matters during Run All, when
   the kernel answers nothing until the last queued cell ran. A view that
   finds a gap says `hello` and gets the same in reply. Nothing is rendered
@@ -116,6 +118,13 @@ class _Stop(BrowserMessage):
     seq: int | None = Field(default=None, ge=0)
 
 
+class _Earlier(BrowserMessage):
+    """"Show earlier messages": the page before message `before`, the first the browser has."""
+
+    kind: Literal["earlier"]
+    before: int = Field(ge=0)
+
+
 class _Interrupt(BrowserMessage):
     kind: Literal["interrupt"]
 
@@ -165,10 +174,15 @@ class _Deny(BrowserMessage):
 
 
 _browser_message: TypeAdapter[Any] = browser_messages(
-    Annotated[_Hello | _Stop | _Interrupt | _Send | _Resume | _Approve | _Deny | _Fork | _EditSource
+    Annotated[_Hello | _Earlier | _Stop | _Interrupt | _Send | _Resume | _Approve | _Deny | _Fork | _EditSource
               | _Edit,
               Field(discriminator="kind")]
 )
+
+# How many messages a view renders at a time: the last page when it is displayed,
+# each earlier page when the reader asks for it (a resumed notebook of fifty long
+# agents renders fifty pages, not fifty transcripts).
+TRANSCRIPT_PAGE = 50
 
 # What a saved notebook keeps of a transcript: the tail, so a long-lived agent's
 # output does not grow the .ipynb by its whole history on every display.
@@ -224,6 +238,8 @@ class AgentView(MentraWidget):
         # when the widget is first displayed.
         self._items: list[dict[str, Any]] | None = None
         self._rendered_messages = self._first
+        self._loaded_from = self._first  # the index of the first message in `_items`
+        self._replacements = 0  # rewinds, edits and switches of branch seen (`_markdown_key`)
         self._shown: list[Shown] = []  # where a turn view was displayed
         self._ended = False
         self._end: int | None = None  # a turn view's message count when its turn ended
@@ -290,6 +306,7 @@ class AgentView(MentraWidget):
         if event.type == "assistant_message_committed":
             self._commit(event.message)
         elif event.type == "history_replaced":
+            self._replacements += 1  # the same length may be other messages
             self._replace_transcript()
         else:
             with self.hold_sync():  # one state message for the status and the rest
@@ -333,7 +350,7 @@ class AgentView(MentraWidget):
             self.saved_copy = self._static_bundle()
 
     def _static_bundle(self) -> dict[str, Any]:
-        return {"text/plain": repr(self), "text/markdown": self._markdown()}
+        return {"text/plain": repr(self), "text/markdown": self._current_markdown()}
 
     def show(self) -> None:
         """Display this view in the running cell (a turn view's place is replaced
@@ -503,8 +520,7 @@ class AgentView(MentraWidget):
             start = len(self._items)
             new = self._render(agent.recent_messages(count - self._rendered_messages), self._rendered_messages)
         else:  # a rollback: render again
-            messages = agent.history if self._turn is None else agent.recent_messages(count - self._first)
-            start, new = 0, self._render(messages, self._first)
+            start, new = 0, self._last_page(count)
             self._items.clear()
         count = max(count, self._first)
         self._items.extend(new)
@@ -530,22 +546,41 @@ class AgentView(MentraWidget):
         (A turn's view keeps showing what its turn did.)"""
         self._sync_state()
         if self._items is not None and self._turn is None:
-            history = self._agent.history
-            self._items = self._render(history, 0)
-            self._rendered_messages = len(history)
-            self._send_items(0, self._items)
+            count = self._agent.snapshot.history_len
+            self._items = self._last_page(count)
+            self._rendered_messages = count
+            self._send_items(0, list(self._items))
 
     @property
     def items(self) -> list[dict[str, Any]]:
         """The committed transcript (of its turn, for a turn view) as the browser
-        shows it (rendered on first use)."""
+        has it: its last page, rendered on first use, and the earlier pages the
+        browser asked for."""
         if self._items is None:
-            agent = self._agent
-            count = agent.snapshot.history_len
-            messages = agent.history if self._turn is None else agent.recent_messages(count - self._first)
-            self._items = self._render(messages, self._first)
+            count = self._agent.snapshot.history_len
+            self._items = self._last_page(count)
             self._rendered_messages = max(count, self._first)
         return self._items
+
+    def _last_page(self, count: int) -> list[dict[str, Any]]:
+        """The last TRANSCRIPT_PAGE of the view's `count` messages, rendered (only
+        those are read from the store, if the transcript is not loaded)."""
+        self._loaded_from = max(self._first, count - TRANSCRIPT_PAGE)
+        return self._render(self._agent.recent_messages(count - self._loaded_from), self._loaded_from)
+
+    def _send_earlier(self, before: int) -> None:
+        """The browser asked for the page before its first message `before`. A
+        request that crossed a change of the transcript (or a second click) is
+        ignored: the browser has been sent the transcript as it is now."""
+        count = self._agent.snapshot.history_len
+        if (self._items is None or before != self._loaded_from or before <= self._first
+                or count != self._rendered_messages):
+            return
+        start = max(self._first, before - TRANSCRIPT_PAGE)
+        page = self._render(self._agent.recent_messages(count - start)[: before - start], start)
+        self._items[:0] = page
+        self._loaded_from = start
+        self._send_custom({"kind": "earlier", "items": page, "earlier": start - self._first})
 
     @staticmethod
     def _render(messages: list[Message], first_index: int) -> list[dict[str, Any]]:
@@ -555,6 +590,8 @@ class AgentView(MentraWidget):
     def _send_items(self, start: int, items: list[dict[str, Any]], stream: _Stream | None = None,
                     live: dict[str, Any] | None = None) -> None:
         message: dict[str, Any] = {"kind": "items", "start": start, "items": items}
+        if start == 0:  # the transcript from its first page: how many messages come before it
+            message["earlier"] = self._loaded_from - self._first
         if stream is not None:
             # The browser appends `tail`, checks its text against `basis`, resolves
             # the spans, then clears its live stream.
@@ -566,10 +603,11 @@ class AgentView(MentraWidget):
         self._send_custom(message)
 
     def _hello(self) -> None:
-        """Answer a view's hello: the whole transcript and the half-streamed state,
+        """Answer a view's hello: the transcript as loaded and the half-streamed state,
         in one message (each costs ~420 bytes of envelope, and every displayed
         view is greeted)."""
-        self._send_items(0, self.items, live=self._live_now())
+        # A copy: an earlier page is prepended to `items` in place.
+        self._send_items(0, list(self.items), live=self._live_now())
 
     def _resend_stream(self) -> None:
         self._send_custom({"kind": "reset", **self._live_now()})
@@ -593,6 +631,8 @@ class AgentView(MentraWidget):
         agent = self._agent
         if isinstance(message, _Hello):
             self._host.call_soon(self._hello)
+        elif isinstance(message, _Earlier):
+            self._host.call_soon(self._send_earlier, message.before)
         elif isinstance(message, _Stop):
             self._host.call_soon(self._stop, message.now, message.shown, message.seq)
         elif isinstance(message, _Interrupt):
@@ -680,6 +720,11 @@ class AgentView(MentraWidget):
         count = agent.snapshot.history_len
         end = count if self._end is None else min(self._end, count)
         return agent.recent_messages(count - self._first)[: max(0, end - self._first)]
+
+    def _markdown_key(self) -> object:
+        agent = self._agent
+        return (agent.snapshot, agent.resumable_turn, self._replacements, self._ended, self._end,
+                self._partial, self.status, self.fork_origin)
 
     def _markdown(self) -> str:
         agent = self._agent

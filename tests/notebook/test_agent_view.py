@@ -218,7 +218,7 @@ def test_a_streamed_reply_is_committed_as_spans_of_the_streamed_text(host):
     sent = opened(view)
     host.submit(agent.send("plan it")).result(10)
     host.call(lambda: None)
-    [committed] = [m for m in sent if m["kind"] == "items" and m["items"][0]["role"] == "assistant"]
+    [committed] = [m for m in sent if m["kind"] == "items" and m["items"] and m["items"][0]["role"] == "assistant"]
     assert "html" not in committed["items"][0] and committed["items"][0]["html_parts"]
     assert replay_as_the_browser_does(sent) == view.items
     text_bytes = len(reply.encode())
@@ -354,7 +354,7 @@ def test_a_resumed_agents_view_reads_its_transcript_only_when_displayed_and_send
     """Issue 15.9: during Run All the kernel answers a view's hello only after the
     last queued cell, so displaying a view sends it the transcript at once."""
     from mentra_nb import SqliteStore
-    from mentra_nb.notebook.agent_view import STATIC_MESSAGES
+    from mentra_nb.notebook.agent_view import STATIC_MESSAGES, TRANSCRIPT_PAGE
 
     class CountingStore(SqliteStore):
         messages_read = 0
@@ -385,8 +385,87 @@ def test_a_resumed_agents_view_reads_its_transcript_only_when_displayed_and_send
     assert "answer 29" in markdown and "question 0" not in markdown
     host.call(lambda: None)
     [items] = [m for m in sent if m.get("kind") == "items"]  # no hello was needed
-    assert items["start"] == 0 and len(items["items"]) == 2 * turns
+    # The last page only, with the count of messages before it.
+    assert items["start"] == 0 and len(items["items"]) == TRANSCRIPT_PAGE
+    assert items["earlier"] == 2 * turns - TRANSCRIPT_PAGE
     host.submit(rt.aclose()).result(10)
+
+
+def message_indexes(items):
+    return sorted({item["index"] for item in items})
+
+
+def test_a_long_transcript_is_sent_a_page_at_a_time_down_to_its_first_message(host, tmp_path):
+    """Issue 32: a view's greeting rendered all of a resumed agent's 1,000 messages
+    (fifty such views: most of a 1.8-s `%mentra resume`). It sends the last page,
+    and each earlier page when the browser asks for it."""
+    from mentra_nb import SqliteStore
+    from mentra_nb.notebook.agent_view import TRANSCRIPT_PAGE
+    from tests.benchmarks.bench_resume import build_ours
+
+    path = tmp_path / "long.mentra.sqlite"
+    build_ours(path, 1, 1000, runtime_id="long")
+    rt = open_runtime(host, lambda: Runtime.empty(store=SqliteStore(path), runtime_id="long"))
+    [agent] = host.call(rt.resume)
+    view = AgentView(agent, host)
+    sent = recorded(view)
+    view._repr_mimebundle_()
+    host.call(lambda: None)
+    [greeting] = sent
+    assert greeting["kind"] == "items" and greeting["start"] == 0
+    assert message_indexes(greeting["items"]) == list(range(1000 - TRANSCRIPT_PAGE, 1000))
+    assert greeting["earlier"] == 1000 - TRANSCRIPT_PAGE
+
+    pages = [greeting]
+    while pages[-1]["earlier"] > 0:
+        view._on_browser_message(view, {"kind": "earlier", "before": pages[-1]["earlier"]}, [])
+        host.call(lambda: None)
+        assert len(sent) == len(pages) + 1, "one page per request"
+        page = sent[-1]
+        assert page["kind"] == "earlier" and seq(page) > seq(pages[-1])
+        assert message_indexes(page["items"]) == list(range(page["earlier"], pages[-1]["earlier"]))
+        pages.append(page)
+    assert len(pages) == 1000 // TRANSCRIPT_PAGE
+    # What the browser holds now is the whole transcript, as one render of it would be.
+    assert [i for p in reversed(pages) for i in p["items"]] == view.items == AgentView._render(agent.history, 0)
+    # A request that does not continue from the first message sent (a second click) is ignored.
+    view._on_browser_message(view, {"kind": "earlier", "before": 50}, [])
+    host.call(lambda: None)
+    assert len(sent) == len(pages)
+    # A hello (a page reloaded) gets everything loaded so far, with nothing earlier.
+    view._on_browser_message(view, {"kind": "hello"}, [])
+    host.call(lambda: None)
+    assert sent[-1]["start"] == 0 and sent[-1]["earlier"] == 0 and sent[-1]["items"] == view.items
+    host.submit(rt.aclose()).result(10)
+
+
+def test_a_display_makes_the_views_markdown_once(host, monkeypatch):
+    """Issue 32: each display made the view's markdown three times (the widget's
+    bundle, the copy above it, the refresh after)."""
+    import mentra_nb.notebook._display as display_module
+    import mentra_nb.notebook._widget as widget_module
+
+    agent = spawn(host, ScriptedProvider("s", [text_stream("The answer is 42."), text_stream("Still 42.")]))
+    host.submit(agent.send("What is it?")).result(10)
+    view = AgentView(agent, host)
+    made = []
+    markdown = view._markdown
+    monkeypatch.setattr(view, "_markdown", lambda: made.append(1) or markdown())
+    # Displayed as in a kernel: `show` returns a place the markdown copy can be replaced in.
+    place = display_module.Shown("place", {})
+    monkeypatch.setattr(widget_module, "show", lambda bundle: place)
+    monkeypatch.setattr(widget_module, "display", lambda *args, **kwargs: None)
+    view._ipython_display_()
+    host.call(lambda: None)
+    assert len(made) == 1
+    # Made again once what it shows changed (for the copy, at the run's end), and
+    # then not for another display.
+    host.submit(agent.send("And now?")).result(10)
+    host.call(lambda: None)
+    assert len(made) == 2 and "Still 42." in view._fallbacks[place]
+    view._ipython_display_()
+    host.call(lambda: None)
+    assert len(made) == 2
 
 
 def test_a_turn_view_shows_its_own_turn_only_and_stops_following_when_it_ends(host):
