@@ -51,6 +51,40 @@ describe("AgentView", () => {
     expect(root.dataset.mentraLive).toBe("true");
   });
 
+  it("shows 'Show N earlier messages' for a paged transcript and prepends the page it asks for", () => {
+    const model = new FakeModel({ ...STATE, scope: {} });
+    render({ model, el });
+    const more = /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-older"));
+    // The kernel's greeting: the last page (messages 100 and 101) and the count before it.
+    model.emit("msg:custom", { kind: "items", seq: 1, start: 0, earlier: 100, items: [
+      { index: 100, role: "user", kind: "text", html: "<p>latest question</p>" },
+      { index: 101, role: "assistant", kind: "text", html: "<p>latest answer</p>" }] });
+    expect(more.hidden).toBe(false);
+    expect(more.textContent).toBe("Show 100 earlier messages");
+    more.click();
+    expect(model.sent.at(-1)).toEqual({ kind: "earlier", before: 100 });
+    expect(more.disabled).toBe(true); // one request at a time
+    model.emit("msg:custom", { kind: "earlier", seq: 2, earlier: 0, items: [
+      { index: 98, role: "user", kind: "text", html: "<p>older question</p>" },
+      { index: 99, role: "assistant", kind: "text", html: "<p>older answer</p>" }] });
+    const texts = [...el.querySelectorAll(".mentra-transcript p")].map((p) => p.textContent);
+    expect(texts).toEqual(["older question", "older answer", "latest question", "latest answer"]);
+    expect(more.hidden).toBe(true); // nothing earlier is left
+    // A new message is appended after what was loaded, at the index the kernel counts.
+    model.emit("msg:custom", { kind: "items", seq: 3, start: 4, items: [
+      { index: 102, role: "user", kind: "text", html: "<p>next</p>" }] });
+    expect([...el.querySelectorAll(".mentra-transcript p")].map((p) => p.textContent).at(-1)).toBe("next");
+  });
+
+  it("asks a turn view's earlier page from the turn's first message on", () => {
+    const model = new FakeModel({ ...STATE, scope: { kind: "turn", first: 10 } });
+    render({ model, el });
+    model.emit("msg:custom", { kind: "items", seq: 1, start: 0, earlier: 60, items: [
+      { index: 70, role: "user", kind: "text", html: "<p>q</p>" }] });
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-older")).click();
+    expect(model.sent.at(-1)).toEqual({ kind: "earlier", before: 70 });
+  });
+
   it("shows an unknown cost as such and no cost text when none is set", () => {
     const model = new FakeModel({ ...STATE, cost: "cost unknown" });
     render({ model, el });
