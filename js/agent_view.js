@@ -324,6 +324,7 @@ function render({ model, el }) {
   const transcript = element("div", "mentra-transcript");
   // The kernel sends a transcript's last page; this asks for the page before.
   const earlier = button("mentra-older", "", "minimal");
+  earlier.hidden = true; // until the kernel says there is something earlier
   const liveThinking = element("div", "mentra-live mentra-thinking");
   const liveText = element("div", "mentra-live");
   const reveal = new Reveal(liveText);
