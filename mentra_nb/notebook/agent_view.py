@@ -16,10 +16,10 @@ Traffic rules (why the widget stays cheap on long streams):
 - Displaying the widget sends the transcript's last page (TRANSCRIPT_PAGE
   messages) and the half-streamed text at once, with the count of messages
   before it; the browser's "Show N earlier messages" asks for the page before
-  (`earlier`), rendered then and prepended, and the browser keeps one stream per widget model (not per view):
-  a view needs no answer from the kernel, which matters during Run All, when
-  the kernel answers nothing until the last queued cell ran. A view that
-  finds a gap says `hello` and gets the same in reply. Nothing is rendered
+  (`earlier`), rendered then and prepended. The browser keeps one stream per
+  widget model (not per view): a view needs no answer from the kernel, which
+  matters during Run All, when the kernel answers nothing until the last
+  queued cell ran. A view that finds a gap says `hello` and gets what it had. Nothing is rendered
   before the widget is displayed: resuming fifty long agents renders nothing.
 - Browser messages are validated; an invalid one is logged and ignored.
 
@@ -570,11 +570,10 @@ class AgentView(MentraWidget):
 
     def _send_earlier(self, before: int) -> None:
         """The browser asked for the page before its first message `before`. A
-        request that crossed a change of the transcript (or a second click) is
-        ignored: the browser has been sent the transcript as it is now."""
+        request that crossed a change of the transcript (or another view's click)
+        is ignored: the browser has been sent the transcript as it is now."""
         count = self._agent.snapshot.history_len
-        if (self._items is None or before != self._loaded_from or before <= self._first
-                or count != self._rendered_messages):
+        if self._items is None or before != self._loaded_from or not self._first < before <= count:
             return
         start = max(self._first, before - TRANSCRIPT_PAGE)
         page = self._render(self._agent.recent_messages(count - start)[: before - start], start)
