@@ -12,9 +12,10 @@ import { keepNotebookIdentity, hookNotebookSaves } from "./saved_state.js";
  * @typedef {{id: string, name: string, input_json: string}} PendingTool
  * @typedef {{id: string, name: string, input: string}} Approval
  * @typedef {import("./dom.js").Item & {html_parts?: (string|number[])[]}} WireItem
- * @typedef {{kind: "delta"|"reset"|"items", seq: number, text?: string, thinking?: string,
- *   tools?: Record<string, string>, start?: number, items?: WireItem[], tail?: string[],
+ * @typedef {{kind: "reset"|"items"|"earlier", seq: number, text?: string, thinking?: string,
+ *   tools?: Record<string, string>, start?: number, items?: WireItem[], earlier?: number, tail?: string[],
  *   basis?: number[], live?: {text?: string, thinking?: string, tools?: Record<string, string>}}} StreamMessage
+ * @typedef {{s: number, t?: string, h?: string, u?: Record<string, string>}} DeltaMessage
  * @typedef {import("./dom.js").Item} Item
  * @typedef {import("./dom.js").Model} Model
  */
@@ -55,15 +56,15 @@ function escapeHtml(text) {
 }
 
 /**
- * A growing text, shown a little at a time. The kernel sends live text in
- * batches (a stream's first words at once, then 1, 2, then 4 seconds apart:
- * every Jupyter message costs ~420 bytes of envelope), so each batch is revealed
- * over about the time since the one before, and the reply reads as a stream, at
- * most one batch behind. A text that does not extend the shown one (a new
- * stream, a reset) is shown at once.
+ * A growing text, shown a little at a time. The kernel sends live text at most
+ * once per LIVE_WINDOW_MS (the stream's first words at once), so each piece is
+ * revealed over the time since the one before, never longer than the window:
+ * the reply moves smoothly and is never more than a window behind what arrived.
+ * A text that does not extend the shown one (a new stream, a reset) is shown at
+ * once. `shown` is what the reader sees now (Stop keeps that).
  */
-// The kernel's longest wait between batches (MAX_BATCH_DELAY), and a poll more.
-const MAX_REVEAL_MS = 4100;
+// agent_view.py LIVE_WINDOW.
+export const LIVE_WINDOW_MS = 150;
 
 export class Reveal {
   /** @param {HTMLElement} el */
@@ -74,8 +75,13 @@ export class Reveal {
     this.from = 0;
     this.start = 0;
     this.span = 0;
-    this.lastBatch = 0;
+    this.lastPiece = 0;
     this.frame = 0;
+  }
+
+  /** The text on screen now. */
+  get shown() {
+    return this.node.data;
   }
 
   /** @param {string} text the whole live text now */
@@ -83,8 +89,11 @@ export class Reveal {
     if (text === this.target) return;
     const now = performance.now();
     const extends_ = this.target !== "" && text.startsWith(this.target);
-    const since = now - this.lastBatch;
-    this.lastBatch = now;
+    const since = now - this.lastPiece;
+    this.lastPiece = now;
+    if (extends_ && this.node.data.length < this.target.length) {
+      this.node.appendData(this.target.slice(this.node.data.length)); // the last piece, in full
+    }
     this.target = text;
     if (!extends_ || typeof requestAnimationFrame !== "function") {
       this.stop();
@@ -93,7 +102,7 @@ export class Reveal {
     }
     this.from = this.node.data.length;
     this.start = now;
-    this.span = Math.min(MAX_REVEAL_MS, Math.max(50, since));
+    this.span = Math.min(LIVE_WINDOW_MS, since);
     if (!this.frame) this.frame = requestAnimationFrame(this.step);
   }
 
@@ -101,7 +110,9 @@ export class Reveal {
   step = (now) => {
     this.frame = 0;
     const done = Math.min(1, (now - this.start) / this.span);
-    const length = this.from + Math.round((this.target.length - this.from) * done);
+    let length = this.from + Math.round((this.target.length - this.from) * done);
+    const code = this.target.charCodeAt(length - 1);
+    if (code >= 0xd800 && code < 0xdc00) length += 1; // never half a character (Stop counts what is shown)
     if (length > this.node.data.length) this.node.appendData(this.target.slice(this.node.data.length, length));
     if (this.node.data.length < this.target.length) this.frame = requestAnimationFrame(this.step);
   };
@@ -148,29 +159,46 @@ export class LiveStream {
     /** @type {Item[]} */
     this.items = [];
     this.changedFrom = 0; // where the last `items` message replaced the transcript
+    this.earlier = 0; // messages before `items` that the kernel sends when asked ("earlier")
   }
 
   /**
-   * @param {StreamMessage} message
+   * @param {StreamMessage|DeltaMessage} message
    * @returns {"live"|"items"|"resync"|""} what changed: the live stream, the
    *   transcript (from index `changedFrom`), or nothing, or "resync" when this
    *   view missed text a message refers to and must ask for everything again
    */
   apply(message) {
-    if (!message || typeof message.seq !== "number" || message.seq <= this.seq) return "";
-    if (!["delta", "reset", "items"].includes(message.kind)) return "";
+    if (message && "s" in message && typeof message.s === "number") return this.applyDelta(message);
+    if (!message || "s" in message) return "";
+    if (typeof message.seq !== "number" || message.seq <= this.seq) return "";
+    if (!["reset", "items", "earlier"].includes(message.kind)) return "";
     this.seq = message.seq;
     if (message.kind === "items") return this.applyItems(message);
-    if (message.kind === "reset") {
-      this.text = message.text ?? "";
-      this.thinking = message.thinking ?? "";
-      this.tools = { ...(message.tools ?? {}) };
-    } else {
-      this.text += message.text ?? "";
-      this.thinking += message.thinking ?? "";
-      for (const [id, piece] of Object.entries(message.tools ?? {})) {
-        this.tools[id] = (this.tools[id] ?? "") + piece;
-      }
+    if (message.kind === "earlier") { // the page before the first message we have
+      this.items = [...(message.items ?? []), ...this.items];
+      this.earlier = message.earlier ?? 0;
+      this.changedFrom = 0;
+      return "items";
+    }
+    this.text = message.text ?? "";
+    this.thinking = message.thinking ?? "";
+    this.tools = { ...(message.tools ?? {}) };
+    return "live";
+  }
+
+  /**
+   * New live text, in the short form the kernel sends it most often: `s` the
+   * sequence number, `t` text, `h` thinking, `u` tool input by call id.
+   * @param {DeltaMessage} message
+   */
+  applyDelta(message) {
+    if (message.s <= this.seq) return "";
+    this.seq = message.s;
+    this.text += message.t ?? "";
+    this.thinking += message.h ?? "";
+    for (const [id, piece] of Object.entries(message.u ?? {})) {
+      this.tools[id] = (this.tools[id] ?? "") + piece;
     }
     return "live";
   }
@@ -195,6 +223,7 @@ export class LiveStream {
       html_parts ? { ...item, html: resolveHtml(html_parts, sources) } : item);
     this.changedFrom = start;
     this.items = [...this.items.slice(0, start), ...items];
+    if (typeof message.earlier === "number") this.earlier = message.earlier;
     if (message.tail) {
       this.text = "";
       this.thinking = "";
@@ -218,9 +247,9 @@ export class LiveStream {
 class ModelStream {
   constructor() {
     this.live = new LiveStream();
-    /** @type {Set<(changed: string, message: StreamMessage) => void>} */
+    /** @type {Set<(changed: string, message: StreamMessage|DeltaMessage) => void>} */
     this.views = new Set();
-    /** @param {StreamMessage} message */
+    /** @param {StreamMessage|DeltaMessage} message */
     this.receive = (message) => {
       const changed = this.live.apply(message);
       for (const view of this.views) view(changed, message);
@@ -293,11 +322,14 @@ function render({ model, el }) {
   // that follows it.
   const scroll = element("div", "mentra-scroll");
   const transcript = element("div", "mentra-transcript");
+  // The kernel sends a transcript's last page; this asks for the page before.
+  const earlier = button("mentra-older", "", "minimal");
+  earlier.hidden = true; // until the kernel says there is something earlier
   const liveThinking = element("div", "mentra-live mentra-thinking");
   const liveText = element("div", "mentra-live");
   const reveal = new Reveal(liveText);
   const liveTools = element("div", "mentra-live-tools");
-  scroll.append(transcript, liveThinking, liveText, liveTools);
+  scroll.append(earlier, transcript, liveThinking, liveText, liveTools);
   const approvalsBox = element("div", "mentra-approvals");
   const resumeBox = element("div", "mentra-resumable");
   const travelNotice = element("div", "mentra-time-travel-notice");
@@ -383,6 +415,9 @@ function render({ model, el }) {
       appendTranscript(transcript, live.items.slice(from), calls, watcher);
     }
     renderedItems = live.items.length;
+    earlier.hidden = live.earlier <= 0;
+    earlier.disabled = false;
+    earlier.textContent = `Show ${live.earlier} earlier message${live.earlier === 1 ? "" : "s"}`;
     const running = RUNNING.has((model.get("status") ?? {}).name);
     addMessageActions(transcript, live.items, {
       agentName: model.get("agent_name"), send: (request) => model.send(request), sources,
@@ -445,7 +480,7 @@ function render({ model, el }) {
   // a saved notebook's state, with no kernel behind it) the view stays hidden and
   // the saved markdown above it is what the reader sees (mentra.css).
   const markLive = () => { root.dataset.mentraLive = String(live.seq >= 0); };
-  /** @param {string} changed @param {StreamMessage} message */
+  /** @param {string} changed @param {StreamMessage|DeltaMessage} message */
   const onStream = (changed, message) => {
     markLive();
     const other = /** @type {{kind?: string}} */ (message);
@@ -454,7 +489,7 @@ function render({ model, el }) {
       return;
     }
     if (changed === "live") renderLive();
-    if (changed === "items") {
+    if (changed === "items" && "kind" in message) {
       if (message.start === 0 && !message.basis) helloPending = false;
       renderItems();
       renderLive(); // a committed call leaves the live area
@@ -471,6 +506,11 @@ function render({ model, el }) {
   const controller = new AbortController();
   const { signal } = controller;
   sendButton.addEventListener("click", send, { signal });
+  earlier.addEventListener("click", () => {
+    earlier.disabled = true; // until the page arrives
+    // The index of our first message: a turn view's messages begin at its scope's `first`.
+    model.send({ kind: "earlier", before: (model.get("scope")?.first ?? 0) + live.earlier });
+  }, { signal });
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) send();
   }, { signal });
@@ -478,7 +518,11 @@ function render({ model, el }) {
   const stop = (how) => {
     stopClicked = how;
     renderHeader(); // "stopping…" at once, before the kernel hears of it
-    model.send({ kind: "stop", now: how === "now" });
+    // "Stop" keeps the reply as far as this view shows it (in code points, as Python
+    // counts), not what streamed while the click travelled to the kernel.
+    model.send(how === "now" && live.seq >= 0
+      ? { kind: "stop", now: true, shown: [...reveal.shown].length, seq: live.seq }
+      : { kind: "stop", now: how === "now" });
   };
   stopButton.addEventListener("click", () => stop("now"), { signal });
   finishButton.addEventListener("click", () => stop("round"), { signal });
@@ -549,7 +593,7 @@ function render({ model, el }) {
     ["change:resumable", renderResumable],
     ["change:fork_origin", renderHeader],
     ["change:notice", renderNotice],
-    ...(shared ? [] : [/** @type {[string, (m: StreamMessage) => void]} */ (["msg:custom", stream.receive])]),
+    ...(shared ? [] : [/** @type {[string, (m: StreamMessage|DeltaMessage) => void]} */ (["msg:custom", stream.receive])]),
   ]);
   stream.views.add(onStream);
 

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { FakeModel } from "./fake_model.js";
-import agentView, { LiveStream, initialize, resolveHtml } from "./agent_view.js";
+import agentView, { LIVE_WINDOW_MS, LiveStream, initialize, resolveHtml } from "./agent_view.js";
 
 const { render } = agentView;
 
@@ -25,7 +25,7 @@ function transcript(model, seq = 1, items = ITEMS) {
   model.emit("msg:custom", { kind: "items", seq, start: 0, items });
 }
 
-/** Frames until `read()` returns `text` (a later batch is revealed over ≤ 1 s). */
+/** Frames until `read()` returns `text` (a piece is revealed over at most LIVE_WINDOW_MS). */
 async function revealed(/** @type {() => string|null} */ read, /** @type {string} */ text) {
   const deadline = performance.now() + 3000;
   while (read() !== text && performance.now() < deadline) {
@@ -49,6 +49,40 @@ describe("AgentView", () => {
     expect(root.dataset.mentraLive).toBe("false"); // hidden by mentra.css; the saved markdown shows
     transcript(model);
     expect(root.dataset.mentraLive).toBe("true");
+  });
+
+  it("shows 'Show N earlier messages' for a paged transcript and prepends the page it asks for", () => {
+    const model = new FakeModel({ ...STATE, scope: {} });
+    render({ model, el });
+    const more = /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-older"));
+    // The kernel's greeting: the last page (messages 100 and 101) and the count before it.
+    model.emit("msg:custom", { kind: "items", seq: 1, start: 0, earlier: 100, items: [
+      { index: 100, role: "user", kind: "text", html: "<p>latest question</p>" },
+      { index: 101, role: "assistant", kind: "text", html: "<p>latest answer</p>" }] });
+    expect(more.hidden).toBe(false);
+    expect(more.textContent).toBe("Show 100 earlier messages");
+    more.click();
+    expect(model.sent.at(-1)).toEqual({ kind: "earlier", before: 100 });
+    expect(more.disabled).toBe(true); // one request at a time
+    model.emit("msg:custom", { kind: "earlier", seq: 2, earlier: 0, items: [
+      { index: 98, role: "user", kind: "text", html: "<p>older question</p>" },
+      { index: 99, role: "assistant", kind: "text", html: "<p>older answer</p>" }] });
+    const texts = [...el.querySelectorAll(".mentra-transcript p")].map((p) => p.textContent);
+    expect(texts).toEqual(["older question", "older answer", "latest question", "latest answer"]);
+    expect(more.hidden).toBe(true); // nothing earlier is left
+    // A new message is appended after what was loaded, at the index the kernel counts.
+    model.emit("msg:custom", { kind: "items", seq: 3, start: 4, items: [
+      { index: 102, role: "user", kind: "text", html: "<p>next</p>" }] });
+    expect([...el.querySelectorAll(".mentra-transcript p")].map((p) => p.textContent).at(-1)).toBe("next");
+  });
+
+  it("asks a turn view's earlier page from the turn's first message on", () => {
+    const model = new FakeModel({ ...STATE, scope: { kind: "turn", first: 10 } });
+    render({ model, el });
+    model.emit("msg:custom", { kind: "items", seq: 1, start: 0, earlier: 60, items: [
+      { index: 70, role: "user", kind: "text", html: "<p>q</p>" }] });
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-older")).click();
+    expect(model.sent.at(-1)).toEqual({ kind: "earlier", before: 70 });
   });
 
   it("shows an unknown cost as such and no cost text when none is set", () => {
@@ -96,10 +130,10 @@ describe("AgentView", () => {
     const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
     render({ model, el });
     const live = () => el.querySelectorAll(".mentra-live")[1].textContent;
-    model.emit("msg:custom", { kind: "delta", seq: 1, text: "Hel", thinking: "", tools: {} });
-    model.emit("msg:custom", { kind: "delta", seq: 2, text: "lo", thinking: "", tools: {} });
-    model.emit("msg:custom", { kind: "delta", seq: 2, text: "lo", thinking: "", tools: {} });
-    model.emit("msg:custom", { kind: "delta", seq: 1, text: "Hel", thinking: "", tools: {} });
+    model.emit("msg:custom", { s: 1, t: "Hel" });
+    model.emit("msg:custom", { s: 2, t: "lo" });
+    model.emit("msg:custom", { s: 2, t: "lo" });
+    model.emit("msg:custom", { s: 1, t: "Hel" });
     await revealed(live, "Hello");
     model.emit("msg:custom", { kind: "reset", seq: 3, text: "", thinking: "", tools: {} });
     expect(live()).toBe("");
@@ -109,21 +143,35 @@ describe("AgentView", () => {
     const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
     render({ model, el });
     const live = () => el.querySelectorAll(".mentra-live")[1].textContent;
-    model.emit("msg:custom", { kind: "delta", seq: 1, text: "stale", thinking: "", tools: {} });
+    model.emit("msg:custom", { s: 1, t: "stale" });
     model.emit("msg:custom", { kind: "items", seq: 2, start: 0,
       items: [{ index: 0, role: "user", kind: "text", html: "<p>go on</p>" }], live: { text: "Half way" } });
     expect(live()).toBe("Half way");
     expect(el.querySelector('.mentra-item[data-role="user"]')?.textContent).toContain("go on");
   });
 
+  it("reveals a piece over the time since the one before, never longer than the window", async () => {
+    const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
+    render({ model, el });
+    const live = () => el.querySelectorAll(".mentra-live")[1].textContent;
+    model.emit("msg:custom", { s: 1, t: "First words" });
+    await new Promise((resolve) => setTimeout(resolve, 1.5 * LIVE_WINDOW_MS)); // a quiet spell
+    model.emit("msg:custom", { s: 2, t: " and a piece" });
+    await revealed(live, "First words and a piece");
+    // A piece that comes while the one before is still being revealed shows that one in full first.
+    model.emit("msg:custom", { s: 3, t: " — more" });
+    model.emit("msg:custom", { s: 4, t: " and more" });
+    expect(live().startsWith("First words and a piece — more")).toBe(true);
+  });
+
   it("shows a stream's first words at once and reveals each later batch gradually", async () => {
     const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
     render({ model, el });
     const live = () => el.querySelectorAll(".mentra-live")[1].textContent;
-    model.emit("msg:custom", { kind: "delta", seq: 1, text: "First words", thinking: "", tools: {} });
+    model.emit("msg:custom", { s: 1, t: "First words" });
     expect(live()).toBe("First words");
     const batch = " and a whole second of text that arrived in one message";
-    model.emit("msg:custom", { kind: "delta", seq: 2, text: batch, thinking: "", tools: {} });
+    model.emit("msg:custom", { s: 2, t: batch });
     expect(live()).toBe("First words"); // no frame has run yet
     await revealed(live, `First words${batch}`);
     // A commit shows the reply in the transcript at once and empties the live text.
@@ -134,8 +182,8 @@ describe("AgentView", () => {
   it("shows partial tool input as it streams", () => {
     const model = new FakeModel({ ...STATE, pending_tools: [{ id: "t9", name: "search", input_json: "" }] });
     render({ model, el });
-    model.emit("msg:custom", { kind: "delta", seq: 1, text: "", thinking: "", tools: { t9: '{"q": "ca' } });
-    model.emit("msg:custom", { kind: "delta", seq: 2, text: "", thinking: "", tools: { t9: 'ts"}' } });
+    model.emit("msg:custom", { s: 1, t: "", u: { t9: '{"q": "ca' } });
+    model.emit("msg:custom", { s: 2, t: "", u: { t9: 'ts"}' } });
     const box = el.querySelector(".mentra-live-tool");
     expect(box?.querySelector("span")?.textContent).toBe("tool call: search");
     expect(box?.querySelector("pre")?.textContent).toBe('{"q": "cats"}');
@@ -169,7 +217,7 @@ describe("AgentView", () => {
     render({ model, el });
     transcript(model, 1, ITEMS.slice(0, 1));
     const text = "A long streamed answer with < and & in it, and more.";
-    model.emit("msg:custom", { kind: "delta", seq: 2, text: text.slice(0, 30) });
+    model.emit("msg:custom", { s: 2, t: text.slice(0, 30) });
     expect(el.querySelectorAll(".mentra-live")[1].textContent).toBe(text.slice(0, 30));
     model.emit("msg:custom", {
       kind: "items", seq: 3, start: 1, basis: [text.length, 0], tail: [text.slice(30), ""],
@@ -225,6 +273,18 @@ describe("AgentView", () => {
     ]);
   });
 
+  it("Stop says how much of the reply it shows, so the kernel keeps just that", () => {
+    const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
+    render({ model, el });
+    const live = () => el.querySelectorAll(".mentra-live")[1].textContent ?? "";
+    model.emit("msg:custom", { s: 1, t: "Shown 😀 at once" });
+    model.emit("msg:custom", { s: 2, t: ", and a piece still being revealed" }); // no frame has run yet
+    expect(live()).toBe("Shown 😀 at once");
+    /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-stop")).click();
+    // Code points, as Python counts them (the emoji is two UTF-16 units).
+    expect(model.sent.at(-1)).toEqual({ kind: "stop", now: true, shown: 15, seq: 2 });
+  });
+
   it("cleanup removes every listener and the DOM", () => {
     const model = new FakeModel(STATE);
     const cleanup = render({ model, el });
@@ -250,7 +310,7 @@ describe("AgentView during Run All (issue 15.9)", () => {
     const model = new FakeModel(STATE);
     initialize({ model });
     transcript(model); // sent when the kernel displayed the view
-    model.emit("msg:custom", { kind: "delta", seq: 2, text: "streaming on" });
+    model.emit("msg:custom", { s: 2, t: "streaming on" });
     render({ model, el });
     expect(el.querySelector("strong")?.textContent).toBe("done");
     expect(el.querySelector(".mentra-live:not(.mentra-thinking)")?.textContent).toBe("streaming on");
@@ -282,7 +342,8 @@ describe("AgentView during Run All (issue 15.9)", () => {
 describe("LiveStream", () => {
   it("rejects messages without a sequence number or of an unknown kind", () => {
     const live = new LiveStream();
-    expect(live.apply(/** @type {any} */ ({ kind: "delta", text: "x" }))).toBe("");
+    expect(live.apply(/** @type {any} */ ({ kind: "reset", text: "x" }))).toBe("");
+    expect(live.apply(/** @type {any} */ ({ kind: "delta", seq: 1, text: "x" }))).toBe(""); // the old long form
     expect(live.apply(/** @type {any} */ ({ kind: "evil", seq: 1, text: "x" }))).toBe("");
     expect(live.text).toBe("");
   });
@@ -407,7 +468,7 @@ describe("AgentView after its kernel stopped", () => {
     const el = document.createElement("div");
     const model = new FakeModel({ ...STATE, status: { name: "streaming" } });
     render({ model, el });
-    model.emit("msg:custom", { kind: "delta", seq: 1, text: "half a sen" });
+    model.emit("msg:custom", { s: 1, t: "half a sen" });
     model.emit("comm_live_update");
     expect(el.querySelector(".mentra-agent")?.getAttribute("data-connected")).toBe("false");
     expect(el.querySelector(".mentra-badge")?.textContent).toBe("disconnected");

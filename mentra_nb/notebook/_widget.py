@@ -68,6 +68,9 @@ class MentraWidget(anywidget.AnyWidget):
     # a page has spoken to the view (a headless run has none to write it).
     saved_copy = traitlets.Dict().tag(sync=True)
     _page_seen = False
+    # The last markdown made and what it was made of (`_markdown_key`): a display
+    # asks for it three times (the bundle, the copy above, the refresh after).
+    _markdown_memo: tuple[object, str] | None = None
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -123,12 +126,28 @@ class MentraWidget(anywidget.AnyWidget):
         """The widget as a saved notebook shows it; widgets override this."""
         return repr(self)
 
+    def _markdown_key(self) -> object | None:
+        """What `_markdown()` is made of, compared by equality, or None when a widget
+        does not say (its markdown is made every time); widgets override this."""
+        return None
+
+    def _current_markdown(self) -> str:
+        """`_markdown()`, made again only when its key changed."""
+        key = self._markdown_key()
+        memo = self._markdown_memo
+        if key is not None and memo is not None and memo[0] == key:
+            return memo[1]
+        markdown = self._markdown()
+        if key is not None:
+            self._markdown_memo = (key, markdown)
+        return markdown
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
         if data is not None:
             data["text/plain"] = repr(self)
-            data["text/markdown"] = self._markdown()
+            data["text/markdown"] = self._current_markdown()
         return bundle
 
     # --- a live view's static markdown (for readers without the live widget) -------
@@ -136,8 +155,8 @@ class MentraWidget(anywidget.AnyWidget):
     def _display_with_fallback(self, label: str) -> None:
         """Display the widget below its static markdown (see the module's docstring);
         `label`: the widget output's text/plain, which must not go stale."""
+        markdown = self._host.call(self._current_markdown)
         data = self._widget_bundle()
-        markdown = self._host.call(self._markdown)
         fallback = show(_fallback_bundle(markdown))
         if fallback is not None:  # in a kernel: the markdown is the output above
             with self._fallbacks_lock:
@@ -168,7 +187,7 @@ class MentraWidget(anywidget.AnyWidget):
             places = dict(self._fallbacks)
         if not places:
             return
-        markdown = self._markdown()
+        markdown = self._current_markdown()
         bundle = _fallback_bundle(markdown)
         if self._page_seen:
             self.saved_copy = bundle

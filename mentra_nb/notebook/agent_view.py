@@ -1,21 +1,25 @@
 """`AgentView`: one long-lived widget per agent, updated in place.
 
 Traffic rules (why the widget stays cheap on long streams):
-- The live stream is read from the agent's snapshot at most every 50 ms
-  while a run is active and sent as a custom message with the new text only
-  (sequence-numbered); the agent's hot path never calls the widget per token.
-  A running tool call's progress reports go the same way: the newest one, in
-  batches timed as the text's are.
+- The live stream is read from the agent's snapshot while a run is active and
+  sent as a custom message with the new text only (sequence-numbered, short
+  keys); the agent's hot path never calls the widget per token. A stream's
+  first words go at once (within a poll, 50 ms), later text at most once per
+  LIVE_WINDOW, so the browser shows text within a window of the model writing
+  it. A running tool call's progress reports go the same way: the newest one,
+  first at once, then at most one a second.
 - The committed transcript travels as custom `items` messages too: each new
   message once, as safe HTML rendered in the kernel (the browser needs no
   markdown library). A reply that was just streamed is sent as references
   into the text the browser already has (`stream_refs`), so its bytes cross
   the wire once.
-- Displaying the widget sends the whole transcript and the half-streamed text
-  at once, and the browser keeps one stream per widget model (not per view):
-  a view needs no answer from the kernel, which matters during Run All, when
-  the kernel answers nothing until the last queued cell ran. A view that
-  finds a gap says `hello` and gets the same in reply. Nothing is rendered
+- Displaying the widget sends the transcript's last page (TRANSCRIPT_PAGE
+  messages) and the half-streamed text at once, with the count of messages
+  before it; the browser's "Show N earlier messages" asks for the page before
+  (`earlier`), rendered then and prepended. The browser keeps one stream per
+  widget model (not per view): a view needs no answer from the kernel, which
+  matters during Run All, when the kernel answers nothing until the last
+  queued cell ran. A view that finds a gap says `hello` and gets what it had. Nothing is rendered
   before the widget is displayed: resuming fifty long agents renders nothing.
 - Browser messages are validated; an invalid one is logged and ignored.
 
@@ -76,25 +80,29 @@ if TYPE_CHECKING:
     from mentra_nb.notebook._host import RuntimeHost
 
 __all__ = [
-    "BATCH_BYTES", "FIRST_BATCH_DELAY", "MAX_BATCH_DELAY", "STREAM_INTERVAL", "AgentView", "TurnScope",
-    "batch_delay",
+    "LIVE_WINDOW", "PROGRESS_FIRST_DELAY", "PROGRESS_MAX_DELAY", "STREAM_INTERVAL", "AgentView",
+    "TurnScope", "progress_delay",
 ]
 
 log = logging.getLogger("mentra_nb.notebook")
 
-# The live stream is read every STREAM_INTERVAL and sent in batches: a stream's
-# first words at once, then when BATCH_BYTES of it wait or its oldest unsent part
-# has waited the batch delay, which starts at FIRST_BATCH_DELAY and doubles with
-# each batch up to MAX_BATCH_DELAY. Every Jupyter message carries ~420 bytes of
-# envelope (header, signature, comm id) besides the text: sent every 50 ms, a
-# model's 60 tokens/s cost 55 times the text on the wire; in batches 1, 2, 4, 4 …
-# seconds apart, about 3 times, counting a turn's status updates. The browser
-# reveals each batch over the time since the one before, so the reply still
-# reads as a stream (at most a batch behind the model).
+# The live stream is read every STREAM_INTERVAL while nothing waits, so a
+# stream's first words go within a poll; after each message the next goes no
+# sooner than LIVE_WINDOW later, with whatever streamed meanwhile. Every Jupyter
+# message costs ~420 bytes of envelope besides its text (frames, header,
+# signature, comm id): sent per 16-ms token, a model's 60 tokens/s would cost
+# ~40 times the text on the wire; coalesced over 150 ms, about 15 times (an
+# ipywidgets Output widget streaming the same text: 13 to 24 times;
+# tests/benchmarks/bench_wire.py), and the browser shows each piece within
+# about a window of the model writing it (p95 ~0.2 s: bench_lag.py). The browser
+# reveals each message over the time since the one before, never longer than the
+# window (js/agent_view.js Reveal), and Stop keeps what it showed (`_stop`).
 STREAM_INTERVAL = 0.05  # seconds
-BATCH_BYTES = 2048  # characters of unsent text (and thinking, and tool input)
-FIRST_BATCH_DELAY = 1.0  # seconds
-MAX_BATCH_DELAY = 4.0  # seconds
+LIVE_WINDOW = 0.15  # seconds
+# A running call's progress reports (an MCP server may send hundreds a second)
+# are read less often than text: the newest at once, then after 1, 2, 4, 4 … s.
+PROGRESS_FIRST_DELAY = 1.0  # seconds
+PROGRESS_MAX_DELAY = 4.0  # seconds
 
 
 class _Hello(BrowserMessage):
@@ -104,6 +112,17 @@ class _Hello(BrowserMessage):
 class _Stop(BrowserMessage):
     kind: Literal["stop"]
     now: bool = False  # True: "Stop" (end the stream now); False: "Finish round"
+    # With "Stop": the characters of live text the view showed when clicked, and the
+    # sequence number of the last message it had applied (whose stream they are).
+    shown: int | None = Field(default=None, ge=0)
+    seq: int | None = Field(default=None, ge=0)
+
+
+class _Earlier(BrowserMessage):
+    """"Show earlier messages": the page before message `before`, the first the browser has."""
+
+    kind: Literal["earlier"]
+    before: int = Field(ge=0)
 
 
 class _Interrupt(BrowserMessage):
@@ -155,10 +174,15 @@ class _Deny(BrowserMessage):
 
 
 _browser_message: TypeAdapter[Any] = browser_messages(
-    Annotated[_Hello | _Stop | _Interrupt | _Send | _Resume | _Approve | _Deny | _Fork | _EditSource
+    Annotated[_Hello | _Earlier | _Stop | _Interrupt | _Send | _Resume | _Approve | _Deny | _Fork | _EditSource
               | _Edit,
               Field(discriminator="kind")]
 )
+
+# How many messages a view renders at a time: the last page when it is displayed,
+# each earlier page when the reader asks for it (a resumed notebook of fifty long
+# agents renders fifty pages, not fifty transcripts).
+TRANSCRIPT_PAGE = 50
 
 # What a saved notebook keeps of a transcript: the tail, so a long-lived agent's
 # output does not grow the .ipynb by its whole history on every display.
@@ -182,8 +206,8 @@ class AgentView(MentraWidget):
     cost = traitlets.Unicode("").tag(sync=True)
     pending_tools: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     # The running tool call's latest progress report (an MCP server's progress
-    # notifications, `ctx.report_progress`); "" when none. Sent in batches like
-    # live text (a server may report hundreds of times a second).
+    # notifications, `ctx.report_progress`); "" when none. The newest is sent,
+    # first at once, then at most one a second (a server may report hundreds of times a second).
     progress = traitlets.Unicode("").tag(sync=True)
     approvals: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)  # calls waiting for Approve / Deny / Always allow
     # What `agent.resume()` would do: {"kind": "replay", "text": ...} for a rolled-back
@@ -208,11 +232,14 @@ class AgentView(MentraWidget):
         self._turn = turn
         self._first = turn.first if turn is not None else 0
         self._seq = 0
+        self._stream_began = 0  # the sequence number of the message the browser's live text starts at
         # The committed transcript as display items, kept here (not in a synced
         # trait, which would resend the whole list on every message) and built
         # when the widget is first displayed.
         self._items: list[dict[str, Any]] | None = None
         self._rendered_messages = self._first
+        self._loaded_from = self._first  # the index of the first message in `_items`
+        self._replacements = 0  # rewinds, edits and switches of branch seen (`_markdown_key`)
         self._shown: list[Shown] = []  # where a turn view was displayed
         self._ended = False
         self._end: int | None = None  # a turn view's message count when its turn ended
@@ -222,8 +249,8 @@ class AgentView(MentraWidget):
         self._sent_text = 0
         self._sent_thinking = 0
         self._tool_json: dict[str, str] = {}  # tool id -> input JSON sent so far
-        # When the stream's and the progress reports' unsent parts are due.
-        self._text_batches = _Batches()
+        # When the stream's and the progress reports' unsent parts may go.
+        self._live_window = _Window(LIVE_WINDOW)
         self._progress_batches = _Batches()
         self._latest_progress = ""  # the newest report, which `progress` shows when due
         self._timer: asyncio.TimerHandle | None = None
@@ -279,6 +306,7 @@ class AgentView(MentraWidget):
         if event.type == "assistant_message_committed":
             self._commit(event.message)
         elif event.type == "history_replaced":
+            self._replacements += 1  # the same length may be other messages
             self._replace_transcript()
         else:
             with self.hold_sync():  # one state message for the status and the rest
@@ -322,7 +350,7 @@ class AgentView(MentraWidget):
             self.saved_copy = self._static_bundle()
 
     def _static_bundle(self) -> dict[str, Any]:
-        return {"text/plain": repr(self), "text/markdown": self._markdown()}
+        return {"text/plain": repr(self), "text/markdown": self._current_markdown()}
 
     def show(self) -> None:
         """Display this view in the running cell (a turn view's place is replaced
@@ -364,23 +392,32 @@ class AgentView(MentraWidget):
             status["stopping"] = stopping
         return status
 
-    def _stop(self, now: bool) -> None:
-        self._agent.stop(now=now)
+    def _stop(self, now: bool, shown: int | None = None, seq: int | None = None) -> None:
+        """Stop clicked in the browser. "Stop" keeps the reply as far as the reader
+        saw it (`shown` characters), when what they saw is the reply streaming now:
+        their view had applied the message that began this stream (`seq`)."""
+        keep = None
+        if now and shown is not None and seq is not None and seq >= self._stream_began:
+            keep = min(shown, self._sent_text)
+        self._agent.stop(now=now, keep_text=keep)
         self._sync_state()  # "stopping…" at once, before the run ends
 
-    def _poll_while_running(self, snapshot: AgentSnapshot | None = None) -> None:
+    def _poll_while_running(self, snapshot: AgentSnapshot | None = None, delay: float = STREAM_INTERVAL) -> None:
         if (self._timer is None and self._agent.is_running and not self._ended and self.comm is not None
                 and self._follows_run(snapshot)):  # not closed
-            self._timer = asyncio.get_running_loop().call_later(STREAM_INTERVAL, self._poll)
+            self._timer = asyncio.get_running_loop().call_later(delay, self._poll)
 
     def _poll(self) -> None:
         self._timer = None
-        self._poll_while_running(self._flush(batched=True))
+        snapshot = self._flush(coalesced=True)
+        # Right after a message the next can go only a window later: no poll before then.
+        wait = self._live_window.wait(time.monotonic())
+        self._poll_while_running(snapshot, wait or STREAM_INTERVAL)
 
-    def _flush(self, *, batched: bool = False) -> AgentSnapshot:
-        """Send what streamed since the last flush, if anything did. `batched`
-        (the poll) sends only when a batch is due; events flush everything. Returns
-        the snapshot it read."""
+    def _flush(self, *, coalesced: bool = False) -> AgentSnapshot:
+        """Send what streamed since the last flush, if anything did. `coalesced`
+        (the poll) sends live text only when the window since the last message has
+        passed; events flush everything. Returns the snapshot it read."""
         snapshot = self._agent.snapshot
         status = self._status(snapshot)
         if status != self.status:
@@ -391,11 +428,12 @@ class AgentView(MentraWidget):
         if len(text) < self._sent_text or len(thinking) < self._sent_thinking:
             self._resend_stream()  # the stream restarted without an event we act on
             return snapshot
+        now = time.monotonic()
         progress = self._latest_progress
-        if progress != self.progress and (not batched or self._progress_batches.due(time.monotonic())):
+        if progress != self.progress and (not coalesced or self._progress_batches.due(now)):
             self.progress = progress
             self._progress_batches.sent_one()
-        if batched and not self._batch_due(snapshot, len(text), len(thinking)):
+        if coalesced and self._live_window.wait(now) > 0:
             return snapshot
         tools = {}
         for pending in snapshot.pending_tool_uses:
@@ -407,14 +445,9 @@ class AgentView(MentraWidget):
         if text or thinking or tools:
             self._sent_text += len(text)
             self._sent_thinking += len(thinking)
-            self._send_stream("delta", text, thinking, tools)
-            self._text_batches.sent_one()
+            self._send_delta(text, thinking, tools)
+            self._live_window.sent(now)
         return snapshot
-
-    def _batch_due(self, snapshot: AgentSnapshot, text: int, thinking: int) -> bool:
-        unsent = text - self._sent_text + thinking - self._sent_thinking + sum(
-            len(p.input_json) - len(self._tool_json.get(p.id, "")) for p in snapshot.pending_tool_uses)
-        return unsent > 0 and self._text_batches.due(time.monotonic(), full=unsent >= BATCH_BYTES)
 
     def _commit(self, message: Message) -> None:
         """The streamed reply became a transcript message. One message tells the
@@ -429,7 +462,7 @@ class AgentView(MentraWidget):
         if self._sync_state(stream):
             self._sent_text = self._sent_thinking = 0
             self._tool_json.clear()
-            self._text_batches.reset()
+            self._live_window.reset()
         else:
             self._reset_stream()
 
@@ -451,14 +484,24 @@ class AgentView(MentraWidget):
     def _reset_stream(self) -> None:
         self._sent_text = self._sent_thinking = 0
         self._tool_json.clear()
-        self._text_batches.reset()
-        self._send_stream("reset", "", "", {})
+        self._live_window.reset()
+        self._send_custom({"kind": "reset", **_stream_fields("", "", {})})
 
-    def _send_stream(self, kind: str, text: str, thinking: str, tools: dict[str, str]) -> None:
-        self._send_custom({"kind": kind, **_stream_fields(text, thinking, tools)})
+    def _send_delta(self, text: str, thinking: str, tools: dict[str, str]) -> None:
+        """New live text: the most frequent message, so its keys are one letter and
+        empty fields are left out (js/agent_view.js LiveStream reads it)."""
+        self._seq += 1
+        message: dict[str, Any] = {"s": self._seq, "t": text}
+        if thinking:
+            message["h"] = thinking
+        if tools:
+            message["u"] = tools
+        self.send(message)
 
     def _send_custom(self, message: dict[str, Any]) -> None:
         self._seq += 1
+        if message["kind"] == "reset" or "tail" in message or "live" in message:
+            self._stream_began = self._seq  # the browser's live text starts again here
         self.send({**message, "seq": self._seq})
 
     def _sync_state(self, stream: _Stream | None = None) -> bool:
@@ -477,8 +520,7 @@ class AgentView(MentraWidget):
             start = len(self._items)
             new = self._render(agent.recent_messages(count - self._rendered_messages), self._rendered_messages)
         else:  # a rollback: render again
-            messages = agent.history if self._turn is None else agent.recent_messages(count - self._first)
-            start, new = 0, self._render(messages, self._first)
+            start, new = 0, self._last_page(count)
             self._items.clear()
         count = max(count, self._first)
         self._items.extend(new)
@@ -504,22 +546,40 @@ class AgentView(MentraWidget):
         (A turn's view keeps showing what its turn did.)"""
         self._sync_state()
         if self._items is not None and self._turn is None:
-            history = self._agent.history
-            self._items = self._render(history, 0)
-            self._rendered_messages = len(history)
-            self._send_items(0, self._items)
+            count = self._agent.snapshot.history_len
+            self._items = self._last_page(count)
+            self._rendered_messages = count
+            self._send_items(0, list(self._items))
 
     @property
     def items(self) -> list[dict[str, Any]]:
         """The committed transcript (of its turn, for a turn view) as the browser
-        shows it (rendered on first use)."""
+        has it: its last page, rendered on first use, and the earlier pages the
+        browser asked for."""
         if self._items is None:
-            agent = self._agent
-            count = agent.snapshot.history_len
-            messages = agent.history if self._turn is None else agent.recent_messages(count - self._first)
-            self._items = self._render(messages, self._first)
+            count = self._agent.snapshot.history_len
+            self._items = self._last_page(count)
             self._rendered_messages = max(count, self._first)
         return self._items
+
+    def _last_page(self, count: int) -> list[dict[str, Any]]:
+        """The last TRANSCRIPT_PAGE of the view's `count` messages, rendered (only
+        those are read from the store, if the transcript is not loaded)."""
+        self._loaded_from = max(self._first, count - TRANSCRIPT_PAGE)
+        return self._render(self._agent.recent_messages(count - self._loaded_from), self._loaded_from)
+
+    def _send_earlier(self, before: int) -> None:
+        """The browser asked for the page before its first message `before`. A
+        request that crossed a change of the transcript (or another view's click)
+        is ignored: the browser has been sent the transcript as it is now."""
+        count = self._agent.snapshot.history_len
+        if self._items is None or before != self._loaded_from or not self._first < before <= count:
+            return
+        start = max(self._first, before - TRANSCRIPT_PAGE)
+        page = self._render(self._agent.recent_messages(count - start)[: before - start], start)
+        self._items[:0] = page
+        self._loaded_from = start
+        self._send_custom({"kind": "earlier", "items": page, "earlier": start - self._first})
 
     @staticmethod
     def _render(messages: list[Message], first_index: int) -> list[dict[str, Any]]:
@@ -529,6 +589,8 @@ class AgentView(MentraWidget):
     def _send_items(self, start: int, items: list[dict[str, Any]], stream: _Stream | None = None,
                     live: dict[str, Any] | None = None) -> None:
         message: dict[str, Any] = {"kind": "items", "start": start, "items": items}
+        if start == 0:  # the transcript from its first page: how many messages come before it
+            message["earlier"] = self._loaded_from - self._first
         if stream is not None:
             # The browser appends `tail`, checks its text against `basis`, resolves
             # the spans, then clears its live stream.
@@ -540,10 +602,11 @@ class AgentView(MentraWidget):
         self._send_custom(message)
 
     def _hello(self) -> None:
-        """Answer a view's hello: the whole transcript and the half-streamed state,
+        """Answer a view's hello: the transcript as loaded and the half-streamed state,
         in one message (each costs ~420 bytes of envelope, and every displayed
         view is greeted)."""
-        self._send_items(0, self.items, live=self._live_now())
+        # A copy: an earlier page is prepended to `items` in place.
+        self._send_items(0, list(self.items), live=self._live_now())
 
     def _resend_stream(self) -> None:
         self._send_custom({"kind": "reset", **self._live_now()})
@@ -567,8 +630,10 @@ class AgentView(MentraWidget):
         agent = self._agent
         if isinstance(message, _Hello):
             self._host.call_soon(self._hello)
+        elif isinstance(message, _Earlier):
+            self._host.call_soon(self._send_earlier, message.before)
         elif isinstance(message, _Stop):
-            self._host.call_soon(self._stop, message.now)
+            self._host.call_soon(self._stop, message.now, message.shown, message.seq)
         elif isinstance(message, _Interrupt):
             self._host.call_soon(agent.cancel)
         elif isinstance(message, _Send):
@@ -655,6 +720,11 @@ class AgentView(MentraWidget):
         end = count if self._end is None else min(self._end, count)
         return agent.recent_messages(count - self._first)[: max(0, end - self._first)]
 
+    def _markdown_key(self) -> object:
+        agent = self._agent
+        return (agent.snapshot, agent.resumable_turn, self._replacements, self._ended, self._end,
+                self._partial, self.status, self.fork_origin)
+
     def _markdown(self) -> str:
         agent = self._agent
         if self._turn is not None and not self._ended:
@@ -704,34 +774,53 @@ class _Stream:
     tail: list[str]
 
 
+class _Window:
+    """Live text goes at most once per `window`: after a quiet spell at once, text
+    that follows a message soon after waits for its window to end."""
+
+    def __init__(self, window: float) -> None:
+        self._window = window
+        self._last: float | None = None  # when the last message went (None: none in this stream)
+
+    def wait(self, now: float) -> float:
+        """How long until the next message may go (0: now)."""
+        return 0.0 if self._last is None else max(0.0, self._last + self._window - now)
+
+    def sent(self, now: float) -> None:
+        self._last = now
+
+    def reset(self) -> None:
+        """A new stream: its first words go at once."""
+        self._last = None
+
+
 class _Batches:
-    """When a stream's unsent part is due (see STREAM_INTERVAL): its first batch
-    at once, a later one when a whole batch waits or its oldest unsent part has
-    waited `batch_delay`."""
+    """When a progress report is due (see PROGRESS_FIRST_DELAY): the first at once,
+    a later one when the oldest unsent has waited `progress_delay`."""
 
     def __init__(self) -> None:
         self._since: float | None = None  # when the oldest unsent part appeared (None: all sent)
         self._sent = 0
 
-    def due(self, now: float, *, full: bool = False) -> bool:
-        """Called while something is unsent; `full`: a whole batch waits."""
+    def due(self, now: float) -> bool:
+        """Called while something is unsent."""
         if self._since is None:
             self._since = now
-        return self._sent == 0 or full or now - self._since >= batch_delay(self._sent)
+        return self._sent == 0 or now - self._since >= progress_delay(self._sent)
 
     def sent_one(self) -> None:
         self._since = None
         self._sent += 1
 
     def reset(self) -> None:
-        """A new stream: its first batch goes at once."""
+        """A new call: its first report goes at once."""
         self._since, self._sent = None, 0
 
 
-def batch_delay(sent: int) -> float:
-    """How long live text waits for a batch once `sent` (≥ 1) batches of its
-    stream went out: FIRST_BATCH_DELAY, doubling to MAX_BATCH_DELAY."""
-    return min(MAX_BATCH_DELAY, FIRST_BATCH_DELAY * 2.0 ** (sent - 1))
+def progress_delay(sent: int) -> float:
+    """How long a progress report waits once `sent` (≥ 1) reports of its call went
+    out: PROGRESS_FIRST_DELAY, doubling to PROGRESS_MAX_DELAY."""
+    return min(PROGRESS_MAX_DELAY, PROGRESS_FIRST_DELAY * 2.0 ** (sent - 1))
 
 
 def _stream_fields(text: str, thinking: str, tools: dict[str, str]) -> dict[str, Any]:

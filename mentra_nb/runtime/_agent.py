@@ -127,6 +127,7 @@ class Agent:
                                  persisted, lambda: self.snapshot)
         self._run_task: asyncio.Task[Message] | None = None
         self._stop_requested: StopKind | None = None
+        self._stop_keeps_text: int | None = None  # Stop's cut of the reply being streamed, if any
         self._approvals = Approvals(self, load_approval_state(self._services.store, self.id))
         self._extensions: list[AgentExtension] = []
         for extension in extensions:
@@ -373,9 +374,10 @@ class Agent:
                 "wait for it, or call agent.stop() / agent.cancel()"
             )
         self._services.prepare_run()
-        self._stop_requested = None
+        self._stop_requested = self._stop_keeps_text = None
         loop = TurnLoop(self, opening, approvals=self._approvals, extensions=self._extensions,
-                        tools=self.tools, stop_requested=lambda: self._stop_requested, output=spec,
+                        tools=self.tools, stop_requested=lambda: self._stop_requested,
+                        stop_keeps_text=lambda: self._stop_keeps_text, output=spec,
                         output_retries=self.config.output_retries if output_retries is None else output_retries)
         self._run_task = asyncio.get_running_loop().create_task(
             loop.execute(), name=f"mentra-run-{self.name}-{loop.generation}"
@@ -383,17 +385,21 @@ class Agent:
         message = await self._run_task
         return RunResult(message=message, output=loop.output_value)
 
-    def stop(self, now: bool = False) -> None:
+    def stop(self, now: bool = False, *, keep_text: int | None = None) -> None:
         """Stop the current run, keeping its work.
 
         By default the run finishes its current round first (the model's reply
         and its tool calls). `now=True` ends it at once: a reply being streamed
-        is committed as far as it got, marked `truncated`; running tool calls are
-        cancelled and answered "stopped". Calls waiting for approval are denied."""
+        is committed as far as it got, marked `truncated` (with `keep_text`, only
+        its first `keep_text` characters: what a reader was shown, so the kept
+        reply is what they saw, not what streamed while the click travelled);
+        running tool calls are cancelled and answered "stopped". Calls waiting for
+        approval are denied."""
         if not self.is_running:
             return
         if now:
             self._stop_requested = "now"
+            self._stop_keeps_text = keep_text
             if self._run_task is not None:
                 self._run_task.cancel()
         elif self._stop_requested is None:

@@ -95,6 +95,7 @@ class TurnLoop:
     def __init__(self, agent: AgentHandle, opening: Sequence[Message], *, approvals: Approvals,
                  extensions: Sequence[AgentExtension], tools: Callable[[], list[Tool]],
                  stop_requested: Callable[[], StopKind | None],
+                 stop_keeps_text: Callable[[], int | None] = lambda: None,
                  output: OutputSpec[Any] | None = None, output_retries: int = 2) -> None:
         self.agent = agent
         self.state = agent.state
@@ -103,6 +104,7 @@ class TurnLoop:
         self.extensions = extensions
         self.tools = tools  # asked each round: a lead gains team tools with its first teammate
         self.stop_requested = stop_requested
+        self.stop_keeps_text = stop_keeps_text  # Stop's cut of the streamed reply (None: all of it)
         self.output = output
         self.output_retries = output_retries
         self.output_value: Any = None  # the validated answer, when `output` asked for one
@@ -244,6 +246,9 @@ class TurnLoop:
         last = history[-1] if len(history) > baseline else None
         if self._assembler is not None:  # cut while streaming: keep the text (tool calls are dropped)
             text = state.current_text
+            keep = self.stop_keeps_text()
+            if keep is not None:
+                text = text[:keep]
             state.stream_ended([])
             if text.strip():
                 self._usage = pricing.priced(self.agent.model.key, self._assembler.usage)

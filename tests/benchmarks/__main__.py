@@ -1,7 +1,7 @@
 """Run the benchmarks, print their tables, and write RESULTS.md.
 
     python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost wire
-                                               postgres fork
+                                               postgres fork lag
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from tests.benchmarks import (
     bench_cost,
     bench_fork,
     bench_import,
+    bench_lag,
     bench_postgres,
     bench_resume,
     bench_storage,
@@ -34,6 +35,7 @@ BENCHMARKS = {
     "wire": bench_wire.run,
     "postgres": bench_postgres.run,
     "fork": bench_fork.run,
+    "lag": bench_lag.run,
 }
 RESULTS = Path(__file__).with_name("RESULTS.md")
 

@@ -244,3 +244,41 @@ def test_in_a_windowed_notebook_a_view_scrolled_away_and_back_keeps_streaming(no
         expect(view.locator("textarea")).to_have_value("a draft kept while away")
     finally:
         _windowing(lab_server, None)
+
+
+# Reads the turn view's live text and clicks its Stop in one step, as a reader does:
+# what the page showed at the click.
+STOP_WHILE_READING = """(view) => {
+  const shown = view.querySelector('.mentra-live:not(.mentra-thinking)').textContent;
+  view.querySelector('.mentra-stop').click();
+  return shown;
+}"""
+
+
+def test_stop_keeps_the_reply_as_far_as_the_page_showed_it(notebook):
+    """Issue 32: the kernel sent live text in batches 1, 2, then 4 s apart; clicking
+    Stop while the page showed paragraph 7 kept a reply that ran to paragraph 15.
+    Now the reply kept is what was on screen, give or take 250 ms of the stream."""
+    chunk_delay = 0.02  # one word of the echoed prompt (≤ 10 characters) every 20 ms
+    prompt = " ".join(f"word{i}" for i in range(3000))
+    nb = notebook.open([
+        SETUP + "\nfrom mentra_nb.providers.test import TestProvider\n"
+        f"nb.session().runtime.providers.register(TestProvider(name='slow', chunk_delay={chunk_delay}))",
+        "%mentra spawn writer --model slow:m",
+        f"%%mentra writer\n{prompt}",
+    ])
+    nb.run_all(3)
+    view = nb.agent_view(2)
+    live = view.locator(".mentra-live:not(.mentra-thinking)")
+    poll(lambda: len(live.text_content() or "") > 1_000, message="a few seconds of the reply on screen")
+    shown = view.evaluate(STOP_WHILE_READING)
+    agent = "nb.session().agent('writer')"
+    poll(lambda: nb.kernel.value(f"{agent}.status.name") == "finished", message="the run to stop")
+    kept = nb.kernel.value(f"{agent}.history[-1].text")
+    assert nb.kernel.value(f"{agent}.history[-1].truncated") is True
+    quarter_second = 0.25 / chunk_delay * len(" word1234")
+    assert kept.startswith(shown[: len(kept)]) and shown.startswith(kept[: len(shown)])
+    assert abs(len(kept) - len(shown)) <= quarter_second, (
+        f"kept {len(kept)} characters, the page showed {len(shown)}")
+    turn = nb.output(2)  # the turn's markdown, once it ended
+    expect(turn).to_contain_text(kept[-40:])

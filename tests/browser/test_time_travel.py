@@ -37,6 +37,32 @@ def test_fork_from_here_makes_a_fork_in_the_kernel(notebook):
     expect(fork.locator(".mentra-transcript .mentra-item")).to_have_count(2)
 
 
+def test_show_earlier_messages_loads_the_page_before_whose_fork_buttons_work(notebook):
+    """Issue 32: a view is greeted with its transcript's last page (here of 2 messages)."""
+    paged = SETUP + "\nimport mentra_nb.notebook.agent_view as agent_view\nagent_view.TRANSCRIPT_PAGE = 2"
+    nb = notebook.open([paged, TWO_TURNS])
+    nb.run_all(2)
+    view = nb.agent_view(1)
+    expect(view.locator(".mentra-badge")).to_have_attribute("data-status", "finished")
+    items = view.locator(".mentra-transcript .mentra-item")
+    expect(items).to_have_count(2)
+    expect(items.first).to_contain_text("second question")
+    more = view.locator("button.mentra-older")
+    expect(more).to_have_text("Show 2 earlier messages")
+    more.click()
+    expect(items).to_have_count(4)
+    expect(items.first).to_contain_text("first question")
+    expect(more).to_be_hidden()
+    rows = view.locator(".mentra-message-actions")
+    expect(rows).to_have_count(4)
+    rows.nth(1).locator("button.mentra-fork").click()  # under "You said: first question", just loaded
+    view.locator(".mentra-fork-name").fill("first-two")
+    view.locator("button.mentra-fork-confirm").click()
+    expect(view.locator(".mentra-time-travel-notice")).to_contain_text("forked as 'first-two'")
+    history = "[m.text for m in nb.session().agent('first-two').history]"
+    assert nb.kernel.value(history) == ["first question", "You said: first question"]
+
+
 def test_edit_sends_the_new_words_in_place_and_keeps_the_old_branch(notebook):
     nb = notebook.open([SETUP, TWO_TURNS])
     nb.run_all(2)

@@ -51,13 +51,18 @@ def recorded(view):
 
 
 def deltas(sent):
-    return [m for m in sent if m["kind"] == "delta"]
+    """The live-text messages: short keys, `s` their sequence number, `t` the text."""
+    return [m for m in sent if "s" in m]
 
 
 def streamed_text(sent):
     """What a view was streamed: the deltas, and the tail that came with the commit."""
-    return "".join(m["text"] if m["kind"] == "delta" else m.get("tail", [""])[0]
-                   for m in sent if m["kind"] in ("delta", "items"))
+    return "".join(m["t"] if "s" in m else m.get("tail", [""])[0]
+                   for m in sent if "s" in m or m["kind"] == "items")
+
+
+def seq(message):
+    return message["s"] if "s" in message else message["seq"]
 
 
 def opened(view):
@@ -75,12 +80,14 @@ def test_a_fast_stream_is_coalesced_into_few_sequenced_messages(host):
     host.submit(agent.send("go")).result(10)
     assert streamed_text(sent) == text
     assert len(deltas(sent)) <= 5  # 2000 deltas arrive in one burst
-    seqs = [m["seq"] for m in sent]
+    seqs = [seq(m) for m in sent]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
     assert sent[-1]["kind"] == "items" and "tail" in sent[-1]  # the commit ends the stream
 
 
-def test_a_slow_stream_sends_at_most_twenty_messages_a_second(host):
+def test_a_slow_stream_sends_at_most_one_message_a_window(host):
+    from mentra_nb.notebook.agent_view import LIVE_WINDOW
+
     agent = spawn(host, TestProvider(name="slow", chunk_delay=0.004))
     view = AgentView(agent, host)
     sent = opened(view)
@@ -90,18 +97,29 @@ def test_a_slow_stream_sends_at_most_twenty_messages_a_second(host):
     seconds = time.monotonic() - started
     assert streamed_text(sent) == f"You said: {prompt}"
     print(f"{len(sent)} messages for 202 deltas over {seconds:.2f} s")
-    assert len(deltas(sent)) <= seconds * 20 + 1
+    assert len(deltas(sent)) <= seconds / LIVE_WINDOW + 1
     # Besides: the answer to hello (transcript and stream in one), the prompt as an item, the commit.
     assert len(sent) == len(deltas(sent)) + 3
 
 
-def test_the_first_words_go_at_once_then_text_waits_for_a_batch(host, monkeypatch):
-    """Every Jupyter message costs ~600 bytes of envelope, so after a stream's first
-    words the view sends when BATCH_BYTES wait (or MAX_BATCH_DELAY passed: made
-    an hour here, so only the size rule can fire)."""
+class Clock:
+    """The view's clock (`agent_view.time`), moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_the_first_words_go_at_once_and_later_text_a_window_after_the_last_message(host, monkeypatch):
+    """Issue 32: live text went in batches 1, 2, then 4 s apart, and the reader saw
+    the reply seconds behind the model. Now it waits for the window since the last
+    message only (on the view's clock, which this test moves)."""
     import mentra_nb.notebook.agent_view as agent_view
 
-    monkeypatch.setattr(agent_view, "MAX_BATCH_DELAY", 3600.0)
+    clock = Clock()
+    monkeypatch.setattr(agent_view, "time", clock)
     script, control = controlled_stream()
     agent = spawn(host, ScriptedProvider("s", [script]))
     view = AgentView(agent, host)
@@ -116,27 +134,35 @@ def test_the_first_words_go_at_once_then_text_waits_for_a_batch(host, monkeypatc
 
     stream(MessageStarted(), ContentBlockStarted.text(0), ContentBlockDelta.text(0, "Hello"))
     wait_for(lambda: len(deltas(sent)) == 1)
-    assert deltas(sent)[0]["text"] == "Hello"
-    small = "x" * (agent_view.BATCH_BYTES - 100)
-    stream(ContentBlockDelta.text(0, small))
+    assert deltas(sent)[0]["t"] == "Hello"  # at once
+    stream(ContentBlockDelta.text(0, ", world"))
     seen = len(polls)
-    wait_for(lambda: len(polls) >= seen + 5)  # five polls saw the small batch and held it
+    wait_for(lambda: len(polls) >= seen + 3)  # polls saw the text and held it: no time passed
     assert len(deltas(sent)) == 1
-    stream(ContentBlockDelta.text(0, "y" * 100))  # now a whole batch waits
+    sent_at = clock.now
+    clock.now = sent_at + 0.9 * agent_view.LIVE_WINDOW
+    seen = len(polls)
+    wait_for(lambda: len(polls) >= seen + 3)
+    assert len(deltas(sent)) == 1
+    clock.now = sent_at + agent_view.LIVE_WINDOW  # a window since "Hello" went
     wait_for(lambda: len(deltas(sent)) == 2)
-    assert deltas(sent)[1]["text"] == small + "y" * 100
-    stream(ContentBlockStopped(index=0), MessageStopped())
+    assert deltas(sent)[1]["t"] == ", world"
+    stream(ContentBlockDelta.text(0, " and the end"), ContentBlockStopped(index=0), MessageStopped())
     send.result(10)
-    assert streamed_text(sent) == "Hello" + small + "y" * 100
+    assert streamed_text(sent) == "Hello, world and the end"  # the end came with the commit, at once
 
 
-def test_later_batches_wait_longer_up_to_a_cap():
-    """After a stream's first words, live text waits 1 s for a batch, then 2 s, then
-    4 s: each message costs ~420 bytes of envelope, and the browser reveals each
-    batch over the time since the one before."""
-    from mentra_nb.notebook.agent_view import batch_delay
+def test_the_live_window_lets_a_message_go_at_once_then_one_window_later():
+    from mentra_nb.notebook.agent_view import _Window
 
-    assert [batch_delay(sent) for sent in range(1, 7)] == [1.0, 2.0, 4.0, 4.0, 4.0, 4.0]
+    window = _Window(0.2)
+    assert window.wait(10.0) == 0  # a stream's first words
+    window.sent(10.0)
+    assert window.wait(10.05) == pytest.approx(0.15)
+    assert window.wait(10.2) == 0 and window.wait(11.0) == 0
+    window.sent(11.0)
+    window.reset()  # a new stream
+    assert window.wait(11.01) == 0
 
 
 def wait_for(predicate, timeout=10.0):
@@ -163,9 +189,9 @@ def replay_as_the_browser_does(sent):
     from tests.notebook.test_stream_refs import resolve
 
     text, thinking, items = "", "", []
-    for m in sorted(sent, key=lambda m: m["seq"]):
-        if m["kind"] == "delta":
-            text, thinking = text + m["text"], thinking + m.get("thinking", "")
+    for m in sorted(sent, key=seq):
+        if "s" in m:
+            text, thinking = text + m["t"], thinking + m.get("h", "")
         elif m["kind"] == "reset":
             text, thinking = m["text"], m.get("thinking", "")
         elif m["kind"] == "items":
@@ -192,11 +218,11 @@ def test_a_streamed_reply_is_committed_as_spans_of_the_streamed_text(host):
     sent = opened(view)
     host.submit(agent.send("plan it")).result(10)
     host.call(lambda: None)
-    [committed] = [m for m in sent if m["kind"] == "items" and m["items"][0]["role"] == "assistant"]
+    [committed] = [m for m in sent if m["kind"] == "items" and m["items"] and m["items"][0]["role"] == "assistant"]
     assert "html" not in committed["items"][0] and committed["items"][0]["html_parts"]
     assert replay_as_the_browser_does(sent) == view.items
     text_bytes = len(reply.encode())
-    reply_bytes = sum(len(json.dumps(m)) for m in sent if m["kind"] == "delta") + len(json.dumps(committed))
+    reply_bytes = sum(len(json.dumps(m)) for m in deltas(sent)) + len(json.dumps(committed))
     html_bytes = len(view.items[-1]["html"].encode())
     print(f"stream and commit {reply_bytes / text_bytes:.2f}x the text; the HTML alone is "
           f"{html_bytes / text_bytes:.2f}x")
@@ -328,7 +354,7 @@ def test_a_resumed_agents_view_reads_its_transcript_only_when_displayed_and_send
     """Issue 15.9: during Run All the kernel answers a view's hello only after the
     last queued cell, so displaying a view sends it the transcript at once."""
     from mentra_nb import SqliteStore
-    from mentra_nb.notebook.agent_view import STATIC_MESSAGES
+    from mentra_nb.notebook.agent_view import STATIC_MESSAGES, TRANSCRIPT_PAGE
 
     class CountingStore(SqliteStore):
         messages_read = 0
@@ -358,9 +384,88 @@ def test_a_resumed_agents_view_reads_its_transcript_only_when_displayed_and_send
     assert f"{2 * turns - STATIC_MESSAGES} earlier messages" in markdown
     assert "answer 29" in markdown and "question 0" not in markdown
     host.call(lambda: None)
-    [items] = [m for m in sent if m["kind"] == "items"]  # no hello was needed
-    assert items["start"] == 0 and len(items["items"]) == 2 * turns
+    [items] = [m for m in sent if m.get("kind") == "items"]  # no hello was needed
+    # The last page only, with the count of messages before it.
+    assert items["start"] == 0 and len(items["items"]) == TRANSCRIPT_PAGE
+    assert items["earlier"] == 2 * turns - TRANSCRIPT_PAGE
     host.submit(rt.aclose()).result(10)
+
+
+def message_indexes(items):
+    return sorted({item["index"] for item in items})
+
+
+def test_a_long_transcript_is_sent_a_page_at_a_time_down_to_its_first_message(host, tmp_path):
+    """Issue 32: a view's greeting rendered all of a resumed agent's 1,000 messages
+    (fifty such views: most of a 1.8-s `%mentra resume`). It sends the last page,
+    and each earlier page when the browser asks for it."""
+    from mentra_nb import SqliteStore
+    from mentra_nb.notebook.agent_view import TRANSCRIPT_PAGE
+    from tests.benchmarks.bench_resume import build_ours
+
+    path = tmp_path / "long.mentra.sqlite"
+    build_ours(path, 1, 1000, runtime_id="long")
+    rt = open_runtime(host, lambda: Runtime.empty(store=SqliteStore(path), runtime_id="long"))
+    [agent] = host.call(rt.resume)
+    view = AgentView(agent, host)
+    sent = recorded(view)
+    view._repr_mimebundle_()
+    host.call(lambda: None)
+    [greeting] = sent
+    assert greeting["kind"] == "items" and greeting["start"] == 0
+    assert message_indexes(greeting["items"]) == list(range(1000 - TRANSCRIPT_PAGE, 1000))
+    assert greeting["earlier"] == 1000 - TRANSCRIPT_PAGE
+
+    pages = [greeting]
+    while pages[-1]["earlier"] > 0:
+        view._on_browser_message(view, {"kind": "earlier", "before": pages[-1]["earlier"]}, [])
+        host.call(lambda: None)
+        assert len(sent) == len(pages) + 1, "one page per request"
+        page = sent[-1]
+        assert page["kind"] == "earlier" and seq(page) > seq(pages[-1])
+        assert message_indexes(page["items"]) == list(range(page["earlier"], pages[-1]["earlier"]))
+        pages.append(page)
+    assert len(pages) == 1000 // TRANSCRIPT_PAGE
+    # What the browser holds now is the whole transcript, as one render of it would be.
+    assert [i for p in reversed(pages) for i in p["items"]] == view.items == AgentView._render(agent.history, 0)
+    # A request that does not continue from the first message sent (a second click) is ignored.
+    view._on_browser_message(view, {"kind": "earlier", "before": 50}, [])
+    host.call(lambda: None)
+    assert len(sent) == len(pages)
+    # A hello (a page reloaded) gets everything loaded so far, with nothing earlier.
+    view._on_browser_message(view, {"kind": "hello"}, [])
+    host.call(lambda: None)
+    assert sent[-1]["start"] == 0 and sent[-1]["earlier"] == 0 and sent[-1]["items"] == view.items
+    host.submit(rt.aclose()).result(10)
+
+
+def test_a_display_makes_the_views_markdown_once(host, monkeypatch):
+    """Issue 32: each display made the view's markdown three times (the widget's
+    bundle, the copy above it, the refresh after)."""
+    import mentra_nb.notebook._display as display_module
+    import mentra_nb.notebook._widget as widget_module
+
+    agent = spawn(host, ScriptedProvider("s", [text_stream("The answer is 42."), text_stream("Still 42.")]))
+    host.submit(agent.send("What is it?")).result(10)
+    view = AgentView(agent, host)
+    made = []
+    markdown = view._markdown
+    monkeypatch.setattr(view, "_markdown", lambda: made.append(1) or markdown())
+    # Displayed as in a kernel: `show` returns a place the markdown copy can be replaced in.
+    place = display_module.Shown("place", {})
+    monkeypatch.setattr(widget_module, "show", lambda bundle: place)
+    monkeypatch.setattr(widget_module, "display", lambda *args, **kwargs: None)
+    view._ipython_display_()
+    host.call(lambda: None)
+    assert len(made) == 1
+    # Made again once what it shows changed (for the copy, at the run's end), and
+    # then not for another display.
+    host.submit(agent.send("And now?")).result(10)
+    host.call(lambda: None)
+    assert len(made) == 2 and "Still 42." in view._fallbacks[place]
+    view._ipython_display_()
+    host.call(lambda: None)
+    assert len(made) == 2
 
 
 def test_a_turn_view_shows_its_own_turn_only_and_stops_following_when_it_ends(host):
@@ -405,7 +510,7 @@ def test_a_turn_view_shown_as_its_run_starts_first_sends_the_prompt_not_an_empty
     host.submit(agent.send("the question")).result(10)
     host.call(lambda: None)
     # (A slow machine may also stream a delta or two between these.)
-    items = [m for m in sent if m["kind"] == "items"]
+    items = [m for m in sent if m.get("kind") == "items"]
     assert sent[0] is items[0] and sent[0]["seq"] == 1
     assert [(m["start"], len(m["items"])) for m in items] == [(0, 1), (1, 1)]
     assert items[0]["items"][0]["html"].strip() == "<p>the question</p>"
@@ -424,17 +529,24 @@ def test_a_full_view_of_a_new_agent_is_greeted_though_there_is_nothing_to_show(h
     assert [(m["kind"], m["items"], m["live"]["text"]) for m in sent] == [("items", [], "")]
 
 
-def test_stop_now_from_the_view_marks_stopping_then_a_truncated_reply(host):
-    """Issue 15.6: Stop did nothing visible on a long single-round reply."""
+def streaming(host, text):
+    """An agent streaming `text` to an opened view, its run waiting for more: the
+    agent, the view, what the view sent, the run's future and the stream's control."""
     script, control = controlled_stream()
     agent = spawn(host, ScriptedProvider("s", [script]))
     view = AgentView(agent, host)
     sent = opened(view)
     future = host.submit(agent.send("write a lot"))
     for event in (MessageStarted(id="m", model="m"), ContentBlockStarted.text(0),
-                  ContentBlockDelta.text(0, "A long answer that")):
+                  ContentBlockDelta.text(0, text)):
         host.call_soon(control.send, event)
-    until(lambda: agent.snapshot.current_text == "A long answer that")
+    until(lambda: agent.snapshot.current_text == text)
+    return agent, view, sent, future, control
+
+
+def test_stop_now_from_the_view_marks_stopping_then_a_truncated_reply(host):
+    """Issue 15.6: Stop did nothing visible on a long single-round reply."""
+    _agent, view, sent, future, _control = streaming(host, "A long answer that")
     statuses = []
     view.observe(lambda change: statuses.append(dict(change["new"])), names="status")
     view._on_browser_message(view, {"kind": "stop", "now": True}, [])
@@ -446,6 +558,28 @@ def test_stop_now_from_the_view_marks_stopping_then_a_truncated_reply(host):
     assert reply["truncated"] is True and "A long answer that" in reply["html"]
     assert "stopped here" in view._markdown()
     assert sent[-1]["kind"] == "items"
+
+
+def test_stop_from_the_view_keeps_what_the_view_showed(host):
+    """Issue 32: Stop kept the reply as far as the model had streamed when the click
+    reached the kernel, seconds beyond what the reader saw. The view says how much
+    it shows and of which stream (the last message it applied); the kernel keeps that."""
+    agent, view, sent, future, control = streaming(host, "What the reader saw.")
+    until(lambda: streamed_text(sent) == "What the reader saw.")
+    host.call_soon(control.send, ContentBlockDelta.text(0, " What streamed while the click travelled."))
+    until(lambda: agent.snapshot.current_text.endswith("travelled."))
+    view._on_browser_message(view, {"kind": "stop", "now": True, "shown": len("What the reader saw."),
+                                    "seq": seq(sent[-1])}, [])
+    reply = future.result(10)
+    assert reply.truncated and reply.text == "What the reader saw."
+
+
+def test_a_stop_from_a_view_that_shows_an_older_stream_keeps_all_of_this_one(host):
+    _agent, view, sent, future, _control = streaming(host, "Streamed after a hello the view never got")
+    until(lambda: streamed_text(sent).endswith("got"))
+    # The view had not applied the hello's answer, where the stream it should show begins.
+    view._on_browser_message(view, {"kind": "stop", "now": True, "shown": 3, "seq": seq(sent[0]) - 1}, [])
+    assert future.result(10).text == "Streamed after a hello the view never got"
 
 
 def test_finish_round_from_the_view_is_todays_stop(host):

@@ -75,10 +75,10 @@ def test_edit_fetches_the_words_as_written_only_when_asked(host):
     host.submit(agent.send("see `df.head()` and *this*")).result(10)
     view = AgentView(agent, host)
     sent = opened(view)
-    assert all("text" not in item for m in sent if m["kind"] == "items" for item in m["items"])
+    assert all("text" not in item for m in sent if m.get("kind") == "items" for item in m["items"])
     view._on_browser_message(view, {"kind": "edit_source", "index": 2}, [])
-    until(lambda: any(m["kind"] == "source" for m in sent))
-    assert [m for m in sent if m["kind"] == "source"] == [
+    until(lambda: any(m.get("kind") == "source" for m in sent))
+    assert [m for m in sent if m.get("kind") == "source"] == [
         {"kind": "source", "index": 2, "text": "see `df.head()` and *this*"}]
 
 

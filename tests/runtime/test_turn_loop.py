@@ -377,14 +377,20 @@ async def test_stop_ends_at_the_next_round_boundary_keeping_the_transcript(make)
     assert agent.snapshot.status == AgentStatus.finished()
 
 
-async def test_stop_now_ends_a_long_stream_at_once_keeping_its_text_as_a_truncated_reply(make, db_path):
+async def streaming_essay(make, text):
+    """An agent streaming `text`, its reply not ended: the agent, its provider, the send."""
     script, control = controlled_stream()
     agent, provider = make([script])
     send = asyncio.create_task(agent.send("write a long essay"))
     control.send(MessageStarted(id="m1", model="model"))
     control.send(ContentBlockStarted.text(0))
-    control.send(ContentBlockDelta.text(0, "The first paragraph, and then"))
-    await wait_until(lambda: agent.snapshot.current_text == "The first paragraph, and then")
+    control.send(ContentBlockDelta.text(0, text))
+    await wait_until(lambda: agent.snapshot.current_text == text)
+    return agent, provider, send
+
+
+async def test_stop_now_ends_a_long_stream_at_once_keeping_its_text_as_a_truncated_reply(make, db_path):
+    agent, provider, send = await streaming_essay(make, "The first paragraph, and then")
     assert agent.stopping is None
     agent.stop(now=True)
     assert agent.stopping == "now"
@@ -402,6 +408,16 @@ async def test_stop_now_ends_a_long_stream_at_once_keeping_its_text_as_a_truncat
     # And the agent takes the next message as usual.
     provider.add(text_stream("ok"))
     assert (await agent.send("shorter please")).text == "ok"
+
+
+async def test_stop_now_can_keep_only_what_a_reader_was_shown(make):
+    """A view's Stop passes how much of the reply its reader saw: the text that
+    streamed while the click travelled to the kernel is not kept (issue 32)."""
+    agent, _, send = await streaming_essay(make, "Shown to the reader. Streamed after the click")
+    agent.stop(now=True, keep_text=len("Shown to the reader."))
+    reply = await send
+    assert reply.truncated and reply.text == "Shown to the reader."
+    assert [m.text for m in agent.history] == ["write a long essay", "Shown to the reader."]
 
 
 async def test_stop_now_while_a_tool_runs_answers_the_call_stopped_and_keeps_earlier_work(make):
