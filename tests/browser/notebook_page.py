@@ -44,7 +44,11 @@ class KernelProbe:
         self.client = BlockingKernelClient(connection_file=str(connection_file))
         self.client.load_connection_file()
         self.client.start_channels()
-        self.client.wait_for_ready(timeout=30)
+        # Not wait_for_ready: it also drains IOPub until the kernel stays quiet for
+        # 0.2 s, which a view streaming a message every 150 ms never does, so a probe
+        # opened mid-stream waited for the stream's end.
+        self.client.kernel_info()
+        self.client.get_shell_msg(timeout=30)
 
     def run(self, code: str, timeout: float = 30) -> str:
         chunks: list[str] = []
