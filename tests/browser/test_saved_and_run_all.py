@@ -71,10 +71,7 @@ def test_a_saved_notebook_reopened_without_a_kernel_shows_each_turn(notebook, la
     nb.page.keyboard.press("Control+s")
     saved = lab_server.root / nb.name
     # Wait for the save to land, then shut the kernel down for good.
-    def saved_outputs() -> str:
-        return json.dumps(saved_outputs(saved, 2))
-
-    poll(lambda: "You said: What lives in a" in saved_outputs(), message="the save to land")
+    poll(lambda: "You said: What lives in a" in json.dumps(saved_outputs(saved, 2)), message="the save to land")
     # No widget is left in the saved file for a reader without a kernel to miss.
     assert "application/vnd.jupyter.widget-view+json" not in saved.read_text()
     for session in lab_server.api("GET", "sessions"):
