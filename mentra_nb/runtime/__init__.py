@@ -2,12 +2,12 @@
 
 The public face of the package; the implementation lives in `_`-prefixed
 modules. `events` and `tools` are public modules (event types, tool authoring),
-and `cost`, `teams`, `subagents` and `mcp` are the extension packages (free
+and `cost`, `teams`, `subagents`, `mcp` and `cells` are the extension packages (free
 functions taking the agent or the runtime). See the README's "Architecture"
 section for the shape.
 """
 
-from mentra_nb.runtime import cost, mcp, subagents, teams
+from mentra_nb.runtime import cells, cost, mcp, subagents, teams
 from mentra_nb.runtime._agent import Agent, MessageInput, OwningRuntime
 from mentra_nb.runtime._approvals import APPROVAL_INTERRUPTED_RESULT
 from mentra_nb.runtime._config import AgentConfig, SubagentLimits
@@ -104,6 +104,7 @@ __all__ = [
     "Workspace",
     "WorkspaceRefusal",
     "agent_name_problem",
+    "cells",
     "cost",
     "default_extensions",
     "file_tools",

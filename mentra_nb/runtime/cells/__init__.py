@@ -1,0 +1,45 @@
+"""Cells: an agent that works in the notebook's real cells.
+
+`NotebookWorkspace` is what a front end implements (the notebook layer does it
+for JupyterLab 4 and Notebook 7); `CellsExtension(workspace)` offers the cell
+tools to agents over it; every change is recorded (`load_cell_changes`) so undo
+can revert it.
+
+    rt = Runtime(..., extensions=[*default_extensions(), CellsExtension(workspace)])
+"""
+
+from mentra_nb.runtime.cells._changes import (
+    CellChange,
+    CellSide,
+    load_cell_changes,
+    record_cell_change,
+)
+from mentra_nb.runtime.cells._tools import CELL_TOOL_NAMES, CellsExtension, cells_enabled
+from mentra_nb.runtime.cells._workspace import (
+    CellImage,
+    CellKind,
+    CellMark,
+    CellOutput,
+    CellRun,
+    NotebookCell,
+    NotebookWorkspace,
+    WorkspaceUnavailable,
+)
+
+__all__ = [
+    "CELL_TOOL_NAMES",
+    "CellChange",
+    "CellImage",
+    "CellKind",
+    "CellMark",
+    "CellOutput",
+    "CellRun",
+    "CellSide",
+    "CellsExtension",
+    "NotebookCell",
+    "NotebookWorkspace",
+    "WorkspaceUnavailable",
+    "cells_enabled",
+    "load_cell_changes",
+    "record_cell_change",
+]
