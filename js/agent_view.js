@@ -1,6 +1,7 @@
 // AgentView: one agent's status, transcript, live stream and controls.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
+import { cellLink, hookCellMarks } from "./cell_marks.js";
 import { ClampWatcher, appendTranscript, approvalBox, button, codeText, element, subscribe, toolLabel } from "./dom.js";
 import { Sources, addMessageActions, forkOriginLabel, setEditable } from "./time_travel.js";
 import { keepCutTurn } from "./cut_turn.js";
@@ -344,7 +345,10 @@ function render({ model, el }) {
   const interruptButton = button("mentra-interrupt", "Interrupt", "warn");
   interruptButton.title = "Abort now; the turn is rolled back and can be resumed";
   controls.append(input, sendButton, stopButton, finishButton, interruptButton);
-  root.append(header, scroll, approvalsBox, resumeBox, travelNotice, controls);
+  // The cells this view's turns changed (cell_marks.js), each a link to its cell.
+  const cellsChanged = element("div", "mentra-cells-changed");
+  cellsChanged.hidden = true;
+  root.append(header, cellsChanged, scroll, approvalsBox, resumeBox, travelNotice, controls);
   el.append(root);
 
   // Without `initialize` (a host that skips it) the view keeps a stream of its own.
@@ -403,6 +407,14 @@ function render({ model, el }) {
   /** @type {Map<string, HTMLElement>} */
   let calls = new Map();
   let renderedItems = 0;
+  const listChangedCells = () => {
+    const ids = [...new Set([...transcript.querySelectorAll(".mentra-cell-link")]
+      .map((link) => /** @type {HTMLElement} */ (link).dataset.cell ?? ""))].filter(Boolean);
+    cellsChanged.hidden = ids.length === 0;
+    if (cellsChanged.dataset.cells === ids.join(" ")) return;
+    cellsChanged.dataset.cells = ids.join(" ");
+    cellsChanged.replaceChildren(element("span", "", "cells changed:"), ...ids.map((id) => cellLink(id, id)));
+  };
   // New messages are appended; a rollback (items replaced from an earlier index) re-renders.
   const renderItems = () => {
     const from = live.changedFrom;
@@ -415,6 +427,7 @@ function render({ model, el }) {
       appendTranscript(transcript, live.items.slice(from), calls, watcher);
     }
     renderedItems = live.items.length;
+    listChangedCells();
     earlier.hidden = live.earlier <= 0;
     earlier.disabled = false;
     earlier.textContent = `Show ${live.earlier} earlier message${live.earlier === 1 ? "" : "s"}`;
@@ -505,6 +518,7 @@ function render({ model, el }) {
 
   const controller = new AbortController();
   const { signal } = controller;
+  hookCellMarks(/** @type {any} */ (model).widget_manager, el, signal);
   sendButton.addEventListener("click", send, { signal });
   earlier.addEventListener("click", () => {
     earlier.disabled = true; // until the page arrives

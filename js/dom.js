@@ -2,6 +2,8 @@
 // `npm run build` bundles them into each widget's single module in
 // mentra_nb/static/ (anywidget loads one module, where relative imports cannot resolve).
 
+import { cellLink, changedCell } from "./cell_marks.js";
+
 /**
  * @typedef {{index: number, role: string, kind: string, html?: string, id?: string, name?: string,
  *   input?: string, content?: string, truncated?: boolean, is_error?: boolean, media_type?: string, data?: string,
@@ -76,6 +78,8 @@ export function appendTranscript(container, items, calls, watcher = null) {
         ? element("div", "mentra-notice-item", "… the first 4,000 characters of the result (agent.history has all of it)")
         : null;
       const shown = resultImages(item);
+      const cell = host ? changedCell(host.dataset.tool ?? "", host.dataset.input ?? "", item.content ?? "") : "";
+      if (host && cell) host.append(cellLink(cell, `go to cell ${cell}`));
       if (host) {
         host.append(result);
         if (cut) host.append(cut);
@@ -120,6 +124,9 @@ export function appendTranscript(container, items, calls, watcher = null) {
       fold.append(element("summary", "", `tool call: ${toolLabel(item.name ?? "")}`));
       fold.append(codeText("", item.input ?? ""));
       node.append(fold);
+      // (a cell tool's result links to the cell it changed: cell_marks.js)
+      fold.dataset.tool = item.name ?? "";
+      fold.dataset.input = item.input ?? "";
       if (item.id) calls.set(item.id, fold);
     } else if (item.kind === "image") {
       const img = /** @type {HTMLImageElement} */ (element("img"));
