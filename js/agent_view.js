@@ -1,8 +1,8 @@
 // AgentView: one agent's status, transcript, live stream and controls.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { cellLink, hookCellMarks } from "./cell_marks.js";
-import { ClampWatcher, appendTranscript, approvalBox, button, codeText, element, subscribe, toolLabel } from "./dom.js";
+import { hookCellMarks } from "./cell_marks.js";
+import { ClampWatcher, appendTranscript, cellLink, approvalBox, button, codeText, element, subscribe, toolLabel } from "./dom.js";
 import { Sources, addMessageActions, forkOriginLabel, setEditable } from "./time_travel.js";
 import { keepCutTurn } from "./cut_turn.js";
 import { keepNotebookIdentity, hookNotebookSaves } from "./saved_state.js";

@@ -95,28 +95,3 @@ export function changedCell(name, input, result) {
     return "";
   }
 }
-
-/**
- * A link that scrolls the notebook to cell `id` (a deleted cell's is disabled).
- * @param {string} id
- * @param {string} label
- */
-export function cellLink(id, label) {
-  const link = document.createElement("button");
-  link.type = "button";
-  link.className = "jp-Button jp-mod-minimal jp-mod-small mentra-cell-link";
-  link.textContent = label;
-  link.dataset.cell = id;
-  link.title = `Scroll to cell ${id}`;
-  link.addEventListener("click", () => {
-    const node = /** @type {HTMLElement|null} */ (document.querySelector(`[data-mentra-cell-id="${CSS.escape(id)}"]`));
-    if (!node) {
-      link.title = `cell ${id} is not in the notebook any more`;
-      return;
-    }
-    node.scrollIntoView({ block: "center" });
-    node.classList.add("mentra-cell-flash");
-    setTimeout(() => node.classList.remove("mentra-cell-flash"), 1200);
-  });
-  return link;
-}

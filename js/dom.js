@@ -2,7 +2,7 @@
 // `npm run build` bundles them into each widget's single module in
 // mentra_nb/static/ (anywidget loads one module, where relative imports cannot resolve).
 
-import { cellLink, changedCell } from "./cell_marks.js";
+import { changedCell } from "./cell_marks.js";
 
 /**
  * @typedef {{index: number, role: string, kind: string, html?: string, id?: string, name?: string,
@@ -480,4 +480,26 @@ export function subscribe(model, subscriptions) {
   return () => {
     for (const [event, handler] of subscriptions) model.off(event, handler);
   };
+}
+
+/**
+ * A link that scrolls the notebook to cell `id` (a deleted cell's is disabled).
+ * @param {string} id
+ * @param {string} label
+ */
+export function cellLink(id, label) {
+  const link = button("mentra-cell-link", label, "minimal");
+  link.dataset.cell = id;
+  link.title = `Scroll to cell ${id}`;
+  link.addEventListener("click", () => {
+    const node = /** @type {HTMLElement|null} */ (document.querySelector(`[data-mentra-cell-id="${CSS.escape(id)}"]`));
+    if (!node) {
+      link.title = `cell ${id} is not in the notebook any more`;
+      return;
+    }
+    node.scrollIntoView({ block: "center" });
+    node.classList.add("mentra-cell-flash");
+    setTimeout(() => node.classList.remove("mentra-cell-flash"), 1200);
+  });
+  return link;
 }
