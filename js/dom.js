@@ -47,6 +47,21 @@ export function button(className, text, tone) {
 }
 
 /**
+ * Of every view in the page marked with `attribute` = `name` (the views of one
+ * agent, or of one team), whether `root` holds the answer buttons: the last one
+ * (the newest cell) does, so a paused call or a request is answered in one place
+ * and the others point at it. A view not in the page holds its own.
+ * @param {HTMLElement} root
+ * @param {"data-mentra-agent"|"data-mentra-team"} attribute
+ * @param {string} name
+ */
+export function holdsAnswers(root, attribute, name) {
+  const views = [...document.querySelectorAll(`[${attribute}]`)]
+    .filter((view) => view.getAttribute(attribute) === name);
+  return !root.isConnected || views.length === 0 || views[views.length - 1] === root;
+}
+
+/**
  * Render the committed transcript. Tool results are shown inside the
  * collapsible block of the call they answer.
  * @param {HTMLElement} container
