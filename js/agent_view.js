@@ -7,17 +7,14 @@ import { keepCutTurn } from "./cut_turn.js";
 import { keepNotebookIdentity, hookNotebookSaves } from "./saved_state.js";
 
 /**
- * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null,
- *   stopping?: "now"|"round"|null}} Status
- * @typedef {{id: string, name: string, input_json: string}} PendingTool
- * @typedef {{id: string, name: string, input: string}} Approval
- * @typedef {import("./dom.js").Item & {html_parts?: (string|number[])[]}} WireItem
- * @typedef {{kind: "reset"|"items"|"earlier", seq: number, text?: string, thinking?: string,
- *   tools?: Record<string, string>, start?: number, items?: WireItem[], earlier?: number, tail?: string[],
- *   basis?: number[], live?: {text?: string, thinking?: string, tools?: Record<string, string>}}} StreamMessage
- * @typedef {{s: number, t?: string, h?: string, u?: Record<string, string>}} DeltaMessage
+ * @typedef {import("./wire.js").Status} Status
+ * @typedef {import("./wire.js").PendingTool} PendingTool
+ * @typedef {import("./wire.js").Approval} Approval
+ * @typedef {import("./wire.js").StreamMessage} StreamMessage
+ * @typedef {import("./wire.js").DeltaMessage} DeltaMessage
+ * @typedef {import("./wire.js").AgentViewReceived} Received
  * @typedef {import("./dom.js").Item} Item
- * @typedef {import("./dom.js").Model} Model
+ * @typedef {import("./wire.js").AgentViewModel} Model
  */
 
 const RUNNING = new Set(["awaiting_model", "streaming", "executing_tool"]);
@@ -389,7 +386,7 @@ class AgentViewRender {
   }
 
   running() {
-    return RUNNING.has((this.model.get("status") ?? {}).name);
+    return RUNNING.has(this.model.get("status")?.name ?? "");
   }
 
   renderScope() {
@@ -404,13 +401,13 @@ class AgentViewRender {
   renderHeader = () => {
     const { model, head, controls } = this;
     this.renderScope();
-    head.name.textContent = model.get("agent_name");
-    head.modelName.textContent = model.get("model_key");
+    head.name.textContent = model.get("agent_name") ?? "";
+    head.modelName.textContent = model.get("model_key") ?? "";
     /** @type {Status} */
     const status = model.get("status") ?? { name: "idle" };
     /** @type {Approval[]} */
     const approvals = model.get("approvals") ?? [];
-    const running = RUNNING.has(status.name);
+    const running = RUNNING.has(status.name ?? "");
     if (!running) this.stopClicked = "";
     const stopping = running ? (status.stopping || this.stopClicked) : "";
     if (!this.connected) return; // frozen at "disconnected"
@@ -448,7 +445,7 @@ class AgentViewRender {
     earlier.disabled = false;
     earlier.textContent = `Show ${live.earlier} earlier message${live.earlier === 1 ? "" : "s"}`;
     addMessageActions(transcript, live.items, {
-      agentName: model.get("agent_name"), send: (request) => model.send(request), sources: this.sources,
+      agentName: model.get("agent_name") ?? "", send: (request) => model.send(request), sources: this.sources,
       editable: !this.running() && this.connected, signal: this.signal });
     this.follow();
   }

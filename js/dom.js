@@ -3,15 +3,10 @@
 // mentra_nb/static/ (anywidget loads one module, where relative imports cannot resolve).
 
 /**
- * @typedef {{index: number, role: string, kind: string, html?: string, id?: string, name?: string,
- *   input?: string, content?: string, truncated?: boolean, is_error?: boolean, media_type?: string, data?: string,
- *   images?: {media_type: string, data: string}[]}} Item
- * @typedef {{
- *   get(name: string): any,
- *   on(event: string, handler: (...args: any[]) => void): void,
- *   off(event: string, handler: (...args: any[]) => void): void,
- *   send(content: object): void,
- * }} Model
+ * @typedef {import("./wire.js").Item} Item
+ * @typedef {{on(event: string, handler: (...args: any[]) => void): void,
+ *   off(event: string, handler: (...args: any[]) => void): void}} Events
+ *   what `subscribe` needs of a model (each view's model is typed in wire.d.ts)
  */
 
 /**
@@ -480,7 +475,7 @@ export function approvalBox(call, onAnswer, signal) {
 
 /**
  * Subscribe `handler`s to model events; returns a function that unsubscribes them all.
- * @param {Model} model
+ * @param {Events} model
  * @param {[string, (...args: any[]) => void][]} subscriptions
  */
 export function subscribe(model, subscriptions) {

@@ -5,13 +5,11 @@ import { ClampWatcher, approvalBox, button, codeText, element, holdsAnswers, ren
 import { hookNotebookSaves } from "./saved_state.js";
 
 /**
- * @typedef {{name: string, role: string, model: string, status: string, error?: string|null,
- *   alive: boolean, unread: number, last_active?: number|null}} Member
- * @typedef {{id: string, protocol: string, sender: string, content: string, created_at: number}} Request
- * @typedef {{agent: string, id: string, name: string, input: string}} CallApproval
- * @typedef {{kind?: string, name?: string, pages?: number, items?: import("./dom.js").Item[],
- *   has_older?: boolean, error?: string}} Preview
- * @typedef {import("./dom.js").Model} Model
+ * @typedef {import("./wire.js").Member} Member
+ * @typedef {import("./wire.js").Request} Request
+ * @typedef {import("./wire.js").TeammateApproval} CallApproval
+ * @typedef {import("./wire.js").TeamViewReceived} Preview
+ * @typedef {import("./wire.js").TeamViewModel} Model
  */
 
 const STATUS_TO_BADGE = { working: "streaming", idle: "finished", failed: "failed", shutdown: "idle" };
@@ -59,7 +57,7 @@ function memberRow(m, waiting, open) {
 /**
  * A teammate's request to the lead, with Approve and Reject (which needs a reason).
  * @param {Request} r
- * @param {(answer: object) => void} answer sends the answer to the kernel
+ * @param {(answer: import("./wire.js").TeamViewSent) => void} answer sends the answer to the kernel
  * @param {AbortSignal} signal
  */
 function requestBox(r, answer, signal) {

@@ -51,7 +51,7 @@ class BrowserMessages:
     """A widget's dispatch table: each kind of browser message (a `BrowserMessage`
     subclass with a `kind` literal) and the widget method that handles it. The
     validator is the union of the table's kinds, so a kind the kernel accepts always
-    has a handler; js/wire.d.ts is generated from the same models (scripts/wire_types.py)."""
+    has a handler; js/wire.d.ts is generated from the same models (mentra_nb/notebook/_wire_ts.py)."""
 
     def __init__(self, handlers: Mapping[type[BrowserMessage], Callable[[Any, Any], object]]) -> None:
         self.handlers = dict(handlers)
