@@ -29,9 +29,11 @@ export function hookCellMarks(manager, el, signal) {
       if (node) markCells(notebook, /** @type {HTMLElement} */ (node));
     });
   };
-  // The notebook's changes (a mark written, a cell added), and its cell nodes made
-  // again (a windowed notebook renders cells as they scroll into view).
+  // The notebook's changes: its cell list (sharedModel.changed) and any cell's content,
+  // a mark in its metadata included (contentChanged); and its cell nodes made again
+  // (a windowed notebook renders cells as they scroll into view).
   notebook.sharedModel.changed.connect(refresh);
+  notebook.contentChanged?.connect(refresh);
   const observer = new MutationObserver(refresh);
   requestAnimationFrame(() => { // once the view is in the page
     const node = el.closest(".jp-Notebook");
@@ -42,6 +44,7 @@ export function hookCellMarks(manager, el, signal) {
   });
   signal.addEventListener("abort", () => {
     notebook.sharedModel.changed.disconnect(refresh);
+    notebook.contentChanged?.disconnect(refresh);
     observer.disconnect();
   });
 }

@@ -161,3 +161,19 @@ def test_an_agent_reads_inserts_edits_and_runs_cells_in_jupyterlab(notebook):
 
 def test_an_agent_reads_inserts_edits_and_runs_cells_in_notebook_7(notebook7):
     _works_in_the_notebook(notebook7)
+
+
+def test_the_tutorial_works_in_the_notebook_in_jupyterlab(notebook):
+    """notebooks/09 under nbval shows the headless path; here, the live one."""
+    notebook.name = "09-agent-in-the-notebook.ipynb"
+    nb = notebook.open_existing()
+    nb.menu("Run", "Run All Cells")
+    _approve(nb, "run_cell", "Revenue by month")
+    expect(nb.page.locator(".mentra-agent").last).to_contain_text("March is the best month", timeout=30_000)
+    panel = nb.page.locator(".jp-NotebookPanel")
+    expect(panel.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]')).to_have_count(0)
+    expect(panel.locator(".jp-Cell").last).to_contain_text('growth = revenue["mar"]')
+    expect(panel.locator(".mentra-cell-badge")).to_have_count(3)  # two inserted cells, the plot it ran
+    assert nb.kernel.value("cells_here") is True
+    assert nb.kernel.value("[c.tool for c in load_cell_changes(analyst.services.store, analyst.id)]") == \
+        ["insert_cell", "insert_cell"]
