@@ -164,7 +164,7 @@ export async function handle(context, op, args) {
     return before;
   }
   if (op === "run") {
-    if (cell.type !== "code") throw new Error(`cell ${args.cell} is not a code cell`);
+    if (cell.type !== "code") throw new Error(`cell ${args.cell} is a ${cell.type} cell; only code cells run`);
     const kernel = context.sessionContext?.session?.kernel;
     if (!kernel) throw new Error("the notebook has no kernel to run the cell");
     setMark(cell, args.mark);

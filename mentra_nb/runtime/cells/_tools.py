@@ -204,10 +204,13 @@ def _cell_tools(agent: AgentHandle, workspace: NotebookWorkspace) -> list[Tool]:
         raise WorkspaceRefusal(f"there is no cell {cell_id!r} in the notebook (the user may have deleted it); "
                                "read_notebook shows the cells and their ids")
 
+    def auto_approved(name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in agent.config.auto_approve)
+
     async def approved(name: str, details: dict[str, object]) -> str | None:
         """None when the user approved (or `auto_approve` names the tool), else the
         error result for the model."""
-        if any(fnmatch.fnmatchcase(name, pattern) for pattern in agent.config.auto_approve):
+        if auto_approved(name):
             return None
         decision = await agent.ask_approval(name, details)
         return None if decision.approved else denial_result(name, decision.reason)
@@ -279,17 +282,21 @@ def _cell_tools(agent: AgentHandle, workspace: NotebookWorkspace) -> list[Tool]:
         """Run a code cell as the user's Shift-Enter does (it gets its In [n] and its outputs stay in
         the notebook); waits for it and returns its outputs, images included. Asks the user first."""
         try:
-            _position, current = await find(cell)
-            if current.kind != "code":
-                raise WorkspaceRefusal(f"cell {cell} is a {current.kind} cell; only code cells run")
-            for check in ("before", "after"):
-                blocked = workspace.run_blocked()
+            blocked = workspace.run_blocked()
+            if blocked is not None:
+                raise WorkspaceRefusal(blocked)
+            # Asking shows the code, read first; an allowed run goes straight to the page,
+            # which refuses a cell that is gone or not code (one round trip, not two).
+            if not auto_approved("run_cell"):
+                _position, current = await find(cell)
+                if current.kind != "code":
+                    raise WorkspaceRefusal(f"cell {cell} is a {current.kind} cell; only code cells run")
+                refusal = await approved("run_cell", {"cell": cell, "code": current.source})
+                if refusal is not None:
+                    return ToolOutput(content=refusal, is_error=True)
+                blocked = workspace.run_blocked()  # a cell may have started waiting meanwhile
                 if blocked is not None:
                     raise WorkspaceRefusal(blocked)
-                if check == "before":
-                    refusal = await approved("run_cell", {"cell": cell, "code": current.source})
-                    if refusal is not None:
-                        return ToolOutput(content=refusal, is_error=True)
             return describe_run(await workspace.run(cell, mark()))
         except (WorkspaceUnavailable, WorkspaceRefusal) as err:
             return ToolOutput(content=str(err), is_error=True)
