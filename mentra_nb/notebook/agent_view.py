@@ -73,6 +73,8 @@ from mentra_nb.runtime import (
     AgentSnapshot,
     AgentStatus,
     PendingApproval,
+    SubagentSnapshot,
+    TeamSnapshot,
     spending,
 )
 
@@ -468,16 +470,18 @@ class AgentView(MentraWidget):
 
     def _cost_text(self, snapshot: AgentSnapshot) -> str:
         own = pricing.format_cost(snapshot.usage.cost_usd)
-        if not snapshot.teammates and not snapshot.subagents:
+        teammates = TeamSnapshot.of(snapshot).teammates
+        subagents = SubagentSnapshot.of(snapshot).subagents
+        if not teammates and not subagents:
             return own
         # The tree's sum is read again only when the agent's usage or its members
         # changed (a member's run ends with a status change), not on every delta.
-        key = (snapshot.usage, snapshot.teammates, snapshot.subagents)
+        key = (snapshot.usage, teammates, subagents)
         if key != self._cost_key:
             self._cost_key = key
             total = spending(self._agent).total
-            what = " and ".join(w for w, present in (("team", snapshot.teammates),
-                                                     ("subagents", snapshot.subagents)) if present)
+            what = " and ".join(w for w, present in (("team", teammates), ("subagents", subagents))
+                                if present)
             self._tree_cost = f" · {pricing.format_cost(total.cost_usd)} with {what}"
         return own + self._tree_cost
 
