@@ -18,6 +18,7 @@ from mentra_nb.runtime._extensions import (
     default_extensions,
     register_extension,
     registered_extensions,
+    unregister_extension,
 )
 from mentra_nb.runtime._file_tools import (
     FILE_TOOL_NAMES,
@@ -149,6 +150,7 @@ __all__ = [
     "subagents",
     "teams",
     "tool",
+    "unregister_extension",
 ]
 
 # The built-in extensions, in the order they act on each round: budgets first (a run

@@ -218,7 +218,7 @@ class Agent:
             fields.update(extension.snapshot_fields())
         # model_construct: built on every change while someone watches (and by
         # every view's poll), so skip re-validating values that are already typed,
-        # and give every field: a default_factory left to pydantic costs an
+        # and give every field: a default_factory left to pydantic takes an
         # inspect.signature call per field, ~100 µs each (hence the extension
         # fields' defaults above).
         return AgentSnapshot.model_construct(
@@ -264,9 +264,9 @@ class Agent:
         self.role = role
 
     def configure(self, **changes: Any) -> AgentConfig:
-        """Change some of the agent's config (persisted), e.g. raise its budget:
+        """Change some of the agent's config (persisted), e.g. give it more rounds:
 
-            agent.configure(max_cost_usd=2.0)
+            agent.configure(max_rounds=50)
             await agent.resume()
         """
         try:
@@ -446,10 +446,10 @@ class Agent:
 
     async def ask_approval(self, name: str, input: dict[str, Any]) -> ApprovalDecision:
         """Pause the running turn until the user approves or denies `name`, something
-        that is not a tool call (an extension's question, e.g. starting an MCP server
+        that is not a tool call (an extension's question, e.g. starting a server
         that came from the state file); shown and answered like a paused call
         (`approve` / `deny` with its reference). Never answered by `auto_approve` or
-        "always allow". An extension that refuses approvals (a headless subagent)
+        "always allow". An extension that refuses approvals (for an agent nobody watches)
         denies it at once."""
         refusal = next((text for e in self._extensions if (text := e.refuse_approval(name)) is not None), None)
         if refusal is not None:
@@ -468,8 +468,8 @@ class Agent:
         """A new persisted agent `new_name` whose history is this agent's first `at`
         committed messages (all when None), with the same model and config, its own
         id and lease. Nothing is copied: the fork reads this agent's stored messages.
-        A running agent is forked at its last committed message. Teammates,
-        subagents, pending approvals and inbox mail are not part of a fork."""
+        A running agent is forked at its last committed message. The agents it
+        started, pending approvals and its mail are not part of a fork."""
         return self.runtime.fork_agent(self, new_name, at)
 
     def rewind(self, to: int) -> None:

@@ -21,6 +21,7 @@ __all__ = [
     "config_fields",
     "declare_config_fields",
     "declare_snapshot_fields",
+    "forget_fields",
     "snapshot_defaults",
 ]
 
@@ -59,6 +60,14 @@ def declare_config_fields(model: type[ExtensionFields]) -> None:
 def declare_snapshot_fields(model: type[ExtensionFields]) -> None:
     defaults = model.model_construct()
     _SNAPSHOT_DEFAULTS.update({name: getattr(defaults, name) for name in model.model_fields})
+
+
+def forget_fields(model: type[ExtensionFields]) -> None:
+    """Undo `declare_config_fields` / `declare_snapshot_fields` of `model`."""
+    for name in model.model_fields:
+        if _CONFIG_FIELDS.get(name) is model:
+            del _CONFIG_FIELDS[name]
+        _SNAPSHOT_DEFAULTS.pop(name, None)
 
 
 def config_fields() -> Mapping[str, type[ExtensionFields]]:

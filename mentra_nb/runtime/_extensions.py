@@ -1,30 +1,31 @@
-"""How capabilities (budgets, teams, subagents, MCP, yours) plug into the runtime.
+"""How capabilities plug into the runtime: `RuntimeExtension`, `AgentExtension`.
 
 An extension is one `RuntimeExtension` subclass, registered once with
 `register_extension(cls)`; every `Runtime` built without its own `extensions=`
 list gets an instance of each registered class, in registration order
 (`default_extensions()`). Everything the extension brings is declared on that
-class, so the core names no feature:
+class, so the core names no feature. For a "reviews" extension:
 
-- `config`: an `ExtensionFields` model whose fields `AgentConfig` accepts and
-  stores as its own (`AgentConfig(max_cost_usd=1.0)`); the extension reads them
-  typed with `CostConfig.of(agent.config)`.
-- `snapshot`: an `ExtensionFields` model whose fields every `AgentSnapshot`
-  carries (its defaults when the extension did not attach to that agent); the
-  attached `AgentExtension.snapshot_fields()` fills them.
+- `config = ReviewConfig`, an `ExtensionFields` model whose fields `AgentConfig`
+  accepts and stores as its own (`AgentConfig(reviewer="ann")`); the extension
+  reads them typed with `ReviewConfig.of(agent.config)`.
+- `snapshot = ReviewSnapshot`, an `ExtensionFields` model whose fields every
+  `AgentSnapshot` carries (its defaults when the extension did not attach to
+  that agent); the attached `AgentExtension.snapshot_fields()` fills them.
 - `agent_api` / `runtime_api`: functions taking the agent (or the runtime) first,
   reachable as `agent.<name>(...)` / `rt.<name>(...)`; a `property(fn)` entry is
-  read as an attribute (`lead.teammates`). The functions stay the typed way in
-  (`teams.spawn_teammate(lead, ...)`); these names are the convenient one.
+  read as an attribute (`agent.reviews`). The functions stay the typed way in
+  (`reviews.request_review(agent, ...)`); these names are the convenient one.
 - `runtime_options`: keyword arguments `Runtime(...)` accepts for it, each
-  applied to the new runtime (`Runtime(mcp_servers=[...])`).
+  applied to the new runtime (`Runtime(review_board=[...])`).
 
 At run time, for each agent it spawns or loads, the runtime asks every
 extension to `attach` an `AgentExtension`, which can:
 - offer extra tools to that agent (`tools`; `own_tool_choice` when the
   extension's config chose them, so `AgentConfig.tools` does not narrow them),
 - add messages at the start of every round (`before_round`; they are
-  committed with the run and rolled back with it),
+  committed with the run and rolled back with it), or halt the run there with
+  a `RunHalted` error (its work is kept),
 - learn how each run ended (`after_run`), e.g. to acknowledge or requeue mail,
 - fill its snapshot fields (`snapshot_fields`),
 - refuse calls that would wait for the user's approval (`refuse_approval`).
@@ -32,7 +33,7 @@ The runtime-wide half also reserves tool names (`refuse_tool_name`), takes mail
 for an agent (`post_mail`, behind `rt.post`), hears of mail posted elsewhere
 (`mail_arrived`), and after every resume path (`rt.resume_agent`, `rt.resume`,
 `rt.resume_all`, and the loads extensions do themselves) gets `after_resume`
-with the agents loaded, e.g. to revive a lead's teammates.
+with the agents loaded, e.g. to revive the agents a lead started.
 
 Extensions see agents as `AgentHandle`s and their runtime through `Services`
 (`_services.py`); the turn loop stays ignorant of what the extensions are.
@@ -50,6 +51,7 @@ from mentra_nb.runtime._extension_fields import (
     config_fields,
     declare_config_fields,
     declare_snapshot_fields,
+    forget_fields,
     snapshot_defaults,
 )
 from mentra_nb.runtime._services import AgentHandle, Services
@@ -66,12 +68,13 @@ __all__ = [
     "register_extension",
     "registered_extensions",
     "runtime_option",
+    "unregister_extension",
 ]
 
 class AgentExtension:
     """Per-agent behaviour. Override what you need; the defaults do nothing."""
 
-    # True: the extension's own config chose its tools (e.g. MCP servers named in the
+    # True: the extension's own config chose its tools (e.g. servers named in the
     # config), so `AgentConfig.tools` does not narrow them; `hidden_tools` still does.
     own_tool_choice: ClassVar[bool] = False
 
@@ -91,7 +94,7 @@ class AgentExtension:
 
     def refuse_approval(self, tool_name: str) -> str | None:
         """A call of `tool_name` needs the user's approval: return an error text to
-        refuse it at once without asking (e.g. a headless subagent), or None to ask."""
+        refuse it at once without asking (e.g. for an agent nobody watches), or None to ask."""
         return None
 
     async def aclose(self) -> None:
@@ -175,6 +178,21 @@ def register_extension(cls: type[RuntimeExtension]) -> None:
     _AGENT_API.update(cls.agent_api)
     _RUNTIME_API.update(cls.runtime_api)
     _RUNTIME_OPTIONS.update(cls.runtime_options)
+
+
+def unregister_extension(cls: type[RuntimeExtension]) -> None:
+    """Undo `register_extension(cls)` (for tests, or code that registers its
+    extension again after changing it); runtimes already built keep theirs."""
+    if cls not in _REGISTERED:
+        return
+    _REGISTERED.remove(cls)
+    for fields in (cls.config, cls.snapshot):
+        if fields is not None:
+            forget_fields(fields)
+    for names, taken in ((cls.agent_api, _AGENT_API), (cls.runtime_api, _RUNTIME_API),
+                         (cls.runtime_options, _RUNTIME_OPTIONS)):
+        for name in names:
+            taken.pop(name, None)
 
 
 def registered_extensions() -> tuple[type[RuntimeExtension], ...]:
