@@ -329,3 +329,21 @@ def test_a_core_module_names_no_feature(module: str) -> None:
              for line, word in feature_names(path.read_text(encoding="utf-8"))]
     assert found == [], ("the core names a feature; move it into the feature's extension "
                          "(RuntimeExtension in runtime/_extensions.py):\n" + "\n".join(found))
+
+
+def test_the_turn_loop_traces_on_one_path() -> None:
+    """With tracing off a run gets spans that record nothing (`RunTrace`), so the
+    turn loop never asks whether tracing is on: `if trace is None` would be a
+    second path through every run, model call and tool call."""
+    path, tree = SOURCES["mentra_nb.runtime._turn_loop"]
+
+    def names_trace(node: ast.expr) -> bool:
+        return (isinstance(node, ast.Name) and "trace" in node.id) or \
+            (isinstance(node, ast.Attribute) and "trace" in node.attr)
+
+    found = [
+        node.lineno for node in ast.walk(tree)
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops)
+        and any(names_trace(side) for side in [node.left, *node.comparators])
+    ]
+    assert found == [], f"{path.name} branches on tracing at lines {found}"

@@ -116,7 +116,7 @@ class TurnLoop:
         self._response: tuple[str, str] = ("", "")  # the reply's id and model, for its trace
         self._assembler: MessageAssembler | None = None  # the reply streaming now, if any
         model = agent.model
-        self.trace: RunTrace | None = run_trace(
+        self.trace: RunTrace = run_trace(
             agent.services.tracer_provider, agent_id=agent.id, agent_name=agent.name,
             provider=agent.services.providers.traits(model.provider).system, model=model.id)
 
@@ -125,8 +125,6 @@ class TurnLoop:
 
     async def execute(self) -> Message:
         trace = self.trace
-        if trace is None:
-            return await self._execute()
         with trace.run():
             error: BaseException | None = None
             try:
@@ -295,8 +293,6 @@ class TurnLoop:
             output=self.output.format if self.output is not None else None,
         )
         trace = self.trace
-        if trace is None:
-            return await self._stream(request)
         span = trace.chat_started(messages=request.messages, system=request.system,
                                   temperature=request.temperature,
                                   max_tokens=request.max_output_tokens)
@@ -446,8 +442,6 @@ class TurnLoop:
     async def _run_one(self, use: ToolUseBlock, available: dict[str, Tool], invalid: dict[str, str],
                        running: list[ToolUseBlock]) -> ToolResultBlock:
         trace = self.trace
-        if trace is None:
-            return await self._run_tool(use, available, invalid, running)
         # The span is current while the tool runs: a run of another agent it starts is its child.
         tool = available.get(use.name)
         with trace.tool(use, tool.spec.description if tool is not None else None) as span:
