@@ -50,11 +50,10 @@ from mentra_nb.runtime import (
     MCPServer,
     Runtime,
     Tool,
-    default_extensions,
     mcp,
     shell_tool,
 )
-from mentra_nb.runtime.cells import CellsExtension, cells_enabled
+from mentra_nb.runtime.cells import cells_enabled
 from mentra_nb.store import AgentRecord, open_store
 from mentra_nb.store.sqlite import stored_agent_names
 
@@ -143,7 +142,7 @@ class NotebookSession:
                            *(self._opt_in_tool(n) for n in sorted(self._opt_in))],
                     owner_label=_kernel_label(),
                     workspace=workspace,
-                    extensions=[*default_extensions(), CellsExtension(bridge)],
+                    notebook=bridge,
                 )
 
             self._runtime = self.host.call(open_runtime)

@@ -854,15 +854,11 @@ def _by_reference(item: dict[str, Any], streamed: list[str]) -> dict[str, Any]:
     return {**{k: v for k, v in item.items() if k != "html"}, "html_parts": parts}
 
 
-<<<<<<< HEAD
 # The cell tools' questions carry code or a diff: shown as it reads, not as a JSON string.
 _VERBATIM_FIELDS = {"edit_cell": "diff", "run_cell": "code", "delete_cell": "source"}
 
 
-def approval_item(pending: PendingApproval) -> dict[str, Any]:
-=======
 def approval_item(pending: PendingApproval) -> Approval:
->>>>>>> main
     """A paused tool call as the widgets show it (its input bounded)."""
     field = _VERBATIM_FIELDS.get(pending.tool_name)
     verbatim = pending.input.get(field) if field else None

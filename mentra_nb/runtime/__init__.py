@@ -2,16 +2,10 @@
 
 The public face of the package; the implementation lives in `_`-prefixed
 modules. `events` and `tools` are public modules (event types, tool authoring),
-<<<<<<< HEAD
 and `cost`, `teams`, `subagents`, `mcp` and `cells` are the extension packages (free
-functions taking the agent or the runtime). The docs' Architecture page
-(docs/maintainers/architecture.md) describes the shape.
-=======
-and `cost`, `teams`, `subagents` and `mcp` are the extension packages (free
 functions taking the agent or the runtime), registered below in the order they
 act on each round. The docs' Architecture page (docs/maintainers/architecture.md)
 describes the shape.
->>>>>>> main
 """
 
 from mentra_nb.runtime import cells, cost, mcp, subagents, teams
@@ -164,6 +158,7 @@ __all__ = [
 # The built-in extensions, in the order they act on each round: budgets first (a run
 # they stop has not yet taken any mail), teams (so a team inbox precedes other
 # injected messages), subagents (only for agents with `AgentConfig(subagents=...)`),
-# MCP (only for agents with `AgentConfig(mcp_servers=[...])`).
-for _builtin in (CostExtension, TeamExtension, SubagentsExtension, MCPExtension):
+# MCP (only for agents with `AgentConfig(mcp_servers=[...])`), cells (only in a
+# runtime given a notebook: `Runtime(notebook=...)`).
+for _builtin in (CostExtension, TeamExtension, SubagentsExtension, MCPExtension, cells.CellsExtension):
     register_extension(_builtin)

@@ -111,13 +111,6 @@ class AgentConfig(ConfigModel):
     # How often a typed answer (`agent.send(..., output=Model)`) that fails
     # validation is sent back to the model with the errors before the run fails.
     output_retries: int = Field(default=2, ge=0, le=10)
-    # The notebook's cell tools (runtime/cells), where a front end can edit cells:
-    # None offers them to every model but the offline test model (which calls
-    # every tool it is offered); True or False decides.
-    cells: bool | None = None
-    # Whether editing a cell the agent inserted itself asks too (a cell the user
-    # wrote always asks).
-    ask_to_edit_own_cells: bool = False
 
     @model_validator(mode="before")
     @classmethod

@@ -12,14 +12,12 @@ import itertools
 import pytest
 
 from mentra_nb import AgentConfig, Runtime, SqliteStore
-from mentra_nb.runtime import default_extensions
 from mentra_nb.runtime.cells import (
     CellImage,
     CellKind,
     CellMark,
     CellOutput,
     CellRun,
-    CellsExtension,
     NotebookCell,
     WorkspaceUnavailable,
     load_cell_changes,
@@ -88,8 +86,7 @@ async def make(db_path):
 
     def build(notebook: ListNotebook, *scripts, config=None, model="scripted:m", name="writer"):
         provider = ScriptedProvider("scripted", list(scripts))
-        rt = Runtime.empty(store=SqliteStore(db_path), providers=[provider], runtime_id="cells",
-                           extensions=[*default_extensions(), CellsExtension(notebook)])
+        rt = Runtime.empty(store=SqliteStore(db_path), providers=[provider], runtime_id="cells", notebook=notebook)
         runtimes.append(rt)
         return rt.spawn(name, model, config=config), provider, rt
 

@@ -1,11 +1,12 @@
 """Cells: an agent that works in the notebook's real cells.
 
 `NotebookWorkspace` is what a front end implements (the notebook layer does it
-for JupyterLab 4 and Notebook 7); `CellsExtension(workspace)` offers the cell
-tools to agents over it; every change is recorded (`load_cell_changes`) so undo
-can revert it.
+for JupyterLab 4 and Notebook 7); the registered `CellsExtension` offers the cell
+tools to agents over the runtime's notebook; every change is recorded
+(`load_cell_changes`) so undo can revert it.
 
-    rt = Runtime(..., extensions=[*default_extensions(), CellsExtension(workspace)])
+    rt = Runtime(..., notebook=workspace)
+    rt.spawn("analyst", model, AgentConfig(cells=True, ask_to_edit_own_cells=False))
 """
 
 from mentra_nb.runtime.cells._changes import (
@@ -14,7 +15,12 @@ from mentra_nb.runtime.cells._changes import (
     load_cell_changes,
     record_cell_change,
 )
-from mentra_nb.runtime.cells._tools import CELL_TOOL_NAMES, CellsExtension, cells_enabled
+from mentra_nb.runtime.cells._tools import (
+    CELL_TOOL_NAMES,
+    CellsConfig,
+    CellsExtension,
+    cells_enabled,
+)
 from mentra_nb.runtime.cells._workspace import (
     CellImage,
     CellKind,
@@ -35,6 +41,7 @@ __all__ = [
     "CellOutput",
     "CellRun",
     "CellSide",
+    "CellsConfig",
     "CellsExtension",
     "NotebookCell",
     "NotebookWorkspace",

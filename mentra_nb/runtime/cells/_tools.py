@@ -1,15 +1,16 @@
 """The cell tools and the extension that offers them.
 
-`CellsExtension(workspace)` gives each agent whose `AgentConfig.cells` allows it
-(None: every model but the offline `test` one, which calls every tool it is
-offered) the tools `read_notebook`, `insert_cell`, `edit_cell`, `run_cell` and
-`delete_cell`, but only while `workspace.unavailable()` is None: where no front
-end can edit cells, the model is not offered them at all.
+`CellsExtension` gives each agent whose `AgentConfig(cells=...)` allows it
+(None, the default: every model but the offline `test` one, which calls every
+tool it is offered) the tools `read_notebook`, `insert_cell`, `edit_cell`,
+`run_cell` and `delete_cell`, but only while the runtime has a notebook
+(`Runtime(notebook=workspace)`) whose `unavailable()` is None: where no front end
+can edit cells, the model is not offered them at all.
 
 Approvals: `run_cell` and `delete_cell` always ask (showing the code, or the cell)
 unless `AgentConfig.auto_approve` names them; `edit_cell` asks for a cell the
 agent did not insert itself, showing the diff (with
-`AgentConfig.ask_to_edit_own_cells`, for its own cells too). They ask from inside
+`AgentConfig(ask_to_edit_own_cells=True)`, for its own cells too). They ask from inside
 the tool (`ask_approval`), so the question shows what the call would do, not only
 the model's input.
 
@@ -21,16 +22,17 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
+from mentra_nb.errors import ConfigError
 from mentra_nb.messages import ImageBlock
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime._approvals import denial_result
-from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
+from mentra_nb.runtime._extensions import AgentExtension, ExtensionFields, RuntimeExtension
 from mentra_nb.runtime._file_tools import WorkspaceRefusal, exact_replacement
-from mentra_nb.runtime._services import AgentHandle
+from mentra_nb.runtime._services import AgentHandle, HasServices
 from mentra_nb.runtime.cells._changes import (
     CellChange,
     CellSide,
@@ -48,7 +50,7 @@ from mentra_nb.runtime.cells._workspace import (
 from mentra_nb.runtime.images import MAX_IMAGES, bound_image
 from mentra_nb.runtime.tools import Tool, ToolDurability, ToolOutput, tool
 
-__all__ = ["CELL_TOOL_NAMES", "CellsExtension", "cells_enabled", "describe_run", "render_cells"]
+__all__ = ["CELL_TOOL_NAMES", "CellsConfig", "CellsExtension", "cells_enabled", "describe_run", "render_cells"]
 
 CELL_TOOL_NAMES = ("read_notebook", "insert_cell", "edit_cell", "run_cell", "delete_cell")
 MAX_CELLS_PER_READ = 50
@@ -59,11 +61,23 @@ MAX_READ_CHARS = 60_000  # of one read_notebook answer
 RUN_TIMEOUT = 3_600.0  # a cell may compute for long; interrupting the kernel ends it sooner
 
 
+class CellsConfig(ExtensionFields):
+    """The fields this extension adds to `AgentConfig`."""
+
+    # None offers the cell tools to every model but the offline test model (which
+    # calls every tool it is offered); True or False decides.
+    cells: bool | None = None
+    # Whether editing a cell the agent inserted itself asks too (a cell the user
+    # wrote always asks).
+    ask_to_edit_own_cells: bool = False
+
+
 def cells_enabled(agent: AgentHandle) -> bool:
-    """Whether `agent` is to get the cell tools: `AgentConfig.cells`, and when that is
-    None, every model but the offline test model."""
-    if agent.config.cells is not None:
-        return agent.config.cells
+    """Whether `agent` is to get the cell tools: `AgentConfig(cells=...)`, and when
+    that is None, every model but the offline test model."""
+    chosen = CellsConfig.of(agent.config).cells
+    if chosen is not None:
+        return chosen
     try:
         provider, _info = agent.services.providers.resolve(agent.model.key)
     except Exception:  # a model whose provider is gone: it makes no calls anyway
@@ -71,28 +85,53 @@ def cells_enabled(agent: AgentHandle) -> bool:
     return not isinstance(provider, TestProvider)
 
 
-class CellsExtension(RuntimeExtension):
-    """Offers the cell tools over `workspace` (see the module)."""
+def _use_notebook(runtime: HasServices, workspace: NotebookWorkspace) -> None:
+    """`Runtime(notebook=workspace)`: the notebook its agents' cell tools work in."""
+    extension = runtime.services.extension(CellsExtension)
+    if extension is None:
+        raise ConfigError("Runtime(notebook=...) needs the cells extension; build the runtime with "
+                          "default_extensions() (or add CellsExtension() to its extensions)")
+    extension.use(workspace)
 
-    def __init__(self, workspace: NotebookWorkspace) -> None:
-        self.workspace = workspace
+
+class CellsExtension(RuntimeExtension):
+    """Offers the cell tools over the runtime's notebook (see the module). It adds
+    `AgentConfig(cells=..., ask_to_edit_own_cells=...)` and `Runtime(notebook=...)`."""
+
+    config = CellsConfig
+    runtime_options: ClassVar[dict[str, Any]] = {"notebook": _use_notebook}
+
+    def __init__(self, workspace: NotebookWorkspace | None = None) -> None:
+        self._workspace = workspace
+
+    def use(self, workspace: NotebookWorkspace) -> None:
+        """Work in `workspace` from now on (agents attached already included)."""
+        self._workspace = workspace
+
+    @property
+    def workspace(self) -> NotebookWorkspace | None:
+        return self._workspace
 
     def attach(self, agent: AgentHandle) -> AgentExtension | None:
-        return _AgentCells(agent, self.workspace)
+        return _AgentCells(agent, self)
 
     def tool_names(self) -> tuple[str, ...]:
         return CELL_TOOL_NAMES
 
 
 class _AgentCells(AgentExtension):
-    def __init__(self, agent: AgentHandle, workspace: NotebookWorkspace) -> None:
+    def __init__(self, agent: AgentHandle, extension: CellsExtension) -> None:
         self._agent = agent
-        self._workspace = workspace
-        self._tools = _cell_tools(agent, workspace)
+        self._extension = extension
+        self._tools: list[Tool] = []
+        self._built_for: NotebookWorkspace | None = None
 
     def tools(self) -> list[Tool]:
-        if self._workspace.unavailable() is not None or not cells_enabled(self._agent):
+        workspace = self._extension.workspace
+        if workspace is None or workspace.unavailable() is not None or not cells_enabled(self._agent):
             return []
+        if workspace is not self._built_for:
+            self._tools, self._built_for = _cell_tools(self._agent, workspace), workspace
         return list(self._tools)
 
 
@@ -261,7 +300,7 @@ def _cell_tools(agent: AgentHandle, workspace: NotebookWorkspace) -> list[Tool]:
             _position, current = await find(cell)
             updated, _count, line = exact_replacement(current.source, old, new, where=f"cell {cell}",
                                                       reader="read_notebook", offers_replace_all=False)
-            if agent.config.ask_to_edit_own_cells or not inserted_by_agent(cell):
+            if CellsConfig.of(agent.config).ask_to_edit_own_cells or not inserted_by_agent(cell):
                 refusal = await approved("edit_cell", {"cell": cell, "diff": _diff(current.source, updated, cell)})
                 if refusal is not None:
                     return ToolOutput(content=refusal, is_error=True)
