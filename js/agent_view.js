@@ -370,7 +370,8 @@ class AgentViewRender {
     this.watcher = new ClampWatcher();
     this.controller = new AbortController();
     this.signal = this.controller.signal;
-    hookCellMarks(/** @type {any} */ (model).widget_manager, el, this.signal);
+    hookCellMarks(/** @type {any} */ (model).widget_manager,
+      () => /** @type {HTMLElement|null} */ (el.isConnected ? el.closest(".jp-Notebook") : null), this.signal);
     /** @type {""|"now"|"round"} a stop clicked here, shown before the kernel confirms it */
     this.stopClicked = "";
     this.connected = true;

@@ -16,7 +16,7 @@
  *   outputs: Output[], mark: Mark|null}} CellJson
  */
 
-export const MARK_KEY = "mentra";
+import { MARK_KEY, hookCellMarks, onlyNotebook } from "./cell_marks.js";
 // The outputs the page sends back for a run are bounded here too: the kernel
 // bounds them again for the model, but megabytes need not cross the wire.
 const MAX_TEXT = 50_000;
@@ -203,7 +203,13 @@ function initialize({ model }) {
   };
   model.on("msg:custom", onMessage);
   model.send({ kind: "hello", page, available: !reason, reason });
-  return () => model.off("msg:custom", onMessage);
+  // The badges of a reloaded page's marked cells, before any view of ours is shown.
+  const marks = new AbortController();
+  hookCellMarks(model.widget_manager, onlyNotebook, marks.signal);
+  return () => {
+    model.off("msg:custom", onMessage);
+    marks.abort();
+  };
 }
 
 export default { initialize };

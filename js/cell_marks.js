@@ -8,45 +8,66 @@
 // cells: data-windowed-list-index). Each cell node also gets its cell id
 // (data-mentra-cell-id), which is how a link finds the cell to scroll to.
 
-import { MARK_KEY } from "./cell_bridge.js";
+export const MARK_KEY = "mentra";
 export const CELL_TOOLS = new Set(["insert_cell", "edit_cell", "run_cell", "delete_cell"]);
 
 /**
- * Keep the badges of the notebook around `el` (a view of ours) current until `signal` aborts.
+ * Keep the badges of a notebook current until `signal` aborts. `findRoot` finds the
+ * notebook's `.jp-Notebook` node (null while the page does not show it).
  * @param {any} manager the widget manager (JupyterLab's or Notebook 7's has the document)
- * @param {HTMLElement} el
+ * @param {() => HTMLElement|null} findRoot
  * @param {AbortSignal} signal
  */
-export function hookCellMarks(manager, el, signal) {
+export function hookCellMarks(manager, findRoot, signal) {
   const notebook = manager?.context?.model;
   if (!notebook?.cells || typeof notebook.sharedModel?.changed?.connect !== "function") return;
   let frame = 0;
+  let tries = 0;
+  /** @type {HTMLElement|null} */
+  let observed = null;
+  // Cell nodes made again (a windowed notebook renders cells as they scroll into view).
+  const observer = new MutationObserver(() => refresh());
   const refresh = () => {
     if (frame || signal.aborted) return;
     frame = requestAnimationFrame(() => {
       frame = 0;
-      const node = el.isConnected ? el.closest(".jp-Notebook") : null;
-      if (node) markCells(notebook, /** @type {HTMLElement} */ (node));
+      const root = findRoot();
+      if (!root) {
+        // (the page has not shown the notebook yet: look again soon, for a while)
+        if (tries++ < 40) setTimeout(refresh, 250);
+        return;
+      }
+      if (root !== observed) {
+        observer.disconnect();
+        observed = root;
+        for (const target of [root, root.querySelector(".jp-WindowedPanel-viewport")]) {
+          if (target) observer.observe(target, { childList: true });
+        }
+      }
+      markCells(notebook, root);
     });
   };
-  // The notebook's changes: its cell list (sharedModel.changed) and any cell's content,
-  // a mark in its metadata included (contentChanged); and its cell nodes made again
-  // (a windowed notebook renders cells as they scroll into view).
+  // The notebook's changes: its cell list (sharedModel.changed) and any cell's
+  // content, a mark in its metadata included (contentChanged).
   notebook.sharedModel.changed.connect(refresh);
   notebook.contentChanged?.connect(refresh);
-  const observer = new MutationObserver(refresh);
-  requestAnimationFrame(() => { // once the view is in the page
-    const node = el.closest(".jp-Notebook");
-    for (const target of [node, node?.querySelector(".jp-WindowedPanel-viewport")]) {
-      if (target && !signal.aborted) observer.observe(target, { childList: true });
-    }
-    refresh();
-  });
+  refresh();
   signal.addEventListener("abort", () => {
     notebook.sharedModel.changed.disconnect(refresh);
     notebook.contentChanged?.disconnect(refresh);
     observer.disconnect();
   });
+}
+
+/**
+ * The page's only notebook, if it shows exactly one (Notebook 7 always does): where
+ * the bridge, which has no place in the page, puts the badges. With several open
+ * (JupyterLab), each view of ours marks the notebook it is in.
+ * @returns {HTMLElement|null}
+ */
+export function onlyNotebook() {
+  const notebooks = document.querySelectorAll(".jp-Notebook");
+  return notebooks.length === 1 ? /** @type {HTMLElement} */ (notebooks[0]) : null;
 }
 
 /**
