@@ -3,6 +3,7 @@ shutdown, re-spawning a name, tool errors, spawn validation."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -112,6 +113,32 @@ async def test_a_failed_teammate_run_requeues_its_mail_and_the_next_wake_recover
     assert answer.text == "recovered"
     assert {m.state for m in rt.store.list_team_mail(lead.id, "alice")} == {"acked"}
     assert teammate(lead, "alice").unread == 0
+    await rt.aclose()
+
+
+async def test_a_failing_teammate_is_not_retried_until_new_mail_arrives(db_path):
+    # The mail watch sees a failed run's requeued mail in the file and wakes the
+    # teammate; serving that wake retried a failing provider about 17 times a second.
+    provider = ScriptedProvider("anthropic", [
+        error_stream([MessageStarted(id="m", model="model")], StreamError("connection cut"))
+        for _ in range(20)
+    ])
+    rt = runtime(db_path, provider)
+    lead = rt.spawn("lead", "anthropic:model")
+    await lead.spawn_teammate("alice", "researcher")
+
+    lead.send_team_message("alice", "first task")
+    await wait_for_teammate_status(lead, "alice", TeamMemberStatus.failed("connection cut"))
+    team_of(lead).check_mail()  # what the mail watch does on seeing the requeue
+    await asyncio.sleep(0.5)  # ten polls of the mail watch: on the old code, about 8 retries
+    assert len(provider.requests) == 1
+    assert teammate(lead, "alice").status == TeamMemberStatus.failed("connection cut")
+
+    lead.send_team_message("alice", "second task")  # new mail: the next run takes both
+    await wait_for_requests(provider, 2)
+    await wait_for_teammate_status(lead, "alice", TeamMemberStatus.failed("connection cut"))
+    assert [i["content"] for i in inbox_items(latest_team_inbox_text(provider.requests[1]))] == [
+        "first task", "second task"]
     await rt.aclose()
 
 
