@@ -8,12 +8,14 @@ Each method is one transaction: it happens whole or not at all.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mentra_nb.messages import Message, Role, Usage
 from mentra_nb.status import AgentStatus, PendingToolUse
+from mentra_nb.store.records import RecordOp, StoredRecord
 
 __all__ = [
     "AgentKind",
@@ -319,6 +321,23 @@ class Store(Protocol):
     def save_runtime_state(self, runtime_id: str, key: str, value: Any) -> None:
         """Store `value` (JSON) under `key`; `None` deletes it."""
         ...
+
+    # --- records: rows extensions keep (see mentra_nb.store.records) ----------
+    def write_records(self, ops: Sequence[RecordOp], *, agent_id: str | None = None,
+                      token: str | None = None) -> list[Any]:
+        """Apply `ops` in order as one transaction, all or nothing (`RecordConflict`
+        refuses the whole batch); with `token`, only while it holds `agent_id`'s
+        lease. A result per op (see each op's class)."""
+        ...
+
+    def read_records(self, kind: str, *, scope: str | None = None, key: str | None = None,
+                     lane: str | None = None, state: str | None = None,
+                     claimed_by: str | None = None) -> list[StoredRecord]:
+        """Records of `kind` in insertion order (`seq`), narrowed by what is given."""
+        ...
+
+    def count_records(self, kind: str, *, scope: str | None = None, lane: str | None = None,
+                      state: str | None = None, claimed_by: str | None = None) -> int: ...
 
     # --- leases -------------------------------------------------------------
     def acquire_lease(self, agent_id: str, claim: LeaseClaim, *, ttl: float) -> None:

@@ -46,7 +46,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -55,6 +55,7 @@ from pydantic import ValidationError
 from mentra_nb.errors import AgentExists, ConfigError, DatabaseError, LeaseLost, StoreError
 from mentra_nb.messages import Message, Usage, preview
 from mentra_nb.status import AgentStatus
+from mentra_nb.store import _sql
 from mentra_nb.store._decoding import decode_messages
 from mentra_nb.store._dsn import parse_dsn, redact_dsn, scrub
 from mentra_nb.store._lease_rules import (
@@ -88,6 +89,7 @@ from mentra_nb.store.base import (
     TeamMessage,
     TeamRequest,
 )
+from mentra_nb.store.records import RecordOp, StoredRecord
 
 if TYPE_CHECKING:
     import psycopg
@@ -97,7 +99,7 @@ __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact_dsn"]
 
 log = logging.getLogger("mentra_nb.store")
 
-POSTGRES_SCHEMA_VERSION = 3
+POSTGRES_SCHEMA_VERSION = 4
 # The channel `NOTIFY` wakes listeners on when mail is posted (see `ListenSignal`):
 # this prefix and the schema's random token (schema 3).
 _MAIL_CHANNEL = re.compile(r"mentra_mail_[0-9a-f]{32}")
@@ -223,6 +225,25 @@ _MIGRATIONS: list[str] = [
     """
     ALTER TABLE mentra_schema ADD COLUMN mail_channel TEXT;
     UPDATE mentra_schema SET mail_channel = 'mentra_mail_' || replace(gen_random_uuid()::text, '-', '')
+    """,
+    # 4: records, the rows extensions keep (as SQLite's schema 8).
+    """
+    CREATE TABLE records (
+        seq BIGSERIAL PRIMARY KEY,
+        kind TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        key TEXT NOT NULL,
+        lane TEXT NOT NULL DEFAULT '',
+        state TEXT NOT NULL DEFAULT '',
+        claimed_by TEXT,
+        claim JSON,
+        value JSON NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL
+    );
+    CREATE UNIQUE INDEX records_by_key ON records (kind, scope, key);
+    CREATE INDEX records_by_lane ON records (kind, scope, lane, state, seq);
+    CREATE INDEX records_by_claimer ON records (claimed_by, state) WHERE claimed_by IS NOT NULL
     """,
 ]
 
@@ -757,7 +778,7 @@ class PostgresStore:
             for table, column in (("resumable_turns", "agent_id"), ("state", "agent_id"),
                                   ("leases", "agent_id"), ("team_mail", "team_id"),
                                   ("team_mail", "claimed_by"), ("team_requests", "team_id"),
-                                  ("agents", "id")):
+                                  ("records", "scope"), ("records", "claimed_by"), ("agents", "id")):
                 conn.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (ids,))
             conn.execute("UPDATE branches SET agent_id = NULL WHERE agent_id = ANY(%s)", (ids,))
             _collect_branches(conn)
@@ -804,6 +825,30 @@ class PostgresStore:
                     " ON CONFLICT (runtime_id, key) DO UPDATE SET value = excluded.value",
                     (runtime_id, key, json.dumps(value)),
                 )
+
+    # --- records ----------------------------------------------------------------
+
+    def write_records(self, ops: Sequence[RecordOp], *, agent_id: str | None = None,
+                      token: str | None = None) -> list[Any]:
+        with self._write(agent_id, token) as conn:
+            # Heard by listeners at commit (see ListenSignal), like posted mail.
+            def notify() -> None:
+                conn.execute(f"NOTIFY {self._mail_channel}")
+
+            return _sql.write_records(_sql.POSTGRES, conn, ops, notify=notify)
+
+    def read_records(self, kind: str, *, scope: str | None = None, key: str | None = None,
+                     lane: str | None = None, state: str | None = None,
+                     claimed_by: str | None = None) -> list[StoredRecord]:
+        with self._connection() as conn, self._decoding(f"{kind} record"):
+            return _sql.read_records(_sql.POSTGRES, conn, kind, scope=scope, key=key, lane=lane,
+                                     state=state, claimed_by=claimed_by)
+
+    def count_records(self, kind: str, *, scope: str | None = None, lane: str | None = None,
+                      state: str | None = None, claimed_by: str | None = None) -> int:
+        with self._connection() as conn:
+            return _sql.count_records(_sql.POSTGRES, conn, kind, scope=scope, lane=lane,
+                                      state=state, claimed_by=claimed_by)
 
     # --- leases ---------------------------------------------------------------
 

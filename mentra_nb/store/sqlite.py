@@ -26,7 +26,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -37,6 +37,7 @@ from pydantic import ValidationError
 from mentra_nb.errors import AgentExists, LeaseLost, StoreError
 from mentra_nb.messages import Message, Usage, preview
 from mentra_nb.status import AgentStatus
+from mentra_nb.store import _sql
 from mentra_nb.store._decoding import decode_message_arrays, decode_messages
 from mentra_nb.store._lease_rules import (
     describe_holder,
@@ -70,6 +71,7 @@ from mentra_nb.store.base import (
     TeamMessage,
     TeamRequest,
 )
+from mentra_nb.store.records import RecordOp, StoredRecord
 
 __all__ = [
     "APPLICATION_ID", "SCHEMA_VERSION", "SqliteStore", "is_network_filesystem", "process_is_alive",
@@ -79,7 +81,7 @@ __all__ = [
 log = logging.getLogger("mentra_nb.store")
 
 APPLICATION_ID = 0x4D4E4231  # "MNB1" in the SQLite header marks a mentra-nb file
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 PAGE_SIZE = 2048  # bytes, for new files
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _NETWORK_FILESYSTEMS = {
@@ -294,6 +296,26 @@ _MIGRATIONS: list[str] = [
     DROP TABLE messages;
     ALTER TABLE keyed_messages RENAME TO messages;
     """,
+    # 8: records, the rows extensions keep (mentra_nb.store.records), one table for
+    # every kind: a feature adds a record kind, not a table or a store method.
+    """
+    CREATE TABLE records (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        key TEXT NOT NULL,
+        lane TEXT NOT NULL DEFAULT '',
+        state TEXT NOT NULL DEFAULT '',
+        claimed_by TEXT,
+        claim TEXT,
+        value TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE UNIQUE INDEX records_by_key ON records (kind, scope, key);
+    CREATE INDEX records_by_lane ON records (kind, scope, lane, state, seq);
+    CREATE INDEX records_by_claimer ON records (claimed_by, state) WHERE claimed_by IS NOT NULL;
+    """,
 ]
 
 
@@ -461,10 +483,15 @@ class SqliteStore:
                 raise
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._reading() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             self._ensure_open()
             try:
-                return self._conn.execute(sql, params).fetchall()
+                yield self._conn
             except (sqlite3.Error, UnicodeDecodeError) as err:
                 raise StoreError(f"reading {self.path} failed ({err}); the file may be damaged") from err
 
@@ -826,7 +853,8 @@ class SqliteStore:
                     )
             for table, column in (("agents", "id"), ("state", "agent_id"), ("leases", "agent_id"),
                                   ("resumable_turns", "agent_id"), ("team_mail", "team_id"),
-                                  ("team_mail", "claimed_by"), ("team_requests", "team_id")):
+                                  ("team_mail", "claimed_by"), ("team_requests", "team_id"),
+                                  ("records", "scope"), ("records", "claimed_by")):
                 cur.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(i,) for i in agent_ids])
             cur.executemany("UPDATE branches SET agent_id = NULL WHERE agent_id = ?",
                             [(i,) for i in agent_ids])
@@ -877,6 +905,26 @@ class SqliteStore:
                     "INSERT OR REPLACE INTO runtime_state (runtime_id, key, value) VALUES (?, ?, ?)",
                     (runtime_id, key, json.dumps(value)),
                 )
+
+    # --- records ----------------------------------------------------------------
+
+    def write_records(self, ops: Sequence[RecordOp], *, agent_id: str | None = None,
+                      token: str | None = None) -> list[Any]:
+        with self._write(agent_id, token) as cur:
+            return _sql.write_records(_sql.SQLITE, cur, ops, notify=lambda: None)
+
+    def read_records(self, kind: str, *, scope: str | None = None, key: str | None = None,
+                     lane: str | None = None, state: str | None = None,
+                     claimed_by: str | None = None) -> list[StoredRecord]:
+        with self._reading() as conn, self._decoding(f"{kind} record"):
+            return _sql.read_records(_sql.SQLITE, conn, kind, scope=scope, key=key, lane=lane,
+                                     state=state, claimed_by=claimed_by)
+
+    def count_records(self, kind: str, *, scope: str | None = None, lane: str | None = None,
+                      state: str | None = None, claimed_by: str | None = None) -> int:
+        with self._reading() as conn:
+            return _sql.count_records(_sql.SQLITE, conn, kind, scope=scope, lane=lane,
+                                      state=state, claimed_by=claimed_by)
 
     # --- leases ---------------------------------------------------------------
 

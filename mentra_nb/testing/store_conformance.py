@@ -22,8 +22,9 @@ from typing import Any
 
 import psutil
 import pytest
+from pydantic import BaseModel
 
-from mentra_nb.errors import AgentExists, LeaseLost, LeaseUnavailable, StoreError
+from mentra_nb.errors import AgentExists, LeaseLost, LeaseUnavailable, RecordConflict, StoreError
 from mentra_nb.messages import ContentBlock, Message, Usage
 from mentra_nb.status import AgentStatus, PendingToolUse
 from mentra_nb.store.base import (
@@ -37,8 +38,24 @@ from mentra_nb.store.base import (
     TeamMessage,
     TeamRequest,
 )
+from mentra_nb.store.records import CLAIMED, DONE, PENDING, Put, RecordKind, Update
 
 __all__ = ["StoreConformance"]
+
+
+class _Note(BaseModel):
+    text: str
+    n: int = 0
+
+
+class _Job(BaseModel):
+    input: str
+    output: str | None = None
+
+
+# Record kinds of a made-up extension, as a real one declares its own.
+_NOTES = RecordKind("conformance.notes", _Note)
+_JOBS = RecordKind("conformance.jobs", _Job)
 
 
 def _claim(runtime_id: str = "nb", *, pid: int | None = None, started_at: float | None = None,
@@ -382,6 +399,148 @@ class StoreConformance:
         store.release_leases(token_a)
         assert store.lease_holder(a) is None
         assert _holder(store, b).token == token_b
+
+    # --- records ---------------------------------------------------------------------------
+
+    def test_records_round_trip_typed_per_kind_scope_and_key(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        first = _NOTES.put(store, "nb", _Note(text="one"), "a")
+        _NOTES.put(store, "nb", _Note(text="two", n=2), "b")
+        _NOTES.put(store, "other-nb", _Note(text="elsewhere"), "a")
+        _JOBS.put(store, "nb", _Job(input="not a note"), "a")
+        again = reopen()
+        got = _NOTES.get(again, "nb", "a")
+        assert got is not None and got.value == _Note(text="one") and got.seq == first.seq
+        assert [(r.key, r.value.text) for r in _NOTES.list(again, "nb")] == [("a", "one"), ("b", "two")]
+        assert _NOTES.get(again, "nb", "missing") is None
+        assert _NOTES.count(again) == 3 and _JOBS.count(again, "nb") == 1
+        replaced = _NOTES.put(store, "nb", _Note(text="one again"), "a")
+        assert replaced.seq == first.seq  # overwritten in place: its place in the order stays
+        assert [r.value.text for r in _NOTES.list(reopen(), "nb")] == ["one again", "two"]
+        assert _NOTES.delete(store, "nb", "a") == 1
+        assert _NOTES.delete(store, "nb", None) == 1
+        assert _NOTES.list(reopen(), "nb") == [] and _NOTES.count(store, "other-nb") == 1
+
+    def test_a_records_batch_is_one_transaction_refused_whole_on_a_conflict(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        _NOTES.put(store, "nb", _Note(text="taken"), "a")
+        with pytest.raises(RecordConflict):
+            store.write_records([_NOTES.put_op("nb", _Note(text="new"), "b"),
+                                 _NOTES.put_op("nb", _Note(text="again"), "a", replace=False)])
+        assert [r.key for r in _NOTES.list(reopen(), "nb")] == ["a"]
+        with pytest.raises(RecordConflict):
+            store.write_records([_NOTES.put_op("nb", _Note(text="new"), "b"),
+                                 _NOTES.update_op("nb", "missing", _Note(text="x"))])
+        assert [r.key for r in _NOTES.list(reopen(), "nb")] == ["a"]
+        put, updated = store.write_records([_NOTES.put_op("nb", _Note(text="new"), "b"),
+                                            _NOTES.update_op("nb", "a", state="closed")])
+        assert (put.key, updated.state) == ("b", "closed")
+
+    def test_an_update_can_require_the_state_it_expects_so_two_racing_cannot_both_win(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        _NOTES.put(store, "team", _Note(text="plan"), "req-1", state="pending")
+        won = _NOTES.update(store, "team", "req-1", _Note(text="approved"), state="approved",
+                            expect_state="pending")
+        assert (won.state, won.value.text) == ("approved", "approved")
+        with pytest.raises(RecordConflict):
+            _NOTES.update(reopen(), "team", "req-1", _Note(text="rejected"), state="rejected",
+                          expect_state="pending")
+        got = _NOTES.get(reopen(), "team", "req-1")
+        assert got is not None and (got.state, got.value.text) == ("approved", "approved")
+
+    def test_fenced_record_writes_need_the_agents_lease(self, store: Store) -> None:
+        agent_id, token = _spawn(store)
+        _NOTES.put(store, agent_id, _Note(text="mine"), agent_id=agent_id, token=token)
+        with pytest.raises(LeaseLost):
+            _NOTES.put(store, agent_id, _Note(text="stale"), agent_id=agent_id, token="not-the-holder")
+        with pytest.raises(LeaseLost):
+            store.write_records([Update(kind=_NOTES.name, scope=agent_id, state="x")],
+                                agent_id=agent_id, token="not-the-holder")
+        got = _NOTES.get(store, agent_id)
+        assert got is not None and (got.value.text, got.state) == ("mine", "")
+
+    def test_queued_records_are_claimed_oldest_first_then_settled_once(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        worker, token = _spawn(store, "worker")
+        seqs = [_JOBS.append(store, "batch", _Job(input=f"row {i}"), lane="a", state=PENDING).seq
+                for i in range(3)]
+        _JOBS.append(store, "batch", _Job(input="other lane"), lane="b", state=PENDING)
+        claimed = _JOBS.claim(store, "batch", "a", claimer=worker, token=token, limit=2,
+                              claim={"transcript_seq": 7})
+        assert [r.seq for r in claimed] == seqs[:2]
+        assert {(r.state, r.claimed_by, str(r.claim)) for r in claimed} == {
+            (CLAIMED, worker, "{'transcript_seq': 7}")}
+        assert _JOBS.count(store, "batch", lane="a", state=PENDING) == 1
+        assert [r.seq for r in _JOBS.list(reopen(), claimed_by=worker, state=CLAIMED)] == seqs[:2]
+        assert _JOBS.settle(store, worker, done=[seqs[0]], requeue=[seqs[1]], token=token) == 2
+        # Settling again, or records it does not hold, changes nothing.
+        assert _JOBS.settle(store, worker, done=seqs, requeue=seqs, token=token) == 0
+        rows = {r.seq: r for r in _JOBS.list(reopen(), "batch", lane="a")}
+        assert (rows[seqs[0]].state, rows[seqs[0]].claimed_by) == (DONE, worker)
+        assert (rows[seqs[1]].state, rows[seqs[1]].claimed_by, rows[seqs[1]].claim) == (PENDING, None, None)
+        assert [r.seq for r in _JOBS.claim(store, "batch", "a", claimer=worker, token=token)] == seqs[1:]
+        assert _JOBS.claim(store, "batch", "a", claimer=worker, token=token) == []
+
+    def test_claiming_records_needs_the_claimers_lease(self, store: Store) -> None:
+        worker, _ = _spawn(store, "worker")
+        _JOBS.append(store, "batch", _Job(input="x"), state=PENDING)
+        with pytest.raises(LeaseLost):
+            _JOBS.claim(store, "batch", claimer=worker, token="not-the-holder")
+        assert _JOBS.count(store, "batch", state=PENDING) == 1
+
+    def test_workers_claiming_at_once_through_their_own_handles_never_share_a_record(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        import threading
+
+        seqs = {_JOBS.append(store, "batch", _Job(input=f"row {i}"), state=PENDING).seq
+                for i in range(40)}
+        workers = [(*_spawn(store, f"worker{i}"), reopen()) for i in range(3)]
+        taken: list[list[int]] = [[] for _ in workers]
+        failures: list[BaseException] = []
+
+        def work(index: int) -> None:
+            agent_id, token, handle = workers[index]
+            try:
+                while claimed := _JOBS.claim(handle, "batch", claimer=agent_id, token=token, limit=2):
+                    taken[index].extend(r.seq for r in claimed)
+                    _JOBS.settle(handle, agent_id, done=[r.seq for r in claimed], token=token)
+            except BaseException as err:  # reported below, not lost in the thread
+                failures.append(err)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(len(workers))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert not failures, failures
+        every = [seq for seqs_of_one in taken for seq in seqs_of_one]
+        assert sorted(every) == sorted(seqs)  # each record claimed exactly once
+        assert _JOBS.count(store, "batch", state=DONE) == 40
+
+    def test_a_record_whose_payload_no_longer_matches_its_model_is_a_clear_store_error(
+        self, store: Store
+    ) -> None:
+        store.write_records([Put(kind=_NOTES.name, scope="nb", key="bad", value={"n": "many"})])
+        with pytest.raises(StoreError, match=r"damaged conformance\.notes record.*'bad'"):
+            _NOTES.get(store, "nb", "bad")
+
+    def test_deleting_an_agent_deletes_the_records_it_owns_or_holds(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        agent_id, token = _spawn(store)
+        _NOTES.put(store, agent_id, _Note(text="its own"))
+        _JOBS.append(store, "batch", _Job(input="claimed by it"), state=PENDING)
+        _JOBS.claim(store, "batch", claimer=agent_id, token=token)
+        _NOTES.put(store, "nb", _Note(text="the runtime's"))
+        store.delete_agents([agent_id], token=token)
+        again = reopen()
+        assert _NOTES.list(again, agent_id) == [] and _JOBS.list(again) == []
+        assert [r.value.text for r in _NOTES.list(again)] == ["the runtime's"]
 
     # --- teams ---------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import pytest
 from mentra_nb.runtime._mail_watch import MIN_WAKE_SECONDS, MailWatcher
 from mentra_nb.store import PostgresStore
 from mentra_nb.store.base import TeamMessage
-from mentra_nb.store.postgres import _MIGRATIONS, ListenSignal
+from mentra_nb.store.postgres import _MIGRATIONS, POSTGRES_SCHEMA_VERSION, ListenSignal
 
 FLOOD = 20_000
 
@@ -131,7 +131,7 @@ def test_a_schema_written_before_mail_channels_gets_its_own(pg_dsn: str) -> None
     store = PostgresStore(pg_dsn)
     try:
         [(version, channel)] = store._read("SELECT version, mail_channel FROM mentra_schema")
-        assert version == 3 and channel.startswith("mentra_mail_") and len(channel) == 44
+        assert version == POSTGRES_SCHEMA_VERSION and channel.startswith("mentra_mail_") and len(channel) == 44
         assert [m.message.content for m in store.list_team_mail("team", "alice")] == ["old"]
         signal = store.mail_signal()
         try:
