@@ -42,6 +42,7 @@ from mentra_nb.runtime._time_travel import Branch, check_index
 from mentra_nb.runtime._turn_loop import StopKind, TurnLoop
 from mentra_nb.runtime.events import AgentEvent
 from mentra_nb.runtime.mcp import MCPServer
+from mentra_nb.runtime.teams import TeamRequest, TeamRequestStatus
 from mentra_nb.runtime.tools import Tool
 from mentra_nb.status import AgentStatus
 from mentra_nb.store.base import (
@@ -50,8 +51,6 @@ from mentra_nb.store.base import (
     Checkpoint,
     PersistedAgent,
     Store,
-    TeamRequest,
-    TeamRequestStatus,
 )
 
 __all__ = ["Agent", "MessageInput", "OwningRuntime"]

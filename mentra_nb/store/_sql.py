@@ -28,7 +28,7 @@ from mentra_nb.store.records import (
     Update,
 )
 
-__all__ = ["POSTGRES", "SQLITE", "Cursor", "Dialect", "count_records", "read_records",
+__all__ = ["POSTGRES", "QUEUE_MARK", "SQLITE", "Cursor", "Dialect", "count_records", "read_records",
            "write_records"]
 
 
@@ -81,6 +81,10 @@ POSTGRES = Dialect(name="postgres", param="%s", json_param="%s::json",
 
 # --- records ------------------------------------------------------------------------
 
+# Moves whenever a record is queued (put pending or requeued): what a polling
+# signal compares.
+QUEUE_MARK = ("SELECT count(*), coalesce(max(seq), 0), coalesce(max(updated_at), 0) FROM records"
+              " WHERE state = 'pending'")
 RECORD_COLUMNS = "seq, kind, scope, key, lane, state, claimed_by, claim, value, created_at, updated_at"
 
 

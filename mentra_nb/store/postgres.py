@@ -67,12 +67,8 @@ from mentra_nb.store._lease_rules import (
 from mentra_nb.store._rows import (
     AGENT_COLUMNS,
     LEASE_COLUMNS,
-    MAIL_COLUMNS,
-    REQUEST_COLUMNS,
     agent_record,
     lease_record,
-    team_mail,
-    team_request,
 )
 from mentra_nb.store.base import (
     AgentRecord,
@@ -80,14 +76,10 @@ from mentra_nb.store.base import (
     Checkpoint,
     LeaseClaim,
     LeaseRecord,
-    MailSignal,
     PendingTurn,
     PersistedAgent,
+    RecordSignal,
     RunRecord,
-    TeamMail,
-    TeamMailState,
-    TeamMessage,
-    TeamRequest,
 )
 from mentra_nb.store.records import RecordOp, StoredRecord
 
@@ -99,7 +91,7 @@ __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact_dsn"]
 
 log = logging.getLogger("mentra_nb.store")
 
-POSTGRES_SCHEMA_VERSION = 4
+POSTGRES_SCHEMA_VERSION = 5
 # The channel `NOTIFY` wakes listeners on when mail is posted (see `ListenSignal`):
 # this prefix and the schema's random token (schema 3).
 _MAIL_CHANNEL = re.compile(r"mentra_mail_[0-9a-f]{32}")
@@ -244,6 +236,36 @@ _MIGRATIONS: list[str] = [
     CREATE UNIQUE INDEX records_by_key ON records (kind, scope, key);
     CREATE INDEX records_by_lane ON records (kind, scope, lane, state, seq);
     CREATE INDEX records_by_claimer ON records (claimed_by, state) WHERE claimed_by IS NOT NULL
+    """,
+    # 5: features' tables and keys become their records (as SQLite's schema 9).
+    """
+    INSERT INTO records (kind, scope, key, lane, state, claimed_by, claim, value, created_at,
+                         updated_at)
+        SELECT 'teams.mail', team_id, id::text, recipient,
+            CASE state WHEN 'inflight' THEN 'claimed' WHEN 'acked' THEN 'done' ELSE 'pending' END,
+            claimed_by, CASE WHEN transcript_seq IS NULL THEN NULL
+                ELSE json_build_object('transcript_seq', transcript_seq) END,
+            message, created_at, updated_at
+        FROM team_mail ORDER BY id;
+    INSERT INTO records (kind, scope, key, state, value, created_at, updated_at)
+        SELECT 'teams.request', team_id, id, status,
+            json_build_object('id', id, 'team_id', team_id, 'protocol', protocol, 'sender', sender,
+                              'recipient', recipient, 'content', content, 'status', status,
+                              'created_at', created_at, 'resolved_at', resolved_at, 'reason', reason),
+            created_at, coalesce(resolved_at, created_at)
+        FROM team_requests ORDER BY created_at, ord;
+    INSERT INTO records (kind, scope, key, value, created_at, updated_at)
+        SELECT CASE key WHEN 'team.member.v1' THEN 'teams.member' ELSE 'subagents.tree' END,
+            agent_id, '', value, extract(epoch FROM now()), extract(epoch FROM now())
+        FROM state WHERE key IN ('team.member.v1', 'subagents.v1') ORDER BY agent_id;
+    DELETE FROM state WHERE key IN ('team.member.v1', 'subagents.v1');
+    INSERT INTO records (kind, scope, key, value, created_at, updated_at)
+        SELECT 'mcp.servers', runtime_id, '', json_build_object('servers', value),
+            extract(epoch FROM now()), extract(epoch FROM now())
+        FROM runtime_state WHERE key = 'mcp.servers.v1';
+    DROP TABLE team_mail;
+    DROP TABLE team_requests;
+    DROP TABLE runtime_state
     """,
 ]
 
@@ -776,9 +798,8 @@ class PostgresStore:
                         "delete it; resume the agent first")
             ids = list(agent_ids)
             for table, column in (("resumable_turns", "agent_id"), ("state", "agent_id"),
-                                  ("leases", "agent_id"), ("team_mail", "team_id"),
-                                  ("team_mail", "claimed_by"), ("team_requests", "team_id"),
-                                  ("records", "scope"), ("records", "claimed_by"), ("agents", "id")):
+                                  ("leases", "agent_id"), ("records", "scope"),
+                                  ("records", "claimed_by"), ("agents", "id")):
                 conn.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (ids,))
             conn.execute("UPDATE branches SET agent_id = NULL WHERE agent_id = ANY(%s)", (ids,))
             _collect_branches(conn)
@@ -808,23 +829,6 @@ class PostgresStore:
                 " ON CONFLICT (agent_id, key) DO UPDATE SET value = excluded.value",
                 (agent_id, key, encoded),
             )
-
-    def load_runtime_state(self, runtime_id: str, key: str) -> Any | None:
-        rows = self._read("SELECT value FROM runtime_state WHERE runtime_id = %s AND key = %s",
-                          (runtime_id, key))
-        return rows[0][0] if rows else None
-
-    def save_runtime_state(self, runtime_id: str, key: str, value: Any) -> None:
-        with self._write() as conn:
-            if value is None:
-                conn.execute("DELETE FROM runtime_state WHERE runtime_id = %s AND key = %s",
-                             (runtime_id, key))
-            else:
-                conn.execute(
-                    "INSERT INTO runtime_state (runtime_id, key, value) VALUES (%s, %s, %s::json)"
-                    " ON CONFLICT (runtime_id, key) DO UPDATE SET value = excluded.value",
-                    (runtime_id, key, json.dumps(value)),
-                )
 
     # --- records ----------------------------------------------------------------
 
@@ -899,7 +903,7 @@ class PostgresStore:
         rows = self._read(f"SELECT {LEASE_COLUMNS} FROM leases WHERE agent_id = %s", (agent_id,))
         return lease_record(rows[0]) if rows else None
 
-    # --- teams ----------------------------------------------------------------
+    # --- an agent's name and profile ----------------------------------------------
 
     def rename_agent(self, agent_id: str, name: str, *, token: str) -> None:
         try:
@@ -921,106 +925,7 @@ class PostgresStore:
                 (role, json.dumps(config), time.time(), agent_id),
             )
 
-    def post_team_mail(self, team_id: str, recipient: str, message: TeamMessage) -> int:
-        with self._write() as conn:
-            return _post_mail(conn, self._mail_channel, team_id, recipient, message)
-
-    def claim_team_mail(
-        self, team_id: str, recipient: str, *, agent_id: str, transcript_seq: int, token: str
-    ) -> list[TeamMail]:
-        with self._write(agent_id, token) as conn:
-            rows = conn.execute(
-                "UPDATE team_mail SET state = 'inflight', claimed_by = %s, transcript_seq = %s,"
-                " updated_at = %s WHERE id IN (SELECT id FROM team_mail WHERE team_id = %s"
-                " AND recipient = %s AND state = 'pending' ORDER BY id FOR UPDATE)"
-                f" RETURNING {MAIL_COLUMNS}",
-                (agent_id, transcript_seq, time.time(), team_id, recipient),
-            ).fetchall()
-        return sorted((_mail(row) for row in rows), key=lambda mail: mail.id)
-
-    def count_team_mail(self, team_id: str, recipient: str, state: TeamMailState = "pending") -> int:
-        rows = self._read(
-            "SELECT count(*) FROM team_mail WHERE team_id = %s AND recipient = %s AND state = %s",
-            (team_id, recipient, state),
-        )
-        return int(rows[0][0])
-
-    def list_team_mail(
-        self, team_id: str, recipient: str | None = None, state: TeamMailState | None = None
-    ) -> list[TeamMail]:
-        sql = f"SELECT {MAIL_COLUMNS} FROM team_mail WHERE team_id = %s"
-        params: list[Any] = [team_id]
-        if recipient is not None:
-            sql += " AND recipient = %s"
-            params.append(recipient)
-        if state is not None:
-            sql += " AND state = %s"
-            params.append(state)
-        return [_mail(row) for row in self._read(sql + " ORDER BY id", tuple(params))]
-
-    def inflight_team_mail(self, agent_id: str) -> list[TeamMail]:
-        rows = self._read(
-            f"SELECT {MAIL_COLUMNS} FROM team_mail WHERE claimed_by = %s AND state = 'inflight'"
-            " ORDER BY id",
-            (agent_id,),
-        )
-        return [_mail(row) for row in rows]
-
-    def settle_team_mail(
-        self, agent_id: str, *, ack: list[int], requeue: list[int], token: str
-    ) -> None:
-        now = time.time()
-        with self._write(agent_id, token) as conn:
-            # Only mail this agent still holds inflight: settling twice changes nothing.
-            conn.execute(
-                "UPDATE team_mail SET state = 'acked', updated_at = %s WHERE id = ANY(%s)"
-                " AND claimed_by = %s AND state = 'inflight'",
-                (now, ack, agent_id),
-            )
-            conn.execute(
-                "UPDATE team_mail SET state = 'pending', claimed_by = NULL, transcript_seq = NULL,"
-                " updated_at = %s WHERE id = ANY(%s) AND claimed_by = %s AND state = 'inflight'",
-                (now, requeue, agent_id),
-            )
-            if requeue:
-                conn.execute(f"NOTIFY {self._mail_channel}")
-
-    def create_team_request(self, request: TeamRequest, message: TeamMessage) -> None:
-        try:
-            with self._write() as conn:
-                conn.execute(
-                    f"INSERT INTO team_requests ({REQUEST_COLUMNS})"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    (request.id, request.team_id, request.protocol, request.sender,
-                     request.recipient, request.content, request.status,
-                     request.created_at or time.time(), request.resolved_at, request.reason),
-                )
-                _post_mail(conn, self._mail_channel, request.team_id, request.recipient, message)
-        except StoreError as err:
-            if isinstance(err.__cause__, self._psycopg.errors.UniqueViolation):
-                raise StoreError(
-                    f"team request {request.id} already exists in {self._where}") from None
-            raise
-
-    def resolve_team_request(
-        self, team_id: str, request_id: str, *, approve: bool, reason: str | None,
-        response: TeamMessage,
-    ) -> TeamRequest | None:
-        with self._write() as conn:
-            # Conditional on `pending`, so two answers racing cannot both win.
-            row = conn.execute(
-                "UPDATE team_requests SET status = %s, resolved_at = %s, reason = %s"
-                " WHERE team_id = %s AND id = %s AND status = 'pending'"
-                f" RETURNING {REQUEST_COLUMNS}",
-                ("approved" if approve else "rejected", time.time(), reason, team_id, request_id),
-            ).fetchone()
-            if row is None:
-                return None
-            resolved = team_request(row)
-            _post_mail(conn, self._mail_channel, team_id, resolved.sender, response)
-            return resolved
-
-    def mail_signal(self) -> MailSignal:
+    def record_signal(self) -> RecordSignal:
         return ListenSignal(self)
 
     def listening_connection(self) -> psycopg.Connection[Any]:
@@ -1046,10 +951,8 @@ class PostgresStore:
                                 f"{self._reason(err)}") from None
 
     def pending_mail_mark(self) -> tuple[Any, ...]:
-        """The pending mail's count, newest id and last change: it moves when mail is posted."""
-        rows = self._read("SELECT count(*), coalesce(max(id), 0), coalesce(max(updated_at), 0)"
-                          " FROM team_mail WHERE state = 'pending'")
-        return tuple(rows[0])
+        """The pending records' count, newest seq and last change: it moves when one is queued."""
+        return tuple(self._read(_sql.QUEUE_MARK)[0])
 
     def say_mail_is_polled(self) -> None:
         """Warn, once per store, that mail is polled for because LISTEN cannot hear."""
@@ -1063,14 +966,6 @@ class PostgresStore:
             "store a session to listen on: listen_url=<the server's URL> (PostgresStore(..., "
             "listen_url=...) or ?listen_url=<percent-encoded URL> in the store's URL)",
             ListenSignal.POLL_SECONDS, redact_dsn(self.listen_url or self.dsn))
-
-    def list_team_requests(self, team_id: str) -> list[TeamRequest]:
-        rows = self._read(
-            f"SELECT {REQUEST_COLUMNS} FROM team_requests WHERE team_id = %s"
-            " ORDER BY created_at, ord",
-            (team_id,),
-        )
-        return [team_request(row) for row in rows]
 
 
 # --- mail from other hosts ----------------------------------------------------------
@@ -1217,20 +1112,6 @@ def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
-def _post_mail(conn: psycopg.Connection[Any], channel: str, team_id: str, recipient: str,
-               message: TeamMessage) -> int:
-    now = time.time()
-    row = conn.execute(
-        "INSERT INTO team_mail (team_id, recipient, message, state, created_at, updated_at)"
-        " VALUES (%s, %s, %s::json, 'pending', %s, %s) RETURNING id",
-        (team_id, recipient, message.model_dump_json(by_alias=True), now, now),
-    ).fetchone()
-    # Delivered at commit, to every kernel on every host listening on this schema's
-    # channel (see ListenSignal); no payload, so a listener learns only that mail came.
-    conn.execute(f"NOTIFY {channel}")
-    return int(row[0]) if row else 0
-
-
 _END_RUN = ("UPDATE agents SET run_baseline = NULL, run_assistant_committed = FALSE,"
             " run_started_at = NULL, pending_turn = NULL WHERE id = %s")
 
@@ -1363,10 +1244,6 @@ def _update_agent(conn: psycopg.Connection[Any], agent_id: str, *,
 # psycopg returns JSON columns already decoded.
 def _agent_record(row: tuple[Any, ...]) -> AgentRecord:
     return agent_record(row, _as_is)
-
-
-def _mail(row: tuple[Any, ...]) -> TeamMail:
-    return team_mail(row, _as_is)
 
 
 def _as_is(value: Any) -> Any:

@@ -49,12 +49,8 @@ from mentra_nb.store._lease_rules import (
 from mentra_nb.store._rows import (
     AGENT_COLUMNS,
     LEASE_COLUMNS,
-    MAIL_COLUMNS,
-    REQUEST_COLUMNS,
     agent_record,
     lease_record,
-    team_mail,
-    team_request,
 )
 from mentra_nb.store.base import (
     AgentRecord,
@@ -62,14 +58,10 @@ from mentra_nb.store.base import (
     Checkpoint,
     LeaseClaim,
     LeaseRecord,
-    MailSignal,
     PendingTurn,
     PersistedAgent,
+    RecordSignal,
     RunRecord,
-    TeamMail,
-    TeamMailState,
-    TeamMessage,
-    TeamRequest,
 )
 from mentra_nb.store.records import RecordOp, StoredRecord
 
@@ -81,7 +73,7 @@ __all__ = [
 log = logging.getLogger("mentra_nb.store")
 
 APPLICATION_ID = 0x4D4E4231  # "MNB1" in the SQLite header marks a mentra-nb file
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 PAGE_SIZE = 2048  # bytes, for new files
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _NETWORK_FILESYSTEMS = {
@@ -315,6 +307,39 @@ _MIGRATIONS: list[str] = [
     CREATE UNIQUE INDEX records_by_key ON records (kind, scope, key);
     CREATE INDEX records_by_lane ON records (kind, scope, lane, state, seq);
     CREATE INDEX records_by_claimer ON records (claimed_by, state) WHERE claimed_by IS NOT NULL;
+    """,
+    # 9: what features kept in tables and keys of their own becomes their records:
+    # team mail (its states renamed to the records queue's, its transcript position
+    # the claim's note) and protocol requests, a teammate's state, a subagent tree,
+    # a runtime's MCP servers. Oldest first, so the records keep their order.
+    """
+    INSERT INTO records (kind, scope, key, lane, state, claimed_by, claim, value, created_at,
+                         updated_at)
+        SELECT 'teams.mail', team_id, CAST(id AS TEXT), recipient,
+            CASE state WHEN 'inflight' THEN 'claimed' WHEN 'acked' THEN 'done' ELSE 'pending' END,
+            claimed_by, CASE WHEN transcript_seq IS NULL THEN NULL
+                ELSE json_object('transcript_seq', transcript_seq) END,
+            message, created_at, updated_at
+        FROM team_mail ORDER BY id;
+    INSERT INTO records (kind, scope, key, state, value, created_at, updated_at)
+        SELECT 'teams.request', team_id, id, status,
+            json_object('id', id, 'team_id', team_id, 'protocol', protocol, 'sender', sender,
+                        'recipient', recipient, 'content', content, 'status', status,
+                        'created_at', created_at, 'resolved_at', resolved_at, 'reason', reason),
+            created_at, coalesce(resolved_at, created_at)
+        FROM team_requests ORDER BY created_at, rowid;
+    INSERT INTO records (kind, scope, key, value, created_at, updated_at)
+        SELECT CASE key WHEN 'team.member.v1' THEN 'teams.member' ELSE 'subagents.tree' END,
+            agent_id, '', value, CAST(strftime('%s', 'now') AS REAL), CAST(strftime('%s', 'now') AS REAL)
+        FROM state WHERE key IN ('team.member.v1', 'subagents.v1') ORDER BY agent_id;
+    DELETE FROM state WHERE key IN ('team.member.v1', 'subagents.v1');
+    INSERT INTO records (kind, scope, key, value, created_at, updated_at)
+        SELECT 'mcp.servers', runtime_id, '', json_object('servers', json(value)),
+            CAST(strftime('%s', 'now') AS REAL), CAST(strftime('%s', 'now') AS REAL)
+        FROM runtime_state WHERE key = 'mcp.servers.v1';
+    DROP TABLE team_mail;
+    DROP TABLE team_requests;
+    DROP TABLE runtime_state;
     """,
 ]
 
@@ -852,9 +877,8 @@ class SqliteStore:
                         "delete it; resume the agent first"
                     )
             for table, column in (("agents", "id"), ("state", "agent_id"), ("leases", "agent_id"),
-                                  ("resumable_turns", "agent_id"), ("team_mail", "team_id"),
-                                  ("team_mail", "claimed_by"), ("team_requests", "team_id"),
-                                  ("records", "scope"), ("records", "claimed_by")):
+                                  ("resumable_turns", "agent_id"), ("records", "scope"),
+                                  ("records", "claimed_by")):
                 cur.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(i,) for i in agent_ids])
             cur.executemany("UPDATE branches SET agent_id = NULL WHERE agent_id = ?",
                             [(i,) for i in agent_ids])
@@ -889,22 +913,6 @@ class SqliteStore:
                 "INSERT OR REPLACE INTO state (agent_id, key, value) VALUES (?, ?, ?)",
                 (agent_id, key, encoded),
             )
-
-    def load_runtime_state(self, runtime_id: str, key: str) -> Any | None:
-        rows = self._read("SELECT value FROM runtime_state WHERE runtime_id = ? AND key = ?",
-                          (runtime_id, key))
-        return json.loads(rows[0][0]) if rows else None
-
-    def save_runtime_state(self, runtime_id: str, key: str, value: Any) -> None:
-        with self._write() as cur:
-            if value is None:
-                cur.execute("DELETE FROM runtime_state WHERE runtime_id = ? AND key = ?",
-                            (runtime_id, key))
-            else:
-                cur.execute(
-                    "INSERT OR REPLACE INTO runtime_state (runtime_id, key, value) VALUES (?, ?, ?)",
-                    (runtime_id, key, json.dumps(value)),
-                )
 
     # --- records ----------------------------------------------------------------
 
@@ -969,7 +977,7 @@ class SqliteStore:
         return lease_record(rows[0]) if rows else None
 
 
-    # --- teams ----------------------------------------------------------------
+    # --- an agent's name and profile ----------------------------------------------
 
     def rename_agent(self, agent_id: str, name: str, *, token: str) -> None:
         with self._write(agent_id, token) as cur:
@@ -989,132 +997,22 @@ class SqliteStore:
                 (role, json.dumps(config), time.time(), agent_id),
             )
 
-    def post_team_mail(self, team_id: str, recipient: str, message: TeamMessage) -> int:
-        with self._write() as cur:
-            return _post_mail(cur, team_id, recipient, message)
-
-    def claim_team_mail(
-        self, team_id: str, recipient: str, *, agent_id: str, transcript_seq: int, token: str
-    ) -> list[TeamMail]:
-        with self._write(agent_id, token) as cur:
-            rows = cur.execute(
-                f"SELECT {MAIL_COLUMNS} FROM team_mail WHERE team_id = ? AND recipient = ?"
-                " AND state = 'pending' ORDER BY id",
-                (team_id, recipient),
-            ).fetchall()
-            cur.executemany(
-                "UPDATE team_mail SET state = 'inflight', claimed_by = ?, transcript_seq = ?,"
-                " updated_at = ? WHERE id = ?",
-                [(agent_id, transcript_seq, time.time(), row[0]) for row in rows],
-            )
-        return [
-            _mail(row).model_copy(
-                update={"state": "inflight", "claimed_by": agent_id, "transcript_seq": transcript_seq}
-            )
-            for row in rows
-        ]
-
-    def count_team_mail(self, team_id: str, recipient: str, state: TeamMailState = "pending") -> int:
-        rows = self._read(
-            "SELECT count(*) FROM team_mail WHERE team_id = ? AND recipient = ? AND state = ?",
-            (team_id, recipient, state),
-        )
-        return int(rows[0][0])
-
-    def list_team_mail(
-        self, team_id: str, recipient: str | None = None, state: TeamMailState | None = None
-    ) -> list[TeamMail]:
-        sql = f"SELECT {MAIL_COLUMNS} FROM team_mail WHERE team_id = ?"
-        params: list[Any] = [team_id]
-        if recipient is not None:
-            sql += " AND recipient = ?"
-            params.append(recipient)
-        if state is not None:
-            sql += " AND state = ?"
-            params.append(state)
-        return [_mail(row) for row in self._read(sql + " ORDER BY id", tuple(params))]
-
-    def inflight_team_mail(self, agent_id: str) -> list[TeamMail]:
-        rows = self._read(
-            f"SELECT {MAIL_COLUMNS} FROM team_mail WHERE claimed_by = ? AND state = 'inflight'"
-            " ORDER BY id",
-            (agent_id,),
-        )
-        return [_mail(row) for row in rows]
-
-    def settle_team_mail(
-        self, agent_id: str, *, ack: list[int], requeue: list[int], token: str
-    ) -> None:
-        now = time.time()
-        with self._write(agent_id, token) as cur:
-            # Only mail this agent still holds inflight: settling twice changes nothing.
-            cur.executemany(
-                "UPDATE team_mail SET state = 'acked', updated_at = ? WHERE id = ?"
-                " AND claimed_by = ? AND state = 'inflight'",
-                [(now, mail_id, agent_id) for mail_id in ack],
-            )
-            cur.executemany(
-                "UPDATE team_mail SET state = 'pending', claimed_by = NULL, transcript_seq = NULL,"
-                " updated_at = ? WHERE id = ? AND claimed_by = ? AND state = 'inflight'",
-                [(now, mail_id, agent_id) for mail_id in requeue],
-            )
-
-    def create_team_request(self, request: TeamRequest, message: TeamMessage) -> None:
-        with self._write() as cur:
-            try:
-                cur.execute(
-                    f"INSERT INTO team_requests ({REQUEST_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (request.id, request.team_id, request.protocol, request.sender,
-                     request.recipient, request.content, request.status,
-                     request.created_at or time.time(), request.resolved_at, request.reason),
-                )
-            except sqlite3.IntegrityError as err:
-                raise StoreError(f"team request {request.id} already exists in {self.path}") from err
-            _post_mail(cur, request.team_id, request.recipient, message)
-
-    def resolve_team_request(
-        self, team_id: str, request_id: str, *, approve: bool, reason: str | None,
-        response: TeamMessage,
-    ) -> TeamRequest | None:
-        with self._write() as cur:
-            # Conditional on `pending`, so two answers racing cannot both win.
-            changed = cur.execute(
-                "UPDATE team_requests SET status = ?, resolved_at = ?, reason = ?"
-                " WHERE team_id = ? AND id = ? AND status = 'pending'",
-                ("approved" if approve else "rejected", time.time(), reason, team_id, request_id),
-            ).rowcount
-            if not changed:
-                return None
-            row = cur.execute(
-                f"SELECT {REQUEST_COLUMNS} FROM team_requests WHERE id = ?", (request_id,)
-            ).fetchone()
-            resolved = team_request(row)
-            _post_mail(cur, team_id, resolved.sender, response)
-            return resolved
-
-    def mail_signal(self) -> MailSignal:
+    def record_signal(self) -> RecordSignal:
         if self.path == ":memory:":
-            return NoMailSignal()
+            return NoSignal()
         self._ensure_open()
         return DataVersionSignal(self.path)
 
-    def list_team_requests(self, team_id: str) -> list[TeamRequest]:
-        rows = self._read(
-            f"SELECT {REQUEST_COLUMNS} FROM team_requests WHERE team_id = ?"
-            " ORDER BY created_at, rowid",
-            (team_id,),
-        )
-        return [team_request(row) for row in rows]
 
 
-# --- mail from other processes ----------------------------------------------------
+# --- queued records from other processes ----------------------------------------------------
 
 
 class DataVersionSignal:
-    """Mail posted by another connection, seen by polling `PRAGMA data_version`
+    """Records queued by another connection, seen by polling `PRAGMA data_version`
     (which changes when any other connection commits; reading it costs no I/O
-    beyond the WAL index), then the pending mail's count and newest id and time,
-    so commits that queue no mail (streaming checkpoints) do not wake anyone."""
+    beyond the WAL index), then the pending records' count and newest seq and
+    time, so commits that queue nothing (streaming checkpoints) wake nobody."""
 
     POLL_SECONDS = 0.05
 
@@ -1123,15 +1021,13 @@ class DataVersionSignal:
         uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
         self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
         self._version = self._data_version()
-        self._mark = self._mail_mark()
+        self._mark = self._queue_mark()
 
     def _data_version(self) -> int:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
-    def _mail_mark(self) -> tuple[Any, ...]:
-        return tuple(self._conn.execute(
-            "SELECT count(*), coalesce(max(id), 0), coalesce(max(updated_at), 0) FROM team_mail"
-            " WHERE state = 'pending'").fetchone())
+    def _queue_mark(self) -> tuple[Any, ...]:
+        return tuple(self._conn.execute(_sql.QUEUE_MARK).fetchone())
 
     def wait(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -1140,12 +1036,12 @@ class DataVersionSignal:
                 version = self._data_version()
                 if version != self._version:
                     self._version = version
-                    mark = self._mail_mark()
+                    mark = self._queue_mark()
                     if mark != self._mark:
                         self._mark = mark
                         return True
             except sqlite3.Error as err:  # locked for a moment, or the file went away
-                log.debug("polling for mail failed: %s", err)
+                log.debug("polling for queued records failed: %s", err)
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
@@ -1155,7 +1051,7 @@ class DataVersionSignal:
         self._conn.close()
 
 
-class NoMailSignal:
+class NoSignal:
     """An in-memory store has no other process to hear from."""
 
     def wait(self, timeout: float) -> bool:
@@ -1276,16 +1172,6 @@ def _statements(script: str) -> list[str]:
 
 
 # --- row helpers ----------------------------------------------------------------
-
-def _post_mail(cur: sqlite3.Cursor, team_id: str, recipient: str, message: TeamMessage) -> int:
-    now = time.time()
-    cur.execute(
-        "INSERT INTO team_mail (team_id, recipient, message, state, created_at, updated_at)"
-        " VALUES (?, ?, ?, 'pending', ?, ?)",
-        (team_id, recipient, message.model_dump_json(by_alias=True), now, now),
-    )
-    return int(cur.lastrowid or 0)
-
 
 _END_RUN = ("UPDATE agents SET run_baseline = NULL, run_assistant_committed = 0, run_started_at = NULL,"
             " pending_turn = NULL WHERE id = ?")
@@ -1450,8 +1336,4 @@ def _update_agent(cur: sqlite3.Cursor, agent_id: str, *, status: AgentStatus | N
 # SQLite returns JSON columns as text.
 def _agent_record(row: tuple[Any, ...]) -> AgentRecord:
     return agent_record(row, json.loads)
-
-
-def _mail(row: tuple[Any, ...]) -> TeamMail:
-    return team_mail(row, json.loads)
 

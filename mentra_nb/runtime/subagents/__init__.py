@@ -54,11 +54,12 @@ from mentra_nb.runtime.subagents._registry import SubagentRegistry
 from mentra_nb.runtime.subagents._tree import (
     MAX_MAILBOX_ITEMS,
     MAX_MESSAGE_BYTES,
-    STATE_KEY,
+    TREE,
     Mail,
     SubagentRecord,
     SubagentStatus,
     SubagentTree,
+    stored_tree,
 )
 
 __all__ = [
@@ -66,7 +67,7 @@ __all__ = [
     "MAX_MAILBOX_ITEMS",
     "MAX_MESSAGE_BYTES",
     "PREVIEW_MAX_BYTES",
-    "STATE_KEY",
+    "TREE",
     "InvalidPreviewCursor",
     "Mail",
     "PickerOption",
@@ -96,6 +97,7 @@ __all__ = [
     "list_subagents",
     "pending_approvals",
     "preview",
+    "stored_tree",
     "subagent",
     "subagent_picker",
     "subagent_registry",
