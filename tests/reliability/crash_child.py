@@ -75,6 +75,7 @@ from mentra_nb.runtime.teams._inbox import INBOX_MARKER
 from mentra_nb.store import PostgresStore, SqliteStore, is_postgres_url
 from mentra_nb.store.records import Put, RecordOp, Update
 from mentra_nb.testing import ok_stream
+from tests.children import say, until_killed
 
 RUNTIME_ID = "crash"
 END = " <end>"
@@ -117,16 +118,16 @@ class Reporting:
         asked = [op for op in ops if op.kind == REQUESTS.name and isinstance(op, Put)]
         answers = [op for op in ops if op.kind == REQUESTS.name and isinstance(op, Update)]
         for op in asked:
-            print(f"REQUESTING {_request_fields(op.value)}", flush=True)
+            say(f"REQUESTING {_request_fields(op.value)}")
         for op in answers:
-            print(f"RESOLVING {op.key}", flush=True)
+            say(f"RESOLVING {op.key}")
         results: list[Any] = super().write_records(  # type: ignore[misc]
             ops, agent_id=agent_id, token=token)
         for op in asked:
-            print(f"REQUEST {_request_fields(op.value)}", flush=True)
+            say(f"REQUEST {_request_fields(op.value)}")
         for op in answers:
-            print("RESOLVED " + json.dumps({"id": op.key, "status": op.value["status"],
-                                            "reason": op.value["reason"]}), flush=True)
+            say("RESOLVED " + json.dumps({"id": op.key, "status": op.value["status"],
+                                          "reason": op.value["reason"]}))
         for op in ops:
             if isinstance(op, Put) and op.kind == TREE.name:
                 self._report_mailbox(op.scope, op.value)
@@ -137,9 +138,9 @@ class Reporting:
         now = {mail["id"]: mail for mail in value.get("mailbox", [])}
         for mail_id, mail in now.items():
             if mail_id not in before:
-                print("SUBMAIL " + json.dumps({"root": agent_id, **mail}), flush=True)
+                say("SUBMAIL " + json.dumps({"root": agent_id, **mail}))
         for mail_id in before.keys() - now.keys():
-            print(f"SUBGONE {agent_id} {mail_id}", flush=True)
+            say(f"SUBGONE {agent_id} {mail_id}")
         self._mailboxes[agent_id] = now
 
 
@@ -261,9 +262,9 @@ def report(agent: Any) -> None:
     def on_event(event: Any) -> None:
         if event.type == "assistant_message_committed" or event.type == "tool_results_committed":
             index = len(agent.history) - 1
-            print(f"COMMIT {agent.name} {event.run_generation} {index} {sha(event.message)}", flush=True)
+            say(f"COMMIT {agent.name} {event.run_generation} {index} {sha(event.message)}")
         elif event.type == "run_finished":
-            print(f"RUNEND {agent.name} {event.run_generation}", flush=True)
+            say(f"RUNEND {agent.name} {event.run_generation}")
 
     agent.on_event(on_event)
 
@@ -282,8 +283,8 @@ async def main(db: str, seed: int) -> None:
         report(agent)
     mate = await lead.spawn_teammate("mate", "helper", prompt="mail 0", model="anthropic:mate")
     report(mate)
-    print("MAIL mail 0", flush=True)
-    print("READY", flush=True)
+    say("MAIL mail 0")
+    say("READY")
 
     async def drive(agent: Any, turns: int, rng: random.Random) -> None:
         mail = 0
@@ -292,15 +293,15 @@ async def main(db: str, seed: int) -> None:
             if agent is lead and rng.random() < 0.7:
                 mail += 1
                 lead.send_team_message("mate", f"mail {mail}")
-                print(f"MAIL mail {mail}", flush=True)
+                say(f"MAIL mail {mail}")
             await asyncio.sleep(rng.uniform(0, 0.03))
 
     await asyncio.gather(
         drive(lead, plan.randint(2, 5), random.Random(f"{seed}-lead")),
         *(drive(s, plan.randint(1, 4), random.Random(f"{seed}-{s.name}")) for s in solos),
     )
-    print("ALLDONE", flush=True)
-    await asyncio.Event().wait()
+    say("ALLDONE")
+    await until_killed()
 
 
 if __name__ == "__main__":

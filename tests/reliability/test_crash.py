@@ -59,6 +59,7 @@ from mentra_nb.runtime.teams._inbox import INBOX_MARKER, holds_inbox
 from mentra_nb.store import open_store
 from mentra_nb.testing import text_stream
 from tests.children import Child, integrity
+from tests.conftest import WAIT_LIMIT
 from tests.reliability.conftest import crash_seeds
 from tests.reliability.crash_child import END, RUNTIME_ID, sha
 from tests.reliability.oracle import (
@@ -342,7 +343,7 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, setup: Set
                     and team_mail.count_mail(store, team_id, "mate", "pending") == 0
                     and team_mail.count_mail(store, team_id, "mate", "inflight") == 0)
 
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + WAIT_LIMIT
         while not settled():
             assert time.monotonic() < deadline, f"the teammate never settled its mail {where}"
             await asyncio.sleep(0.02)

@@ -21,6 +21,7 @@ from mentra_nb.runtime.mcp._config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_START_TIMEOUT,
     SERVER_NAME_PATTERN,
+    MCPConfig,
     MCPServer,
 )
 from mentra_nb.runtime.mcp._extension import SERVERS, MCPExtension, StoredServers
@@ -33,6 +34,7 @@ __all__ = [
     "SERVERS",
     "SERVER_NAME_PATTERN",
     "TOOL_NAME_PREFIX",
+    "MCPConfig",
     "MCPExtension",
     "MCPServer",
     "MCPToolInfo",

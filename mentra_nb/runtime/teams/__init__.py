@@ -8,13 +8,13 @@ A package shaped like `subagents`: free functions taking the agent (`_api`),
 the extension that plugs teams into a runtime (`_extension`), and behind them
 the team itself (`_team`), what keeps a teammate working (`_actor`), how mail
 reaches the model (`_inbox`), the team tools (`_tools`) and the rows the team
-keeps in the store as records (`_mail`).
+keeps in the store as records (`mail`).
 """
 
-from mentra_nb.runtime._snapshot import TeammateInfo, TeamMemberStatus
 from mentra_nb.runtime.teams._api import (
     approve_request,
     broadcast_team_message,
+    is_teammate,
     reject_request,
     send_team_message,
     send_team_request,
@@ -23,6 +23,7 @@ from mentra_nb.runtime.teams._api import (
     teammate,
     teammates,
 )
+from mentra_nb.runtime.teams._config import TeamConfig
 from mentra_nb.runtime.teams._extension import TeamExtension
 from mentra_nb.runtime.teams._inbox import (
     INBOX_MARKER,
@@ -31,6 +32,7 @@ from mentra_nb.runtime.teams._inbox import (
     holds_inbox,
     team_of,
 )
+from mentra_nb.runtime.teams._snapshot import TeammateInfo, TeamMemberStatus, TeamSnapshot
 from mentra_nb.runtime.teams._team import (
     LEAD_ONLY_TOOLS,
     Team,
@@ -59,6 +61,7 @@ __all__ = [
     "REQUESTS",
     "MemberState",
     "Team",
+    "TeamConfig",
     "TeamExtension",
     "TeamInbox",
     "TeamMail",
@@ -68,11 +71,13 @@ __all__ = [
     "TeamMessageKind",
     "TeamRequest",
     "TeamRequestStatus",
+    "TeamSnapshot",
     "TeammateInfo",
     "approve_request",
     "broadcast_team_message",
     "format_inbox",
     "holds_inbox",
+    "is_teammate",
     "lead_tools",
     "post_mail",
     "reject_request",

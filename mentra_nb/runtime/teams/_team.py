@@ -9,7 +9,7 @@ A team is named by its lead's id. Teammates are full persisted agents (kind
 loop; members talk through durable mail in the store (`_inbox.py`) and
 protocol requests (`shutdown`, `plan_approval` or any name) that the
 addressee approves or rejects. A teammate's status (idle / working /
-failed{error} / shutdown) is stored under the state key `team.member.v1`.
+failed{error} / shutdown) is a `teams.member` record (`mail.py`).
 
 `TeamExtension` (`_extension.py`) is one of the runtime's default extensions.
 After every resume path it revives each resumed lead's teammates that did not
@@ -41,10 +41,11 @@ from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._recovery import INTERRUPTED_TOOL_RESULT
 from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._services import AgentHandle, Services
-from mentra_nb.runtime._snapshot import TeammateInfo, TeamMemberStatus
 from mentra_nb.runtime._tracing import note_mail_to
 from mentra_nb.runtime.teams import mail as _mail
 from mentra_nb.runtime.teams._actor import TeammateActor
+from mentra_nb.runtime.teams._config import TeamConfig
+from mentra_nb.runtime.teams._snapshot import TeammateInfo, TeamMemberStatus
 from mentra_nb.runtime.teams.mail import (
     MEMBERS,
     MemberState,
@@ -581,7 +582,7 @@ def _teammate_config(lead: AgentHandle, name: str, role: str, max_rounds: int | 
         "system": teammate_system_prompt(name, role, lead.name, config.system),
         "tools": allowed,
         "hidden_tools": hidden,
-        "max_rounds": max_rounds if max_rounds is not None else config.teammate_max_rounds,
+        "max_rounds": max_rounds if max_rounds is not None else TeamConfig.of(config).teammate_max_rounds,
         "team": False,  # a teammate never leads a team of its own
     })
 
