@@ -156,18 +156,15 @@ class SqlStore:
                       message_count: int | None = None) -> None:
         sets: list[str] = ["updated_at = ?"]
         params: list[Any] = [time.time()]
-        if status is not None:
-            sets.append("status = ?j")
-            params.append(status.model_dump_json())
-        if usage is not None:
-            sets.append("usage = ?j")
-            params.append(usage.model_dump_json())
-        if run_generation is not None:
-            sets.append("run_generation = ?")
-            params.append(run_generation)
-        if message_count is not None:
-            sets.append("message_count = ?")
-            params.append(message_count)
+        for assignment, value in (
+            ("status = ?j", None if status is None else status.model_dump_json()),
+            ("usage = ?j", None if usage is None else usage.model_dump_json()),
+            ("run_generation = ?", run_generation),
+            ("message_count = ?", message_count),
+        ):
+            if value is not None:
+                sets.append(assignment)
+                params.append(value)
         self._run(cur, f"UPDATE agents SET {', '.join(sets)} WHERE id = ?", (*params, agent_id))
 
     def _new_head(self, cur: Any, agent_id: str, parent: str, at: int) -> str:

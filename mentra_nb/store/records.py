@@ -4,16 +4,16 @@ method to `Store`.
 An extension declares each kind of record it keeps once, with the pydantic model
 its payload must match:
 
-    MAIL = RecordKind("teams.mail", TeamMessage)
+    JOBS = RecordKind("batch.jobs", Job)
 
 and reads and writes through the kind, which validates every payload both ways:
 
-    MAIL.append(store, team_id, message, lane="alice", state=PENDING)
-    MAIL.claim(store, team_id, "alice", claimer=agent_id, token=token)
-    MAIL.settle(store, agent_id, done=[seq], requeue=[], token=token)
+    JOBS.append(store, batch_id, Job(row=3), lane="worker-pool", state=PENDING)
+    [job] = JOBS.claim(store, batch_id, "worker-pool", claimer=agent_id, token=token, limit=1)
+    JOBS.settle(store, agent_id, done=[job.seq], token=token)
 
 A record lives under (kind, scope, key): `scope` is whose it is (an agent's id,
-whose deletion deletes it; a runtime or team id), `key` names it in the scope
+whose deletion deletes it; a runtime id, a batch's), `key` names it in the scope
 ("" for a kind's one record per scope). The store numbers every record (`seq`,
 increasing: insertion order). `lane` and `state` are for queues: a record put
 with `state=PENDING` waits in its scope's `lane` until a claim moves it to
@@ -189,7 +189,7 @@ _KINDS: dict[str, type[BaseModel]] = {}
 
 class RecordKind(Generic[M]):
     """A kind of record an extension keeps: `name` is dotted and starts with the
-    extension's name ("teams.mail"); `model` is what every payload must match.
+    extension's name ("batch.jobs"); `model` is what every payload must match.
     A name can be declared once per process (again only with the same model)."""
 
     def __init__(self, name: str, model: type[M]) -> None:
