@@ -292,6 +292,8 @@ CORE_MODULES = [
     "mentra_nb.runtime._snapshot",
     "mentra_nb.runtime._state",
     "mentra_nb.runtime._turn_loop",
+    "mentra_nb.store._sql_store",
+    "mentra_nb.store.records",
 ]
 # Each extension package's name, and the words of what it is about.
 FEATURE_WORDS = sorted({
