@@ -241,13 +241,12 @@ class Agent:
         filtered by its config (`tools`, `hidden_tools`, `read_only`). Tools an
         extension's own config chose (`own_tool_choice`) are not narrowed by `tools`."""
         config = self.config
-        offered = [*self.runtime.tools, *(t for e in self._extensions if not e.own_tool_choice
-                                          for t in e.tools())]
-        chosen = [t for e in self._extensions if e.own_tool_choice for t in e.tools()]
+        offered = [*((t, False) for t in self.runtime.tools),
+                   *((t, e.own_tool_choice) for e in self._extensions for t in e.tools())]
         return [
-            t for t in [*(t for t in offered if config.allows_tool(t.spec.name)),
-                        *(t for t in chosen if t.spec.name not in config.hidden_tools)]
-            if t.spec.read_only or not config.read_only
+            t for t, own_choice in offered
+            if (config.allows_tool(t.spec.name) or (own_choice and t.spec.name not in config.hidden_tools))
+            and (t.spec.read_only or not config.read_only)
         ]
 
     @property
