@@ -34,7 +34,7 @@ from mentra_nb.runtime._approvals import ApprovalDecision, Approvals, load_appro
 from mentra_nb.runtime._config import AgentConfig, config_error
 from mentra_nb.runtime._export import ExportFormat, ExportHeader, export_transcript
 from mentra_nb.runtime._extension_fields import snapshot_defaults
-from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension, bind_api
+from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension, api_names, bind_api
 from mentra_nb.runtime._output import OutputSpec, OutputType, RunResult
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import Services
@@ -136,6 +136,9 @@ class Agent:
             if name.startswith("_"):
                 raise AttributeError(f"'Agent' object has no attribute '{name}'", name=name, obj=self)
             return bind_api("agent", self, name)
+
+    def __dir__(self) -> list[str]:  # tab completion offers the extensions' names too
+        return sorted({*super().__dir__(), *api_names("agent")})
 
     # --- what the agent is ---------------------------------------------------
 
