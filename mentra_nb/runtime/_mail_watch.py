@@ -1,5 +1,5 @@
 """`MailWatcher`: wakes this runtime's agents for mail that another process or
-host posted (`rt.post`, a teammate's kernel elsewhere).
+host posted (`rt.post`, an agent driven by a kernel elsewhere).
 
 A thread waits on the store's `RecordSignal` (SQLite: `PRAGMA data_version`
 polled every 50 ms; Postgres: LISTEN/NOTIFY) and hands each signal to the
@@ -10,7 +10,7 @@ the loop delays only the delivery, never the waiting.
 Signals are coalesced: each wake looks for all unread mail, so while one is
 queued on the loop another adds nothing, and wakes are at least
 `MIN_WAKE_SECONDS` apart. A flood of signals (another role NOTIFYing without
-end, a burst of posts) costs the loop at most one callback per interval, not
+end, a burst of posts) gives the loop at most one callback per interval, not
 one per signal, and a signal is never dropped: the wake after it reads the mail.
 """
 
