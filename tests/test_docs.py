@@ -176,6 +176,19 @@ def test_every_public_name_has_an_api_entry(site):
     assert not missing, f"public names without an API entry: {missing}"
 
 
+def test_every_public_name_has_a_docstring():
+    import griffe
+
+    package = griffe.load("mentra_nb", search_paths=[str(REPO)], resolve_aliases=True,
+                          resolve_external=False)
+    undocumented = []
+    for path in sorted(set(_api_hook().documented_at().values())):
+        obj = package[path.removeprefix("mentra_nb.")]
+        if not (obj.docstring and obj.docstring.value.strip()):
+            undocumented.append(path)
+    assert not undocumented, f"public names without a docstring: {undocumented}"
+
+
 # ---------------------------------------------------------------- runnable examples
 
 def runnable_blocks() -> list[tuple[str, str]]:
@@ -229,3 +242,16 @@ def test_the_python_guides_first_example_calls_its_tool_and_resumes(tmp_path):
     # text it counts); the second runtime resumes the four messages.
     assert re.match(r"Tool results: word_count returned \d+ finished ", out), out
     assert out.splitlines()[-1] == "4"
+
+
+def test_the_maintainer_recipes_name_files_that_exist():
+    """The "where to change what" recipes and the architecture page name files by path;
+    a renamed or removed file fails here instead of leaving a recipe that misleads."""
+    missing = []
+    for page in sorted((REPO / "docs/maintainers").glob("*.md")):
+        for path in re.findall(r"`([\w./<>-]+\.(?:py|js|css|toml|json))`", page.read_text()):
+            if "<" in path:
+                continue  # a pattern: providers/<name>.py
+            if not any((base / path).exists() for base in (REPO, REPO / "mentra_nb")):
+                missing.append(f"{page.name}: {path}")
+    assert not missing, missing

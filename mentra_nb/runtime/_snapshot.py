@@ -105,6 +105,7 @@ class TeammateInfo(BaseModel):
 
 
 SubagentStatus = Literal["pending_init", "running", "interrupted", "completed", "errored"]
+"""A subagent's status in its tree."""
 
 
 class SubagentSummary(BaseModel):

@@ -39,6 +39,7 @@ __all__ = [
 # "agent": a lead the user spawned (what `rt.resume()` returns); "teammate" and
 # "subagent" are agents other agents created, revived by their parent.
 AgentKind = Literal["agent", "teammate", "subagent"]
+"""What an agent is: a lead (`agent`), a `teammate` or a `subagent`."""
 
 
 class AgentRecord(BaseModel):
@@ -158,6 +159,8 @@ class LeaseClaim(BaseModel):
 
 
 class LeaseRecord(LeaseClaim):
+    """A stored lease: who holds the agent, and when its holder last heartbeat."""
+
     agent_id: str
     acquired_at: float
     heartbeat_at: float
@@ -168,8 +171,11 @@ class LeaseRecord(LeaseClaim):
 # name inside it, so a teammate re-spawned under the same name keeps its inbox.
 
 TeamMessageKind = Literal["message", "broadcast", "request", "response"]
+"""What team mail is: a message, a broadcast, a protocol request or a response."""
 TeamMailState = Literal["pending", "inflight", "acked"]
+"""Where team mail is: `pending`, `inflight` (read by a run not yet committed) or `acked`."""
 TeamRequestStatus = Literal["pending", "approved", "rejected"]
+"""Where a protocol request stands."""
 
 
 class TeamMessage(BaseModel):

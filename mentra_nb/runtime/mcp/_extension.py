@@ -41,6 +41,7 @@ __all__ = ["STATE_KEY", "MCPAgentExtension", "MCPExtension"]
 log = logging.getLogger("mentra_nb.runtime.mcp")
 
 STATE_KEY = "mcp.servers.v1"
+"""The runtime state key the configured MCP servers are stored under."""
 
 
 class MCPExtension(RuntimeExtension):

@@ -39,9 +39,12 @@ __all__ = [
 ]
 
 STATE_KEY = "subagents.v1"
+"""The root agent's state key its subagent tree is stored under."""
 ROOT_PATH = "/root"
 MAX_MAILBOX_ITEMS = 256
+"""The most items a subagent mailbox holds."""
 MAX_MESSAGE_BYTES = 24_000
+"""The most bytes of a message between subagents; a longer last message is cut."""
 ELLIPSIS = "…"
 
 
@@ -116,6 +119,8 @@ class Mail(BaseModel):
 
 
 class SubagentTree(BaseModel):
+    """A root agent's subagents as stored with the root: the children and the mailbox."""
+
     model_config = ConfigDict(defer_build=True, frozen=True)
 
     agents: dict[str, SubagentRecord] = Field(default_factory=dict)
