@@ -91,7 +91,10 @@ def set_theme(page, theme: str) -> None:
     page.wait_for_timeout(500)  # let the new stylesheet paint before the screenshot (not an assertion)
 
 
-def test_views_read_well_in_light_dark_and_high_contrast_themes(notebook):
+DOCS_IMAGES = ARTIFACTS.parents[1] / "docs" / "images"
+
+
+def test_views_read_well_in_light_dark_and_high_contrast_themes(notebook, request):
     nb = notebook.open([SETUP, MODELS, "%mentra spawn writer --model look:scripted --tools drop_rows",
                         "%%mentra writer --wait\nShow me the plan",
                         "%%mentra writer\nDrop the old rows"])
@@ -117,6 +120,9 @@ def test_views_read_well_in_light_dark_and_high_contrast_themes(notebook):
             view.scroll_into_view_if_needed()
             view.screenshot(path=ARTIFACTS / f"native-look-{slug}.png")
             nb.agent_view(2).screenshot(path=ARTIFACTS / f"native-look-{slug}-conversation.png")
+            if request.config.getoption("--docs-screenshots") and theme != "JupyterLab Dark High Contrast":
+                # The README's and the docs' picture: the whole conversation, in each theme.
+                nb.agent_view(2).screenshot(path=DOCS_IMAGES / f"agent-view-{slug.removeprefix('jupyterlab-')}.png")
             colours = {
                 "approval": approval.locator(".mentra-name").evaluate(SEEN_COLOURS),
                 "approval input": approval.locator("pre").evaluate(SEEN_COLOURS),
