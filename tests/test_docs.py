@@ -192,7 +192,8 @@ def test_every_public_name_has_a_docstring():
 # ---------------------------------------------------------------- runnable examples
 
 def runnable_blocks() -> list[tuple[str, str]]:
-    """(where, code) of every ```python block that `<!-- runnable -->` precedes."""
+    """(where, code) of every ```python block that `<!-- runnable -->` precedes: an example
+    that needs no key, network or notebook, run as written (top-level `await` allowed)."""
     found = []
     for page in markdown_pages():
         text = page.read_text()
@@ -214,10 +215,28 @@ def test_every_whole_program_in_the_docs_is_marked_runnable():
     assert not unmarked, unmarked
 
 
+# What the examples that print something print (pages whose runnable examples print).
+PRINTS = {
+    "README.md": r"^You said: .* finished$",
+    "docs/guide/mcp.md": r"'mcp__time__get_current_time'",
+}
+
+# Runs an example as a notebook cell runs it: `await` at the top level works (IPython's
+# autoawait), in an event loop that asyncio.run() opens for the whole example.
+RUNNER = """
+import ast, asyncio, sys
+code = compile(open(sys.argv[1]).read(), sys.argv[1], "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+result = eval(code, {"__name__": "__main__"})
+if asyncio.iscoroutine(result):
+    asyncio.run(result)
+"""
+
+
 def run_example(code: str, folder: Path, where: str) -> str:
     folder.mkdir()
+    (folder / "example.py").write_text(code)
     try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-c", RUNNER, "example.py"], capture_output=True, text=True,
                              timeout=120, cwd=folder, env={**os.environ, "PYTHONPATH": str(REPO)})
     except subprocess.TimeoutExpired as err:
         raise AssertionError(f"the example at {where} never returned:\n{code}") from err
@@ -227,7 +246,10 @@ def run_example(code: str, folder: Path, where: str) -> str:
 
 @pytest.mark.parametrize("where,code", runnable_blocks(), ids=[where for where, _ in runnable_blocks()])
 def test_the_runnable_examples_run_as_written_in_an_empty_folder(where, code, tmp_path):
-    run_example(code, tmp_path / "example", where)
+    out = run_example(code, tmp_path / "example", where)
+    page = where.split(":")[0]
+    if page in PRINTS:  # what the example says it prints
+        assert re.search(PRINTS[page], out, re.M), f"{where} printed:\n{out}"
 
 
 def test_the_python_guides_first_example_calls_its_tool_and_resumes(tmp_path):
