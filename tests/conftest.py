@@ -26,7 +26,7 @@ from tests.postgres import PgBouncer, PostgresServer, find_binaries
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    # `pytest tests/browser/test_native_look.py -k themes --docs-screenshots` regenerates the
+    # `pytest tests/browser/test_native_look.py -k streaming --docs-screenshots` regenerates the
     # docs' screenshots (docs/images/, light and dark) from the browser test that takes them.
     parser.addoption("--docs-screenshots", action="store_true",
                      help="also write the docs' screenshots into docs/images/")
