@@ -5,6 +5,7 @@ public name has an API entry with its docstring, and the examples marked runnabl
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -18,6 +19,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 RUNNABLE = "<!-- runnable -->"
+# Notebook cells: every block so marked on a page runs, in order, in one IPython shell.
+RUNNABLE_IPYTHON = "<!-- runnable: ipython -->"
 # The Markdown files GitHub shows at the top of the repository; the site's pages are
 # checked in the built HTML instead.
 TOP_LEVEL = ("README.md", "CONTRIBUTING.md", "CHANGELOG.md")
@@ -191,17 +194,22 @@ def test_every_public_name_has_a_docstring():
 
 # ---------------------------------------------------------------- runnable examples
 
-def runnable_blocks() -> list[tuple[str, str]]:
-    """(where, code) of every ```python block that `<!-- runnable -->` precedes: an example
-    that needs no key, network or notebook, run as written (top-level `await` allowed)."""
+def python_blocks(marker: str) -> list[tuple[str, str]]:
+    """(where, code) of every ```python block that `marker` precedes."""
     found = []
     for page in markdown_pages():
         text = page.read_text()
         for match in re.finditer(r"^([^\n]*)\n```python\n(.*?)^```", text, re.M | re.S):
-            if match.group(1).strip() == RUNNABLE:
+            if match.group(1).strip() == marker:
                 line = text[:match.start()].count("\n") + 2
                 found.append((f"{page.relative_to(REPO)}:{line}", match.group(2)))
     return found
+
+
+def runnable_blocks() -> list[tuple[str, str]]:
+    """(where, code) of every ```python block that `<!-- runnable -->` precedes: an example
+    that needs no key, network or notebook, run as written (top-level `await` allowed)."""
+    return python_blocks(RUNNABLE)
 
 
 def test_every_whole_program_in_the_docs_is_marked_runnable():
@@ -277,3 +285,49 @@ def test_the_maintainer_recipes_name_files_that_exist():
             if not any((base / path).exists() for base in (REPO, REPO / "mentra_nb")):
                 missing.append(f"{page.name}: {path}")
     assert not missing, missing
+
+
+IPYTHON_RUNNER = """
+import json, sys
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "mentra_nb")  # as the guide's pages assume
+for where, cell in json.load(open(sys.argv[1])):
+    result = shell.run_cell(cell)
+    if not result.success:
+        sys.exit(f"the cell at {where} failed: {result.error_before_exec or result.error_in_exec!r}")
+"""
+
+
+def notebook_pages() -> dict[str, list[tuple[str, str]]]:
+    pages: dict[str, list[tuple[str, str]]] = {}
+    for where, code in python_blocks(RUNNABLE_IPYTHON):
+        pages.setdefault(where.split(":")[0], []).append((where, code))
+    return pages
+
+
+@pytest.mark.parametrize("page", sorted(notebook_pages()))
+def test_the_notebook_examples_run_as_cells_in_order(page, tmp_path):
+    """A page's cells marked `<!-- runnable: ipython -->`, run as a notebook runs them
+    (one shell with the extension loaded, in order, in an empty folder): magics, `{var}`
+    prompts, the offline model."""
+    (tmp_path / "cells.json").write_text(json.dumps(notebook_pages()[page]))
+    # Spawning with a real provider only checks that its key is set; no model is called.
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ANTHROPIC_API_KEY": "placeholder-not-a-key",
+           "OPENAI_API_KEY": "placeholder-not-a-key"}
+    out = subprocess.run([sys.executable, "-c", IPYTHON_RUNNER, "cells.json"], capture_output=True,
+                         text=True, timeout=180, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_no_magic_line_in_the_docs_ends_in_a_comment():
+    """A line magic takes the rest of its line as arguments, `#` included:
+    `%mentra spawn writer  # a note` is a UsageError (it was, in the README's quick start)."""
+    offending = []
+    for page in markdown_pages():
+        for block in re.findall(r"^```python\n(.*?)^```", page.read_text(), re.M | re.S):
+            for line in block.splitlines():
+                code = line.split("=", 1)[1] if re.match(r"\w+ = %", line) else line
+                if code.lstrip().startswith("%") and not code.lstrip().startswith("%%") and " #" in code:
+                    offending.append(f"{page.relative_to(REPO)}: {line}")
+    assert not offending, offending
