@@ -289,10 +289,12 @@ NOT_CORE = {
     "mentra_nb.runtime._tracing": "spans carry each usage's cost_usd and follow team mail",
 }
 # The store's SQL layer and records API serve every feature, so they name none either.
-CORE_MODULES = sorted(
-    name for name, (path, _tree) in SOURCES.items()
-    if path.parent == PACKAGE / "runtime" and name not in NOT_CORE
-) + ["mentra_nb.store._sql_store", "mentra_nb.store.records"]
+CORE_MODULES = [
+    *sorted(name for name, (path, _tree) in SOURCES.items()
+            if path.parent == PACKAGE / "runtime" and name not in NOT_CORE),
+    "mentra_nb.store._sql_store",
+    "mentra_nb.store.records",
+]
 # Each extension package's name, and the words of what it is about.
 FEATURE_WORDS = sorted({
     *(path.name for path in (PACKAGE / "runtime").iterdir()

@@ -50,6 +50,7 @@ from mentra_nb.store.base import AgentKind, AgentRecord, Checkpoint, PersistedAg
 __all__ = ["Agent", "MessageInput", "OwningRuntime"]
 
 MessageInput = str | ContentBlock | Sequence[ContentBlock] | Message
+"""What `agent.send` takes: text, a content block, a list of blocks, or a user `Message`."""
 
 E = TypeVar("E")
 

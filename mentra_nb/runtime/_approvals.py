@@ -63,6 +63,7 @@ log = logging.getLogger("mentra_nb.runtime")
 
 APPROVALS_STATE_KEY = "approvals.v1"
 APPROVAL_INTERRUPTED_RESULT = "not run: it was waiting for approval when the kernel stopped"
+"""The error result of a call that was waiting for approval when its kernel stopped."""
 
 
 class ApprovalState(BaseModel):

@@ -197,6 +197,7 @@ def unregister_extension(cls: type[RuntimeExtension]) -> None:
 
 
 def registered_extensions() -> tuple[type[RuntimeExtension], ...]:
+    """The extension classes `register_extension` added, in the order they act on each round."""
     return tuple(_REGISTERED)
 
 

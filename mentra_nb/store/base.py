@@ -35,6 +35,7 @@ __all__ = [
 # "agent": a lead the user spawned (what `rt.resume()` returns); "teammate" and
 # "subagent" are agents other agents created, revived by their parent.
 AgentKind = Literal["agent", "teammate", "subagent"]
+"""What an agent is: a lead (`agent`), a `teammate` or a `subagent`."""
 
 
 class AgentRecord(BaseModel):
@@ -154,6 +155,8 @@ class LeaseClaim(BaseModel):
 
 
 class LeaseRecord(LeaseClaim):
+    """A stored lease: who holds the agent, and when its holder last heartbeat."""
+
     agent_id: str
     acquired_at: float
     heartbeat_at: float

@@ -73,6 +73,7 @@ __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact_dsn"]
 log = logging.getLogger("mentra_nb.store")
 
 POSTGRES_SCHEMA_VERSION = 5
+"""The Postgres schema version this mentra-nb writes (`mentra_schema`); a newer one is refused."""
 # The channel `NOTIFY` wakes listeners on when mail is posted (see `ListenSignal`):
 # this prefix and the schema's random token (schema 3).
 _MAIL_CHANNEL = re.compile(r"mentra_mail_[0-9a-f]{32}")

@@ -55,7 +55,11 @@ __all__ = [
 log = logging.getLogger("mentra_nb.store")
 
 APPLICATION_ID = 0x4D4E4231  # "MNB1" in the SQLite header marks a mentra-nb file
+"""The SQLite header's application id that marks a mentra-nb state file ("MNB1")."""
 SCHEMA_VERSION = 9
+"""The SQLite schema version this mentra-nb writes (`PRAGMA user_version`); a newer file is
+refused.
+"""
 PAGE_SIZE = 2048  # bytes, for new files
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _NETWORK_FILESYSTEMS = {

@@ -43,7 +43,9 @@ __all__ = [
 
 ROOT_PATH = "/root"
 MAX_MAILBOX_ITEMS = 256
+"""The most items a subagent mailbox holds."""
 MAX_MESSAGE_BYTES = 24_000
+"""The most bytes of a message between subagents; a longer last message is cut."""
 ELLIPSIS = "…"
 
 
@@ -118,6 +120,8 @@ class Mail(BaseModel):
 
 
 class SubagentTree(BaseModel):
+    """A root agent's subagents as stored with the root: the children and the mailbox."""
+
     model_config = ConfigDict(defer_build=True, frozen=True)
 
     agents: dict[str, SubagentRecord] = Field(default_factory=dict)

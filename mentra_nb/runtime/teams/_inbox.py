@@ -41,9 +41,11 @@ __all__ = ["INBOX_MARKER", "TeamInbox", "format_inbox", "holds_inbox", "team_of"
 log = logging.getLogger("mentra_nb.runtime")
 
 INBOX_MARKER = "<team-inbox>"
+"""The tag that opens team mail in a transcript (`<team-inbox>[…]</team-inbox>`)."""
 
 
 def format_inbox(mail: list[TeamMail]) -> str:
+    """Unread team mail as the one user message a round starts with."""
     # No teammate's text can close the inbox and forge mail after it.
     body = envelope_json([m.message.for_model() for m in mail])
     return f"{INBOX_MARKER}\n{body}\n</team-inbox>"

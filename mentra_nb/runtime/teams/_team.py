@@ -67,6 +67,7 @@ __all__ = [
 log = logging.getLogger("mentra_nb.runtime")
 
 LEAD_ONLY_TOOLS = ("team_spawn", "team_broadcast")
+"""The team tools only a lead is offered."""
 TEAMMATE_TOOL_NAMES = (
     "team_send", "team_read_inbox", "team_request", "team_respond", "team_list_requests", "idle",
 )
@@ -79,6 +80,7 @@ _LEASE_EXPIRY_MARGIN = 0.05
 
 
 def teammate_system_prompt(name: str, role: str, lead: str, lead_system: str | None) -> str:
+    """A teammate's system prompt: its name, role and lead, then the lead's own instructions."""
     prompt = (
         f"You are {name}, the {role} of a team led by {lead}. You work on your own and reach "
         "the team only through the team tools.\n"
