@@ -37,7 +37,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mentra_nb.notebook._assets import static_file
 from mentra_nb.notebook._waiting import cell_is_waiting, pump_comms_until
-from mentra_nb.runtime.cells import CellKind, CellMark, CellRun, NotebookCell, WorkspaceUnavailable
+from mentra_nb.runtime.cell_tools import (
+    CellKind,
+    CellMark,
+    CellRun,
+    NotebookCell,
+    WorkspaceUnavailable,
+)
 
 __all__ = ["ANSWER_SECONDS", "NO_FRONT_END", "CellBridge"]
 
@@ -125,6 +131,8 @@ class CellBridge(anywidget.AnyWidget):
         """Whether a page can edit cells, waiting up to `timeout` seconds for the first
         word from one (a cell that just created the bridge; its comm messages are
         read meanwhile). Later calls answer at once."""
+        if not self._heard.done() and not _in_a_kernel():
+            self._heard.set_result(False)  # a plain IPython shell: no page can answer
         if not self._heard.done():
             try:
                 pump_comms_until(self._heard, timeout)
@@ -184,3 +192,9 @@ class CellBridge(anywidget.AnyWidget):
     async def run(self, cell_id: str, mark: CellMark) -> CellRun:
         raw = await self._request("run", RUN_SECONDS, cell=cell_id, mark=mark.model_dump())
         return CellRun.model_validate(raw)
+
+
+def _in_a_kernel() -> bool:
+    from IPython import get_ipython
+
+    return getattr(get_ipython(), "kernel", None) is not None

@@ -53,7 +53,7 @@ from mentra_nb.runtime import (
     mcp,
     shell_tool,
 )
-from mentra_nb.runtime.cells import cells_enabled
+from mentra_nb.runtime.cell_tools import cells_enabled
 from mentra_nb.store import AgentRecord, open_store
 from mentra_nb.store.sqlite import stored_agent_names
 

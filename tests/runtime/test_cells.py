@@ -1,4 +1,4 @@
-"""The cell tools over the `NotebookWorkspace` protocol (runtime/cells), without a
+"""The cell tools over the `NotebookWorkspace` protocol (runtime/cell_tools), without a
 browser: a notebook kept in a list implements the protocol, so the rules of the
 tools (refusals, approvals, records, bounds, when they are offered) are pinned
 here; tests/browser/test_cells.py runs the same tools against JupyterLab 4 and
@@ -12,7 +12,7 @@ import itertools
 import pytest
 
 from mentra_nb import AgentConfig, Runtime, SqliteStore
-from mentra_nb.runtime.cells import (
+from mentra_nb.runtime.cell_tools import (
     CellImage,
     CellKind,
     CellMark,

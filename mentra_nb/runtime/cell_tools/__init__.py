@@ -9,19 +9,19 @@ tools to agents over the runtime's notebook; every change is recorded
     rt.spawn("analyst", model, AgentConfig(cells=True, ask_to_edit_own_cells=False))
 """
 
-from mentra_nb.runtime.cells._changes import (
+from mentra_nb.runtime.cell_tools._changes import (
     CellChange,
     CellSide,
     load_cell_changes,
     record_cell_change,
 )
-from mentra_nb.runtime.cells._tools import (
+from mentra_nb.runtime.cell_tools._tools import (
     CELL_TOOL_NAMES,
     CellsConfig,
     CellsExtension,
     cells_enabled,
 )
-from mentra_nb.runtime.cells._workspace import (
+from mentra_nb.runtime.cell_tools._workspace import (
     CellImage,
     CellKind,
     CellMark,

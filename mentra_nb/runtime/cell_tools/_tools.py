@@ -33,13 +33,13 @@ from mentra_nb.runtime._approvals import denial_result
 from mentra_nb.runtime._extensions import AgentExtension, ExtensionFields, RuntimeExtension
 from mentra_nb.runtime._file_tools import WorkspaceRefusal, exact_replacement
 from mentra_nb.runtime._services import AgentHandle, HasServices
-from mentra_nb.runtime.cells._changes import (
+from mentra_nb.runtime.cell_tools._changes import (
     CellChange,
     CellSide,
     load_cell_changes,
     record_cell_change,
 )
-from mentra_nb.runtime.cells._workspace import (
+from mentra_nb.runtime.cell_tools._workspace import (
     CellMark,
     CellOutput,
     CellRun,
