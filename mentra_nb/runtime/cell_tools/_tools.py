@@ -225,10 +225,12 @@ def _cell_tools(agent: AgentHandle, workspace: NotebookWorkspace) -> list[Tool]:
     def mark() -> CellMark:
         return CellMark(agent=agent.name, run=agent.state.run_generation)
 
-    def record(name: str, cell_id: str, before: CellSide | None, after: CellSide | None) -> None:
+    def record(name: str, cell_id: str, before: CellSide | None, after: CellSide | None,
+               previous: str | None = None) -> None:
         services = agent.services
         change = CellChange(cell_id=cell_id, tool=name, before=before, after=after, agent=agent.name,
-                            run_generation=agent.state.run_generation, message_index=agent.state.history_len)
+                            run_generation=agent.state.run_generation, message_index=agent.state.history_len,
+                            previous=previous)
         record_cell_change(services.store, agent.id, change, token=services.token)
 
     def inserted_by_agent(cell_id: str) -> bool:
@@ -350,8 +352,10 @@ def _cell_tools(agent: AgentHandle, workspace: NotebookWorkspace) -> list[Tool]:
             refusal = await approved("delete_cell", {"cell": cell, "kind": current.kind, "source": current.source})
             if refusal is not None:
                 return ToolOutput(content=refusal, is_error=True)
+            position, _current = await find(cell)  # where it is now: the user may have moved cells
+            previous = (await workspace.cells())[position - 2].id if position > 1 else None
             gone = await workspace.delete(cell)
-            record("delete_cell", cell, CellSide(source=gone.source, kind=gone.kind), None)
+            record("delete_cell", cell, CellSide(source=gone.source, kind=gone.kind), None, previous)
         except (WorkspaceUnavailable, WorkspaceRefusal) as err:
             return ToolOutput(content=str(err), is_error=True)
         return f"deleted cell {cell}"
