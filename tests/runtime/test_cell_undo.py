@@ -10,7 +10,9 @@ from mentra_nb.runtime.cell_tools import (
     CellMark,
     LeftAlone,
     cell_changes_after,
+    last_prompt,
     revert_cell_changes,
+    rewind_with_cells,
 )
 from mentra_nb.testing import text_stream
 from tests.runtime import test_cells
@@ -132,3 +134,27 @@ async def test_the_undo_record_survives_a_new_runtime_on_the_same_file(make, db_
     agent_id = agent.id
     await rt.aclose()
     assert cell_changes_after(SqliteStore(db_path), agent_id, 0) == 0
+
+
+async def test_rewind_with_cells_takes_the_conversation_and_the_notebook_back_to_the_checkpoint(make):
+    notebook = ListNotebook("x = 1")
+    agent, _provider, rt = make(
+        notebook, text_stream("hello"), call("insert_cell", '{"source": "plot(x)"}'), text_stream("added"))
+    await agent.send("hi")
+    await agent.send("add a plot")
+    assert len(agent.history) == 6 and last_prompt(agent) == 2
+
+    done = await rewind_with_cells(agent, last_prompt(agent))
+
+    assert len(agent.history) == 2 and agent.history[-1].text == "hello"
+    assert done.deleted == ["a1"] and sources(notebook) == ["x = 1"]
+
+
+async def test_rewind_with_cells_where_no_notebook_can_edit_cells_still_rewinds_and_says_so(make):
+    notebook = ListNotebook("x = 1")
+    agent, _provider, _rt = make(notebook, call("insert_cell", '{"source": "plot(x)"}'), text_stream("added"))
+    await agent.send("add a plot")
+    notebook.reason = "no notebook front end has answered"
+    done = await rewind_with_cells(agent, 0)
+    assert agent.history == [] and sources(notebook) == ["x = 1", "plot(x)"]
+    assert done.summary() == "1 cell change(s) were not reverted: no notebook front end has answered"

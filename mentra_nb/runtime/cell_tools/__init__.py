@@ -25,7 +25,9 @@ from mentra_nb.runtime.cell_tools._undo import (
     CellsUndone,
     LeftAlone,
     cell_changes_after,
+    last_prompt,
     revert_cell_changes,
+    rewind_with_cells,
 )
 from mentra_nb.runtime.cell_tools._workspace import (
     CellImage,
@@ -56,7 +58,9 @@ __all__ = [
     "WorkspaceUnavailable",
     "cell_changes_after",
     "cells_enabled",
+    "last_prompt",
     "load_cell_changes",
     "record_cell_change",
     "revert_cell_changes",
+    "rewind_with_cells",
 ]

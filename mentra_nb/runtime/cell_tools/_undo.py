@@ -15,9 +15,13 @@ conversation's half is the time-travel rewind (`agent.rewind`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from mentra_nb.messages import Role
 from mentra_nb.runtime.cell_tools._changes import CELL_CHANGES, CellChange
+from mentra_nb.runtime.cell_tools._tools import CellsExtension
 from mentra_nb.runtime.cell_tools._workspace import (
     CellMark,
     NotebookCell,
@@ -26,7 +30,11 @@ from mentra_nb.runtime.cell_tools._workspace import (
 )
 from mentra_nb.store.records import Record, RecordKind, RecordStore
 
-__all__ = ["CELL_UNDOS", "CellUndo", "CellsUndone", "LeftAlone", "cell_changes_after", "revert_cell_changes"]
+if TYPE_CHECKING:
+    from mentra_nb.runtime._agent import Agent
+
+__all__ = ["CELL_UNDOS", "CellUndo", "CellsUndone", "LeftAlone", "cell_changes_after", "last_prompt",
+           "revert_cell_changes", "rewind_with_cells"]
 
 
 class CellUndo(BaseModel):
@@ -153,3 +161,25 @@ async def revert_cell_changes(store: RecordStore, agent_id: str, workspace: Note
     return result.model_copy(update={
         "restored": restored,
         "left_alone": [LeftAlone(cell_id=c, why=why) for c, why in left.items()]})
+
+
+def last_prompt(agent: Agent) -> int:
+    """The index of the agent's last message from the user (not a tool result):
+    rewinding to it undoes the last turn. 0 when there is none."""
+    history = agent.history
+    return next((i for i in range(len(history) - 1, -1, -1)
+                 if history[i].role is Role.USER and not history[i].tool_results), 0)
+
+
+async def rewind_with_cells(agent: Agent, to: int) -> CellsUndone:
+    """`agent.rewind(to)`, and its cell changes made after message `to` reverted
+    through the runtime's notebook (`Runtime(notebook=...)`). The rewind comes
+    first: it refuses a running agent or a bad index before any cell is touched.
+    Where no notebook can edit cells, the conversation is rewound all the same
+    and the answer says why the cells were not."""
+    agent.rewind(to)
+    extension = agent.services.extension(CellsExtension)
+    services = agent.services
+    return await revert_cell_changes(services.store, agent.id, extension.workspace if extension else None, to,
+                                     CellMark(agent=agent.name, run=agent.state.run_generation),
+                                     token=services.token)
