@@ -59,8 +59,11 @@ __all__ = [
 
 # The states a queued record moves through (any other state is the kind's own).
 PENDING = "pending"
+"""A queued record waiting for a claim."""
 CLAIMED = "claimed"
+"""A queued record a claimer holds until it settles it."""
 DONE = "done"
+"""A queued record settled as done (`Settle.done_state`'s default)."""
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -146,6 +149,7 @@ class Settle(_Op):
 
 
 RecordOp = Put | Update | Delete | Claim | Settle
+"""One operation of a `write_records` batch."""
 
 
 # --- typed access -------------------------------------------------------------------

@@ -56,6 +56,7 @@ class StoredServers(BaseModel):
 # One record per runtime id (its scope). No lease fences it: it belongs to the
 # notebook, whichever kernel writes.
 SERVERS = RecordKind("mcp.servers", StoredServers)
+"""A runtime's persistable MCP servers: scope the runtime id, one record."""
 
 
 def extension_of(runtime: HasServices) -> tuple[Services, MCPExtension]:

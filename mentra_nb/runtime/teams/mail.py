@@ -48,8 +48,11 @@ __all__ = [
 ]
 
 TeamMessageKind = Literal["message", "broadcast", "request", "response"]
+"""What a piece of team mail is."""
 TeamMailState = Literal["pending", "inflight", "acked"]
+"""Where a piece of team mail is: queued, claimed by a run, delivered."""
 TeamRequestStatus = Literal["pending", "approved", "rejected"]
+"""Whether a protocol request was answered, and how."""
 
 
 class TeamMessage(BaseModel):
@@ -112,8 +115,11 @@ class MemberState(BaseModel):
 
 
 MAIL = RecordKind("teams.mail", TeamMessage)
+"""Team mail: scope the team, lane the recipient, queued pending → claimed → done."""
 REQUESTS = RecordKind("teams.request", TeamRequest)
+"""Protocol requests: scope the team, key the request id, state its status."""
 MEMBERS = RecordKind("teams.member", MemberState)
+"""A teammate's team state: scope the teammate's agent id."""
 
 # Mail's states as the records queue names them.
 _MAIL_STATES: dict[str, TeamMailState] = {PENDING: "pending", CLAIMED: "inflight", DONE: "acked"}
@@ -147,6 +153,7 @@ def claim_mail(store: Store, team_id: str, recipient: str, *, agent_id: str, tra
 
 
 def count_mail(store: Store, team_id: str, recipient: str, state: TeamMailState = "pending") -> int:
+    """How much of `recipient`'s mail is in `state` (pending: unread)."""
     return MAIL.count(store, team_id, lane=recipient, state=_RECORD_STATES[state])
 
 
