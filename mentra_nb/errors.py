@@ -11,6 +11,7 @@
     │   └── StreamError           the stream broke, ended early or made no sense
     ├── StoreError                the state file cannot be used as asked
     │   ├── DatabaseError         the Postgres store cannot be reached or used
+    │   ├── RecordConflict        a records write found a record other than it expected
     │   └── LeaseLost             another runtime took this agent over
     ├── LeaseUnavailable          a live runtime elsewhere drives the agent
     ├── AgentError                an agent cannot do what was asked
@@ -53,6 +54,7 @@ __all__ = [
     "OutputValidationError",
     "ProviderAuthError",
     "ProviderError",
+    "RecordConflict",
     "RunHalted",
     "StoreError",
     "StreamError",
@@ -121,6 +123,11 @@ class StoreError(MentraError):
 class DatabaseError(StoreError):
     """The Postgres store cannot be reached or used (connection, role, schema, pooler);
     the message names the server, never the password."""
+
+
+class RecordConflict(StoreError):
+    """A `write_records` batch was refused whole: a `Put` found its key taken, or an
+    `Update` found the record missing or in another state than it expected."""
 
 
 class LeaseLost(StoreError):

@@ -357,7 +357,7 @@ def file_tools(workspace: str | os.PathLike[str] | Workspace) -> list[Tool]:
                     continue
                 text = f"{number:>6}\t{_clip_line(line.rstrip(chr(10)))}"
                 if shown and used + len(text) + 1 > MAX_OUTPUT_CHARS:
-                    limit = number - offset  # the budget ends here; count on to report the total
+                    limit = number - offset  # the limit ends here; count on to report the total
                     continue
                 shown.append(text)
                 used += len(text) + 1
