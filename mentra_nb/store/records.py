@@ -59,8 +59,11 @@ __all__ = [
 
 # The states a queued record moves through (any other state is the kind's own).
 PENDING = "pending"
+"""A queued record's state until it is claimed (and again when requeued)."""
 CLAIMED = "claimed"
+"""A queued record's state once a claimer took it (`claim`), until it is settled."""
 DONE = "done"
+"""A queued record's state once settled as done."""
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -146,6 +149,7 @@ class Settle(_Op):
 
 
 RecordOp = Put | Update | Delete | Claim | Settle
+"""Any one write of `Store.write_records`: put, update, delete, claim or settle."""
 
 
 # --- typed access -------------------------------------------------------------------

@@ -48,8 +48,11 @@ __all__ = [
 ]
 
 TeamMessageKind = Literal["message", "broadcast", "request", "response"]
+"""What team mail is: a message, a broadcast, a protocol request or a response."""
 TeamMailState = Literal["pending", "inflight", "acked"]
+"""Where team mail is: `pending`, `inflight` (read by a run not yet committed) or `acked`."""
 TeamRequestStatus = Literal["pending", "approved", "rejected"]
+"""Where a protocol request stands."""
 
 
 class TeamMessage(BaseModel):
@@ -112,8 +115,11 @@ class MemberState(BaseModel):
 
 
 MAIL = RecordKind("teams.mail", TeamMessage)
+"""The record kind of team mail: a queue per recipient (pending, inflight, acked)."""
 REQUESTS = RecordKind("teams.request", TeamRequest)
+"""The record kind of protocol requests between team members."""
 MEMBERS = RecordKind("teams.member", MemberState)
+"""The record kind of a teammate's membership: its team status and spawn time."""
 
 # Mail's states as the records queue names them.
 _MAIL_STATES: dict[str, TeamMailState] = {PENDING: "pending", CLAIMED: "inflight", DONE: "acked"}
@@ -147,6 +153,7 @@ def claim_mail(store: Store, team_id: str, recipient: str, *, agent_id: str, tra
 
 
 def count_mail(store: Store, team_id: str, recipient: str, state: TeamMailState = "pending") -> int:
+    """How much of a recipient's team mail is in `state` (default: unread)."""
     return MAIL.count(store, team_id, lane=recipient, state=_RECORD_STATES[state])
 
 
