@@ -115,11 +115,11 @@ class MemberState(BaseModel):
 
 
 MAIL = RecordKind("teams.mail", TeamMessage)
-"""The record kind of team mail: a queue per recipient (pending, inflight, acked)."""
+"""The record kind of team mail: scoped by team (its lead's id), one lane per recipient."""
 REQUESTS = RecordKind("teams.request", TeamRequest)
-"""The record kind of protocol requests between team members."""
+"""The record kind of a team's protocol requests (`plan_approval`, `shutdown`, …)."""
 MEMBERS = RecordKind("teams.member", MemberState)
-"""The record kind of a teammate's membership: its team status and spawn time."""
+"""The record kind of a teammate's membership: its team, role and status."""
 
 # Mail's states as the records queue names them.
 _MAIL_STATES: dict[str, TeamMailState] = {PENDING: "pending", CLAIMED: "inflight", DONE: "acked"}
@@ -153,7 +153,7 @@ def claim_mail(store: Store, team_id: str, recipient: str, *, agent_id: str, tra
 
 
 def count_mail(store: Store, team_id: str, recipient: str, state: TeamMailState = "pending") -> int:
-    """How much of a recipient's team mail is in `state` (default: unread)."""
+    """How much of `recipient`'s mail in the team is in `state` (unread: pending)."""
     return MAIL.count(store, team_id, lane=recipient, state=_RECORD_STATES[state])
 
 
