@@ -1,0 +1,92 @@
+"""Issue 36.3: real-time collaboration (jupyter-collaboration) in JupyterLab.
+
+A collaborator who had the notebook open while someone else ran the cells got
+the views' markdown ("idle" while the agent streamed, "turn 1 · running…") and
+no Stop until a reload: outputs that reach a page through the shared document
+are untrusted there (jupyterlab/jupyterlab#11435) and an untrusted output
+renders no widget. Saving is the server's in RTC (it autosaves the shared
+document), so the page's save hook never ran and a notebook closed without
+Ctrl+S reopened with "Error displaying widget: model not found".
+"""
+
+from __future__ import annotations
+
+import json
+
+from playwright.sync_api import expect
+
+from tests.browser.notebook_page import NotebookPage, poll, saved_outputs
+
+SETUP = "%load_ext mentra_nb\nimport mentra_nb.notebook as nb"
+SLOW = ("from mentra_nb.providers.test import TestProvider\n"
+        "nb.session().runtime.providers.register(TestProvider(name='slow', chunk_delay=0.02))")
+VIEW = "application/vnd.jupyter.widget-view+json"
+AGENT = "nb.session().agent('writer')"
+
+
+def _second_page(browser, server, name: str):
+    """The notebook open in another browser (another collaborator), with its console."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    return context, NotebookPage(page, server, name).open_existing()
+
+
+def test_a_collaborator_sees_the_stream_live_and_can_stop_it(notebook_rtc, browser, rtc_server):
+    prompt = " ".join(f"word{i}" for i in range(3000))  # a reply of a minute
+    runner = notebook_rtc.open([f"{SETUP}\n{SLOW}", "%mentra spawn writer --model slow:m",
+                                f"%%mentra writer\n{prompt}"])
+    context, other = _second_page(browser, rtc_server, runner.name)  # open before anything runs
+    try:
+        runner.run_all(3)
+        turn = other.agent_view(2)
+        expect(turn.locator(".mentra-badge")).to_have_attribute("data-status", "streaming")
+        live = turn.locator(".mentra-live:not(.mentra-thinking)")
+        seen = len(poll(lambda: live.text_content(), message="the reply on the collaborator's page"))
+        poll(lambda: len(live.text_content() or "") > seen, message="the collaborator's view to stream")
+        # The spawn cell's view is live too (its markdown copy hidden under it).
+        expect(other.agent_view(1).locator(".mentra-badge")).to_have_attribute("data-status", "streaming")
+
+        turn.locator(".mentra-stop").click()
+        poll(lambda: runner.kernel.value(f"{AGENT}.status.name") == "finished", message="the run to stop")
+        assert runner.kernel.value(f"{AGENT}.history[-1].truncated") is True
+        kept = runner.kernel.value(f"{AGENT}.history[-1].text")
+        assert len(kept) < len(prompt)
+        # Both pages show the turn as it ended.
+        for page in (runner, other):
+            expect(page.output(2)).to_contain_text(kept[-40:])
+    finally:
+        context.close()
+
+
+def test_a_notebook_autosaved_by_the_server_reopens_as_its_markdown(notebook_rtc, rtc_server):
+    nb = notebook_rtc.open([SETUP, "%mentra spawn writer",
+                            "%%mentra writer\nWhat lives in a **tide pool**?"])
+    nb.run_all(3)
+    said = "You said: What lives in a tide pool?"
+    expect(nb.agent_view(1).locator(".mentra-transcript")).to_contain_text(said)
+    saved = rtc_server.root / nb.name
+    # No Ctrl+S: the server saves the shared document on its own.
+    poll(lambda: said in json.dumps(saved_outputs(saved, 1)) and said in json.dumps(saved_outputs(saved, 2)),
+         message="the server's autosave of the ended turn and the spawn cell's copy")
+    text = saved.read_text()
+    assert VIEW not in text, "a widget output of ours reached the file"
+    for index in (1, 2):
+        markdown = "".join(o["data"]["text/markdown"] for o in saved_outputs(saved, index)
+                           if "text/markdown" in o.get("data", {}))
+        assert said.replace("tide pool", "**tide pool**") in markdown, markdown
+
+    # Reopened with a new kernel (another name: the server reads it from the file).
+    reopened = "reopened-" + nb.name
+    (rtc_server.root / reopened).write_text(text)
+    nb.page.goto(rtc_server.url(reopened))
+    nb.wait_kernel_idle()
+    panel = nb.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    outputs = panel.locator(".jp-Cell .jp-OutputArea")
+    for index in (1, 2):
+        expect(outputs.nth(index)).to_contain_text(said)
+    for text_shown in ("Loading widget", "Error displaying widget", "model not found"):
+        expect(panel).not_to_contain_text(text_shown)
+    for session in rtc_server.api("GET", "sessions"):
+        if session["path"] == reopened:
+            rtc_server.api("DELETE", f"sessions/{session['id']}")
