@@ -74,6 +74,11 @@ class LabServer:
         folders = {name: self.state / name for name in ("workspaces", "config", "data", "runtime")}
         for folder in folders.values():
             folder.mkdir(parents=True, exist_ok=True)
+        # The server extension an installed mentra-nb enables (its config file lands in
+        # the environment's etc/jupyter; an editable install does not put it there).
+        extension = "jupyter_server_config.d/mentra_nb.json"
+        (folders["config"] / extension).parent.mkdir(exist_ok=True)
+        shutil.copy(REPO / "jupyter-config" / extension, folders["config"] / extension)
         env = {
             **os.environ,
             "JUPYTER_CONFIG_DIR": str(folders["config"]),
