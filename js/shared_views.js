@@ -24,7 +24,7 @@
 // markdown, whose raw HTML it escaped: mentra_nb/_inert_markdown.py). Any other
 // output keeps the trust JupyterLab gave it.
 
-import { VIEW_MIME } from "./saved_state.js";
+import { VIEW_MIME, refreshSavedCopies } from "./saved_state.js";
 
 /**
  * @typedef {{trusted: boolean, data: Record<string, unknown>}} OutputModel
@@ -86,6 +86,58 @@ export async function trustSharedViews(manager) {
     }
   }
   return trusted;
+}
+
+/**
+ * What each of our views does in every page where its model is created (its
+ * `initialize`): show live views to collaborators, and keep the shared document's
+ * saved copies current.
+ * @param {any} model
+ */
+export function shareLiveViews(model) {
+  showViewsToCollaborators(model.widget_manager);
+  keepSharedCopies(model, model.widget_manager);
+}
+
+// The shared document is what the server saves (on its own, a second after each
+// change). The kernel keeps a view's saved copy current by display updates, which
+// reach only the page that ran the cell while it stays open; the page's save hook
+// writes the rest (saved_state.js refreshSavedCopies), but the server's saves run
+// no page's hook. So with collaboration on, one page — the lowest client id among
+// the notebook's collaborators (Yjs awareness), so that two pages never replace
+// the same output at once — writes a view's new copy into the shared document
+// when the kernel sets it: the turn that ended after its runner reloaded, the
+// spawn cell's copy. It waits a moment first: the runner's own display update
+// usually lands meanwhile, and a copy already current is not written again.
+const SETTLE_MS = 1000;
+
+/**
+ * @param {any} model one of our views' widget model
+ * @param {any} manager its widget manager
+ */
+export function keepSharedCopies(model, manager) {
+  const notebook = manager?.context?.model;
+  if (!notebook?.collaborative || typeof model?.on !== "function") return;
+  model.on("change:saved_copy", () => {
+    setTimeout(() => {
+      if (!writesForAll(notebook)) return;
+      try {
+        refreshSavedCopies(notebook, manager.get_state_sync({ drop_defaults: true }));
+      } catch (error) {
+        console.warn("mentra-nb: could not write a view's saved copy", error);
+      }
+    }, SETTLE_MS);
+  });
+}
+
+/**
+ * Whether this page is the one collaborator that writes saved copies.
+ * @param {any} notebook
+ */
+function writesForAll(notebook) {
+  const awareness = notebook.sharedModel?.awareness;
+  if (!awareness?.getStates) return true;
+  return Math.min(...awareness.getStates().keys()) === awareness.clientID;
 }
 
 const WATCHED = Symbol.for("mentra-nb.shared-views");

@@ -3,7 +3,7 @@
 
 import { ClampWatcher, approvalBox, button, element, renderTranscript, subscribe, toolLabel } from "./dom.js";
 import { hookNotebookSaves } from "./saved_state.js";
-import { showViewsToCollaborators } from "./shared_views.js";
+import { shareLiveViews } from "./shared_views.js";
 
 /**
  * @typedef {{label: string, status: string, model: string, path: string, agent_id: string|null,
@@ -153,7 +153,7 @@ function render({ model, el }) {
 /** @param {{model: Model}} context */
 function initialize({ model }) {
   hookNotebookSaves(/** @type {any} */ (model).widget_manager); // (saved_state.js)
-  showViewsToCollaborators(/** @type {any} */ (model).widget_manager); // (shared_views.js)
+  shareLiveViews(model); // (shared_views.js)
 }
 
 export default { initialize, render };

@@ -3,7 +3,7 @@
 
 import { ClampWatcher, approvalBox, button, codeText, element, renderTranscript, subscribe, toolLabel } from "./dom.js";
 import { hookNotebookSaves } from "./saved_state.js";
-import { showViewsToCollaborators } from "./shared_views.js";
+import { shareLiveViews } from "./shared_views.js";
 
 /**
  * @typedef {{name: string, role: string, model: string, status: string, error?: string|null,
@@ -283,7 +283,7 @@ function render({ model, el }) {
 /** @param {{model: Model}} context */
 function initialize({ model }) {
   hookNotebookSaves(/** @type {any} */ (model).widget_manager); // (saved_state.js)
-  showViewsToCollaborators(/** @type {any} */ (model).widget_manager); // (shared_views.js)
+  shareLiveViews(model); // (shared_views.js)
 }
 
 export default { initialize, render };

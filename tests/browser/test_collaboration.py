@@ -16,6 +16,7 @@ import json
 from playwright.sync_api import expect
 
 from tests.browser.notebook_page import NotebookPage, poll, saved_outputs
+from tests.browser.test_saved_after_reload import ENDED, HELD_MODEL
 
 SETUP = "%load_ext mentra_nb\nimport mentra_nb.notebook as nb"
 SLOW = ("from mentra_nb.providers.test import TestProvider\n"
@@ -52,9 +53,15 @@ def test_a_collaborator_sees_the_stream_live_and_can_stop_it(notebook_rtc, brows
         assert runner.kernel.value(f"{AGENT}.history[-1].truncated") is True
         kept = runner.kernel.value(f"{AGENT}.history[-1].text")
         assert len(kept) < len(prompt)
-        # Both pages show the turn as it ended.
+        # Both pages show the turn as it ended, and so does the file the server saved:
+        # once (two pages that replaced the output at once would leave two).
         for page in (runner, other):
             expect(page.output(2)).to_contain_text(kept[-40:])
+        saved = rtc_server.root / runner.name
+        poll(lambda: kept[-40:] in json.dumps(saved_outputs(saved, 2)), message="the ended turn to be saved")
+        turn_outputs = saved_outputs(saved, 2)
+        assert [o["output_type"] for o in turn_outputs] == ["display_data", "execute_result"], turn_outputs
+        assert all(VIEW not in o["data"] for o in turn_outputs)
     finally:
         context.close()
 
@@ -92,3 +99,31 @@ def test_a_notebook_autosaved_by_the_server_reopens_as_its_markdown(notebook_rtc
     for session in rtc_server.api("GET", "sessions"):
         if session["path"] == reopened:
             rtc_server.api("DELETE", f"sessions/{session['id']}")
+
+
+def test_a_turn_that_ends_after_its_runner_reloaded_is_autosaved_as_it_ended(notebook_rtc, rtc_server):
+    """The kernel's display updates reach only the page that ran the cell, and only
+    until it reloads; the server's autosave runs no page's save hook. A page writes
+    the view's new copy into the shared document instead."""
+    nb = notebook_rtc
+    tag = nb.name.removesuffix(".ipynb")
+    nb.open([SETUP, HELD_MODEL.format(name=tag), "%mentra spawn writer --model held:m --tools wait_for_release",
+             "%%mentra writer\nHold on"])
+    nb.run_all(4)
+    expect(nb.agent_view(3).locator(".mentra-badge")).to_have_attribute("data-status", "executing_tool")
+    nb.page.reload()
+    nb.wait_kernel_idle()
+    turn = nb.agent_view(3)
+    expect(turn.locator(".mentra-badge")).to_have_attribute("data-status", "executing_tool", timeout=30_000)
+    (rtc_server.root / f"release-{tag}").write_text("")
+    expect(turn.locator(".mentra-transcript")).to_contain_text(ENDED, timeout=30_000)
+
+    saved = rtc_server.root / nb.name
+    poll(lambda: ENDED in json.dumps(saved_outputs(saved, 3)) and ENDED in json.dumps(saved_outputs(saved, 2)),
+         message="the server's autosave of the ended turn and the spawn cell's copy")
+    turn_outputs = saved_outputs(saved, 3)
+    assert [o["output_type"] for o in turn_outputs] == ["display_data", "execute_result"], turn_outputs
+    assert "running…" not in json.dumps(turn_outputs)
+    assert all(VIEW not in o["data"] for o in turn_outputs)
+    # The page shows the turn as it ended, once.
+    expect(nb.output(3).locator(".jp-OutputArea-output")).to_have_count(2)
