@@ -24,7 +24,7 @@
 // markdown, whose raw HTML it escaped: mentra_nb/_inert_markdown.py). Any other
 // output keeps the trust JupyterLab gave it.
 
-import { VIEW_MIME, refreshSavedCopies } from "./saved_state.js";
+import { VIEW_MIME, refreshSavedCopies, writesSharedOutputs } from "./saved_state.js";
 
 /**
  * @typedef {{trusted: boolean, data: Record<string, unknown>}} OutputModel
@@ -103,10 +103,9 @@ export function shareLiveViews(model) {
 // change). The kernel keeps a view's saved copy current by display updates, which
 // reach only the page that ran the cell while it stays open; the page's save hook
 // writes the rest (saved_state.js refreshSavedCopies), but the server's saves run
-// no page's hook. So with collaboration on, one page — the lowest client id among
-// the notebook's collaborators (Yjs awareness), so that two pages never replace
-// the same output at once — writes a view's new copy into the shared document
-// when the kernel sets it: the turn that ended after its runner reloaded, the
+// no page's hook. So with collaboration on, one page (saved_state.js
+// writesSharedOutputs) writes a view's new copy into the shared document when
+// the kernel sets it: the turn that ended after its runner reloaded, the
 // spawn cell's copy. It waits a moment first: the runner's own display update
 // usually lands meanwhile, and a copy already current is not written again.
 const SETTLE_MS = 1000;
@@ -120,7 +119,7 @@ export function keepSharedCopies(model, manager) {
   if (!notebook?.collaborative || typeof model?.on !== "function") return;
   model.on("change:saved_copy", () => {
     setTimeout(() => {
-      if (!writesForAll(notebook)) return;
+      if (!writesSharedOutputs(notebook)) return;
       try {
         refreshSavedCopies(notebook, manager.get_state_sync({ drop_defaults: true }));
       } catch (error) {
@@ -128,16 +127,6 @@ export function keepSharedCopies(model, manager) {
       }
     }, SETTLE_MS);
   });
-}
-
-/**
- * Whether this page is the one collaborator that writes saved copies.
- * @param {any} notebook
- */
-function writesForAll(notebook) {
-  const awareness = notebook.sharedModel?.awareness;
-  if (!awareness?.getStates) return true;
-  return Math.min(...awareness.getStates().keys()) === awareness.clientID;
 }
 
 const WATCHED = Symbol.for("mentra-nb.shared-views");

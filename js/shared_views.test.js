@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { VIEW_MIME } from "./saved_state.js";
+import { VIEW_MIME, writesSharedOutputs } from "./saved_state.js";
 import { trustSharedViews, viewOnly } from "./shared_views.js";
 
 const view = (id, extra = {}) => ({ [VIEW_MIME]: { model_id: id }, "text/plain": "AgentView(writer)",
@@ -45,5 +45,16 @@ describe("trustSharedViews", () => {
     expect(items.map((item) => item.trusted)).toEqual([false, true, false, false, false, true, false]);
     expect(rendered).toEqual([1]);
     expect(await trustSharedViews(manager)).toBe(0); // once
+  });
+});
+
+describe("writesSharedOutputs", () => {
+  const shared = (me, others) => ({ collaborative: true, sharedModel: { awareness: {
+    clientID: me, getStates: () => new Map([me, ...others].map((id) => [id, {}])) } } });
+  it("lets one collaborator of a shared notebook change outputs: the lowest client id", () => {
+    expect(writesSharedOutputs(shared(3, [7, 12]))).toBe(true);
+    expect(writesSharedOutputs(shared(12, [3, 7]))).toBe(false);
+    expect(writesSharedOutputs({ ...shared(12, [3]), collaborative: false })).toBe(true); // (not shared)
+    expect(writesSharedOutputs(undefined)).toBe(true);
   });
 });
