@@ -101,11 +101,17 @@ log = logging.getLogger("mentra_nb.notebook")
 # reveals each message over the time since the one before, never longer than the
 # window (js/agent_view.js Reveal), and Stop keeps what it showed (`_stop`).
 STREAM_INTERVAL = 0.05  # seconds
+"""Seconds between two reads of the agent's live text while a run is active."""
 LIVE_WINDOW = 0.15  # seconds
+"""Seconds between two messages of live text to the browser, after the first words (which go at
+once).
+"""
 # A running call's progress reports (an MCP server may send hundreds a second)
 # are read less often than text: the newest at once, then after 1, 2, 4, 4 … s.
 PROGRESS_FIRST_DELAY = 1.0  # seconds
+"""Seconds before a running call's second progress report is sent (the first goes at once)."""
 PROGRESS_MAX_DELAY = 4.0  # seconds
+"""The longest wait, in seconds, between two progress reports of a running call."""
 
 
 class _Hello(BrowserMessage):
@@ -659,7 +665,7 @@ class AgentView(MentraWidget):
     def _on_edit(self, message: _Edit) -> None:
         self._host.submit(self._agent.edit(message.index, message.text)).add_done_callback(self._report_edit)
 
-    _browser_messages = BrowserMessages({
+    browser_messages = BrowserMessages({
         _Hello: _on_hello, _Earlier: _on_earlier, _Stop: _on_stop, _Interrupt: _on_interrupt, _Send: _on_send,
         _Resume: _on_resume, _Approve: _on_approve, _Deny: _on_deny, _Fork: _on_fork,
         _EditSource: _on_edit_source, _Edit: _on_edit,

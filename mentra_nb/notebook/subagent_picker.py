@@ -81,6 +81,11 @@ LIVE_PREVIEW_CHARS = 4_000
 
 
 class SubagentPickerView(MentraWidget):
+    """A root agent's subagents: a count badge, a row per child with status and model, its
+    transcript on a click, Interrupt, and Approve / Deny for a child's waiting call
+    (`%mentra subagents NAME`).
+    """
+
     _esm = static_file("subagent_picker.js")
     _css = static_file("mentra.css")
 
@@ -221,7 +226,7 @@ class SubagentPickerView(MentraWidget):
     def _on_call_answer(self, message: _ApproveCall | _DenyCall) -> None:
         self._host.call_soon(self._answer_call, message)
 
-    _browser_messages = BrowserMessages({
+    browser_messages = BrowserMessages({
         _Open: _on_open, _Older: _on_older, _Close: _on_close, _Interrupt: _on_interrupt,
         _ApproveCall: _on_call_answer, _DenyCall: _on_call_answer,
     })

@@ -89,6 +89,10 @@ _APPROVAL_EVENTS = ("tool_approval_requested", "tool_approval_resolved", "run_fi
 
 
 class TeamView(MentraWidget):
+    """A lead and its teammates: their statuses, a teammate's transcript on a click, the requests
+    and tool calls waiting for the user, with their buttons (`%mentra team LEAD`).
+    """
+
     _esm = static_file("team_view.js")
     _css = static_file("mentra.css")
 
@@ -264,7 +268,7 @@ class TeamView(MentraWidget):
     def _on_reject(self, message: _Reject) -> None:
         self._host.call_soon(self._answer, message.request_id, False, message.reason)
 
-    _browser_messages = BrowserMessages({
+    browser_messages = BrowserMessages({
         _Approve: _on_approve, _Reject: _on_reject, _ApproveCall: _on_call_answer, _DenyCall: _on_call_answer,
         _Open: _on_open, _Older: _on_older, _Close: _on_close,
     })
