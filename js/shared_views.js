@@ -132,7 +132,7 @@ export function keepSharedCopies(model, manager) {
 const WATCHED = Symbol.for("mentra-nb.shared-views");
 
 /**
- * Trust the cells that show our views now, and again whenever the notebook
+ * Trust the outputs that show our live views now, and again whenever the notebook
  * changes (a collaborator's output arrives after, or before, its model does:
  * each new model of ours calls this again). Once per notebook and page; where
  * the manager has no document (VS Code, Colab, a static page) nothing happens.
