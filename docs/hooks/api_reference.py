@@ -27,7 +27,7 @@ PAGES: dict[str, tuple[str, ...]] = {
                                 "mentra_nb.runtime.subagents", "mentra_nb.runtime.mcp"),
     "reference/notebook.md": ("mentra_nb.notebook", "mentra_nb.notebook.turn",
                               "mentra_nb.notebook.agent_view", "mentra_nb.notebook.team_view",
-                              "mentra_nb.notebook.subagent_picker"),
+                              "mentra_nb.notebook.subagent_picker", "mentra_nb.server_extension"),
     "reference/store.md": ("mentra_nb.store", "mentra_nb.store.base", "mentra_nb.store.records",
                            "mentra_nb.store.sqlite", "mentra_nb.store.postgres",
                            "mentra_nb.store.locations"),
