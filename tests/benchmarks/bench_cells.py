@@ -12,9 +12,7 @@ outputs are the same bytes a user's run sends, and are not counted.
 
 from __future__ import annotations
 
-import shutil
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -72,59 +70,40 @@ def _notebook(path: Path) -> None:
 
 
 def measure() -> dict[str, Any]:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    from tests.browser.conftest import CHROMIUM_ARGS
-    from tests.browser.lab_server import LabServer
+    from tests.benchmarks.lab_page import lab_page
     from tests.browser.notebook_page import NotebookPage, poll
 
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        raise RuntimeError("Debian's chromium is not installed: apt-get install -y chromium")
-    with tempfile.TemporaryDirectory(prefix="mentra-bench-cells-") as tmp:
-        root = Path(tmp) / "notebooks"
-        root.mkdir()
-        _notebook(root / "cells.ipynb")
-        server = LabServer(root, Path(tmp) / "state", Path(tmp) / "lab.log")
-        frames: list[tuple[str, bytes]] = []
+    frames: list[tuple[str, bytes]] = []
+    with lab_page("mentra-bench-cells-", lambda root: _notebook(root / "cells.ipynb")) as (server, page):
+
+        def tap(ws: Any) -> None:
+            for kind in ("framesent", "framereceived"):
+                ws.on(kind, lambda payload, kind=kind: frames.append(
+                    (kind, payload if isinstance(payload, bytes) else payload.encode())))
+
+        page.on("websocket", tap)
+        nb = NotebookPage(page, server, "cells.ipynb").open_existing()
         try:
-            server.start()
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-                try:
-                    page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
-                    page.set_default_timeout(60_000)
-
-                    def tap(ws: Any) -> None:
-                        for kind in ("framesent", "framereceived"):
-                            ws.on(kind, lambda payload, kind=kind: frames.append(
-                                (kind, payload if isinstance(payload, bytes) else payload.encode())))
-
-                    page.on("websocket", tap)
-                    nb = NotebookPage(page, server, "cells.ipynb").open_existing()
-                    try:
-                        nb.run_cell(0)
-                        user = []
-                        for _ in range(RUNS):
-                            page.evaluate(PROMPT_WATCH, 1)
-                            nb.cell(1).locator(".jp-InputPrompt").click()
-                            started = time.time()
-                            page.keyboard.press("Control+Enter")  # run in place, as Shift+Enter runs
-                            done = poll(lambda: page.evaluate("window.__mentraDone"), message="the user's run")
-                            user.append(done / 1000 - started)
-                        nb.run_cell(2)
-                        comm = nb.kernel.value("nb.session().cell_bridge.comm.comm_id").encode()
-                        frames.clear()
-                        nb.run_cell(3)
-                        # (watched in the page: a probe of the kernel would queue among the runs)
-                        expect(page.locator(".mentra-agent").last).to_contain_text("all runs done", timeout=120_000)
-                        calls = nb.kernel.value("CALLS")
-                    finally:
-                        nb.close()
-                finally:
-                    browser.close()
+            nb.run_cell(0)
+            user = []
+            for _ in range(RUNS):
+                page.evaluate(PROMPT_WATCH, 1)
+                nb.cell(1).locator(".jp-InputPrompt").click()
+                started = time.time()
+                page.keyboard.press("Control+Enter")  # run in place, as Shift+Enter runs
+                done = poll(lambda: page.evaluate("window.__mentraDone"), message="the user's run")
+                user.append(done / 1000 - started)
+            nb.run_cell(2)
+            comm = nb.kernel.value("nb.session().cell_bridge.comm.comm_id").encode()
+            frames.clear()
+            nb.run_cell(3)
+            # (watched in the page: a probe of the kernel would queue among the runs)
+            expect(page.locator(".mentra-agent").last).to_contain_text("all runs done", timeout=120_000)
+            calls = nb.kernel.value("CALLS")
         finally:
-            server.stop()
+            nb.close()
     agent = [calls[i + 1][0] - calls[i][1] for i in range(RUNS)]
     ours = [(kind, len(payload)) for kind, payload in frames if comm in payload and b"comm_msg" in payload]
     return {"user": user, "agent": agent,

@@ -53,6 +53,7 @@ from mentra_nb.runtime.tools import Tool, ToolDurability, ToolOutput, tool
 __all__ = ["CELL_TOOL_NAMES", "CellsConfig", "CellsExtension", "cells_enabled", "describe_run", "render_cells"]
 
 CELL_TOOL_NAMES = ("read_notebook", "insert_cell", "edit_cell", "run_cell", "delete_cell")
+"""The tools this extension offers an agent, where a notebook's cells can be edited."""
 MAX_CELLS_PER_READ = 50
 MAX_SOURCE_CHARS = 6_000  # of one cell, as read_notebook shows it
 MAX_OUTPUT_CHARS = 2_000  # of one cell's outputs, as read_notebook shows them

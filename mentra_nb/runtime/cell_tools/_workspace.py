@@ -17,6 +17,7 @@ __all__ = ["CellImage", "CellKind", "CellMark", "CellOutput", "CellRun", "Notebo
            "NotebookWorkspace", "WorkspaceUnavailable"]
 
 CellKind = Literal["code", "markdown", "raw"]
+"""A cell's kind, as nbformat names it."""
 
 
 class WorkspaceUnavailable(Exception):
