@@ -1,4 +1,4 @@
-"""Issue 29.2 in JupyterLab: undo reverts the agent's cell changes through the page.
+"""Issue 29.2 in JupyterLab 4 and Notebook 7: undo reverts the agent's cell changes through the page.
 
 A scripted model inserts a markdown and a code cell and edits the user's cell; the
 user then edits the agent's code cell; `%mentra undo writer` deletes the markdown
@@ -63,7 +63,14 @@ def _cell_id(nb: NotebookPage, index: int) -> str:
 
 
 def test_undo_in_jupyterlab_leaves_the_users_edit_and_works_after_a_kernel_restart(notebook):
-    nb = notebook
+    _undo_leaves_the_users_edit_and_works_after_a_kernel_restart(notebook)
+
+
+def test_undo_in_notebook_7_leaves_the_users_edit_and_works_after_a_kernel_restart(notebook7):
+    _undo_leaves_the_users_edit_and_works_after_a_kernel_restart(notebook7)
+
+
+def _undo_leaves_the_users_edit_and_works_after_a_kernel_restart(nb: NotebookPage) -> None:
     _notebook(nb.server.root / nb.name)
     nb.open_existing()
     nb.run_all(4)
