@@ -353,8 +353,9 @@ def _cell_tools(agent: AgentHandle, workspace: NotebookWorkspace) -> list[Tool]:
             refusal = await approved("delete_cell", {"cell": cell, "kind": current.kind, "source": current.source})
             if refusal is not None:
                 return ToolOutput(content=refusal, is_error=True)
-            position, _current = await find(cell)  # where it is now: the user may have moved cells
-            previous = (await workspace.cells())[position - 2].id if position > 1 else None
+            # The cell above it now (the user may have moved cells meanwhile): undo puts it back there.
+            ids = [c.id for c in await workspace.cells()]
+            previous = ids[ids.index(cell) - 1] if cell in ids and ids.index(cell) > 0 else None
             gone = await workspace.delete(cell)
             record("delete_cell", cell, CellSide(source=gone.source, kind=gone.kind), None, previous)
         except (WorkspaceUnavailable, WorkspaceRefusal) as err:
