@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import io
+import threading
 import time
 
 import pytest
@@ -24,7 +27,7 @@ from mentra_nb import (
 )
 from mentra_nb.notebook._arguments import COMMANDS
 from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream
-from tests.conftest import wait_until
+from tests.conftest import WAIT_LIMIT, wait_until
 from tests.notebook.conftest import mentra, mentra_cell
 
 
@@ -163,6 +166,40 @@ def test_a_cell_returns_at_once_and_the_turn_can_be_awaited(ip, session):
         return await turn
 
     assert asyncio.run(wait()).text == "streamed reply"
+
+
+def test_a_cell_sent_to_a_busy_agent_waits_for_its_run_then_sends(ip, session):
+    # Run All: `%%mentra writer` returns at once, and the next cell sends to writer
+    # while it still streams. It waits for that run instead of failing (AgentBusy).
+    script, control = controlled_stream()
+    session.runtime.providers.register(ScriptedProvider("scripted", [script, text_stream("second")]))
+    agent = mentra(ip, "spawn writer --model scripted:m")
+    first = mentra_cell(ip, "writer", "first")
+
+    class Said(io.StringIO):
+        waiting = threading.Event()
+
+        def write(self, text: str) -> int:
+            if "still on run 1" in text:
+                self.waiting.set()
+            return super().write(text)
+
+    said = Said()
+
+    def finish_the_first_run_once_the_cell_waits() -> None:
+        assert said.waiting.wait(WAIT_LIMIT)
+        for event in text_stream("first reply").events:
+            session.host.call_soon(control.send, event)
+
+    releaser = threading.Thread(target=finish_the_first_run_once_the_cell_waits)
+    releaser.start()
+    with contextlib.redirect_stdout(said):
+        reply = mentra_cell(ip, "writer --wait", "second")
+    releaser.join()
+    assert "this cell sends when it ends" in said.getvalue()
+    assert first.result(5).text == "first reply"
+    assert reply.text == "second" and reply.turn.run_generation == 2
+    assert [m.text for m in agent.history] == ["first", "first reply", "second", "second"]
 
 
 def test_prompt_errors_are_usage_errors(ip):
