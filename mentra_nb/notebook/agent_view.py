@@ -47,10 +47,10 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import traitlets
-from pydantic import Field, TypeAdapter
+from pydantic import Field
 
 from mentra_nb import pricing
 from mentra_nb.errors import AgentError, MentraError
@@ -65,7 +65,8 @@ from mentra_nb.notebook._rendering import (
     transcript_markdown,
 )
 from mentra_nb.notebook._stream_refs import encode_html
-from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
+from mentra_nb.notebook._widget import BrowserMessage, BrowserMessages, MentraWidget
+from mentra_nb.notebook._wire import Approval, DeltaMessage, LiveState, SourceMessage
 from mentra_nb.runtime import (
     AGENT_NAME_PATTERN,
     Agent,
@@ -73,6 +74,8 @@ from mentra_nb.runtime import (
     AgentSnapshot,
     AgentStatus,
     PendingApproval,
+    SubagentSnapshot,
+    TeamSnapshot,
     spending,
 )
 
@@ -172,12 +175,6 @@ class _Deny(BrowserMessage):
     call_id: str = Field(min_length=1, max_length=200)
     reason: str = Field(default="", max_length=2_000)
 
-
-_browser_message: TypeAdapter[Any] = browser_messages(
-    Annotated[_Hello | _Earlier | _Stop | _Interrupt | _Send | _Resume | _Approve | _Deny | _Fork | _EditSource
-              | _Edit,
-              Field(discriminator="kind")]
-)
 
 # How many messages a view renders at a time: the last page when it is displayed,
 # each earlier page when the reader asks for it (a resumed notebook of fifty long
@@ -470,16 +467,18 @@ class AgentView(MentraWidget):
 
     def _cost_text(self, snapshot: AgentSnapshot) -> str:
         own = pricing.format_cost(snapshot.usage.cost_usd)
-        if not snapshot.teammates and not snapshot.subagents:
+        teammates = TeamSnapshot.of(snapshot).teammates
+        subagents = SubagentSnapshot.of(snapshot).subagents
+        if not teammates and not subagents:
             return own
         # The tree's sum is read again only when the agent's usage or its members
         # changed (a member's run ends with a status change), not on every delta.
-        key = (snapshot.usage, snapshot.teammates, snapshot.subagents)
+        key = (snapshot.usage, teammates, subagents)
         if key != self._cost_key:
             self._cost_key = key
             total = spending(self._agent).total
-            what = " and ".join(w for w, present in (("team", snapshot.teammates),
-                                                     ("subagents", snapshot.subagents)) if present)
+            what = " and ".join(w for w, present in (("team", teammates), ("subagents", subagents))
+                                if present)
             self._tree_cost = f" · {pricing.format_cost(total.cost_usd)} with {what}"
         return own + self._tree_cost
 
@@ -493,7 +492,7 @@ class AgentView(MentraWidget):
         """New live text: the most frequent message, so its keys are one letter and
         empty fields are left out (js/agent_view.js LiveStream reads it)."""
         self._seq += 1
-        message: dict[str, Any] = {"s": self._seq, "t": text}
+        message: DeltaMessage = {"s": self._seq, "t": text}
         if thinking:
             message["h"] = thinking
         if tools:
@@ -589,7 +588,7 @@ class AgentView(MentraWidget):
                 for item in message_items(message, i)]
 
     def _send_items(self, start: int, items: list[dict[str, Any]], stream: _Stream | None = None,
-                    live: dict[str, Any] | None = None) -> None:
+                    live: LiveState | None = None) -> None:
         message: dict[str, Any] = {"kind": "items", "start": start, "items": items}
         if start == 0:  # the transcript from its first page: how many messages come before it
             message["earlier"] = self._loaded_from - self._first
@@ -613,7 +612,7 @@ class AgentView(MentraWidget):
     def _resend_stream(self) -> None:
         self._send_custom({"kind": "reset", **self._live_now()})
 
-    def _live_now(self) -> dict[str, Any]:
+    def _live_now(self) -> LiveState:
         """The half-streamed reply as the browser should hold it now (nothing when
         this view follows no run), counted as sent."""
         snapshot = self._agent.snapshot
@@ -627,34 +626,46 @@ class AgentView(MentraWidget):
 
     # --- browser side (runs on the kernel's shell thread) -------------------------
 
-    def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        message = self._accept(_browser_message, content)
+    def _on_hello(self, _message: _Hello) -> None:
+        self._host.call_soon(self._hello)
+
+    def _on_earlier(self, message: _Earlier) -> None:
+        self._host.call_soon(self._send_earlier, message.before)
+
+    def _on_stop(self, message: _Stop) -> None:
+        self._host.call_soon(self._stop, message.now, message.shown, message.seq)
+
+    def _on_interrupt(self, _message: _Interrupt) -> None:
+        self._host.call_soon(self._agent.cancel)
+
+    def _on_send(self, message: _Send) -> None:
+        self._host.submit(self._agent.send(message.text)).add_done_callback(_log_failure(self._agent.name))
+
+    def _on_resume(self, _message: _Resume) -> None:
+        self._host.submit(self._agent.resume()).add_done_callback(_log_failure(self._agent.name))
+
+    def _on_approve(self, message: _Approve) -> None:
         agent = self._agent
-        if isinstance(message, _Hello):
-            self._host.call_soon(self._hello)
-        elif isinstance(message, _Earlier):
-            self._host.call_soon(self._send_earlier, message.before)
-        elif isinstance(message, _Stop):
-            self._host.call_soon(self._stop, message.now, message.shown, message.seq)
-        elif isinstance(message, _Interrupt):
-            self._host.call_soon(agent.cancel)
-        elif isinstance(message, _Send):
-            future = self._host.submit(agent.send(message.text))
-            future.add_done_callback(_log_failure(agent.name))
-        elif isinstance(message, _Resume):
-            future = self._host.submit(agent.resume())
-            future.add_done_callback(_log_failure(agent.name))
-        elif isinstance(message, _Approve):
-            self._host.call_soon(_answer, agent.name, agent.approve, message.call_id, message.always)
-        elif isinstance(message, _Deny):
-            self._host.call_soon(_answer, agent.name, agent.deny, message.call_id, message.reason)
-        elif isinstance(message, _Fork):
-            self._host.call_soon(self._fork_from_here, message.at, message.name)
-        elif isinstance(message, _EditSource):
-            self._host.call_soon(self._send_source, message.index)
-        elif isinstance(message, _Edit):
-            future = self._host.submit(agent.edit(message.index, message.text))
-            future.add_done_callback(self._report_edit)
+        self._host.call_soon(_answer, agent.name, agent.approve, message.call_id, message.always)
+
+    def _on_deny(self, message: _Deny) -> None:
+        agent = self._agent
+        self._host.call_soon(_answer, agent.name, agent.deny, message.call_id, message.reason)
+
+    def _on_fork(self, message: _Fork) -> None:
+        self._host.call_soon(self._fork_from_here, message.at, message.name)
+
+    def _on_edit_source(self, message: _EditSource) -> None:
+        self._host.call_soon(self._send_source, message.index)
+
+    def _on_edit(self, message: _Edit) -> None:
+        self._host.submit(self._agent.edit(message.index, message.text)).add_done_callback(self._report_edit)
+
+    browser_messages = BrowserMessages({
+        _Hello: _on_hello, _Earlier: _on_earlier, _Stop: _on_stop, _Interrupt: _on_interrupt, _Send: _on_send,
+        _Resume: _on_resume, _Approve: _on_approve, _Deny: _on_deny, _Fork: _on_fork,
+        _EditSource: _on_edit_source, _Edit: _on_edit,
+    })
 
     # --- time travel from the browser (runs on the runtime thread) -----------------
 
@@ -671,7 +682,8 @@ class AgentView(MentraWidget):
         # On request, not with every item: a prompt would cross the wire twice.
         history = self._agent.history
         text = history[index].text if index < len(history) else ""
-        self.send({"kind": "source", "index": index, "text": text})
+        source: SourceMessage = {"kind": "source", "index": index, "text": text}
+        self.send(source)
 
     def _report_edit(self, future: Any) -> None:
         if future.cancelled():
@@ -821,9 +833,9 @@ def progress_delay(sent: int) -> float:
     return min(PROGRESS_MAX_DELAY, PROGRESS_FIRST_DELAY * 2.0 ** (sent - 1))
 
 
-def _stream_fields(text: str, thinking: str, tools: dict[str, str]) -> dict[str, Any]:
+def _stream_fields(text: str, thinking: str, tools: dict[str, str]) -> LiveState:
     # Empty fields are left out: on a long stream the envelope is most of the bytes.
-    fields: dict[str, Any] = {"text": text}
+    fields: LiveState = {"text": text}
     if thinking:
         fields["thinking"] = thinking
     if tools:
@@ -840,7 +852,7 @@ def _by_reference(item: dict[str, Any], streamed: list[str]) -> dict[str, Any]:
     return {**{k: v for k, v in item.items() if k != "html"}, "html_parts": parts}
 
 
-def approval_item(pending: PendingApproval) -> dict[str, Any]:
+def approval_item(pending: PendingApproval) -> Approval:
     """A paused tool call as the widgets show it (its input bounded)."""
     text = json.dumps(pending.input, indent=2, ensure_ascii=False)
     if len(text) > APPROVAL_INPUT_CHARS:

@@ -21,18 +21,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import traitlets
-from pydantic import Field, TypeAdapter
+from pydantic import Field
 
 from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.notebook._assets import static_file
 from mentra_nb.notebook._rendering import md_cell, md_code, md_text, message_items
-from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
+from mentra_nb.notebook._widget import BrowserMessage, BrowserMessages, MentraWidget
 from mentra_nb.notebook.agent_view import approval_item
-from mentra_nb.runtime import Agent, AgentEvent, AgentSnapshot
-from mentra_nb.runtime.teams import team_of
+from mentra_nb.runtime import Agent, AgentEvent, AgentSnapshot, teams
+from mentra_nb.runtime.teams import TeamSnapshot, team_of
 
 if TYPE_CHECKING:
     from mentra_nb.notebook._host import RuntimeHost
@@ -83,10 +83,6 @@ class _Close(BrowserMessage):
     view: str = Field(min_length=1, max_length=100)
 
 
-_browser_message: TypeAdapter[Any] = browser_messages(
-    Annotated[_Approve | _Reject | _ApproveCall | _DenyCall | _Open | _Older | _Close,
-              Field(discriminator="kind")]
-)
 PREVIEW_PAGE = 20  # messages of a teammate's transcript shown at a time
 _APPROVAL_EVENTS = ("tool_approval_requested", "tool_approval_resolved", "run_finished", "run_failed",
                     "run_cancelled")
@@ -141,24 +137,24 @@ class TeamView(MentraWidget):
             team = team_of(self._lead)
         except MentraError:
             return []
-        agents = [a for a in (team.live_agent(t.name) for t in snapshot.teammates) if isinstance(a, Agent)]
+        agents = [a for a in (team.live_agent(t.name) for t in TeamSnapshot.of(snapshot).teammates) if isinstance(a, Agent)]
         for agent in agents:
             if agent.id not in self._watched:
                 self._watched[agent.id] = agent.on_event(self._on_teammate_event, deltas=False)
         return agents
 
     def _on_snapshot(self, snapshot: AgentSnapshot) -> None:
-        key = (snapshot.status, snapshot.pending_team_messages, tuple(snapshot.teammates))
+        key = (snapshot.status, TeamSnapshot.of(snapshot).pending_team_messages, tuple(TeamSnapshot.of(snapshot).teammates))
         if key != self._team_key:
             self._refresh(snapshot)
 
     def _refresh(self, snapshot: AgentSnapshot | None = None) -> None:
         lead = self._lead
         snapshot = snapshot or lead.snapshot
-        self._team_key = (snapshot.status, snapshot.pending_team_messages, tuple(snapshot.teammates))
+        self._team_key = (snapshot.status, TeamSnapshot.of(snapshot).pending_team_messages, tuple(TeamSnapshot.of(snapshot).teammates))
         records = {r.id: r for r in lead.runtime.store.list_agents(lead.runtime.runtime_id)}
         try:
-            pending = [r for r in lead.team_requests("pending") if r.recipient == lead.name]
+            pending = [r for r in teams.team_requests(lead, "pending") if r.recipient == lead.name]
         except MentraError as err:  # no team yet
             log.debug("no team requests for %s: %s", lead.name, err)
             pending = []
@@ -168,12 +164,12 @@ class TeamView(MentraWidget):
             if approvals != self.approvals:
                 self.approvals = approvals
             self.lead = {"name": lead.name, "status": str(snapshot.status),
-                         "unread": snapshot.pending_team_messages}
+                         "unread": TeamSnapshot.of(snapshot).pending_team_messages}
             self.members = [
                 {"name": t.name, "role": t.role, "model": t.model, "status": t.status.name,
                  "error": t.status.error, "alive": t.alive, "unread": t.unread,
                  "last_active": records[t.agent_id].updated_at if t.agent_id in records else None}
-                for t in snapshot.teammates
+                for t in TeamSnapshot.of(snapshot).teammates
             ]
             self.requests = [
                 {"id": r.id, "protocol": r.protocol, "sender": r.sender, "content": r.content,
@@ -190,7 +186,7 @@ class TeamView(MentraWidget):
         unless the one sent last is still current (`again`: send it anyway)."""
         lead = self._lead
         snapshot = snapshot or lead.snapshot
-        member = next((t for t in snapshot.teammates if t.name == name), None)
+        member = next((t for t in TeamSnapshot.of(snapshot).teammates if t.name == name), None)
         if member is None:
             self.send({"kind": "preview", "name": name, "pages": pages, "items": [], "has_older": False,
                        "count": 0, "error": f"'{name}' is not on {lead.name}'s team"})
@@ -226,9 +222,9 @@ class TeamView(MentraWidget):
     def _answer(self, request_id: str, approve: bool, reason: str | None) -> None:
         try:
             if approve:
-                self._lead.approve_request(request_id, reason)
+                teams.approve_request(self._lead, request_id, reason)
             else:
-                self._lead.reject_request(request_id, reason or "rejected")
+                teams.reject_request(self._lead, request_id, reason or "rejected")
             self.notice = ""
         except MentraError as err:
             self.notice = str(err)
@@ -250,24 +246,28 @@ class TeamView(MentraWidget):
 
     # --- browser side ----------------------------------------------------------
 
-    def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        message = self._accept(_browser_message, content)
-        if message is None:
-            return
-        if isinstance(message, _Open):
-            self._host.call_soon(self._open_preview, message.view, message.name)
-            return
-        if isinstance(message, _Older):
-            self._host.call_soon(self._open_preview, message.view, None)
-            return
-        if isinstance(message, _Close):
-            self._host.call_soon(self._close_preview, message.view)
-            return
-        if isinstance(message, (_ApproveCall, _DenyCall)):
-            self._host.call_soon(self._answer_call, message)
-            return
-        reason = message.reason if isinstance(message, _Reject) else None
-        self._host.call_soon(self._answer, message.request_id, isinstance(message, _Approve), reason)
+    def _on_open(self, message: _Open) -> None:
+        self._host.call_soon(self._open_preview, message.view, message.name)
+
+    def _on_older(self, message: _Older) -> None:
+        self._host.call_soon(self._open_preview, message.view, None)
+
+    def _on_close(self, message: _Close) -> None:
+        self._host.call_soon(self._close_preview, message.view)
+
+    def _on_call_answer(self, message: _ApproveCall | _DenyCall) -> None:
+        self._host.call_soon(self._answer_call, message)
+
+    def _on_approve(self, message: _Approve) -> None:
+        self._host.call_soon(self._answer, message.request_id, True, None)
+
+    def _on_reject(self, message: _Reject) -> None:
+        self._host.call_soon(self._answer, message.request_id, False, message.reason)
+
+    browser_messages = BrowserMessages({
+        _Approve: _on_approve, _Reject: _on_reject, _ApproveCall: _on_call_answer, _DenyCall: _on_call_answer,
+        _Open: _on_open, _Older: _on_older, _Close: _on_close,
+    })
 
     # --- static outputs --------------------------------------------------------
 
