@@ -11,6 +11,7 @@
     │   └── StreamError           the stream broke, ended early or made no sense
     ├── StoreError                the state file cannot be used as asked
     │   ├── DatabaseError         the Postgres store cannot be reached or used
+    │   ├── RecordConflict        a records write found a record other than it expected
     │   └── LeaseLost             another runtime took this agent over
     ├── LeaseUnavailable          a live runtime elsewhere drives the agent
     ├── AgentError                an agent cannot do what was asked
@@ -53,6 +54,7 @@ __all__ = [
     "OutputValidationError",
     "ProviderAuthError",
     "ProviderError",
+    "RecordConflict",
     "RunHalted",
     "StoreError",
     "StreamError",
@@ -85,18 +87,20 @@ class ProviderError(MentraError):
 
 
 class ProviderAuthError(ProviderError):
-    pass
+    """The provider refused the key (HTTP 401 or 403); the message names the variable to set."""
 
 
 class ModelNotFound(ProviderError):
-    pass
+    """The provider does not know the model (HTTP 404); the message names close model ids."""
 
 
 class InvalidRequest(ProviderError):
-    pass
+    """The provider refused the request as malformed (HTTP 400), with its own message."""
 
 
 class TransientProviderError(ProviderError):
+    """A failure worth retrying (HTTP 408, 429 or 5xx); opening a stream is retried with backoff."""
+
     retryable = True
 
     def __init__(
@@ -107,7 +111,9 @@ class TransientProviderError(ProviderError):
 
 
 class StreamError(ProviderError):
-    pass
+    """A stream broke after the reply began: dropped, cut before its final event, or past a time
+    limit.
+    """
 
 
 class StoreError(MentraError):
@@ -117,6 +123,11 @@ class StoreError(MentraError):
 class DatabaseError(StoreError):
     """The Postgres store cannot be reached or used (connection, role, schema, pooler);
     the message names the server, never the password."""
+
+
+class RecordConflict(StoreError):
+    """A `write_records` batch was refused whole: a `Put` found its key taken, or an
+    `Update` found the record missing or in another state than it expected."""
 
 
 class LeaseLost(StoreError):
@@ -137,23 +148,23 @@ class LeaseUnavailable(MentraError):
 
 
 class AgentError(MentraError):
-    pass
+    """Something about an agent: not found, already there, busy, out of rounds or budget."""
 
 
 class AgentNotFound(AgentError, LookupError):
-    pass
+    """No agent of that name or id, stored or live."""
 
 
 class AgentExists(AgentError):
-    pass
+    """An agent of that name is already stored under this runtime id."""
 
 
 class AgentBusy(AgentError):
-    pass
+    """The agent is running; this needs it idle (a second send, a fork point mid-run, a rewind)."""
 
 
 class NoResumableTurn(AgentError):
-    pass
+    """`agent.resume()` found nothing to replay or continue."""
 
 
 class RunHalted(AgentError):
@@ -164,7 +175,7 @@ class RunHalted(AgentError):
 
 
 class MaxRoundsExceeded(RunHalted):
-    pass
+    """A run reached `AgentConfig.max_rounds` model calls; its work so far is kept."""
 
 
 class OutputValidationError(RunHalted):

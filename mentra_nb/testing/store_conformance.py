@@ -22,9 +22,12 @@ from typing import Any
 
 import psutil
 import pytest
+from pydantic import BaseModel
 
-from mentra_nb.errors import AgentExists, LeaseLost, LeaseUnavailable, StoreError
+from mentra_nb.errors import AgentExists, LeaseLost, LeaseUnavailable, RecordConflict, StoreError
 from mentra_nb.messages import ContentBlock, Message, Usage
+from mentra_nb.runtime.teams import mail as team_mail
+from mentra_nb.runtime.teams.mail import TeamMessage, TeamRequest
 from mentra_nb.status import AgentStatus, PendingToolUse
 from mentra_nb.store.base import (
     AgentRecord,
@@ -34,11 +37,25 @@ from mentra_nb.store.base import (
     PersistedAgent,
     RunRecord,
     Store,
-    TeamMessage,
-    TeamRequest,
 )
+from mentra_nb.store.records import CLAIMED, DONE, PENDING, Put, RecordKind, Update
 
 __all__ = ["StoreConformance"]
+
+
+class _Note(BaseModel):
+    text: str
+    n: int = 0
+
+
+class _Job(BaseModel):
+    input: str
+    output: str | None = None
+
+
+# Record kinds of a made-up extension, as a real one declares its own.
+_NOTES = RecordKind("conformance.notes", _Note)
+_JOBS = RecordKind("conformance.jobs", _Job)
 
 
 def _claim(runtime_id: str = "nb", *, pid: int | None = None, started_at: float | None = None,
@@ -268,19 +285,20 @@ class StoreConformance:
     def test_state_values_round_trip_per_agent_and_key(self, store: Store, reopen: Callable[[], Store]) -> None:
         agent_id, token = _spawn(store)
         value = {"agents": {"/root/a": {"depth": 1}}, "mailbox": []}
-        store.save_state(agent_id, "subagents.v1", value, token=token)
-        assert reopen().load_state(agent_id, "subagents.v1") == value
+        store.save_state(agent_id, "ext.v1", value, token=token)
+        assert reopen().load_state(agent_id, "ext.v1") == value
         assert store.load_state(agent_id, "other") is None
 
-    def test_runtime_state_round_trips_per_runtime_and_key_and_none_deletes(
+    def test_a_runtimes_records_round_trip_per_runtime_unfenced_and_delete(
         self, store: Store, reopen: Callable[[], Store]
     ) -> None:
-        servers = [{"name": "time", "transport": "stdio", "command": ["python", "-m", "x"]}]
-        store.save_runtime_state("nb", "mcp.servers.v1", servers)
-        assert reopen().load_runtime_state("nb", "mcp.servers.v1") == servers
-        assert store.load_runtime_state("other-nb", "mcp.servers.v1") is None
-        store.save_runtime_state("nb", "mcp.servers.v1", None)
-        assert reopen().load_runtime_state("nb", "mcp.servers.v1") is None
+        # What a runtime-wide setting (its MCP servers, say) needs: no lease, one per runtime.
+        _NOTES.put(store, "nb", _Note(text="time server"))
+        got = _NOTES.get(reopen(), "nb")
+        assert got is not None and got.value.text == "time server"
+        assert _NOTES.get(store, "other-nb") is None
+        _NOTES.delete(store, "nb")
+        assert _NOTES.get(reopen(), "nb") is None
 
     # --- leases --------------------------------------------------------------------------
 
@@ -383,48 +401,190 @@ class StoreConformance:
         assert store.lease_holder(a) is None
         assert _holder(store, b).token == token_b
 
+    # --- records ---------------------------------------------------------------------------
+
+    def test_records_round_trip_typed_per_kind_scope_and_key(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        first = _NOTES.put(store, "nb", _Note(text="one"), "a")
+        _NOTES.put(store, "nb", _Note(text="two", n=2), "b")
+        _NOTES.put(store, "other-nb", _Note(text="elsewhere"), "a")
+        _JOBS.put(store, "nb", _Job(input="not a note"), "a")
+        again = reopen()
+        got = _NOTES.get(again, "nb", "a")
+        assert got is not None and got.value == _Note(text="one") and got.seq == first.seq
+        assert [(r.key, r.value.text) for r in _NOTES.list(again, "nb")] == [("a", "one"), ("b", "two")]
+        assert _NOTES.get(again, "nb", "missing") is None
+        assert _NOTES.count(again) == 3 and _JOBS.count(again, "nb") == 1
+        replaced = _NOTES.put(store, "nb", _Note(text="one again"), "a")
+        assert replaced.seq == first.seq  # overwritten in place: its place in the order stays
+        assert [r.value.text for r in _NOTES.list(reopen(), "nb")] == ["one again", "two"]
+        assert _NOTES.delete(store, "nb", "a") == 1
+        assert _NOTES.delete(store, "nb", None) == 1
+        assert _NOTES.list(reopen(), "nb") == [] and _NOTES.count(store, "other-nb") == 1
+
+    def test_a_records_batch_is_one_transaction_refused_whole_on_a_conflict(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        _NOTES.put(store, "nb", _Note(text="taken"), "a")
+        with pytest.raises(RecordConflict):
+            store.write_records([_NOTES.put_op("nb", _Note(text="new"), "b"),
+                                 _NOTES.put_op("nb", _Note(text="again"), "a", replace=False)])
+        assert [r.key for r in _NOTES.list(reopen(), "nb")] == ["a"]
+        with pytest.raises(RecordConflict):
+            store.write_records([_NOTES.put_op("nb", _Note(text="new"), "b"),
+                                 _NOTES.update_op("nb", "missing", _Note(text="x"))])
+        assert [r.key for r in _NOTES.list(reopen(), "nb")] == ["a"]
+        put, updated = store.write_records([_NOTES.put_op("nb", _Note(text="new"), "b"),
+                                            _NOTES.update_op("nb", "a", state="closed")])
+        assert (put.key, updated.state) == ("b", "closed")
+
+    def test_an_update_can_require_the_state_it_expects_so_two_racing_cannot_both_win(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        _NOTES.put(store, "team", _Note(text="plan"), "req-1", state="pending")
+        won = _NOTES.update(store, "team", "req-1", _Note(text="approved"), state="approved",
+                            expect_state="pending")
+        assert (won.state, won.value.text) == ("approved", "approved")
+        with pytest.raises(RecordConflict):
+            _NOTES.update(reopen(), "team", "req-1", _Note(text="rejected"), state="rejected",
+                          expect_state="pending")
+        got = _NOTES.get(reopen(), "team", "req-1")
+        assert got is not None and (got.state, got.value.text) == ("approved", "approved")
+
+    def test_fenced_record_writes_need_the_agents_lease(self, store: Store) -> None:
+        agent_id, token = _spawn(store)
+        _NOTES.put(store, agent_id, _Note(text="mine"), agent_id=agent_id, token=token)
+        with pytest.raises(LeaseLost):
+            _NOTES.put(store, agent_id, _Note(text="stale"), agent_id=agent_id, token="not-the-holder")
+        with pytest.raises(LeaseLost):
+            store.write_records([Update(kind=_NOTES.name, scope=agent_id, state="x")],
+                                agent_id=agent_id, token="not-the-holder")
+        got = _NOTES.get(store, agent_id)
+        assert got is not None and (got.value.text, got.state) == ("mine", "")
+
+    def test_queued_records_are_claimed_oldest_first_then_settled_once(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        worker, token = _spawn(store, "worker")
+        seqs = [_JOBS.append(store, "batch", _Job(input=f"row {i}"), lane="a", state=PENDING).seq
+                for i in range(3)]
+        _JOBS.append(store, "batch", _Job(input="other lane"), lane="b", state=PENDING)
+        claimed = _JOBS.claim(store, "batch", "a", claimer=worker, token=token, limit=2,
+                              claim={"transcript_seq": 7})
+        assert [r.seq for r in claimed] == seqs[:2]
+        assert {(r.state, r.claimed_by, str(r.claim)) for r in claimed} == {
+            (CLAIMED, worker, "{'transcript_seq': 7}")}
+        assert _JOBS.count(store, "batch", lane="a", state=PENDING) == 1
+        assert [r.seq for r in _JOBS.list(reopen(), claimed_by=worker, state=CLAIMED)] == seqs[:2]
+        assert _JOBS.settle(store, worker, done=[seqs[0]], requeue=[seqs[1]], token=token) == 2
+        # Settling again, or records it does not hold, changes nothing.
+        assert _JOBS.settle(store, worker, done=seqs, requeue=seqs, token=token) == 0
+        rows = {r.seq: r for r in _JOBS.list(reopen(), "batch", lane="a")}
+        assert (rows[seqs[0]].state, rows[seqs[0]].claimed_by) == (DONE, worker)
+        assert (rows[seqs[1]].state, rows[seqs[1]].claimed_by, rows[seqs[1]].claim) == (PENDING, None, None)
+        assert [r.seq for r in _JOBS.claim(store, "batch", "a", claimer=worker, token=token)] == seqs[1:]
+        assert _JOBS.claim(store, "batch", "a", claimer=worker, token=token) == []
+
+    def test_claiming_records_needs_the_claimers_lease(self, store: Store) -> None:
+        worker, _ = _spawn(store, "worker")
+        _JOBS.append(store, "batch", _Job(input="x"), state=PENDING)
+        with pytest.raises(LeaseLost):
+            _JOBS.claim(store, "batch", claimer=worker, token="not-the-holder")
+        assert _JOBS.count(store, "batch", state=PENDING) == 1
+
+    def test_workers_claiming_at_once_through_their_own_handles_never_share_a_record(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        import threading
+
+        seqs = {_JOBS.append(store, "batch", _Job(input=f"row {i}"), state=PENDING).seq
+                for i in range(40)}
+        workers = [(*_spawn(store, f"worker{i}"), reopen()) for i in range(3)]
+        taken: list[list[int]] = [[] for _ in workers]
+        failures: list[BaseException] = []
+
+        def work(index: int) -> None:
+            agent_id, token, handle = workers[index]
+            try:
+                while claimed := _JOBS.claim(handle, "batch", claimer=agent_id, token=token, limit=2):
+                    taken[index].extend(r.seq for r in claimed)
+                    _JOBS.settle(handle, agent_id, done=[r.seq for r in claimed], token=token)
+            except BaseException as err:  # reported below, not lost in the thread
+                failures.append(err)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(len(workers))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert not failures, failures
+        every = [seq for seqs_of_one in taken for seq in seqs_of_one]
+        assert sorted(every) == sorted(seqs)  # each record claimed exactly once
+        assert _JOBS.count(store, "batch", state=DONE) == 40
+
+    def test_a_record_whose_payload_no_longer_matches_its_model_is_a_clear_store_error(
+        self, store: Store
+    ) -> None:
+        store.write_records([Put(kind=_NOTES.name, scope="nb", key="bad", value={"n": "many"})])
+        with pytest.raises(StoreError, match=r"damaged conformance\.notes record.*'bad'"):
+            _NOTES.get(store, "nb", "bad")
+
+    def test_deleting_an_agent_deletes_the_records_it_owns_or_holds(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        agent_id, token = _spawn(store)
+        _NOTES.put(store, agent_id, _Note(text="its own"))
+        _JOBS.append(store, "batch", _Job(input="claimed by it"), state=PENDING)
+        _JOBS.claim(store, "batch", claimer=agent_id, token=token)
+        _NOTES.put(store, "nb", _Note(text="the runtime's"))
+        store.delete_agents([agent_id], token=token)
+        again = reopen()
+        assert _NOTES.list(again, agent_id) == [] and _JOBS.list(again) == []
+        assert [r.value.text for r in _NOTES.list(again)] == ["the runtime's"]
+
     # --- teams ---------------------------------------------------------------------------
 
     def test_team_mail_is_claimed_in_order_then_acked(self, store: Store, reopen: Callable[[], Store]) -> None:
         lead, _ = _spawn(store, "lead")
         alice, token = _spawn(store, "alice", kind="teammate", parent_id=lead)
-        first = store.post_team_mail(lead, "alice", TeamMessage(sender="lead", content="one"))
-        second = store.post_team_mail(lead, "alice", TeamMessage(sender="bob", content="two"))
-        store.post_team_mail(lead, "bob", TeamMessage(sender="lead", content="not alice's"))
-        assert store.count_team_mail(lead, "alice") == 2
-        claimed = store.claim_team_mail(lead, "alice", agent_id=alice, transcript_seq=4, token=token)
+        first = team_mail.queue_mail(store, lead, "alice", TeamMessage(sender="lead", content="one"))
+        second = team_mail.queue_mail(store, lead, "alice", TeamMessage(sender="bob", content="two"))
+        team_mail.queue_mail(store, lead, "bob", TeamMessage(sender="lead", content="not alice's"))
+        assert team_mail.count_mail(store, lead, "alice") == 2
+        claimed = team_mail.claim_mail(store, lead, "alice", agent_id=alice, transcript_seq=4, token=token)
         assert [(m.id, m.message.content) for m in claimed] == [(first, "one"), (second, "two")]
         assert {(m.state, m.claimed_by, m.transcript_seq) for m in claimed} == {("inflight", alice, 4)}
-        assert store.count_team_mail(lead, "alice") == 0
-        assert [m.id for m in reopen().inflight_team_mail(alice)] == [first, second]
-        store.settle_team_mail(alice, ack=[first, second], requeue=[], token=token)
-        assert store.inflight_team_mail(alice) == []
-        assert [m.state for m in store.list_team_mail(lead, "alice")] == ["acked", "acked"]
-        assert store.count_team_mail(lead, "bob") == 1
+        assert team_mail.count_mail(store, lead, "alice") == 0
+        assert [m.id for m in team_mail.inflight_mail(reopen(), alice)] == [first, second]
+        team_mail.settle_mail(store, alice, ack=[first, second], requeue=[], token=token)
+        assert team_mail.inflight_mail(store, alice) == []
+        assert [m.state for m in team_mail.list_mail(store, lead, "alice")] == ["acked", "acked"]
+        assert team_mail.count_mail(store, lead, "bob") == 1
 
     def test_requeued_team_mail_is_pending_again_and_settling_twice_changes_nothing(self, store: Store) -> None:
         lead, _ = _spawn(store, "lead")
         alice, token = _spawn(store, "alice", kind="teammate", parent_id=lead)
-        mail_id = store.post_team_mail(lead, "alice", TeamMessage(sender="lead", content="x"))
-        store.claim_team_mail(lead, "alice", agent_id=alice, transcript_seq=0, token=token)
-        store.settle_team_mail(alice, ack=[], requeue=[mail_id], token=token)
-        [mail] = store.list_team_mail(lead, "alice")
+        mail_id = team_mail.queue_mail(store, lead, "alice", TeamMessage(sender="lead", content="x"))
+        team_mail.claim_mail(store, lead, "alice", agent_id=alice, transcript_seq=0, token=token)
+        team_mail.settle_mail(store, alice, ack=[], requeue=[mail_id], token=token)
+        [mail] = team_mail.list_mail(store, lead, "alice")
         assert (mail.state, mail.claimed_by, mail.transcript_seq) == ("pending", None, None)
-        store.settle_team_mail(alice, ack=[mail_id], requeue=[], token=token)  # no longer inflight
-        assert store.list_team_mail(lead, "alice", "pending") == [mail]
+        team_mail.settle_mail(store, alice, ack=[mail_id], requeue=[], token=token)  # no longer inflight
+        assert team_mail.list_mail(store, lead, "alice", "pending") == [mail]
 
     def test_claiming_team_mail_needs_the_claimers_lease(self, store: Store) -> None:
         lead, _ = _spawn(store, "lead")
         alice, _ = _spawn(store, "alice", kind="teammate", parent_id=lead)
-        store.post_team_mail(lead, "alice", TeamMessage(sender="lead", content="x"))
+        team_mail.queue_mail(store, lead, "alice", TeamMessage(sender="lead", content="x"))
         with pytest.raises(LeaseLost):
-            store.claim_team_mail(lead, "alice", agent_id=alice, transcript_seq=0, token="not-the-holder")
-        assert store.count_team_mail(lead, "alice") == 1
+            team_mail.claim_mail(store, lead, "alice", agent_id=alice, transcript_seq=0, token="not-the-holder")
+        assert team_mail.count_mail(store, lead, "alice") == 1
 
     def test_mail_posted_through_another_handle_raises_the_mail_signal(
         self, store: Store, reopen: Callable[[], Store]
     ) -> None:
-        signal = store.mail_signal()
+        signal = store.record_signal()
         try:
             other = reopen()
             if other is store:
@@ -433,7 +593,7 @@ class StoreConformance:
             store.checkpoint_pending(agent_id, PendingTurn(run_generation=1, current_text="x"),
                                      token=token)
             assert not signal.wait(0.3), "a write that queued no mail raised the signal"
-            other.post_team_mail(agent_id, "writer", TeamMessage(sender="user", content="wake up"))
+            team_mail.queue_mail(other, agent_id, "writer", TeamMessage(sender="user", content="wake up"))
             assert signal.wait(10)
         finally:
             signal.close()
@@ -443,8 +603,8 @@ class StoreConformance:
     ) -> None:
         message = TeamMessage(type="response", sender="lead", content="no \u2603", timestamp=1700000000,
                               request_id="req-1", protocol="plan_approval", approve=False)
-        store.post_team_mail("team", "alice", message)
-        [mail] = reopen().list_team_mail("team")
+        team_mail.queue_mail(store, "team", "alice", message)
+        [mail] = team_mail.list_mail(reopen(), "team")
         assert mail.message == message
         assert mail.message.for_model() == {
             "type": "response", "from": "lead", "content": "no \u2603", "timestamp": 1700000000,
@@ -454,23 +614,23 @@ class StoreConformance:
     def test_a_team_request_is_recorded_with_its_mail_and_resolved_once(self, store: Store) -> None:
         request = TeamRequest(id="req-1", team_id="team", protocol="plan_approval", sender="alice",
                               recipient="lead", content="the plan", created_at=time.time())
-        store.create_team_request(request, TeamMessage(type="request", sender="alice",
-                                                       content="the plan", request_id="req-1"))
-        assert store.list_team_requests("team") == [request]
-        assert store.list_team_mail("team", "lead")[0].message.request_id == "req-1"
+        team_mail.create_request(store, request, TeamMessage(type="request", sender="alice",
+                                                             content="the plan", request_id="req-1"))
+        assert team_mail.list_requests(store, "team") == [request]
+        assert team_mail.list_mail(store, "team", "lead")[0].message.request_id == "req-1"
         response = TeamMessage(type="response", sender="lead", content="too risky",
                                request_id="req-1", approve=False)
-        resolved = store.resolve_team_request("team", "req-1", approve=False, reason="too risky",
-                                              response=response)
+        resolved = team_mail.resolve_request(store, "team", "req-1", approve=False,
+                                             reason="too risky", response=response)
         assert resolved is not None
         assert (resolved.status, resolved.reason) == ("rejected", "too risky")
         assert resolved.resolved_at is not None
-        assert [m.message for m in store.list_team_mail("team", "alice")] == [response]
+        assert [m.message for m in team_mail.list_mail(store, "team", "alice")] == [response]
         # A second answer loses and queues nothing.
-        assert store.resolve_team_request("team", "req-1", approve=True, reason=None,
-                                          response=response) is None
-        assert len(store.list_team_mail("team", "alice")) == 1
-        assert store.list_team_requests("team")[0].status == "rejected"
+        assert team_mail.resolve_request(store, "team", "req-1", approve=True, reason=None,
+                                         response=response) is None
+        assert len(team_mail.list_mail(store, "team", "alice")) == 1
+        assert team_mail.list_requests(store, "team")[0].status == "rejected"
 
     def test_an_agent_profile_change_is_fenced_and_persisted(self, store: Store) -> None:
         agent_id, token = _spawn(store, "alice", kind="teammate", role="researcher")
@@ -608,14 +768,14 @@ class StoreConformance:
     ) -> None:
         source, token = _conversation(store, 4)
         store.save_state(source, "k", {"v": 1}, token=token)
-        store.post_team_mail(source, "alice", TeamMessage(sender="lead", content="hi"))
+        team_mail.queue_mail(store, source, "alice", TeamMessage(sender="lead", content="hi"))
         fork, fork_token = _fork(store, source, 3)
         store.delete_agents([source], token=token)
         again = reopen()
         assert again.load_agent(source) is None
         assert again.lease_holder(source) is None
         assert again.load_state(source, "k") is None
-        assert again.list_team_mail(source) == []
+        assert team_mail.list_mail(again, source) == []
         assert [r.id for r in again.list_agents("nb")] == [fork]
         assert _texts(again, fork) == ["m0", "m1", "m2"]
         store.delete_agents([fork], token=fork_token)
