@@ -12,6 +12,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from traitlets import Dict, TraitError, Unicode, observe, validate
 
+from mentra_nb._collector import collector_paused
 from mentra_nb._lazy import lazy_import
 from mentra_nb.errors import AgentNotFound, AwaitingApproval, ConfigError, MentraError
 from mentra_nb.notebook._display import display
@@ -326,6 +327,13 @@ class MentraMagics(Magics):
                   "%config MentraMagics.prices adds one)")
 
     def _do_resume(self, command: args.ResumeArgs) -> None:
+        # What resuming makes lives on (the modules the first command imports, the
+        # agents, their views): the collector would walk it over and over, a full
+        # collection among the walks (mentra_nb/_collector.py).
+        with collector_paused():
+            self._resume(command)
+
+    def _resume(self, command: args.ResumeArgs) -> None:
         if command.agent and command.all:
             raise UsageError(f"give NAME or --all, not both\nusage: {args.ResumeArgs.usage()}")
         # Opt-in tools are not remembered across kernels: the user enables them again.

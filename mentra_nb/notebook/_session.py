@@ -13,7 +13,7 @@ import difflib
 import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -41,8 +41,6 @@ from mentra_nb.notebook._kernel_tools import KERNEL_TOOL_NAMES, kernel_tools, py
 from mentra_nb.notebook._notebook_identity import adopt_command, stored_nearby
 from mentra_nb.notebook._waiting import wait_for
 from mentra_nb.notebook.agent_view import AgentView, TurnScope
-from mentra_nb.notebook.subagent_picker import SubagentPickerView
-from mentra_nb.notebook.team_view import TeamView
 from mentra_nb.notebook.turn import Turn
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime import (
@@ -57,6 +55,10 @@ from mentra_nb.runtime import (
 )
 from mentra_nb.store import AgentRecord, open_store
 from mentra_nb.store.sqlite import stored_agent_names
+
+if TYPE_CHECKING:
+    from mentra_nb.notebook.subagent_picker import SubagentPickerView
+    from mentra_nb.notebook.team_view import TeamView
 
 __all__ = ["NotebookSession"]
 
@@ -613,6 +615,9 @@ class NotebookSession:
         """The one long-lived subagent picker of `agent`."""
         picker = self._pickers.get(agent.id)
         if picker is None:
+            # Imported on first use, as the team view is: resuming imports neither.
+            from mentra_nb.notebook.subagent_picker import SubagentPickerView
+
             picker = SubagentPickerView(agent, self.host)
             self._pickers[agent.id] = picker
         return picker
@@ -621,6 +626,8 @@ class NotebookSession:
         """The one long-lived team view of `lead`."""
         view = self._teams.get(lead.id)
         if view is None:
+            from mentra_nb.notebook.team_view import TeamView
+
             view = TeamView(lead, self.host)
             self._teams[lead.id] = view
         return view

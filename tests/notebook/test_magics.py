@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import gc
 import io
 import threading
 import time
@@ -26,6 +27,7 @@ from mentra_nb import (
     UnknownProvider,
 )
 from mentra_nb.notebook._arguments import COMMANDS
+from mentra_nb.notebook._session import NotebookSession
 from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream
 from tests.conftest import WAIT_LIMIT, wait_until
 from tests.notebook.conftest import mentra, mentra_cell
@@ -310,6 +312,27 @@ def test_resume_brings_stored_agents_back_in_a_new_session(ip, tmp_path, capsys)
     assert "AgentView(writer, test:default, finished, 2 messages)" in out
     with pytest.raises(Exception, match="no stored agent named 'ghost'.*stored: writer"):
         mentra(ip, "resume ghost")
+
+
+def test_resume_makes_its_views_with_the_garbage_collector_paused(ip, monkeypatch):
+    # Everything resuming makes lives on; with the collector on, a resume of fifty long
+    # agents spent a third of its time walking it (mentra_nb/_collector.py).
+    mentra(ip, "spawn writer")
+    mentra(ip, "spawn reviewer")
+    notebook.unload_ipython_extension(ip)
+    notebook.load_ipython_extension(ip)
+    collecting = []
+    view = NotebookSession.view
+
+    def watched_view(self, agent):
+        collecting.append(gc.isenabled())
+        return view(self, agent)
+
+    monkeypatch.setattr(NotebookSession, "view", watched_view)
+    assert gc.isenabled()
+    mentra(ip, "resume")
+    assert collecting == [False, False]
+    assert gc.isenabled()
 
 
 def test_loading_twice_keeps_one_session_runtime_and_leases(ip, session):
