@@ -117,7 +117,8 @@ class SpawnArgs(Command):
                "--python/--shell: enable those tools, each call approved by you; --read-only: no tool that "
                "changes anything; --auto-approve: tools that run without asking, globs like mcp__time__*; "
                "--mcp: the MCP servers whose tools it gets; --max-cost/--max-tokens: its budget in dollars "
-               "and in tokens)")
+               "and in tokens; --cells/--no-cells: whether it reads, writes and runs the notebook's cells, "
+               "in JupyterLab and Notebook 7 (default: yes, except on the offline test model))")
     positionals = ("agent",)
     metavars = {"agent": "NAME", "model": "PROVIDER:MODEL", "system": "TEXT", "tools": "A,B",
                 "auto_approve": "A,B", "mcp": "SERVER,SERVER", "max_cost": "USD", "max_tokens": "N"}
@@ -137,8 +138,21 @@ class SpawnArgs(Command):
     max_cost: float | None = None
     max_tokens: int | None = None
     replace: bool = False
+    cells: bool = False
+    no_cells: bool = False
 
     _tools = field_validator("tools", "auto_approve", "mcp", mode="before")(_split_commas)
+
+    @model_validator(mode="after")
+    def _cells_or_not(self) -> SpawnArgs:
+        if self.cells and self.no_cells:
+            raise ValueError("--cells and --no-cells contradict each other; give one")
+        return self
+
+    @property
+    def cells_setting(self) -> bool | None:
+        """AgentConfig.cells: True, False, or None (the default: decided by the model)."""
+        return True if self.cells else False if self.no_cells else None
 
 
 class SendArgs(Command):

@@ -146,7 +146,7 @@ class MentraMagics(Magics):
                                          subagents=command.subagents, team=command.team,
                                          read_only=command.read_only, auto_approve=command.auto_approve or [],
                                          mcp_servers=servers, max_cost_usd=command.max_cost,
-                                         max_tokens_total=command.max_tokens)
+                                         max_tokens_total=command.max_tokens, cells=command.cells_setting)
         except ConfigError as err:
             raise UsageError(f"{err}\nusage: {args.SpawnArgs.usage()}") from None
         agent, attached = session.spawn_or_attach(command.agent, model, config,
@@ -156,6 +156,9 @@ class MentraMagics(Magics):
             print(f"mentra: {note}")
         if attached:
             print(f"mentra: {attached}")
+        cells = session.cells_notice(agent)
+        if cells:
+            print(f"mentra: {cells}")
         return agent
 
     def _do_approve(self, command: args.ApproveArgs) -> None:

@@ -29,6 +29,7 @@ from mentra_nb.errors import (
     StoreError,
 )
 from mentra_nb.messages import ContentBlock
+from mentra_nb.notebook._cell_bridge import CellBridge
 from mentra_nb.notebook._cell_history import CellHistory
 from mentra_nb.notebook._discovery import (
     EXPLICIT_SOURCE,
@@ -53,6 +54,7 @@ from mentra_nb.runtime import (
     mcp,
     shell_tool,
 )
+from mentra_nb.runtime.cell_tools import cells_enabled
 from mentra_nb.store import AgentRecord, open_store
 from mentra_nb.store.sqlite import stored_agent_names
 
@@ -78,7 +80,10 @@ def _kernel_label() -> str | None:
 OPT_IN_TOOLS = ("python", "shell")
 OFFLINE_MODEL = "test"
 # The settings `%mentra spawn` sets, compared when a rerun attaches to a stored agent.
-SPAWN_SETTINGS = ("system", "tools", "subagents", "team", "read_only", "auto_approve", "mcp_servers")
+SPAWN_SETTINGS = ("system", "tools", "subagents", "team", "read_only", "auto_approve", "mcp_servers", "cells")
+# How long `%mentra spawn` waits, once per kernel, for the page to say whether it can
+# edit cells (it answers in milliseconds; where no page answers, this is the cost).
+PAGE_HELLO_SECONDS = 2.0
 
 
 def _setting(value: object) -> str:
@@ -119,6 +124,7 @@ class NotebookSession:
         self._pickers: dict[str, SubagentPickerView] = {}
         self._teams: dict[str, TeamView] = {}
         self._user_tools: set[str] = set()  # names registered with `register_tool`
+        self._bridge: CellBridge | None = None  # the notebook bridge, made with the runtime
 
     # --- the runtime --------------------------------------------------------------
 
@@ -128,6 +134,8 @@ class NotebookSession:
             location = self.location
             workspace = self.workspace
             self._prepare_folder(location)
+            # Opened from this (the cell's) thread: the page answers over its comm.
+            bridge = self.cell_bridge
 
             def open_runtime() -> Runtime:
                 return Runtime(
@@ -139,10 +147,31 @@ class NotebookSession:
                            *(self._opt_in_tool(n) for n in sorted(self._opt_in))],
                     owner_label=_kernel_label(),
                     workspace=workspace,
+                    notebook=bridge,
                 )
 
             self._runtime = self.host.call(open_runtime)
         return self._runtime
+
+    @property
+    def cell_bridge(self) -> CellBridge:
+        """The notebook bridge: the agents' way to the notebook's cells (_cell_bridge.py)."""
+        if self._bridge is None:
+            self._bridge = CellBridge()
+        return self._bridge
+
+    def cells_available(self, timeout: float = PAGE_HELLO_SECONDS) -> bool:
+        """Whether the notebook's page can edit cells (JupyterLab 4, Notebook 7): waits
+        up to `timeout` seconds, once per kernel, for the page's first word."""
+        return self.cell_bridge.wait_for_page(timeout)
+
+    def cells_notice(self, agent: Agent) -> str | None:
+        """The one line `%mentra spawn` prints when `agent` is to work in cells and
+        cannot here (None: it can, or it is not to)."""
+        if not cells_enabled(agent) or self.cells_available():
+            return None
+        return (f"'{agent.name}' gets no cell tools here ({self.cell_bridge.unavailable()}); "
+                "everything else works")
 
     @staticmethod
     def _prepare_folder(location: StoreLocation) -> None:
@@ -273,6 +302,9 @@ class NotebookSession:
         if self._runtime is not None:
             self.host.submit(self._runtime.aclose()).result(30)
             self._runtime = None
+        if self._bridge is not None:
+            self._bridge.close()
+            self._bridge = None
         self.host.stop()
         use_namespace(None)
 

@@ -858,9 +858,19 @@ def _by_reference(item: dict[str, Any], streamed: list[str]) -> dict[str, Any]:
     return {**{k: v for k, v in item.items() if k != "html"}, "html_parts": parts}
 
 
+# The cell tools' questions carry code or a diff: shown as it reads, not as a JSON string.
+_VERBATIM_FIELDS = {"edit_cell": "diff", "run_cell": "code", "delete_cell": "source"}
+
+
 def approval_item(pending: PendingApproval) -> Approval:
     """A paused tool call as the widgets show it (its input bounded)."""
-    text = json.dumps(pending.input, indent=2, ensure_ascii=False)
+    field = _VERBATIM_FIELDS.get(pending.tool_name)
+    verbatim = pending.input.get(field) if field else None
+    if isinstance(verbatim, str):
+        rest = {k: v for k, v in pending.input.items() if k != field}
+        text = f"{json.dumps(rest, ensure_ascii=False)}\n{field}:\n{verbatim}"
+    else:
+        text = json.dumps(pending.input, indent=2, ensure_ascii=False)
     if len(text) > APPROVAL_INPUT_CHARS:
         text = f"{text[:APPROVAL_INPUT_CHARS]}\n… [{len(text) - APPROVAL_INPUT_CHARS} more characters]"
     return {"id": pending.tool_use_id, "ref": pending.reference, "name": pending.tool_name, "input": text}

@@ -274,7 +274,7 @@ class TurnLoop:
 
     def _scrubbed(self, messages: Sequence[Message]) -> list[Message]:
         """Messages that are not the model's, without the secrets the runtime knows:
-        a prompt may quote a cell that displayed a key, mail may carry one."""
+        a prompt may quote output that showed a key, mail may carry one."""
         if not messages:
             return []
         secrets = known_secrets(self.agent.services.workspace_root)
