@@ -1,23 +1,20 @@
 // AgentView: one agent's status, transcript, live stream and controls.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { ClampWatcher, appendTranscript, approvalBox, button, codeText, element, subscribe, toolLabel } from "./dom.js";
+import { ClampWatcher, appendTranscript, approvalBox, button, codeText, element, holdsAnswers, subscribe, toolLabel } from "./dom.js";
 import { Sources, addMessageActions, forkOriginLabel, setEditable } from "./time_travel.js";
 import { keepCutTurn } from "./cut_turn.js";
 import { keepNotebookIdentity, hookNotebookSaves } from "./saved_state.js";
 
 /**
- * @typedef {{name: string, tool_id?: string|null, tool_name?: string|null, error?: string|null,
- *   stopping?: "now"|"round"|null}} Status
- * @typedef {{id: string, name: string, input_json: string}} PendingTool
- * @typedef {{id: string, name: string, input: string}} Approval
- * @typedef {import("./dom.js").Item & {html_parts?: (string|number[])[]}} WireItem
- * @typedef {{kind: "reset"|"items"|"earlier", seq: number, text?: string, thinking?: string,
- *   tools?: Record<string, string>, start?: number, items?: WireItem[], earlier?: number, tail?: string[],
- *   basis?: number[], live?: {text?: string, thinking?: string, tools?: Record<string, string>}}} StreamMessage
- * @typedef {{s: number, t?: string, h?: string, u?: Record<string, string>}} DeltaMessage
+ * @typedef {import("./wire.js").Status} Status
+ * @typedef {import("./wire.js").PendingTool} PendingTool
+ * @typedef {import("./wire.js").Approval} Approval
+ * @typedef {import("./wire.js").StreamMessage} StreamMessage
+ * @typedef {import("./wire.js").DeltaMessage} DeltaMessage
+ * @typedef {import("./wire.js").AgentViewReceived} Received
  * @typedef {import("./dom.js").Item} Item
- * @typedef {import("./dom.js").Model} Model
+ * @typedef {import("./wire.js").AgentViewModel} Model
  */
 
 const RUNNING = new Set(["awaiting_model", "streaming", "executing_tool"]);
@@ -277,19 +274,6 @@ export function initialize({ model }) {
 }
 
 /**
- * The view of an agent that holds its approval buttons: of every AgentView of
- * `name` in the page, the last one (the newest cell), so a paused call is
- * answered in one place; the others point at it.
- * @param {HTMLElement} root
- * @param {string} name
- */
-export function holdsApprovals(root, name) {
-  const views = [...document.querySelectorAll(".mentra-agent[data-mentra-agent]")]
-    .filter((view) => /** @type {HTMLElement} */ (view).dataset.mentraAgent === name);
-  return !root.isConnected || views.length === 0 || views[views.length - 1] === root;
-}
-
-/**
  * The full view of an agent in the page (not `except`), if any.
  * @param {string} name
  * @param {Element} except
@@ -304,9 +288,8 @@ export function fullView(name, except) {
 // is loaded on its own, so they meet in the document, not in this module).
 const VIEWS_CHANGED = "mentra-agent-views";
 
-/** @param {{model: Model, el: HTMLElement}} context */
-function render({ model, el }) {
-  const root = element("div", "mentra-agent");
+/** The header: name, model, status badge, run, usage, fork origin, link to the full view. */
+function buildHeader() {
   const header = element("div", "mentra-header");
   const name = element("span", "mentra-name");
   const modelName = element("span", "mentra-model");
@@ -318,8 +301,14 @@ function render({ model, el }) {
   const notice = element("span", "mentra-notice-item mentra-header-notice");
   const forkOrigin = element("span", "mentra-fork-origin");
   header.append(name, modelName, badge, run, usage, forkOrigin, scopeLink, notice);
-  // One scrolling area, capped in height, for the transcript and the live stream
-  // that follows it.
+  return { header, name, modelName, badge, run, usage, scopeLink, notice, forkOrigin };
+}
+
+/**
+ * One scrolling area, capped in height, for the transcript and the live stream
+ * that follows it.
+ */
+function buildScroll() {
   const scroll = element("div", "mentra-scroll");
   const transcript = element("div", "mentra-transcript");
   // The kernel sends a transcript's last page; this asks for the page before.
@@ -327,12 +316,13 @@ function render({ model, el }) {
   earlier.hidden = true; // until the kernel says there is something earlier
   const liveThinking = element("div", "mentra-live mentra-thinking");
   const liveText = element("div", "mentra-live");
-  const reveal = new Reveal(liveText);
   const liveTools = element("div", "mentra-live-tools");
   scroll.append(earlier, transcript, liveThinking, liveText, liveTools);
-  const approvalsBox = element("div", "mentra-approvals");
-  const resumeBox = element("div", "mentra-resumable");
-  const travelNotice = element("div", "mentra-time-travel-notice");
+  return { scroll, transcript, earlier, liveThinking, liveText, liveTools };
+}
+
+/** The message box and the run's buttons. */
+function buildControls() {
   const controls = element("div", "mentra-controls");
   const input = /** @type {HTMLTextAreaElement} */ (element("textarea", "jp-mod-styled"));
   input.placeholder = "Message the agent (Ctrl+Enter sends)";
@@ -344,117 +334,153 @@ function render({ model, el }) {
   const interruptButton = button("mentra-interrupt", "Interrupt", "warn");
   interruptButton.title = "Abort now; the turn is rolled back and can be resumed";
   controls.append(input, sendButton, stopButton, finishButton, interruptButton);
-  root.append(header, scroll, approvalsBox, resumeBox, travelNotice, controls);
-  el.append(root);
+  return { controls, input, sendButton, stopButton, finishButton, interruptButton };
+}
 
-  // Without `initialize` (a host that skips it) the view keeps a stream of its own.
-  const shared = modelStreams.get(model);
-  const stream = shared ?? new ModelStream();
-  const live = stream.live;
-  const sources = new Sources((request) => model.send(request));
-  const watcher = new ClampWatcher();
-  /** @type {""|"now"|"round"} a stop clicked here, shown before the kernel confirms it */
-  let stopClicked = "";
-  let connected = true;
+/**
+ * One rendered AgentView: its elements, what it shows, and one render method
+ * per region (header, transcript, live stream, approvals, resumable turn, notice),
+ * each called when the traits or stream messages it shows change.
+ */
+class AgentViewRender {
+  /** @param {Model} model @param {HTMLElement} el */
+  constructor(model, el) {
+    this.model = model;
+    this.root = element("div", "mentra-agent");
+    this.head = buildHeader();
+    this.body = buildScroll();
+    this.reveal = new Reveal(this.body.liveText);
+    this.approvalsBox = element("div", "mentra-approvals");
+    this.resumeBox = element("div", "mentra-resumable");
+    this.travelNotice = element("div", "mentra-time-travel-notice");
+    this.controls = buildControls();
+    this.root.append(this.head.header, this.body.scroll, this.approvalsBox, this.resumeBox,
+      this.travelNotice, this.controls.controls);
+    el.append(this.root);
 
-  // Follow the stream: keep the scrolling area at its bottom unless the reader
-  // scrolled up to read something.
-  let following = true;
-  const follow = () => {
-    if (following) scroll.scrollTop = scroll.scrollHeight;
-  };
+    // Without `initialize` (a host that skips it) the view keeps a stream of its own.
+    this.shared = modelStreams.get(model);
+    this.stream = this.shared ?? new ModelStream();
+    this.live = this.stream.live;
+    this.sources = new Sources((request) => model.send(request));
+    this.watcher = new ClampWatcher();
+    this.controller = new AbortController();
+    this.signal = this.controller.signal;
+    /** @type {""|"now"|"round"} a stop clicked here, shown before the kernel confirms it */
+    this.stopClicked = "";
+    this.connected = true;
+    // Follow the stream: keep the scrolling area at its bottom unless the reader
+    // scrolled up to read something.
+    this.following = true;
+    /** @type {Map<string, HTMLElement>} the tool calls in the rendered transcript, by id */
+    this.calls = new Map();
+    this.renderedItems = 0;
+    // What the approval boxes show: rendered again only when it changed, so a reason
+    // being typed survives another view of the agent coming or going.
+    this.shownApprovals = "";
+    this.helloPending = false;
+  }
 
-  const renderScope = () => {
+  follow() {
+    if (this.following) this.body.scroll.scrollTop = this.body.scroll.scrollHeight;
+  }
+
+  running() {
+    return RUNNING.has(this.model.get("status")?.name ?? "");
+  }
+
+  renderScope() {
+    const { model, root } = this;
     /** @type {{kind?: string, first?: number}} */
     const scope = model.get("scope") ?? {};
     root.dataset.mentraAgent = model.get("agent_name") ?? "";
     root.dataset.mentraScope = scope.kind === "turn" ? "turn" : "full";
-    scopeLink.hidden = scope.kind !== "turn";
-  };
+    this.head.scopeLink.hidden = scope.kind !== "turn";
+  }
 
-  const renderHeader = () => {
-    renderScope();
-    name.textContent = model.get("agent_name");
-    modelName.textContent = model.get("model_key");
+  renderHeader = () => {
+    const { model, head, controls } = this;
+    this.renderScope();
+    head.name.textContent = model.get("agent_name") ?? "";
+    head.modelName.textContent = model.get("model_key") ?? "";
     /** @type {Status} */
     const status = model.get("status") ?? { name: "idle" };
     /** @type {Approval[]} */
     const approvals = model.get("approvals") ?? [];
-    const running = RUNNING.has(status.name);
-    if (!running) stopClicked = "";
-    const stopping = running ? (status.stopping || stopClicked) : "";
-    if (!connected) return; // frozen at "disconnected"
-    badge.textContent = stopping ? "stopping…" : badgeLabel(status, approvals, model.get("progress") ?? "");
-    badge.dataset.status = stopping ? "stopping" : approvals.length ? "waiting" : status.name;
-    root.dataset.stopping = stopping || "";
-    run.textContent = `run ${model.get("run_generation") ?? 0}`;
+    const running = RUNNING.has(status.name ?? "");
+    if (!running) this.stopClicked = "";
+    const stopping = running ? (status.stopping || this.stopClicked) : "";
+    if (!this.connected) return; // frozen at "disconnected"
+    head.badge.textContent = stopping ? "stopping…" : badgeLabel(status, approvals, model.get("progress") ?? "");
+    head.badge.dataset.status = stopping ? "stopping" : approvals.length ? "waiting" : status.name;
+    this.root.dataset.stopping = stopping || "";
+    head.run.textContent = `run ${model.get("run_generation") ?? 0}`;
     const u = model.get("usage") ?? {};
     // The cost text is made in the kernel ("cost unknown" when a model has no price).
     const cost = model.get("cost");
-    usage.textContent = `${u.input_tokens ?? 0} in / ${u.output_tokens ?? 0} out tokens` +
+    head.usage.textContent = `${u.input_tokens ?? 0} in / ${u.output_tokens ?? 0} out tokens` +
       (cost ? ` · ${cost}` : "");
-    stopButton.disabled = !running || stopping === "now";
-    finishButton.disabled = !running || Boolean(stopping);
-    interruptButton.disabled = !running;
-    sendButton.disabled = running;
-    forkOrigin.textContent = forkOriginLabel(model.get("fork_origin"));
-    setEditable(transcript, !running && connected);
+    controls.stopButton.disabled = !running || stopping === "now";
+    controls.finishButton.disabled = !running || Boolean(stopping);
+    controls.interruptButton.disabled = !running;
+    controls.sendButton.disabled = running;
+    head.forkOrigin.textContent = forkOriginLabel(model.get("fork_origin"));
+    setEditable(this.body.transcript, !running && this.connected);
   };
-  /** @type {Map<string, HTMLElement>} */
-  let calls = new Map();
-  let renderedItems = 0;
+
   // New messages are appended; a rollback (items replaced from an earlier index) re-renders.
-  const renderItems = () => {
+  renderItems() {
+    const { live, model, body: { transcript, earlier } } = this;
     const from = live.changedFrom;
-    if (from !== renderedItems) {
-      watcher.clear();
+    if (from !== this.renderedItems) {
+      this.watcher.clear();
       transcript.replaceChildren();
-      calls = new Map();
-      appendTranscript(transcript, live.items, calls, watcher);
+      this.calls = new Map();
+      appendTranscript(transcript, live.items, this.calls, this.watcher);
     } else {
-      appendTranscript(transcript, live.items.slice(from), calls, watcher);
+      appendTranscript(transcript, live.items.slice(from), this.calls, this.watcher);
     }
-    renderedItems = live.items.length;
+    this.renderedItems = live.items.length;
     earlier.hidden = live.earlier <= 0;
     earlier.disabled = false;
     earlier.textContent = `Show ${live.earlier} earlier message${live.earlier === 1 ? "" : "s"}`;
-    const running = RUNNING.has((model.get("status") ?? {}).name);
     addMessageActions(transcript, live.items, {
-      agentName: model.get("agent_name"), send: (request) => model.send(request), sources,
-      editable: !running && connected, signal });
-    follow();
-  };
-  const renderLive = () => {
-    reveal.set(live.text);
-    liveThinking.textContent = live.thinking;
-    liveTools.replaceChildren();
+      agentName: model.get("agent_name") ?? "", send: (request) => model.send(request), sources: this.sources,
+      editable: !this.running() && this.connected, signal: this.signal });
+    this.follow();
+  }
+
+  renderLive = () => {
+    const { live, body } = this;
+    this.reveal.set(live.text);
+    body.liveThinking.textContent = live.thinking;
+    body.liveTools.replaceChildren();
     /** @type {PendingTool[]} */
-    const pending = model.get("pending_tools") ?? [];
+    const pending = this.model.get("pending_tools") ?? [];
     const ids = new Set([...pending.map((p) => p.id), ...Object.keys(live.tools)]);
     for (const id of ids) {
       // A call already in the transcript (running, or waiting for approval) shows
       // there and in its approval box, not a third time here.
-      if (calls.has(id)) continue;
+      if (this.calls.has(id)) continue;
       const known = pending.find((p) => p.id === id);
       const box = element("div", "mentra-live-tool");
       box.append(element("span", "", `tool call: ${known?.name ?? id}`));
       box.append(codeText("", live.tools[id] ?? known?.input_json ?? ""));
-      liveTools.append(box);
+      body.liveTools.append(box);
     }
-    follow();
+    this.follow();
   };
-  // One box per paused call, in one view of the agent (`holdsApprovals`); the
+
+  // One box per paused call, in one view of the agent (`holdsAnswers`); the
   // kernel validates every answer.
-  // Rendered again only when what it shows changed: a reason being typed survives
-  // another view of the agent coming or going.
-  let shownApprovals = "";
-  const renderApprovals = () => {
+  renderApprovals = () => {
+    const { model, approvalsBox } = this;
     /** @type {Approval[]} */
-    const approvals = connected ? model.get("approvals") ?? [] : [];
-    const holder = holdsApprovals(root, model.get("agent_name") ?? "");
+    const approvals = this.connected ? model.get("approvals") ?? [] : [];
+    const holder = holdsAnswers(this.root, "data-mentra-agent", model.get("agent_name") ?? "");
     const key = JSON.stringify([holder, approvals]);
-    if (key === shownApprovals) return;
-    shownApprovals = key;
+    if (key === this.shownApprovals) return;
+    this.shownApprovals = key;
     approvalsBox.replaceChildren();
     if (!approvals.length) return;
     if (!holder) {
@@ -468,71 +494,86 @@ function render({ model, el }) {
         alwaysTitle: `Run this call, and let this agent call ${a.name} without asking from now on` };
       approvalsBox.append(approvalBox(call, ({ approve, always, reason }) => model.send(approve
         ? { kind: "approve", call_id: a.id, always }
-        : { kind: "deny", call_id: a.id, reason }), signal));
+        : { kind: "deny", call_id: a.id, reason }), this.signal));
     }
   };
-  let helloPending = false;
-  const hello = () => {
-    helloPending = true;
-    model.send({ kind: "hello" }); // the transcript and the half-streamed text we missed
+
+  // A turn cut by a restart, an interrupt or an error: say what was lost and offer
+  // to replay it (or to continue after cut tool calls), as `agent.resume()` would.
+  renderResumable = () => {
+    const { model, resumeBox } = this;
+    resumeBox.replaceChildren();
+    /** @type {{kind?: string, text?: string}} */
+    const resumable = model.get("resumable") ?? {};
+    if (!resumable.kind || !this.connected) return;
+    const label = resumable.kind === "replay"
+      ? `This turn was cut and rolled back: “${resumable.text ?? ""}”`
+      : "Tool calls were cut before they finished.";
+    const resume = button("mentra-resume", resumable.kind === "replay" ? "Replay it" : "Continue", "accept");
+    resume.addEventListener("click", () => model.send({ kind: "resume" }), { signal: this.signal });
+    resumeBox.append(element("span", "mentra-notice-item", label), resume);
   };
+
+  renderNotice = () => { this.travelNotice.textContent = this.model.get("notice") ?? ""; };
+
   // Live once the kernel has spoken to this model: until then (a model restored from
   // a saved notebook's state, with no kernel behind it) the view stays hidden and
   // the saved markdown above it is what the reader sees (mentra.css).
-  const markLive = () => { root.dataset.mentraLive = String(live.seq >= 0); };
+  markLive() { this.root.dataset.mentraLive = String(this.live.seq >= 0); }
+
+  hello() {
+    this.helloPending = true;
+    this.model.send({ kind: "hello" }); // the transcript and the half-streamed text we missed
+  }
+
   /** @param {string} changed @param {StreamMessage|DeltaMessage} message */
-  const onStream = (changed, message) => {
-    markLive();
+  onStream = (changed, message) => {
+    this.markLive();
     const other = /** @type {{kind?: string}} */ (message);
     if (other?.kind === "source") { // the words "Edit" asked for, not part of the stream
-      sources.receive(/** @type {import("./time_travel.js").Source} */ (other));
+      this.sources.receive(/** @type {import("./time_travel.js").Source} */ (other));
       return;
     }
-    if (changed === "live") renderLive();
+    if (changed === "live") this.renderLive();
     if (changed === "items" && "kind" in message) {
-      if (message.start === 0 && !message.basis) helloPending = false;
-      renderItems();
-      renderLive(); // a committed call leaves the live area
+      if (message.start === 0 && !message.basis) this.helloPending = false;
+      this.renderItems();
+      this.renderLive(); // a committed call leaves the live area
     }
-    if (changed === "resync" && !helloPending) hello();
+    if (changed === "resync" && !this.helloPending) this.hello();
   };
-  const send = () => {
+
+  send = () => {
+    const { input } = this.controls;
     const text = input.value.trim();
     if (!text) return;
-    model.send({ kind: "send", text });
+    this.model.send({ kind: "send", text });
     input.value = "";
   };
 
-  const controller = new AbortController();
-  const { signal } = controller;
-  sendButton.addEventListener("click", send, { signal });
-  earlier.addEventListener("click", () => {
-    earlier.disabled = true; // until the page arrives
-    // The index of our first message: a turn view's messages begin at its scope's `first`.
-    model.send({ kind: "earlier", before: (model.get("scope")?.first ?? 0) + live.earlier });
-  }, { signal });
-  input.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) send();
-  }, { signal });
   /** @param {"now"|"round"} how */
-  const stop = (how) => {
-    stopClicked = how;
-    renderHeader(); // "stopping…" at once, before the kernel hears of it
+  stop(how) {
+    const { live } = this;
+    this.stopClicked = how;
+    this.renderHeader(); // "stopping…" at once, before the kernel hears of it
     // "Stop" keeps the reply as far as this view shows it (in code points, as Python
     // counts), not what streamed while the click travelled to the kernel.
-    model.send(how === "now" && live.seq >= 0
-      ? { kind: "stop", now: true, shown: [...reveal.shown].length, seq: live.seq }
+    this.model.send(how === "now" && live.seq >= 0
+      ? { kind: "stop", now: true, shown: [...this.reveal.shown].length, seq: live.seq }
       : { kind: "stop", now: how === "now" });
+  }
+
+  askEarlier = () => {
+    this.body.earlier.disabled = true; // until the page arrives
+    // The index of our first message: a turn view's messages begin at its scope's `first`.
+    this.model.send({ kind: "earlier", before: (this.model.get("scope")?.first ?? 0) + this.live.earlier });
   };
-  stopButton.addEventListener("click", () => stop("now"), { signal });
-  finishButton.addEventListener("click", () => stop("round"), { signal });
-  interruptButton.addEventListener("click", () => model.send({ kind: "interrupt" }), { signal });
-  scroll.addEventListener("scroll", () => {
-    following = scroll.scrollHeight - scroll.scrollTop - scroll.clientHeight < 24;
-  }, { signal, passive: true });
-  scopeLink.addEventListener("click", () => {
-    const agent = model.get("agent_name") ?? "";
-    const full = fullView(agent, root);
+
+  // A turn view's link to the full view of its agent, outlined there.
+  goToFullView = () => {
+    const agent = this.model.get("agent_name") ?? "";
+    const full = fullView(agent, this.root);
+    const { notice } = this.head;
     if (full) {
       full.scrollIntoView({ behavior: "smooth", block: "start" });
       // Outlined until the reader's next click anywhere, not for a fixed time: on a
@@ -544,84 +585,105 @@ function render({ model, el }) {
     } else {
       notice.textContent = `no full view of ${agent} in this notebook: run %mentra show ${agent}`;
     }
-  }, { signal });
-
-  // A turn cut by a restart, an interrupt or an error: say what was lost and offer
-  // to replay it (or to continue after cut tool calls), as `agent.resume()` would.
-  const renderResumable = () => {
-    resumeBox.replaceChildren();
-    /** @type {{kind?: string, text?: string}} */
-    const resumable = model.get("resumable") ?? {};
-    if (!resumable.kind || !connected) return;
-    const label = resumable.kind === "replay"
-      ? `This turn was cut and rolled back: “${resumable.text ?? ""}”`
-      : "Tool calls were cut before they finished.";
-    const resume = button("mentra-resume", resumable.kind === "replay" ? "Replay it" : "Continue", "accept");
-    resume.addEventListener("click", () => model.send({ kind: "resume" }), { signal });
-    resumeBox.append(element("span", "mentra-notice-item", label), resume);
   };
 
   // Jupyter fires comm_live_update on a model whose kernel went away (a restart or
   // shutdown), possibly more than once; this output can no longer act, so say so
   // (once) instead of looking alive.
-  const onDisconnect = () => {
-    if (!connected) return;
-    connected = false;
+  onDisconnect = () => {
+    if (!this.connected) return;
+    this.connected = false;
+    const { root, head } = this;
     root.dataset.connected = "false";
     for (const node of root.querySelectorAll("button")) /** @type {HTMLButtonElement} */ (node).disabled = true;
-    input.disabled = true;
-    badge.textContent = "disconnected";
-    badge.dataset.status = "idle";
-    reveal.finish(); // what had streamed stays readable (issue 30.2)
-    renderApprovals();
-    notice.textContent = "its kernel stopped: run %mentra resume in the new kernel for a live view";
+    this.controls.input.disabled = true;
+    head.badge.textContent = "disconnected";
+    head.badge.dataset.status = "idle";
+    this.reveal.finish(); // what had streamed stays readable (issue 30.2)
+    this.renderApprovals();
+    head.notice.textContent = "its kernel stopped: run %mentra resume in the new kernel for a live view";
   };
 
-  const renderNotice = () => { travelNotice.textContent = model.get("notice") ?? ""; };
-  const onViewsChanged = (/** @type {Event} */ event) => {
-    if (/** @type {CustomEvent} */ (event).detail === model.get("agent_name")) renderApprovals();
+  /** @param {Event} event */
+  onViewsChanged = (event) => {
+    if (/** @type {CustomEvent} */ (event).detail === this.model.get("agent_name")) this.renderApprovals();
   };
-  const announce = () => document.dispatchEvent(new CustomEvent(VIEWS_CHANGED, { detail: model.get("agent_name") }));
-  document.addEventListener(VIEWS_CHANGED, onViewsChanged, { signal });
 
-  const unsubscribe = subscribe(model, [
-    ["comm_live_update", onDisconnect],
-    ...["agent_name", "model_key", "status", "run_generation", "usage", "cost", "progress", "scope"].map(
-      (trait) => /** @type {[string, () => void]} */ ([`change:${trait}`, renderHeader])),
-    ["change:pending_tools", renderLive],
-    ["change:approvals", () => { renderApprovals(); renderHeader(); }],
-    ["change:resumable", renderResumable],
-    ["change:fork_origin", renderHeader],
-    ["change:notice", renderNotice],
-    ...(shared ? [] : [/** @type {[string, (m: StreamMessage|DeltaMessage) => void]} */ (["msg:custom", stream.receive])]),
-  ]);
-  stream.views.add(onStream);
+  announce = () => document.dispatchEvent(new CustomEvent(VIEWS_CHANGED, { detail: this.model.get("agent_name") }));
 
-  markLive();
-  renderHeader();
-  renderItems();
-  renderLive();
-  renderApprovals();
-  renderResumable();
-  renderNotice();
-  if (live.seq < 0) hello(); // nothing received yet: ask (answered once the kernel is free)
+  /** The DOM's events: clicks, keys, scrolling, other views of the agent. */
+  listen() {
+    const { signal, controls, body } = this;
+    controls.sendButton.addEventListener("click", this.send, { signal });
+    body.earlier.addEventListener("click", this.askEarlier, { signal });
+    controls.input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) this.send();
+    }, { signal });
+    controls.stopButton.addEventListener("click", () => this.stop("now"), { signal });
+    controls.finishButton.addEventListener("click", () => this.stop("round"), { signal });
+    controls.interruptButton.addEventListener("click", () => this.model.send({ kind: "interrupt" }), { signal });
+    body.scroll.addEventListener("scroll", () => {
+      const { scroll } = body;
+      this.following = scroll.scrollHeight - scroll.scrollTop - scroll.clientHeight < 24;
+    }, { signal, passive: true });
+    this.head.scopeLink.addEventListener("click", this.goToFullView, { signal });
+    document.addEventListener(VIEWS_CHANGED, this.onViewsChanged, { signal });
+  }
+
+  /** The model's events: trait changes, the kernel going away, stream messages. */
+  subscribe() {
+    const unsubscribe = subscribe(this.model, [
+      ["comm_live_update", this.onDisconnect],
+      ...["agent_name", "model_key", "status", "run_generation", "usage", "cost", "progress", "scope"].map(
+        (trait) => /** @type {[string, () => void]} */ ([`change:${trait}`, this.renderHeader])),
+      ["change:pending_tools", this.renderLive],
+      ["change:approvals", () => { this.renderApprovals(); this.renderHeader(); }],
+      ["change:resumable", this.renderResumable],
+      ["change:fork_origin", this.renderHeader],
+      ["change:notice", this.renderNotice],
+      ...(this.shared ? [] : [/** @type {[string, (m: StreamMessage|DeltaMessage) => void]} */ (["msg:custom", this.stream.receive])]),
+    ]);
+    this.stream.views.add(this.onStream);
+    return () => {
+      unsubscribe();
+      this.stream.views.delete(this.onStream);
+    };
+  }
+
+  renderAll() {
+    this.markLive();
+    this.renderHeader();
+    this.renderItems();
+    this.renderLive();
+    this.renderApprovals();
+    this.renderResumable();
+    this.renderNotice();
+  }
+}
+
+/** @param {{model: Model, el: HTMLElement}} context */
+function render({ model, el }) {
+  const view = new AgentViewRender(model, el);
+  view.listen();
+  const unsubscribe = view.subscribe();
+  view.renderAll();
+  if (view.live.seq < 0) view.hello(); // nothing received yet: ask (answered once the kernel is free)
   // The output area attaches this view to the page after `render` returns, and a
   // windowed notebook detaches and re-attaches cells as they scroll: each time,
   // every view of this agent decides again which one holds the approvals.
-  const attached = requestAnimationFrame(announce);
-  const visibility = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver(announce);
-  visibility?.observe(root);
+  const attached = requestAnimationFrame(view.announce);
+  const visibility = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver(view.announce);
+  visibility?.observe(view.root);
 
   return () => {
     cancelAnimationFrame(attached);
-    reveal.stop();
+    view.reveal.stop();
     visibility?.disconnect();
-    controller.abort();
+    view.controller.abort();
     unsubscribe();
-    stream.views.delete(onStream);
-    watcher.clear();
-    root.remove();
-    announce();
+    view.watcher.clear();
+    view.root.remove();
+    view.announce();
   };
 }
 

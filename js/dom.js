@@ -3,15 +3,10 @@
 // mentra_nb/static/ (anywidget loads one module, where relative imports cannot resolve).
 
 /**
- * @typedef {{index: number, role: string, kind: string, html?: string, id?: string, name?: string,
- *   input?: string, content?: string, truncated?: boolean, is_error?: boolean, media_type?: string, data?: string,
- *   images?: {media_type: string, data: string}[]}} Item
- * @typedef {{
- *   get(name: string): any,
- *   on(event: string, handler: (...args: any[]) => void): void,
- *   off(event: string, handler: (...args: any[]) => void): void,
- *   send(content: object): void,
- * }} Model
+ * @typedef {import("./wire.js").Item} Item
+ * @typedef {{on(event: string, handler: (...args: any[]) => void): void,
+ *   off(event: string, handler: (...args: any[]) => void): void}} Events
+ *   what `subscribe` needs of a model (each view's model is typed in wire.d.ts)
  */
 
 /**
@@ -44,6 +39,21 @@ export function button(className, text, tone) {
   const node = /** @type {HTMLButtonElement} */ (element("button", `${classes} ${className}`, text));
   node.type = "button";
   return node;
+}
+
+/**
+ * Of every view in the page marked with `attribute` = `name` (the views of one
+ * agent, or of one team), whether `root` holds the answer buttons: the last one
+ * (the newest cell) does, so a paused call or a request is answered in one place
+ * and the others point at it. A view not in the page holds its own.
+ * @param {HTMLElement} root
+ * @param {"data-mentra-agent"|"data-mentra-team"} attribute
+ * @param {string} name
+ */
+export function holdsAnswers(root, attribute, name) {
+  const views = [...document.querySelectorAll(`[${attribute}]`)]
+    .filter((view) => view.getAttribute(attribute) === name);
+  return !root.isConnected || views.length === 0 || views[views.length - 1] === root;
 }
 
 /**
@@ -465,7 +475,7 @@ export function approvalBox(call, onAnswer, signal) {
 
 /**
  * Subscribe `handler`s to model events; returns a function that unsubscribes them all.
- * @param {Model} model
+ * @param {Events} model
  * @param {[string, (...args: any[]) => void][]} subscriptions
  */
 export function subscribe(model, subscriptions) {

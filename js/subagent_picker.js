@@ -5,13 +5,11 @@ import { ClampWatcher, approvalBox, button, element, renderTranscript, subscribe
 import { hookNotebookSaves } from "./saved_state.js";
 
 /**
- * @typedef {{label: string, status: string, model: string, path: string, agent_id: string|null,
- *   waiting_for_approval?: string[]}} Option
- * @typedef {{path: string, id: string, ref: string, name: string, input: string}} CallApproval
- * @typedef {{count?: number, text?: string, tone?: string}} Badge
- * @typedef {{path?: string, status?: string, model?: string, items?: any[], has_older?: boolean,
- *   truncated?: boolean, error?: string|null}} Preview
- * @typedef {import("./dom.js").Model} Model
+ * @typedef {import("./wire.js").PickerOption} Option
+ * @typedef {import("./wire.js").SubagentApproval} CallApproval
+ * @typedef {import("./wire.js").Badge} Badge
+ * @typedef {import("./wire.js").SubagentPreview} Preview
+ * @typedef {import("./wire.js").PickerModel} Model
  */
 
 const ACTIVE = new Set(["pending_init", "running"]);

@@ -1,17 +1,15 @@
 // TeamView: a lead, its teammates and the requests waiting for the lead.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { ClampWatcher, approvalBox, button, codeText, element, renderTranscript, subscribe, toolLabel } from "./dom.js";
+import { ClampWatcher, approvalBox, button, codeText, element, holdsAnswers, renderTranscript, subscribe, toolLabel } from "./dom.js";
 import { hookNotebookSaves } from "./saved_state.js";
 
 /**
- * @typedef {{name: string, role: string, model: string, status: string, error?: string|null,
- *   alive: boolean, unread: number, last_active?: number|null}} Member
- * @typedef {{id: string, protocol: string, sender: string, content: string, created_at: number}} Request
- * @typedef {{agent: string, id: string, name: string, input: string}} CallApproval
- * @typedef {{kind?: string, name?: string, pages?: number, items?: import("./dom.js").Item[],
- *   has_older?: boolean, error?: string}} Preview
- * @typedef {import("./dom.js").Model} Model
+ * @typedef {import("./wire.js").Member} Member
+ * @typedef {import("./wire.js").Request} Request
+ * @typedef {import("./wire.js").TeammateApproval} CallApproval
+ * @typedef {import("./wire.js").TeamViewReceived} Preview
+ * @typedef {import("./wire.js").TeamViewModel} Model
  */
 
 const STATUS_TO_BADGE = { working: "streaming", idle: "finished", failed: "failed", shutdown: "idle" };
@@ -26,15 +24,64 @@ export function ago(seconds, now = Date.now() / 1000) {
 }
 
 /**
- * Of every view of one team in the page, the last (the newest cell) holds the
- * Approve / Reject buttons, so a request shows once; the others point at it.
- * @param {HTMLElement} root
- * @param {string} lead
+ * A teammate's row: name, role, status (or the tools it waits to have approved),
+ * liveness, unread mail, last activity.
+ * @param {Member} m
+ * @param {CallApproval[]} waiting every teammate's paused calls
+ * @param {boolean} open whether its transcript is open under it
  */
-export function holdsAnswers(root, lead) {
-  const views = [...document.querySelectorAll(".mentra-team[data-mentra-team]")]
-    .filter((view) => /** @type {HTMLElement} */ (view).dataset.mentraTeam === lead);
-  return !root.isConnected || views.length === 0 || views[views.length - 1] === root;
+function memberRow(m, waiting, open) {
+  const row = element("li", "mentra-clickable");
+  row.dataset.name = m.name;
+  row.title = `Show ${m.name}'s transcript`;
+  row.setAttribute("aria-expanded", String(open));
+  const badge = element("span", "mentra-badge", m.status === "failed" ? `failed: ${m.error ?? ""}` : m.status);
+  badge.dataset.status = STATUS_TO_BADGE[/** @type {keyof typeof STATUS_TO_BADGE} */ (m.status)] ?? m.status;
+  const tools = [...new Set(waiting.filter((a) => a.agent === m.name).map((a) => a.name))];
+  if (tools.length) {
+    badge.textContent = `waiting for approval: ${tools.join(", ")}`;
+    badge.dataset.status = "waiting";
+  }
+  row.append(
+    element("span", "mentra-name", m.name),
+    element("span", "mentra-model", m.role),
+    badge,
+    element("span", "mentra-alive", m.alive ? "alive" : "not running"),
+    element("span", "mentra-usage", `${m.unread} unread`),
+    element("span", "mentra-run", ago(m.last_active)),
+  );
+  row.tabIndex = 0;
+  return row;
+}
+
+/**
+ * A teammate's request to the lead, with Approve and Reject (which needs a reason).
+ * @param {Request} r
+ * @param {(answer: import("./wire.js").TeamViewSent) => void} answer sends the answer to the kernel
+ * @param {AbortSignal} signal
+ */
+function requestBox(r, answer, signal) {
+  const box = element("div", "mentra-request");
+  box.dataset.id = r.id;
+  box.append(element("div", "mentra-name", `${r.protocol} from ${r.sender}`), codeText("", r.content));
+  const approve = button("mentra-approve", "Approve", "accept");
+  const reason = /** @type {HTMLInputElement} */ (element("input", "jp-mod-styled mentra-reason"));
+  reason.placeholder = "reason (needed to reject)";
+  const reject = button("mentra-reject", "Reject", "warn");
+  approve.addEventListener("click", () => answer({ kind: "approve", request_id: r.id }), { signal });
+  reject.addEventListener("click", () => {
+    const text = reason.value.trim();
+    if (!text) {
+      reason.focus();
+      reason.classList.add("mentra-error");
+      return;
+    }
+    answer({ kind: "reject", request_id: r.id, reason: text });
+  }, { signal });
+  const controls = element("div", "mentra-controls");
+  controls.append(approve, reason, reject);
+  box.append(controls);
+  return box;
 }
 
 const VIEWS_CHANGED = "mentra-team-views";
@@ -141,29 +188,10 @@ function render({ model, el }) {
     /** @type {CallApproval[]} */
     const waiting = model.get("approvals") ?? [];
     for (const m of list) {
-      const row = element("li", "mentra-clickable");
-      row.dataset.name = m.name;
-      row.title = `Show ${m.name}'s transcript`;
-      row.setAttribute("aria-expanded", String(openName === m.name));
-      const badge = element("span", "mentra-badge", m.status === "failed" ? `failed: ${m.error ?? ""}` : m.status);
-      badge.dataset.status = STATUS_TO_BADGE[/** @type {keyof typeof STATUS_TO_BADGE} */ (m.status)] ?? m.status;
-      const tools = [...new Set(waiting.filter((a) => a.agent === m.name).map((a) => a.name))];
-      if (tools.length) {
-        badge.textContent = `waiting for approval: ${tools.join(", ")}`;
-        badge.dataset.status = "waiting";
-      }
-      row.append(
-        element("span", "mentra-name", m.name),
-        element("span", "mentra-model", m.role),
-        badge,
-        element("span", "mentra-alive", m.alive ? "alive" : "not running"),
-        element("span", "mentra-usage", `${m.unread} unread`),
-        element("span", "mentra-run", ago(m.last_active)),
-      );
+      const row = memberRow(m, waiting, openName === m.name);
       row.addEventListener("click", () => (openName === m.name ? closeTeammate() : openTeammate(m.name)),
         { signal });
-      row.tabIndex = 0; // opened from the keyboard too
-      row.addEventListener("keydown", (event) => {
+      row.addEventListener("keydown", (event) => { // opened from the keyboard too
         if (event.target === row && (event.key === "Enter" || event.key === " ")) {
           event.preventDefault();
           row.click();
@@ -178,29 +206,7 @@ function render({ model, el }) {
     requests.replaceChildren();
     /** @type {Request[]} */
     const list = model.get("requests") ?? [];
-    for (const r of list) {
-      const box = element("div", "mentra-request");
-      box.dataset.id = r.id;
-      box.append(element("div", "mentra-name", `${r.protocol} from ${r.sender}`), codeText("", r.content));
-      const approve = button("mentra-approve", "Approve", "accept");
-      const reason = /** @type {HTMLInputElement} */ (element("input", "jp-mod-styled mentra-reason"));
-      reason.placeholder = "reason (needed to reject)";
-      const reject = button("mentra-reject", "Reject", "warn");
-      approve.addEventListener("click", () => model.send({ kind: "approve", request_id: r.id }), { signal });
-      reject.addEventListener("click", () => {
-        const text = reason.value.trim();
-        if (!text) {
-          reason.focus();
-          reason.classList.add("mentra-error");
-          return;
-        }
-        model.send({ kind: "reject", request_id: r.id, reason: text });
-      }, { signal });
-      const controls = element("div", "mentra-controls");
-      controls.append(approve, reason, reject);
-      box.append(controls);
-      requests.append(box);
-    }
+    for (const r of list) requests.append(requestBox(r, (answer) => model.send(answer), signal));
   };
 
   // A teammate's paused tool call, answered as in its own AgentView.
@@ -224,7 +230,7 @@ function render({ model, el }) {
   let shownAnswers = "";
   const renderAnswers = () => {
     const waiting = (model.get("requests") ?? []).length + (model.get("approvals") ?? []).length;
-    const holder = holdsAnswers(root, leadName());
+    const holder = holdsAnswers(root, "data-mentra-team", leadName());
     const key = JSON.stringify([holder, model.get("requests") ?? [], model.get("approvals") ?? []]);
     if (key === shownAnswers) return;
     shownAnswers = key;

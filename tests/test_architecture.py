@@ -1,4 +1,4 @@
-"""The package's internal contract, checked on its source (README, "Architecture").
+"""The package's internal contract, checked on its source (docs/maintainers/architecture.md).
 
 - No module reads or writes another object's `_private` attribute: `x._name` is
   allowed only on `self` / `cls` / `super()`, or for a name the same module
@@ -252,7 +252,7 @@ def test_every_module_declares_all() -> None:
     assert missing == []
 
 
-# What each layer may import of the others: data flows down (README, "Architecture").
+# What each layer may import of the others: data flows down (docs/maintainers/architecture.md).
 ALLOWED_LAYERS = {
     "mentra_nb.store": set(),
     "mentra_nb.providers": set(),

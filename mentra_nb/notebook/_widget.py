@@ -19,19 +19,19 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Union
 
 import anywidget
 import traitlets
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from mentra_nb.notebook._display import Shown, display, show
 
 if TYPE_CHECKING:
     from mentra_nb.notebook._host import RuntimeHost
 
-__all__ = ["MAX_FALLBACKS", "BrowserMessage", "MentraWidget", "browser_messages"]
+__all__ = ["MAX_FALLBACKS", "BrowserMessage", "BrowserMessages", "MentraWidget"]
 
 log = logging.getLogger("mentra_nb.notebook")
 
@@ -47,9 +47,22 @@ class BrowserMessage(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
 
-def browser_messages(union: Any) -> TypeAdapter[Any]:
-    """The validator of a widget's browser messages (a discriminated union), built lazily."""
-    return TypeAdapter(union, config=ConfigDict(defer_build=True))
+class BrowserMessages:
+    """A widget's dispatch table: each kind of browser message (a `BrowserMessage`
+    subclass with a `kind` literal) and the widget method that handles it. The
+    validator is the union of the table's kinds, so a kind the kernel accepts always
+    has a handler; js/wire.d.ts is generated from the same models (mentra_nb/notebook/_wire_ts.py)."""
+
+    def __init__(self, handlers: Mapping[type[BrowserMessage], Callable[[Any, Any], object]]) -> None:
+        self.handlers = dict(handlers)
+        union: Any = Union[tuple(self.handlers)]  # noqa: UP007 (a union built from a tuple at run time)
+        # Built on the first message (see BrowserMessage).
+        self.adapter: TypeAdapter[Any] = TypeAdapter(Annotated[union, Field(discriminator="kind")],
+                                                     config=ConfigDict(defer_build=True))
+
+    @property
+    def models(self) -> list[type[BrowserMessage]]:
+        return list(self.handlers)
 
 
 class MentraWidget(anywidget.AnyWidget):
@@ -58,6 +71,8 @@ class MentraWidget(anywidget.AnyWidget):
 
     _host: RuntimeHost
     _unsubscribe: Callable[[], None] | None = None
+    # The messages this widget's front end may send, and their handlers.
+    _browser_messages: ClassVar[BrowserMessages]
     # Which of our views this is ("agent", "team", "picker"): how the browser knows
     # our models among a notebook's widgets when it saves the notebook.
     _mentra_view = traitlets.Unicode("").tag(sync=True)
@@ -79,6 +94,14 @@ class MentraWidget(anywidget.AnyWidget):
         # thread) take the lock.
         self._fallbacks: dict[Shown, str] = {}
         self._fallbacks_lock = threading.Lock()
+
+    def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        """A message from the front end (on the kernel's shell thread): validated, then
+        handed to its kind's handler; an invalid one is logged and ignored."""
+        table = self._browser_messages
+        message = self._accept(table.adapter, content)
+        if message is not None:
+            table.handlers[type(message)](self, message)
 
     def _accept(self, adapter: TypeAdapter[Any], content: Any) -> Any | None:
         """The browser's message as a model, or None (logged) if it is invalid."""

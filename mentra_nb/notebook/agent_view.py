@@ -47,10 +47,10 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import traitlets
-from pydantic import Field, TypeAdapter
+from pydantic import Field
 
 from mentra_nb import pricing
 from mentra_nb.errors import AgentError, MentraError
@@ -65,7 +65,7 @@ from mentra_nb.notebook._rendering import (
     transcript_markdown,
 )
 from mentra_nb.notebook._stream_refs import encode_html
-from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
+from mentra_nb.notebook._widget import BrowserMessage, BrowserMessages, MentraWidget
 from mentra_nb.runtime import (
     AGENT_NAME_PATTERN,
     Agent,
@@ -172,12 +172,6 @@ class _Deny(BrowserMessage):
     call_id: str = Field(min_length=1, max_length=200)
     reason: str = Field(default="", max_length=2_000)
 
-
-_browser_message: TypeAdapter[Any] = browser_messages(
-    Annotated[_Hello | _Earlier | _Stop | _Interrupt | _Send | _Resume | _Approve | _Deny | _Fork | _EditSource
-              | _Edit,
-              Field(discriminator="kind")]
-)
 
 # How many messages a view renders at a time: the last page when it is displayed,
 # each earlier page when the reader asks for it (a resumed notebook of fifty long
@@ -625,34 +619,46 @@ class AgentView(MentraWidget):
 
     # --- browser side (runs on the kernel's shell thread) -------------------------
 
-    def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        message = self._accept(_browser_message, content)
+    def _on_hello(self, _message: _Hello) -> None:
+        self._host.call_soon(self._hello)
+
+    def _on_earlier(self, message: _Earlier) -> None:
+        self._host.call_soon(self._send_earlier, message.before)
+
+    def _on_stop(self, message: _Stop) -> None:
+        self._host.call_soon(self._stop, message.now, message.shown, message.seq)
+
+    def _on_interrupt(self, _message: _Interrupt) -> None:
+        self._host.call_soon(self._agent.cancel)
+
+    def _on_send(self, message: _Send) -> None:
+        self._host.submit(self._agent.send(message.text)).add_done_callback(_log_failure(self._agent.name))
+
+    def _on_resume(self, _message: _Resume) -> None:
+        self._host.submit(self._agent.resume()).add_done_callback(_log_failure(self._agent.name))
+
+    def _on_approve(self, message: _Approve) -> None:
         agent = self._agent
-        if isinstance(message, _Hello):
-            self._host.call_soon(self._hello)
-        elif isinstance(message, _Earlier):
-            self._host.call_soon(self._send_earlier, message.before)
-        elif isinstance(message, _Stop):
-            self._host.call_soon(self._stop, message.now, message.shown, message.seq)
-        elif isinstance(message, _Interrupt):
-            self._host.call_soon(agent.cancel)
-        elif isinstance(message, _Send):
-            future = self._host.submit(agent.send(message.text))
-            future.add_done_callback(_log_failure(agent.name))
-        elif isinstance(message, _Resume):
-            future = self._host.submit(agent.resume())
-            future.add_done_callback(_log_failure(agent.name))
-        elif isinstance(message, _Approve):
-            self._host.call_soon(_answer, agent.name, agent.approve, message.call_id, message.always)
-        elif isinstance(message, _Deny):
-            self._host.call_soon(_answer, agent.name, agent.deny, message.call_id, message.reason)
-        elif isinstance(message, _Fork):
-            self._host.call_soon(self._fork_from_here, message.at, message.name)
-        elif isinstance(message, _EditSource):
-            self._host.call_soon(self._send_source, message.index)
-        elif isinstance(message, _Edit):
-            future = self._host.submit(agent.edit(message.index, message.text))
-            future.add_done_callback(self._report_edit)
+        self._host.call_soon(_answer, agent.name, agent.approve, message.call_id, message.always)
+
+    def _on_deny(self, message: _Deny) -> None:
+        agent = self._agent
+        self._host.call_soon(_answer, agent.name, agent.deny, message.call_id, message.reason)
+
+    def _on_fork(self, message: _Fork) -> None:
+        self._host.call_soon(self._fork_from_here, message.at, message.name)
+
+    def _on_edit_source(self, message: _EditSource) -> None:
+        self._host.call_soon(self._send_source, message.index)
+
+    def _on_edit(self, message: _Edit) -> None:
+        self._host.submit(self._agent.edit(message.index, message.text)).add_done_callback(self._report_edit)
+
+    _browser_messages = BrowserMessages({
+        _Hello: _on_hello, _Earlier: _on_earlier, _Stop: _on_stop, _Interrupt: _on_interrupt, _Send: _on_send,
+        _Resume: _on_resume, _Approve: _on_approve, _Deny: _on_deny, _Fork: _on_fork,
+        _EditSource: _on_edit_source, _Edit: _on_edit,
+    })
 
     # --- time travel from the browser (runs on the runtime thread) -----------------
 

@@ -17,13 +17,13 @@ import logging
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import traitlets
-from pydantic import Field, TypeAdapter
+from pydantic import Field
 
 from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.notebook._assets import static_file
 from mentra_nb.notebook._markdown_html import render_markdown
 from mentra_nb.notebook._rendering import md_cell, md_code, md_text, message_items
-from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
+from mentra_nb.notebook._widget import BrowserMessage, BrowserMessages, MentraWidget
 from mentra_nb.notebook.agent_view import approval_item
 from mentra_nb.runtime import Agent, subagents
 from mentra_nb.runtime.subagents import (
@@ -74,11 +74,6 @@ class _DenyCall(BrowserMessage):
     path: Annotated[str, _PATH]
     call_id: str = Field(min_length=1, max_length=200)
     reason: str = Field(default="", max_length=2_000)
-
-
-_browser_message: TypeAdapter[Any] = browser_messages(
-    Annotated[_Open | _Older | _Close | _Interrupt | _ApproveCall | _DenyCall, Field(discriminator="kind")]
-)
 
 
 LIVE_INTERVAL = 0.25  # seconds between reads of the open child's streaming text
@@ -210,19 +205,26 @@ class SubagentPickerView(MentraWidget):
 
     # --- browser side ----------------------------------------------------------
 
-    def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        message = self._accept(_browser_message, content)
-        if isinstance(message, _Open):
-            self._host.call_soon(self._show, message.path)
-        elif isinstance(message, _Older):
-            if self.preview.get("path") and self._older is not None:
-                self._host.call_soon(lambda: self._show(self.preview["path"], older=True))
-        elif isinstance(message, _Close):
-            self._host.call_soon(self._close_preview)
-        elif isinstance(message, _Interrupt):
-            self._host.call_soon(self._interrupt, message.path)
-        elif isinstance(message, (_ApproveCall, _DenyCall)):
-            self._host.call_soon(self._answer_call, message)
+    def _on_open(self, message: _Open) -> None:
+        self._host.call_soon(self._show, message.path)
+
+    def _on_older(self, _message: _Older) -> None:
+        if self.preview.get("path") and self._older is not None:
+            self._host.call_soon(lambda: self._show(self.preview["path"], older=True))
+
+    def _on_close(self, _message: _Close) -> None:
+        self._host.call_soon(self._close_preview)
+
+    def _on_interrupt(self, message: _Interrupt) -> None:
+        self._host.call_soon(self._interrupt, message.path)
+
+    def _on_call_answer(self, message: _ApproveCall | _DenyCall) -> None:
+        self._host.call_soon(self._answer_call, message)
+
+    _browser_messages = BrowserMessages({
+        _Open: _on_open, _Older: _on_older, _Close: _on_close, _Interrupt: _on_interrupt,
+        _ApproveCall: _on_call_answer, _DenyCall: _on_call_answer,
+    })
 
     # --- static outputs --------------------------------------------------------
 

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import traitlets
-from pydantic import Field, TypeAdapter
+from pydantic import Field
 
 from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.notebook._assets import static_file
 from mentra_nb.notebook._rendering import md_cell, md_code, md_text, message_items
-from mentra_nb.notebook._widget import BrowserMessage, MentraWidget, browser_messages
+from mentra_nb.notebook._widget import BrowserMessage, BrowserMessages, MentraWidget
 from mentra_nb.notebook.agent_view import approval_item
 from mentra_nb.runtime import Agent, AgentEvent, AgentSnapshot
 from mentra_nb.runtime.teams import team_of
@@ -83,10 +83,6 @@ class _Close(BrowserMessage):
     view: str = Field(min_length=1, max_length=100)
 
 
-_browser_message: TypeAdapter[Any] = browser_messages(
-    Annotated[_Approve | _Reject | _ApproveCall | _DenyCall | _Open | _Older | _Close,
-              Field(discriminator="kind")]
-)
 PREVIEW_PAGE = 20  # messages of a teammate's transcript shown at a time
 _APPROVAL_EVENTS = ("tool_approval_requested", "tool_approval_resolved", "run_finished", "run_failed",
                     "run_cancelled")
@@ -250,24 +246,28 @@ class TeamView(MentraWidget):
 
     # --- browser side ----------------------------------------------------------
 
-    def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        message = self._accept(_browser_message, content)
-        if message is None:
-            return
-        if isinstance(message, _Open):
-            self._host.call_soon(self._open_preview, message.view, message.name)
-            return
-        if isinstance(message, _Older):
-            self._host.call_soon(self._open_preview, message.view, None)
-            return
-        if isinstance(message, _Close):
-            self._host.call_soon(self._close_preview, message.view)
-            return
-        if isinstance(message, (_ApproveCall, _DenyCall)):
-            self._host.call_soon(self._answer_call, message)
-            return
-        reason = message.reason if isinstance(message, _Reject) else None
-        self._host.call_soon(self._answer, message.request_id, isinstance(message, _Approve), reason)
+    def _on_open(self, message: _Open) -> None:
+        self._host.call_soon(self._open_preview, message.view, message.name)
+
+    def _on_older(self, message: _Older) -> None:
+        self._host.call_soon(self._open_preview, message.view, None)
+
+    def _on_close(self, message: _Close) -> None:
+        self._host.call_soon(self._close_preview, message.view)
+
+    def _on_call_answer(self, message: _ApproveCall | _DenyCall) -> None:
+        self._host.call_soon(self._answer_call, message)
+
+    def _on_approve(self, message: _Approve) -> None:
+        self._host.call_soon(self._answer, message.request_id, True, None)
+
+    def _on_reject(self, message: _Reject) -> None:
+        self._host.call_soon(self._answer, message.request_id, False, message.reason)
+
+    _browser_messages = BrowserMessages({
+        _Approve: _on_approve, _Reject: _on_reject, _ApproveCall: _on_call_answer, _DenyCall: _on_call_answer,
+        _Open: _on_open, _Older: _on_older, _Close: _on_close,
+    })
 
     # --- static outputs --------------------------------------------------------
 

@@ -3,8 +3,8 @@
 The public face of the package; the implementation lives in `_`-prefixed
 modules. `events` and `tools` are public modules (event types, tool authoring),
 and `cost`, `teams`, `subagents` and `mcp` are the extension packages (free
-functions taking the agent or the runtime). See the README's "Architecture"
-section for the shape.
+functions taking the agent or the runtime). The docs' Architecture page
+(docs/maintainers/architecture.md) describes the shape.
 """
 
 from mentra_nb.runtime import cost, mcp, subagents, teams

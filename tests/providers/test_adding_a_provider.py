@@ -1,7 +1,8 @@
 """A provider is its class plus one registration: nothing else lists it (issue 31).
 
-The provider below is registered the way the README's recipe says; its key
-variable, tracing name, price key and image support come from its class alone.
+The provider below is registered the way the docs' recipe says
+(docs/maintainers/where-to-change-what.md); its key variable, tracing name, price
+key and image support come from its class alone.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The README's least-privilege setup, run as written: one schema per user, so
+"""The docs' least-privilege setup (docs/guide/postgres.md), run as written: one schema per user, so
 on one shared database no user can read or change another's agents; and the
 store's own refusals (a newer schema, a foreign `agents` table, no server)."""
 
@@ -14,12 +14,12 @@ from mentra_nb import StoreError
 from mentra_nb.store.postgres import POSTGRES_SCHEMA_VERSION, PostgresStore
 from mentra_nb.testing.store_conformance import _spawn
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "postgres.md"
 
 
-def readme_sql(marker: str) -> str:
-    """The ```sql block of the README that follows `marker`."""
-    text = README.read_text()
+def guide_sql(marker: str) -> str:
+    """The ```sql block of the Postgres guide that follows `marker`."""
+    text = GUIDE.read_text()
     after = text[text.index(marker):]
     return re.search(r"```sql\n(.*?)```", after, re.S).group(1)
 
@@ -32,11 +32,11 @@ def run_as_admin(dsn: str, sql: str) -> None:
 
 def set_up_users(postgres_server, dsn: str, *users: str) -> dict[str, str]:
     database = dsn.rsplit("/", 1)[1]
-    once = readme_sql("<!-- roles: once -->").replace("mentra", database)
+    once = guide_sql("<!-- roles: once -->").replace("mentra", database)
     run_as_admin(dsn, once)
     dsns = {}
     for user in users:
-        each = readme_sql("<!-- roles: each user -->").replace("alice", user).replace("mentra", database)
+        each = guide_sql("<!-- roles: each user -->").replace("alice", user).replace("mentra", database)
         run_as_admin(dsn, each)
         dsns[user] = postgres_server.dsn(database, user=user)
     return dsns
@@ -64,7 +64,7 @@ def test_each_user_sees_only_their_own_agents_on_a_shared_database(postgres_serv
 
 def test_a_role_with_no_schema_of_its_own_is_told_what_to_create(postgres_server, pg_dsn):
     database = pg_dsn.rsplit("/", 1)[1]
-    run_as_admin(pg_dsn, readme_sql("<!-- roles: once -->").replace("mentra", database))
+    run_as_admin(pg_dsn, guide_sql("<!-- roles: once -->").replace("mentra", database))
     run_as_admin(pg_dsn, f"CREATE ROLE carol LOGIN; GRANT CONNECT ON DATABASE {database} TO carol")
     with pytest.raises(StoreError, match="CREATE SCHEMA AUTHORIZATION"):
         PostgresStore(postgres_server.dsn(database, user="carol"))
