@@ -14,7 +14,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol, TypeVar, overload
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from mentra_nb.errors import (
     AgentBusy,
@@ -28,7 +28,7 @@ from mentra_nb.errors import (
 from mentra_nb.messages import ContentBlock, Message, Role, Usage
 from mentra_nb.providers.base import ModelInfo
 from mentra_nb.providers.registry import ProviderRegistry
-from mentra_nb.runtime import teams
+from mentra_nb.runtime import batch, teams
 from mentra_nb.runtime._approvals import ApprovalDecision, Approvals, load_approval_state
 from mentra_nb.runtime._config import AgentConfig, config_error
 from mentra_nb.runtime._export import ExportFormat, ExportHeader, export_transcript
@@ -81,6 +81,8 @@ class OwningRuntime(Protocol):
     def spawn(self, name: str, model: str | ModelInfo, config: AgentConfig | None = None) -> Agent: ...
     def fork_agent(self, source: Agent, new_name: str, at: int | None = None) -> Agent: ...
     def resume_agent(self, agent_id: str) -> Agent: ...
+    async def release_agent(self, agent: Agent) -> None: ...
+    async def delete_agent(self, name_or_id: str, *, with_forks: bool = False) -> list[str]: ...
     def resume(self, runtime_id: str | None = None) -> list[Agent]: ...
     def resume_all(self) -> list[Agent]: ...
     def list_persisted_agents(self, runtime_id: str | None = None) -> list[AgentRecord]: ...
@@ -552,6 +554,31 @@ class Agent:
         if persisted is None:
             raise AgentNotFound(f"agent {self.id} is no longer in {self._services.store!r}")
         self._state.replace_history(persisted)
+
+    # --- batch jobs (runtime/batch/) ----------------------------------------------
+
+    def map(self, rows: Any, prompt: batch.Prompt, *, output: type[BaseModel] | None = None,
+            concurrency: int = 16, max_cost_usd: float | None = None, name: str | None = None,
+            replace: bool = False) -> batch.BatchJob:
+        """Run this agent over `rows` (a DataFrame, a list of dicts, any iterable of
+        rows), each row as its own fork of the agent's history as it is now:
+
+            job = agent.map(df, prompt="Classify: {text}", output=Label, name="reviews")
+            await job.wait()
+            job.results()       # the output's fields, status, error, tokens, cost, agent
+
+        `prompt` is a template of the row's columns or a function of the row (a dict).
+        The job lives in the store: a killed kernel's `rt.resume()` goes on with it
+        (finished rows never run again), and calling `map` again with the same rows
+        attaches to it (`replace=True` starts over). `concurrency` rows run at once,
+        fewer while the provider answers 429; `max_cost_usd` stops starting rows that
+        could pass it. Started at once on a running event loop, else by `job.wait()`."""
+        extension = self._services.extension(batch.BatchExtension)
+        if extension is None:
+            raise ConfigError("agent.map() needs the batch extension: build the Runtime with "
+                              "extensions=[*default_extensions(), ...] (batch is one of them)")
+        return batch.map_rows(extension, self, rows, prompt, output=output, concurrency=concurrency,
+                              max_cost_usd=max_cost_usd, name=name, replace=replace)
 
     # --- teams: the contract's methods, each one call of the `teams` API ---------
 

@@ -36,6 +36,7 @@ from mentra_nb.runtime._names import agent_name_problem
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import AgentHandle, Services
 from mentra_nb.runtime._time_travel import check_index, results_for_cut_calls
+from mentra_nb.runtime.batch import BatchExtension
 from mentra_nb.runtime.cost import CostExtension
 from mentra_nb.runtime.mcp import MCPExtension, MCPServer
 from mentra_nb.runtime.subagents import SubagentsExtension
@@ -80,9 +81,9 @@ def default_extensions() -> list[RuntimeExtension]:
     a run they stop has not yet taken a team's mail), teams (so a team inbox precedes
     other injected messages), subagents (used only by agents with
     `AgentConfig(subagents=...)`) and MCP (used only by agents with
-    `AgentConfig(mcp_servers=[...])`). To add one of yours, pass
+    `AgentConfig(mcp_servers=[...])`) and batch jobs (`agent.map(...)`). To add one of yours, pass
     `extensions=[*default_extensions(), Mine()]`."""
-    return [CostExtension(), TeamExtension(), SubagentsExtension(), MCPExtension()]
+    return [CostExtension(), TeamExtension(), SubagentsExtension(), MCPExtension(), BatchExtension()]
 
 
 def _builtin_tools(workspace: Workspace) -> list[Tool]:
@@ -101,7 +102,7 @@ class Runtime:
     `workspace` is the folder the built-in file tools may not leave (default:
     the current folder; pass a `Workspace(root, secret_files=...)` to change
     which files they refuse as secret). `extensions` are the registered
-    extensions (default: `default_extensions()`: budgets, teams, subagents, MCP).
+    extensions (default: `default_extensions()`: budgets, teams, subagents, MCP, batch jobs).
     `tracer_provider` is an OpenTelemetry TracerProvider for the runs' spans
     (default: the global one when one is configured; none, no spans).
     `mcp_servers` are MCP servers for agents whose config names them
@@ -417,6 +418,18 @@ class Runtime:
             self._leases.held.discard(agent_id)
             raise
 
+    async def release_agent(self, agent: Agent) -> None:
+        """Stop driving `agent` without changing it: it leaves this runtime and its
+        lease is released (`rt.resume_agent(agent.id)` loads it again). Refused while
+        it runs."""
+        if agent.is_running:
+            raise AgentBusy(f"agent '{agent.name}' is running; wait for its run to end, or stop it first")
+        if self._agents.get(agent.id) is not agent:
+            return
+        await self._close_agents([agent])
+        self.store.release_leases(self._leases.token, [agent.id])
+        self._leases.held.discard(agent.id)
+
     def _adopt(self, persisted: PersistedAgent) -> Agent:
         agent = Agent(self, persisted, self._extensions)  # the extensions attach themselves
         self._agents[agent.id] = agent
@@ -471,11 +484,11 @@ class Runtime:
         """Resume the lead agents persisted under `runtime_id` (default: this runtime's);
         their teammates are revived (and not returned)."""
         runtime_id = runtime_id or self.runtime_id
-        leads = [
-            self._load(record.id)
-            for record in self.store.list_agents(runtime_id)
-            if record.kind == "agent"
-        ]
+        records = [r for r in self.store.list_agents(runtime_id) if r.kind == "agent"]
+        left: set[str] = set()
+        for extension in self._extensions:
+            left |= extension.agents_left_stored(self.store, runtime_id, records)
+        leads = [self._load(record.id) for record in records if record.id not in left]
         self._after_resume(runtime_id, leads)
         return leads
 

@@ -1,0 +1,40 @@
+"""Batch jobs: an agent over the rows of a DataFrame, durably.
+
+    job = agent.map(df, prompt="Classify: {text}", output=Label, concurrency=16,
+                    max_cost_usd=5.0, name="reviews")
+    await job.wait()
+    job.results()                     # a DataFrame, in input order
+
+Each row runs as its own fork of the agent (`_job.py`), the job and its rows are
+records in the store (`_records.py`), one limiter paces the whole job
+(`_limiter.py`), and the extension (`_extension.py`, one of
+`default_extensions()`) goes on with running jobs when their agent is resumed.
+"""
+
+from mentra_nb.runtime._services import HasServices
+from mentra_nb.runtime.batch._extension import BatchExtension
+from mentra_nb.runtime.batch._job import BatchJob, JobProgress
+from mentra_nb.runtime.batch._map import JOB_NAME_RULE, Prompt, map_rows
+from mentra_nb.runtime.batch._records import JOB, ROW, JobSpec, JobState, RowState
+
+__all__ = [
+    "JOB",
+    "JOB_NAME_RULE",
+    "ROW",
+    "BatchExtension",
+    "BatchJob",
+    "JobProgress",
+    "JobSpec",
+    "JobState",
+    "Prompt",
+    "RowState",
+    "jobs",
+    "map_rows",
+]
+
+
+def jobs(runtime: HasServices) -> list[BatchJob]:
+    """The batch jobs a runtime (or an agent's runtime) has a handle on: those started
+    or attached with `agent.map`, and those `rt.resume()` went on with."""
+    extension = runtime.services.extension(BatchExtension)
+    return extension.jobs if extension is not None else []
