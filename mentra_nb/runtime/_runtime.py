@@ -418,14 +418,15 @@ class Runtime:
             self._leases.held.discard(agent_id)
             raise
 
-    async def release_agent(self, agent: Agent) -> None:
-        """Stop driving `agent` without changing it: it leaves this runtime and its
-        lease is released (`rt.resume_agent(agent.id)` loads it again). Refused while
-        it runs."""
+    async def release_agent(self, agent_id: str) -> None:
+        """Stop driving agent `agent_id` without changing it: it leaves this runtime
+        and its lease is released (`rt.resume_agent(agent_id)` loads it again).
+        Refused while it runs; nothing to do if this runtime does not drive it."""
+        agent = self._agents.get(agent_id)
+        if agent is None:
+            return
         if agent.is_running:
             raise AgentBusy(f"agent '{agent.name}' is running; wait for its run to end, or stop it first")
-        if self._agents.get(agent.id) is not agent:
-            return
         await self._close_agents([agent])
         self.store.release_leases(self._leases.token, [agent.id])
         self._leases.held.discard(agent.id)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -15,10 +14,8 @@ from mentra_nb.runtime._extensions import RuntimeExtension
 from mentra_nb.runtime._services import AgentHandle
 from mentra_nb.runtime.batch._job import BatchJob, resolve_model
 from mentra_nb.runtime.batch._records import JOB, JobSpec
+from mentra_nb.runtime.batch._source import RowAgent
 from mentra_nb.store.base import AgentRecord, Store
-
-if TYPE_CHECKING:
-    from mentra_nb.runtime._agent import Agent
 
 __all__ = ["BatchExtension"]
 
@@ -34,7 +31,7 @@ class BatchExtension(RuntimeExtension):
         """The jobs this runtime has a handle on, oldest first."""
         return list(self._jobs.values())
 
-    def handle(self, source: Agent, spec: JobSpec, output: type[BaseModel] | None) -> BatchJob:
+    def handle(self, source: RowAgent, spec: JobSpec, output: type[BaseModel] | None) -> BatchJob:
         """The live handle of the stored job `spec` (made once per job)."""
         job = self._jobs.get(spec.job_id)
         if job is None:
@@ -43,7 +40,7 @@ class BatchExtension(RuntimeExtension):
             job.output = output
         return job
 
-    def attach_job(self, source: Agent, spec: JobSpec, output: type[BaseModel] | None) -> BatchJob:
+    def attach_job(self, source: RowAgent, spec: JobSpec, output: type[BaseModel] | None) -> BatchJob:
         """`handle`, started when called on the event loop (as `agent.map` is in a notebook's
         runtime thread or an `async` script)."""
         job = self.handle(source, spec, output)
@@ -60,9 +57,7 @@ class BatchExtension(RuntimeExtension):
             job.cancel()
 
     def after_resume(self, runtime_id: str, agents: Sequence[AgentHandle]) -> None:
-        from mentra_nb.runtime._agent import Agent
-
-        sources = {a.id: a for a in agents if isinstance(a, Agent)}
+        sources = {a.id: a for a in agents if isinstance(a, RowAgent)}
         if not sources:
             return
         store = next(iter(sources.values())).services.store

@@ -17,7 +17,7 @@ import logging
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -36,11 +36,9 @@ from mentra_nb.runtime.batch._records import (
     RowState,
     row_key,
 )
+from mentra_nb.runtime.batch._source import RowAgent
 from mentra_nb.runtime.events import AgentEvent, RetryAttempted
 from mentra_nb.store.records import Record
-
-if TYPE_CHECKING:
-    from mentra_nb.runtime._agent import Agent
 
 __all__ = ["BatchJob", "JobProgress", "model_path", "resolve_model"]
 
@@ -104,7 +102,7 @@ class BatchJob:
         job.results()        # a DataFrame in input order
     """
 
-    def __init__(self, source: Agent, spec: JobSpec, output: type[BaseModel] | None) -> None:
+    def __init__(self, source: RowAgent, spec: JobSpec, output: type[BaseModel] | None) -> None:
         self.source = source
         self._spec = spec
         self.output = output
@@ -342,7 +340,7 @@ class BatchJob:
         finally:
             unsubscribe()
             if not fork.is_running:
-                await self.source.runtime.release_agent(fork)
+                await self.source.runtime.release_agent(fork.id)
         if throttled is not None:
             # Its retries ran out: the row waits for its turn again, the job slows down.
             self.limiter.slow_down(throttled.retry_after)
@@ -358,23 +356,22 @@ class BatchJob:
         self._settle(record, done, DONE)
         self.limiter.succeeded()
 
-    async def _fork(self, row: RowState) -> Agent | None:
+    async def _fork(self, row: RowState) -> RowAgent | None:
         """The row's fork; an earlier attempt's (a crash, a retry) is deleted first.
         None if an agent of that name is not one of this job's forks."""
-        runtime = self.source.runtime
         try:
-            return runtime.fork_agent(self.source, row.agent_name, at=self._spec.fork_index)
+            return self.source.fork(row.agent_name, at=self._spec.fork_index)
         except AgentExists:
             if not await self._delete_fork(row.agent_name):
                 return None
-            return runtime.fork_agent(self.source, row.agent_name, at=self._spec.fork_index)
+            return self.source.fork(row.agent_name, at=self._spec.fork_index)
 
     def _on_row_event(self, event: AgentEvent) -> None:
         if isinstance(event, RetryAttempted):
             # A provider refused the call for its rate: the whole job slows, not just this row.
             self.limiter.slow_down(event.delay_s)
 
-    def _with_usage(self, row: RowState, fork: Agent, **changes: Any) -> RowState:
+    def _with_usage(self, row: RowState, fork: RowAgent, **changes: Any) -> RowState:
         usage = fork.usage
         return row.model_copy(update={**changes, "input_tokens": usage.input_tokens,
                                       "output_tokens": usage.output_tokens,

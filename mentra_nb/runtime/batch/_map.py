@@ -19,10 +19,10 @@ from pydantic import BaseModel
 from mentra_nb.errors import ConfigError
 from mentra_nb.runtime.batch._job import BatchJob, model_path
 from mentra_nb.runtime.batch._records import JOB, PENDING, ROW, JobSpec, RowState, row_key
+from mentra_nb.runtime.batch._source import RowAgent
 from mentra_nb.store.records import Delete
 
 if TYPE_CHECKING:
-    from mentra_nb.runtime._agent import Agent
     from mentra_nb.runtime.batch._extension import BatchExtension
 
 __all__ = ["JOB_NAME_RULE", "Prompt", "map_rows"]
@@ -34,7 +34,7 @@ _JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,47}")
 JOB_NAME_RULE = "1-48 letters, digits, '_', '.' or '-', starting with a letter or digit"
 
 
-def map_rows(extension: BatchExtension, agent: Agent, rows: Any, prompt: Prompt, *,
+def map_rows(extension: BatchExtension, agent: RowAgent, rows: Any, prompt: Prompt, *,
              output: type[BaseModel] | None, concurrency: int, max_cost_usd: float | None,
              name: str | None, replace: bool) -> BatchJob:
     """See `Agent.map`."""
