@@ -86,76 +86,95 @@ function requestBox(r, answer, signal) {
 
 const VIEWS_CHANGED = "mentra-team-views";
 
-/** @param {{model: Model, el: HTMLElement}} context */
-function render({ model, el }) {
-  const root = element("div", "mentra-team");
-  const header = element("div", "mentra-header");
-  const members = element("ul", "mentra-list mentra-members");
-  const pointer = element("div", "mentra-notice-item");
-  const requests = element("div", "mentra-requests");
-  const approvals = element("div", "mentra-approvals");
-  const notice = element("div", "mentra-notice mentra-error");
-  root.append(header, members, pointer, requests, approvals, notice);
-  // This module runs only for a model the kernel made or whose whole state was
-  // saved (a reopened notebook's placeholder renders nothing), and the state alone
-  // shows everything: the view hides the saved markdown above it (mentra.css).
-  root.dataset.mentraLive = "true";
-  el.append(root);
-  const controller = new AbortController();
-  const { signal } = controller;
-  const watcher = new ClampWatcher();
-  const leadName = () => String((model.get("lead") ?? {}).name ?? "");
-  // The teammate open in this view (each view of a team has its own), how many
-  // pages of it, and the transcripts the kernel sent (to every view of the model).
-  const viewId = globalThis.crypto?.randomUUID?.() ?? `${Date.now()}-${Math.random()}`;
-  let openName = "";
-  let pages = 1;
-  /** @type {Map<string, Preview>} */
-  const previews = new Map();
-  /** @param {string} name @param {number} pageCount */
-  const previewKey = (name, pageCount) => `${pageCount}/${name}`;
+/** @param {string} name @param {number} pages */
+const previewKey = (name, pages) => `${pages}/${name}`;
+
+/**
+ * One rendered TeamView: its elements, which teammate it has open, and one render
+ * method per region (header, members with the open transcript, requests and paused
+ * calls, notice).
+ */
+class TeamViewRender {
+  /** @param {Model} model @param {HTMLElement} el */
+  constructor(model, el) {
+    this.model = model;
+    this.root = element("div", "mentra-team");
+    this.header = element("div", "mentra-header");
+    this.members = element("ul", "mentra-list mentra-members");
+    this.pointer = element("div", "mentra-notice-item");
+    this.requests = element("div", "mentra-requests");
+    this.approvals = element("div", "mentra-approvals");
+    this.notice = element("div", "mentra-notice mentra-error");
+    this.root.append(this.header, this.members, this.pointer, this.requests, this.approvals, this.notice);
+    // This module runs only for a model the kernel made or whose whole state was
+    // saved (a reopened notebook's placeholder renders nothing), and the state alone
+    // shows everything: the view hides the saved markdown above it (mentra.css).
+    this.root.dataset.mentraLive = "true";
+    el.append(this.root);
+    this.controller = new AbortController();
+    this.signal = this.controller.signal;
+    this.watcher = new ClampWatcher();
+    // The teammate open in this view (each view of a team has its own), how many
+    // pages of it, and the transcripts the kernel sent (to every view of the model).
+    this.viewId = globalThis.crypto?.randomUUID?.() ?? `${Date.now()}-${Math.random()}`;
+    this.openName = "";
+    this.pages = 1;
+    /** @type {Map<string, Preview>} */
+    this.previews = new Map();
+    // What the answers show: rendered again only when it changed, so a reason being
+    // typed survives another view of the team coming or going.
+    this.shownAnswers = "";
+  }
+
+  leadName() {
+    return String(this.model.get("lead")?.name ?? "");
+  }
+
   /** @param {string} name */
-  const openTeammate = (name) => {
-    openName = name;
-    pages = 1;
-    model.send({ kind: "open", name, view: viewId });
-    renderMembers();
-  };
-  const closeTeammate = () => {
-    if (!openName) return;
-    openName = "";
-    model.send({ kind: "close", view: viewId });
-    renderMembers();
-  };
-  /** @param {Preview} message */
-  const onMessage = (message) => {
-    if (message?.kind !== "preview" || !message.name) return;
-    previews.set(previewKey(message.name, message.pages ?? 1), message);
-    if (message.name === openName && (message.pages ?? 1) === pages) renderMembers();
+  openTeammate(name) {
+    this.openName = name;
+    this.pages = 1;
+    this.model.send({ kind: "open", name, view: this.viewId });
+    this.renderMembers();
+  }
+
+  closeTeammate = () => {
+    if (!this.openName) return;
+    this.openName = "";
+    this.model.send({ kind: "close", view: this.viewId });
+    this.renderMembers();
   };
 
-  const renderHeader = () => {
-    const lead = model.get("lead") ?? {};
-    root.dataset.mentraTeam = lead.name ?? "";
-    header.replaceChildren(
+  /** @param {Preview} message */
+  onMessage = (message) => {
+    if (message?.kind !== "preview" || !message.name) return;
+    this.previews.set(previewKey(message.name, message.pages ?? 1), message);
+    if (message.name === this.openName && (message.pages ?? 1) === this.pages) this.renderMembers();
+  };
+
+  renderHeader() {
+    const lead = this.model.get("lead") ?? {};
+    this.root.dataset.mentraTeam = lead.name ?? "";
+    this.header.replaceChildren(
       element("span", "mentra-name", `team of ${lead.name ?? ""}`),
       element("span", "mentra-model", `lead: ${lead.status ?? ""}`),
       element("span", "mentra-usage", `${lead.unread ?? 0} unread`),
     );
-  };
+  }
 
   /** The open teammate's transcript, under its row. @param {HTMLElement} row */
-  const previewPanel = (row) => {
+  previewPanel(row) {
+    const { signal, openName } = this;
     // The pages asked for, or (while they travel) the fewer pages this view had.
     /** @type {Preview|undefined} */
     let p;
-    for (let n = pages; n >= 1 && !p; n--) p = previews.get(previewKey(openName, n));
+    for (let n = this.pages; n >= 1 && !p; n--) p = this.previews.get(previewKey(openName, n));
     const panel = element("div", "mentra-preview");
     panel.addEventListener("click", (event) => event.stopPropagation(), { signal }); // reading is not closing
     const head = element("div", "mentra-header");
     head.append(element("span", "mentra-name", `${openName}'s transcript`));
     const close = button("mentra-close", "Close", "minimal");
-    close.addEventListener("click", closeTeammate, { signal });
+    close.addEventListener("click", this.closeTeammate, { signal });
     head.append(close);
     panel.append(head);
     if (!p) {
@@ -166,122 +185,135 @@ function render({ model, el }) {
     if (p.has_older) {
       const older = button("mentra-older", "Load older", "minimal");
       older.addEventListener("click", () => {
-        pages += 1;
-        model.send({ kind: "older", view: viewId });
+        this.pages += 1;
+        this.model.send({ kind: "older", view: this.viewId });
       }, { signal });
       panel.append(older);
     }
     const transcript = element("div", "mentra-transcript");
-    renderTranscript(transcript, p.items ?? [], watcher);
+    renderTranscript(transcript, p.items ?? [], this.watcher);
     if (!(p.items ?? []).length && !p.error) transcript.append(element("div", "mentra-empty", "no messages yet"));
     panel.append(transcript);
     if (p.error) panel.append(element("div", "mentra-error", p.error));
     row.append(panel);
-  };
+  }
 
-  const renderMembers = () => {
-    watcher.clear();
+  renderMembers = () => {
+    const { members, signal } = this;
+    this.watcher.clear();
     members.replaceChildren();
     /** @type {Member[]} */
-    const list = model.get("members") ?? [];
+    const list = this.model.get("members") ?? [];
     if (!list.length) members.append(element("li", "mentra-empty", "no teammates yet"));
     /** @type {CallApproval[]} */
-    const waiting = model.get("approvals") ?? [];
+    const waiting = this.model.get("approvals") ?? [];
     for (const m of list) {
-      const row = memberRow(m, waiting, openName === m.name);
-      row.addEventListener("click", () => (openName === m.name ? closeTeammate() : openTeammate(m.name)),
-        { signal });
+      const row = memberRow(m, waiting, this.openName === m.name);
+      const open = () => (this.openName === m.name ? this.closeTeammate() : this.openTeammate(m.name));
+      row.addEventListener("click", open, { signal });
       row.addEventListener("keydown", (event) => { // opened from the keyboard too
         if (event.target === row && (event.key === "Enter" || event.key === " ")) {
           event.preventDefault();
           row.click();
         }
       }, { signal });
-      if (openName === m.name) previewPanel(row);
+      if (this.openName === m.name) this.previewPanel(row);
       members.append(row);
     }
   };
 
-  const renderRequests = () => {
-    requests.replaceChildren();
+  renderRequests() {
+    this.requests.replaceChildren();
     /** @type {Request[]} */
-    const list = model.get("requests") ?? [];
-    for (const r of list) requests.append(requestBox(r, (answer) => model.send(answer), signal));
-  };
+    const list = this.model.get("requests") ?? [];
+    for (const r of list) this.requests.append(requestBox(r, (answer) => this.model.send(answer), this.signal));
+  }
 
   // A teammate's paused tool call, answered as in its own AgentView.
-  const renderApprovals = () => {
-    approvals.replaceChildren();
+  renderApprovals() {
+    const { model } = this;
+    this.approvals.replaceChildren();
     /** @type {CallApproval[]} */
     const list = model.get("approvals") ?? [];
     for (const a of list) {
       const call = { id: a.id, title: `${a.agent} wants to run ${toolLabel(a.name)}`, input: a.input,
         alwaysTitle: `Run this call, and let ${a.agent} call ${a.name} without asking from now on` };
-      approvals.append(approvalBox(call, ({ approve, always, reason }) => model.send(approve
+      this.approvals.append(approvalBox(call, ({ approve, always, reason }) => model.send(approve
         ? { kind: "approve_call", agent: a.agent, call_id: a.id, always }
-        : { kind: "deny_call", agent: a.agent, call_id: a.id, reason }), signal));
+        : { kind: "deny_call", agent: a.agent, call_id: a.id, reason }), this.signal));
     }
-  };
+  }
 
   // Requests and paused calls are answered in one view of the team (the newest);
   // the others say how many wait, and where.
-  // Rendered again only when what it shows changed: a reason being typed survives
-  // another view of the team coming or going.
-  let shownAnswers = "";
-  const renderAnswers = () => {
+  renderAnswers = () => {
+    const { model } = this;
     const waiting = (model.get("requests") ?? []).length + (model.get("approvals") ?? []).length;
-    const holder = holdsAnswers(root, "data-mentra-team", leadName());
+    const holder = holdsAnswers(this.root, "data-mentra-team", this.leadName());
     const key = JSON.stringify([holder, model.get("requests") ?? [], model.get("approvals") ?? []]);
-    if (key === shownAnswers) return;
-    shownAnswers = key;
-    pointer.textContent = !holder && waiting
+    if (key === this.shownAnswers) return;
+    this.shownAnswers = key;
+    this.pointer.textContent = !holder && waiting
       ? `${waiting === 1 ? "1 request waits" : `${waiting} requests wait`} for you in the newest view of this team, below`
       : "";
     if (holder) {
-      renderRequests();
-      renderApprovals();
+      this.renderRequests();
+      this.renderApprovals();
     } else {
-      requests.replaceChildren();
-      approvals.replaceChildren();
+      this.requests.replaceChildren();
+      this.approvals.replaceChildren();
     }
   };
 
-  const renderNotice = () => {
-    notice.textContent = model.get("notice") ?? "";
+  renderNotice = () => {
+    this.notice.textContent = this.model.get("notice") ?? "";
   };
 
-  const announce = () => document.dispatchEvent(new CustomEvent(VIEWS_CHANGED, { detail: leadName() }));
-  document.addEventListener(VIEWS_CHANGED, (event) => {
-    if (/** @type {CustomEvent} */ (event).detail === leadName()) renderAnswers();
-  }, { signal });
+  announce = () => document.dispatchEvent(new CustomEvent(VIEWS_CHANGED, { detail: this.leadName() }));
 
-  /** @type {[string, () => void][]} */
-  const subscriptions = [
-    ["change:lead", () => { renderHeader(); renderAnswers(); }], ["change:members", renderMembers],
-    ["change:requests", renderAnswers], ["change:notice", renderNotice],
-    ["change:approvals", () => { renderAnswers(); renderMembers(); }],
-    ["msg:custom", /** @type {() => void} */ (/** @type {unknown} */ (onMessage))],
-  ];
-  const unsubscribe = subscribe(model, subscriptions);
-  renderHeader();
-  renderMembers();
-  renderAnswers();
-  renderNotice();
+  /** Other views of the team coming and going, and the model's events. */
+  subscribe() {
+    document.addEventListener(VIEWS_CHANGED, (event) => {
+      if (/** @type {CustomEvent} */ (event).detail === this.leadName()) this.renderAnswers();
+    }, { signal: this.signal });
+    /** @type {[string, () => void][]} */
+    const subscriptions = [
+      ["change:lead", () => { this.renderHeader(); this.renderAnswers(); }], ["change:members", this.renderMembers],
+      ["change:requests", this.renderAnswers], ["change:notice", this.renderNotice],
+      ["change:approvals", () => { this.renderAnswers(); this.renderMembers(); }],
+      ["msg:custom", /** @type {() => void} */ (/** @type {unknown} */ (this.onMessage))],
+    ];
+    return subscribe(this.model, subscriptions);
+  }
+
+  renderAll() {
+    this.renderHeader();
+    this.renderMembers();
+    this.renderAnswers();
+    this.renderNotice();
+  }
+}
+
+/** @param {{model: Model, el: HTMLElement}} context */
+function render({ model, el }) {
+  const view = new TeamViewRender(model, el);
+  const unsubscribe = view.subscribe();
+  view.renderAll();
   // Attached to the page after `render` returns (and again as a windowed notebook
   // scrolls): then the views decide again.
-  const attached = requestAnimationFrame(announce);
-  const visibility = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver(announce);
-  visibility?.observe(root);
+  const attached = requestAnimationFrame(view.announce);
+  const visibility = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver(view.announce);
+  visibility?.observe(view.root);
 
   return () => {
-    if (openName) model.send({ kind: "close", view: viewId }); // the kernel stops refreshing it for us
+    if (view.openName) model.send({ kind: "close", view: view.viewId }); // the kernel stops refreshing it for us
     cancelAnimationFrame(attached);
     visibility?.disconnect();
-    controller.abort();
+    view.controller.abort();
     unsubscribe();
-    watcher.clear();
-    root.remove();
-    announce();
+    view.watcher.clear();
+    view.root.remove();
+    view.announce();
   };
 }
 

@@ -19,9 +19,10 @@
     │   ├── AgentExists
     │   ├── AgentBusy             a run is already in progress
     │   ├── NoResumableTurn       `agent.resume()` with nothing to resume
-    │   ├── MaxRoundsExceeded     the turn loop hit `AgentConfig.max_rounds`
-    │   ├── OutputValidationError the answers never matched the requested output type
-    │   ├── BudgetExceeded        the next model call would pass the agent's budget
+    │   ├── RunHalted             a run hit a limit; its work is kept (agent.resume() goes on)
+    │   │   ├── MaxRoundsExceeded     the turn loop hit `AgentConfig.max_rounds`
+    │   │   ├── OutputValidationError the answers never matched the requested output type
+    │   │   └── BudgetExceeded        the next model call would pass the agent's budget
     │   └── AwaitingApproval      a waiting cell stopped: the turn waits for your approval
     ├── ToolError                 a tool definition is unusable
     └── MCPServerError            an MCP server cannot be started, reached or configured
@@ -54,6 +55,7 @@ __all__ = [
     "ProviderAuthError",
     "ProviderError",
     "RecordConflict",
+    "RunHalted",
     "StoreError",
     "StreamError",
     "ToolError",
@@ -161,11 +163,18 @@ class NoResumableTurn(AgentError):
     pass
 
 
-class MaxRoundsExceeded(AgentError):
+class RunHalted(AgentError):
+    """A run stopped at a round boundary because it hit a limit; unlike other
+    failures it is not rolled back: its work so far is kept, and `agent.resume()`
+    continues once the limit allows. An extension raises a subclass from
+    `before_round` to halt a run this way."""
+
+
+class MaxRoundsExceeded(RunHalted):
     pass
 
 
-class OutputValidationError(AgentError):
+class OutputValidationError(RunHalted):
     """A run asked for a typed answer (`agent.send(..., output=Model)`) and the
     model's answers failed validation `output_retries + 1` times. Every attempt
     and the validation errors sent back stay in the transcript.
@@ -179,7 +188,7 @@ class OutputValidationError(AgentError):
         self.raw = raw
 
 
-class BudgetExceeded(AgentError):
+class BudgetExceeded(RunHalted):
     """A run stopped at a round boundary because its next model call would pass
     `AgentConfig.max_cost_usd` or `max_tokens_total`. The work so far is kept;
     raise the budget and call `agent.resume()` to continue."""

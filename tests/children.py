@@ -1,9 +1,14 @@
 """Child processes for the crash tests: started with `python -m MODULE`, their
 stdout read line by line, and always killed and reaped (the `children` fixture
-in tests/conftest.py closes every one a test starts, pass or fail)."""
+in tests/conftest.py closes every one a test starts, pass or fail).
+
+The child side (the `*_child.py` scripts) shares the rest: `say` a line the
+test waits for, `reach` the phase the test kills in, `stream_text` to start a
+controlled reply, `blocking_tool`, and `until_killed`."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import queue
 import sqlite3
@@ -11,9 +16,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["REPO", "Child", "integrity"]
+from mentra_nb import ContentBlockDelta, ContentBlockStarted, MessageStarted, tool
+from mentra_nb.testing import StreamControl
+
+__all__ = ["REPO", "Child", "blocking_tool", "integrity", "reach", "say", "stream_text", "until_killed"]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -79,3 +88,37 @@ def integrity(db: Path) -> str:
         return conn.execute("PRAGMA integrity_check").fetchone()[0]
     finally:
         conn.close()
+
+
+# --- the child side ------------------------------------------------------------------
+
+
+def say(line: str) -> None:
+    """A line for the test (`Child.wait_for`), flushed: the test reads it while we run."""
+    print(line, flush=True)
+
+
+async def reach(condition: Callable[[], bool]) -> None:
+    """Poll until the runtime is where the test wants to kill it (the test's
+    `wait_for` bounds how long that may take)."""
+    while not condition():
+        await asyncio.sleep(0.001)
+
+
+async def until_killed() -> None:
+    await asyncio.Event().wait()
+
+
+def stream_text(control: StreamControl, message_id: str, text: str) -> None:
+    """Start a controlled reply with `text`, leaving it open (mid-stream)."""
+    control.send(MessageStarted(id=message_id, model="model"))
+    control.send(ContentBlockStarted.text(0))
+    control.send(ContentBlockDelta.text(0, text))
+
+
+@tool
+async def blocking_tool(value: str) -> str:
+    """Blocks until the process dies."""
+    say("TOOL-STARTED")
+    await until_killed()
+    return "unreachable"

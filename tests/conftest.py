@@ -154,7 +154,12 @@ def clear_leases(path: Path) -> None:
     conn.close()
 
 
-def until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+# How long a wait gives a condition: generous, for a slow machine or one busy with
+# other work (a wait returns as soon as its condition holds, so a fast one pays nothing).
+WAIT_LIMIT = 30.0  # seconds
+
+
+def until(predicate: Callable[[], bool], timeout: float = WAIT_LIMIT) -> None:
     """Wait from a test's own thread (the runtime runs on a host thread)."""
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -163,7 +168,7 @@ def until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
         time.sleep(0.01)
 
 
-async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+async def wait_until(predicate: Callable[[], bool], timeout: float = WAIT_LIMIT) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not predicate():
         if asyncio.get_running_loop().time() > deadline:
@@ -173,7 +178,7 @@ async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> Non
 
 async def wait_for_status(watch, status: AgentStatus) -> AgentSnapshot:
     """Consume `agent.watch()` until a snapshot has `status`."""
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(WAIT_LIMIT):
         async for snapshot in watch:
             if snapshot.status == status:
                 return snapshot

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -272,3 +273,77 @@ def test_a_layer_imports_only_the_layers_below_it(layer: str) -> None:
         if any(target == other or target.startswith(other + ".") for other in others)
     )
     assert found == []
+
+
+# --- the core names no feature ------------------------------------------------------
+
+# The core: agents, their state and config, snapshots, the turn loop, the runtime and
+# the extension interface. Features (budgets, teams, subagents, MCP, …) are extensions
+# under runtime/ that plug in through `RuntimeExtension`; the core never names one,
+# not even in a comment, so that a feature can be added, changed or left out without
+# touching it.
+CORE_MODULES = [
+    "mentra_nb.runtime._agent",
+    "mentra_nb.runtime._config",
+    "mentra_nb.runtime._extension_fields",
+    "mentra_nb.runtime._extensions",
+    "mentra_nb.runtime._runtime",
+    "mentra_nb.runtime._services",
+    "mentra_nb.runtime._snapshot",
+    "mentra_nb.runtime._state",
+    "mentra_nb.runtime._turn_loop",
+]
+# Each extension package's name, and the words of what it is about.
+FEATURE_WORDS = sorted({
+    *(path.name for path in (PACKAGE / "runtime").iterdir()
+      if path.is_dir() and (path / "__init__.py").exists()),
+    "team", "teammate", "subagent", "mcp", "cost", "budget", "inbox",
+})
+
+
+def feature_names(source: str) -> list[tuple[int, str]]:
+    """(line, word) for every feature word in `source`: in identifiers (split at `_`
+    and at camel case: `is_teammate`, `BudgetExceeded`), strings and comments, in
+    the singular or plural."""
+    singular = sorted({w[:-1] if w.endswith("s") else w for w in FEATURE_WORDS})
+    pattern = re.compile(rf"\b({'|'.join(singular)})(s|es)?\b")
+    found = []
+    for number, line in enumerate(source.splitlines(), 1):
+        words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", line).replace("_", " ").lower()
+        found += [(number, match.group(0)) for match in pattern.finditer(words)]
+    return found
+
+
+def test_the_feature_word_check_sees_identifiers_strings_and_comments() -> None:
+    assert [w for _, w in feature_names("def is_teammate(self): ...")] == ["teammate"]
+    assert [w for _, w in feature_names("except BudgetExceeded:")] == ["budget"]
+    assert [w for _, w in feature_names('prefix = "mcp__"  # for MCP servers')] == ["mcp", "mcp"]
+    assert [w for _, w in feature_names("# spawns subagents, sums costs")] == ["subagents", "costs"]
+    assert feature_names("# steam, accost, budgeting and teamwork are other words") == []
+
+
+@pytest.mark.parametrize("module", CORE_MODULES)
+def test_a_core_module_names_no_feature(module: str) -> None:
+    path, _tree = SOURCES[module]
+    found = [f"{path.relative_to(PACKAGE.parent)}:{line}: {word}"
+             for line, word in feature_names(path.read_text(encoding="utf-8"))]
+    assert found == [], ("the core names a feature; move it into the feature's extension "
+                         "(RuntimeExtension in runtime/_extensions.py):\n" + "\n".join(found))
+
+
+def test_the_turn_loop_traces_on_one_path() -> None:
+    """With tracing off a run gets spans that record nothing (`RunTrace`), so the
+    turn loop never asks whether tracing is on: `if trace is None` would be a
+    second path through every run, model call and tool call."""
+    path, tree = SOURCES["mentra_nb.runtime._turn_loop"]
+
+    def names_trace(node: ast.expr) -> bool:
+        return (isinstance(node, ast.Name) and "trace" in node.id) or \
+            (isinstance(node, ast.Attribute) and "trace" in node.attr)
+
+    found = [
+        node.lineno for node in ast.walk(tree)
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops)
+        and any(names_trace(side) for side in [node.left, *node.comparators])
+    ]
+    assert found == [], f"{path.name} branches on tracing at lines {found}"

@@ -233,7 +233,7 @@ class MentraMagics(Magics):
                              "cell again, then %mentra explain")
         name = command.agent or self.session.last_agent
         if name is None:
-            live = [a.name for a in self.session.runtime.agents if not a.is_teammate]
+            live = [a.name for a in self.session.runtime.agents if a.kind != "teammate"]
             if len(live) != 1:
                 raise UsageError("say which agent explains it: %mentra explain NAME (no cell has sent "
                                  "an agent work yet" + (f"; live agents: {', '.join(live)})" if live else ")"))
@@ -352,14 +352,15 @@ class MentraMagics(Magics):
             if last is not None and any(r.content == runtime.APPROVAL_INTERRUPTED_RESULT for r in last.tool_results):
                 print(f"mentra: '{agent.name}' was waiting for your approval when the kernel stopped; that "
                       "call was not run (agent.resume() lets it ask again)")
-            if agent.config.mcp_servers:
+            mcp_names = runtime.MCPConfig.of(agent.config).mcp_servers
+            if mcp_names:
                 configured = {s.name: s for s in self.session.mcp_servers()}
-                missing = [n for n in agent.config.mcp_servers if n not in configured]
-                print(f"mentra: '{agent.name}' uses MCP servers {', '.join(agent.config.mcp_servers)} "
+                missing = [n for n in mcp_names if n not in configured]
+                print(f"mentra: '{agent.name}' uses MCP servers {', '.join(mcp_names)} "
                       "(started on first use)" + (
                           f"; not configured here: {', '.join(missing)} (add with %mentra mcp add; "
                           "an in-process server is not stored)" if missing else ""))
-                for server in (configured[n] for n in agent.config.mcp_servers if n in configured):
+                for server in (configured[n] for n in mcp_names if n in configured):
                     if server.needs_approval:
                         # A state file can come from anyone: say what it would run.
                         print(f"mentra: MCP server '{server.name}' came from the state file, not from this "
@@ -381,7 +382,7 @@ class MentraMagics(Magics):
 
     def _do_teammate(self, command: args.TeammateArgs) -> None:
         lead = self.session.agent(command.lead)
-        mates = self.session.call(lambda: lead.teammates)
+        mates = self.session.call(lambda: runtime.teams.teammates(lead))
         present = next((m for m in mates if m.name == command.agent and m.status.name != "shutdown"), None)
         if present is not None and present.role == command.role:
             # A rerun of the cell: the teammate is there, and its first mail went out before.
@@ -389,8 +390,8 @@ class MentraMagics(Magics):
                   f"{present.status.name}); nothing was sent again")
             display(self.session.team_view(lead))
             return
-        spawn = lead.spawn_teammate(command.agent, command.role, command.prompt,
-                                    model=self._model(command.model))
+        spawn = runtime.teams.spawn_teammate(lead, command.agent, command.role, command.prompt,
+                                             model=self._model(command.model))
         teammate = self.session.host.submit(spawn).result(60)
         print(f"mentra: '{teammate.name}' joined {lead.name}'s team as {command.role}")
         display(self.session.team_view(lead))

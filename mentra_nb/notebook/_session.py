@@ -280,14 +280,14 @@ class NotebookSession:
 
         def add() -> bool:
             before = next((s for s in mcp.servers(runtime) if s.name == server.name), None)
-            runtime.add_mcp_server(server)
+            mcp.add_server(runtime, server)
             return before is not None and before.target != server.describe()
 
         return self.host.call(add)
 
     def remove_mcp_server(self, name: str) -> None:
         runtime = self.runtime
-        self.host.call(lambda: runtime.remove_mcp_server(name))
+        self.host.call(lambda: mcp.remove_server(runtime, name))
 
     def mcp_servers(self) -> list[mcp.ServerInfo]:
         runtime = self.runtime
@@ -365,7 +365,7 @@ class NotebookSession:
         that `--replace` starts over. `replace` renames the stored agent (nothing
         is deleted) and spawns a new one, whatever its settings."""
         runtime = self.runtime
-        live = next((a for a in runtime.agents if a.name == name and not a.is_teammate), None)
+        live = next((a for a in runtime.agents if a.name == name and a.kind != "teammate"), None)
         record = None if live is not None else next(
             (r for r in self.records() if r.name == name and r.kind == "agent"), None)
         stored_id = live.id if live is not None else record.id if record is not None else None

@@ -66,6 +66,7 @@ from mentra_nb.notebook._rendering import (
 )
 from mentra_nb.notebook._stream_refs import encode_html
 from mentra_nb.notebook._widget import BrowserMessage, BrowserMessages, MentraWidget
+from mentra_nb.notebook._wire import Approval, DeltaMessage, LiveState, SourceMessage
 from mentra_nb.runtime import (
     AGENT_NAME_PATTERN,
     Agent,
@@ -73,6 +74,8 @@ from mentra_nb.runtime import (
     AgentSnapshot,
     AgentStatus,
     PendingApproval,
+    SubagentSnapshot,
+    TeamSnapshot,
     spending,
 )
 
@@ -462,16 +465,18 @@ class AgentView(MentraWidget):
 
     def _cost_text(self, snapshot: AgentSnapshot) -> str:
         own = pricing.format_cost(snapshot.usage.cost_usd)
-        if not snapshot.teammates and not snapshot.subagents:
+        teammates = TeamSnapshot.of(snapshot).teammates
+        subagents = SubagentSnapshot.of(snapshot).subagents
+        if not teammates and not subagents:
             return own
         # The tree's sum is read again only when the agent's usage or its members
         # changed (a member's run ends with a status change), not on every delta.
-        key = (snapshot.usage, snapshot.teammates, snapshot.subagents)
+        key = (snapshot.usage, teammates, subagents)
         if key != self._cost_key:
             self._cost_key = key
             total = spending(self._agent).total
-            what = " and ".join(w for w, present in (("team", snapshot.teammates),
-                                                     ("subagents", snapshot.subagents)) if present)
+            what = " and ".join(w for w, present in (("team", teammates), ("subagents", subagents))
+                                if present)
             self._tree_cost = f" · {pricing.format_cost(total.cost_usd)} with {what}"
         return own + self._tree_cost
 
@@ -485,7 +490,7 @@ class AgentView(MentraWidget):
         """New live text: the most frequent message, so its keys are one letter and
         empty fields are left out (js/agent_view.js LiveStream reads it)."""
         self._seq += 1
-        message: dict[str, Any] = {"s": self._seq, "t": text}
+        message: DeltaMessage = {"s": self._seq, "t": text}
         if thinking:
             message["h"] = thinking
         if tools:
@@ -581,7 +586,7 @@ class AgentView(MentraWidget):
                 for item in message_items(message, i)]
 
     def _send_items(self, start: int, items: list[dict[str, Any]], stream: _Stream | None = None,
-                    live: dict[str, Any] | None = None) -> None:
+                    live: LiveState | None = None) -> None:
         message: dict[str, Any] = {"kind": "items", "start": start, "items": items}
         if start == 0:  # the transcript from its first page: how many messages come before it
             message["earlier"] = self._loaded_from - self._first
@@ -605,7 +610,7 @@ class AgentView(MentraWidget):
     def _resend_stream(self) -> None:
         self._send_custom({"kind": "reset", **self._live_now()})
 
-    def _live_now(self) -> dict[str, Any]:
+    def _live_now(self) -> LiveState:
         """The half-streamed reply as the browser should hold it now (nothing when
         this view follows no run), counted as sent."""
         snapshot = self._agent.snapshot
@@ -675,7 +680,8 @@ class AgentView(MentraWidget):
         # On request, not with every item: a prompt would cross the wire twice.
         history = self._agent.history
         text = history[index].text if index < len(history) else ""
-        self.send({"kind": "source", "index": index, "text": text})
+        source: SourceMessage = {"kind": "source", "index": index, "text": text}
+        self.send(source)
 
     def _report_edit(self, future: Any) -> None:
         if future.cancelled():
@@ -829,9 +835,9 @@ def progress_delay(sent: int) -> float:
     return min(PROGRESS_MAX_DELAY, PROGRESS_FIRST_DELAY * 2.0 ** (sent - 1))
 
 
-def _stream_fields(text: str, thinking: str, tools: dict[str, str]) -> dict[str, Any]:
+def _stream_fields(text: str, thinking: str, tools: dict[str, str]) -> LiveState:
     # Empty fields are left out: on a long stream the envelope is most of the bytes.
-    fields: dict[str, Any] = {"text": text}
+    fields: LiveState = {"text": text}
     if thinking:
         fields["thinking"] = thinking
     if tools:
@@ -848,7 +854,7 @@ def _by_reference(item: dict[str, Any], streamed: list[str]) -> dict[str, Any]:
     return {**{k: v for k, v in item.items() if k != "html"}, "html_parts": parts}
 
 
-def approval_item(pending: PendingApproval) -> dict[str, Any]:
+def approval_item(pending: PendingApproval) -> Approval:
     """A paused tool call as the widgets show it (its input bounded)."""
     text = json.dumps(pending.input, indent=2, ensure_ascii=False)
     if len(text) > APPROVAL_INPUT_CHARS:

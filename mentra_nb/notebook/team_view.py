@@ -31,8 +31,8 @@ from mentra_nb.notebook._assets import static_file
 from mentra_nb.notebook._rendering import md_cell, md_code, md_text, message_items
 from mentra_nb.notebook._widget import BrowserMessage, BrowserMessages, MentraWidget
 from mentra_nb.notebook.agent_view import approval_item
-from mentra_nb.runtime import Agent, AgentEvent, AgentSnapshot
-from mentra_nb.runtime.teams import team_of
+from mentra_nb.runtime import Agent, AgentEvent, AgentSnapshot, teams
+from mentra_nb.runtime.teams import TeamSnapshot, team_of
 
 if TYPE_CHECKING:
     from mentra_nb.notebook._host import RuntimeHost
@@ -137,24 +137,24 @@ class TeamView(MentraWidget):
             team = team_of(self._lead)
         except MentraError:
             return []
-        agents = [a for a in (team.live_agent(t.name) for t in snapshot.teammates) if isinstance(a, Agent)]
+        agents = [a for a in (team.live_agent(t.name) for t in TeamSnapshot.of(snapshot).teammates) if isinstance(a, Agent)]
         for agent in agents:
             if agent.id not in self._watched:
                 self._watched[agent.id] = agent.on_event(self._on_teammate_event, deltas=False)
         return agents
 
     def _on_snapshot(self, snapshot: AgentSnapshot) -> None:
-        key = (snapshot.status, snapshot.pending_team_messages, tuple(snapshot.teammates))
+        key = (snapshot.status, TeamSnapshot.of(snapshot).pending_team_messages, tuple(TeamSnapshot.of(snapshot).teammates))
         if key != self._team_key:
             self._refresh(snapshot)
 
     def _refresh(self, snapshot: AgentSnapshot | None = None) -> None:
         lead = self._lead
         snapshot = snapshot or lead.snapshot
-        self._team_key = (snapshot.status, snapshot.pending_team_messages, tuple(snapshot.teammates))
+        self._team_key = (snapshot.status, TeamSnapshot.of(snapshot).pending_team_messages, tuple(TeamSnapshot.of(snapshot).teammates))
         records = {r.id: r for r in lead.runtime.store.list_agents(lead.runtime.runtime_id)}
         try:
-            pending = [r for r in lead.team_requests("pending") if r.recipient == lead.name]
+            pending = [r for r in teams.team_requests(lead, "pending") if r.recipient == lead.name]
         except MentraError as err:  # no team yet
             log.debug("no team requests for %s: %s", lead.name, err)
             pending = []
@@ -164,12 +164,12 @@ class TeamView(MentraWidget):
             if approvals != self.approvals:
                 self.approvals = approvals
             self.lead = {"name": lead.name, "status": str(snapshot.status),
-                         "unread": snapshot.pending_team_messages}
+                         "unread": TeamSnapshot.of(snapshot).pending_team_messages}
             self.members = [
                 {"name": t.name, "role": t.role, "model": t.model, "status": t.status.name,
                  "error": t.status.error, "alive": t.alive, "unread": t.unread,
                  "last_active": records[t.agent_id].updated_at if t.agent_id in records else None}
-                for t in snapshot.teammates
+                for t in TeamSnapshot.of(snapshot).teammates
             ]
             self.requests = [
                 {"id": r.id, "protocol": r.protocol, "sender": r.sender, "content": r.content,
@@ -186,7 +186,7 @@ class TeamView(MentraWidget):
         unless the one sent last is still current (`again`: send it anyway)."""
         lead = self._lead
         snapshot = snapshot or lead.snapshot
-        member = next((t for t in snapshot.teammates if t.name == name), None)
+        member = next((t for t in TeamSnapshot.of(snapshot).teammates if t.name == name), None)
         if member is None:
             self.send({"kind": "preview", "name": name, "pages": pages, "items": [], "has_older": False,
                        "count": 0, "error": f"'{name}' is not on {lead.name}'s team"})
@@ -222,9 +222,9 @@ class TeamView(MentraWidget):
     def _answer(self, request_id: str, approve: bool, reason: str | None) -> None:
         try:
             if approve:
-                self._lead.approve_request(request_id, reason)
+                teams.approve_request(self._lead, request_id, reason)
             else:
-                self._lead.reject_request(request_id, reason or "rejected")
+                teams.reject_request(self._lead, request_id, reason or "rejected")
             self.notice = ""
         except MentraError as err:
             self.notice = str(err)

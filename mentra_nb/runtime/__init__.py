@@ -3,15 +3,24 @@
 The public face of the package; the implementation lives in `_`-prefixed
 modules. `events` and `tools` are public modules (event types, tool authoring),
 and `cost`, `teams`, `subagents` and `mcp` are the extension packages (free
-functions taking the agent or the runtime). The docs' Architecture page
-(docs/maintainers/architecture.md) describes the shape.
+functions taking the agent or the runtime), registered below in the order they
+act on each round. The docs' Architecture page (docs/maintainers/architecture.md)
+describes the shape.
 """
 
-from mentra_nb.runtime import cost, mcp, subagents, teams
+from mentra_nb.runtime import batch, cost, mcp, subagents, teams
 from mentra_nb.runtime._agent import Agent, MessageInput, OwningRuntime
 from mentra_nb.runtime._approvals import APPROVAL_INTERRUPTED_RESULT
-from mentra_nb.runtime._config import AgentConfig, SubagentLimits
-from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
+from mentra_nb.runtime._config import AgentConfig
+from mentra_nb.runtime._extension_fields import ExtensionFields
+from mentra_nb.runtime._extensions import (
+    AgentExtension,
+    RuntimeExtension,
+    default_extensions,
+    register_extension,
+    registered_extensions,
+    unregister_extension,
+)
 from mentra_nb.runtime._file_tools import (
     FILE_TOOL_NAMES,
     SECRET_FILES,
@@ -23,7 +32,7 @@ from mentra_nb.runtime._names import AGENT_NAME_PATTERN, AGENT_NAME_RULE, agent_
 from mentra_nb.runtime._output import RunResult
 from mentra_nb.runtime._recovery import INTERRUPTED_TOOL_RESULT
 from mentra_nb.runtime._redaction import known_secrets, scrub
-from mentra_nb.runtime._runtime import Runtime, default_extensions
+from mentra_nb.runtime._runtime import Runtime
 from mentra_nb.runtime._services import AgentHandle, HasServices, Services
 from mentra_nb.runtime._shell_tool import BoundedOutput, shell_tool
 from mentra_nb.runtime._snapshot import (
@@ -32,17 +41,35 @@ from mentra_nb.runtime._snapshot import (
     PendingApproval,
     PendingToolUse,
     SnapshotFields,
-    SubagentSummary,
-    TeammateInfo,
-    TeamMemberStatus,
 )
 from mentra_nb.runtime._state import AgentState
 from mentra_nb.runtime._turn_loop import STOPPED_TOOL_RESULT, StopKind
-from mentra_nb.runtime.cost import CostExtension, Spending, spending, spending_from_records
+from mentra_nb.runtime.batch import BatchExtension, BatchJob
+from mentra_nb.runtime.cost import (
+    CostConfig,
+    CostExtension,
+    Spending,
+    spending,
+    spending_from_records,
+)
 from mentra_nb.runtime.events import AgentEvent
-from mentra_nb.runtime.mcp import MCPExtension, MCPServer
-from mentra_nb.runtime.subagents import SubagentError, SubagentsExtension
-from mentra_nb.runtime.teams import Team, TeamExtension
+from mentra_nb.runtime.mcp import MCPConfig, MCPExtension, MCPServer
+from mentra_nb.runtime.subagents import (
+    SubagentConfig,
+    SubagentError,
+    SubagentLimits,
+    SubagentsExtension,
+    SubagentSnapshot,
+    SubagentSummary,
+)
+from mentra_nb.runtime.teams import (
+    Team,
+    TeamConfig,
+    TeamExtension,
+    TeammateInfo,
+    TeamMemberStatus,
+    TeamSnapshot,
+)
 from mentra_nb.runtime.tools import (
     FunctionTool,
     Tool,
@@ -70,10 +97,15 @@ __all__ = [
     "AgentSnapshot",
     "AgentState",
     "AgentStatus",
+    "BatchExtension",
+    "BatchJob",
     "BoundedOutput",
+    "CostConfig",
     "CostExtension",
+    "ExtensionFields",
     "FunctionTool",
     "HasServices",
+    "MCPConfig",
     "MCPExtension",
     "MCPServer",
     "MessageInput",
@@ -87,13 +119,17 @@ __all__ = [
     "SnapshotFields",
     "Spending",
     "StopKind",
+    "SubagentConfig",
     "SubagentError",
     "SubagentLimits",
+    "SubagentSnapshot",
     "SubagentSummary",
     "SubagentsExtension",
     "Team",
+    "TeamConfig",
     "TeamExtension",
     "TeamMemberStatus",
+    "TeamSnapshot",
     "TeammateInfo",
     "Tool",
     "ToolContext",
@@ -104,11 +140,14 @@ __all__ = [
     "Workspace",
     "WorkspaceRefusal",
     "agent_name_problem",
+    "batch",
     "cost",
     "default_extensions",
     "file_tools",
     "known_secrets",
     "mcp",
+    "register_extension",
+    "registered_extensions",
     "scrub",
     "shell_tool",
     "spending",
@@ -116,4 +155,12 @@ __all__ = [
     "subagents",
     "teams",
     "tool",
+    "unregister_extension",
 ]
+
+# The built-in extensions, in the order they act on each round: budgets first (a run
+# they stop has not yet taken any mail), teams (so a team inbox precedes other
+# injected messages), subagents (only for agents with `AgentConfig(subagents=...)`),
+# MCP (only for agents with `AgentConfig(mcp_servers=[...])`), batch jobs (`agent.map`).
+for _builtin in (CostExtension, TeamExtension, SubagentsExtension, MCPExtension, BatchExtension):
+    register_extension(_builtin)

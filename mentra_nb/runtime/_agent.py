@@ -3,7 +3,9 @@
 What the agent *is* at any instant lives in its `AgentState` (`_state.py`),
 changed only through named operations; a run is a `TurnLoop` (`_turn_loop.py`)
 working on that state. The agent holds the `Services` handle of its runtime and
-the extensions attached to it, and offers the public API.
+the extensions attached to it, and offers the public API: its own methods, and
+those the registered extensions add (`RuntimeExtension.agent_api`), found by
+name when the agent has no attribute of that name.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ import asyncio
 import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from mentra_nb.errors import (
     AgentBusy,
@@ -28,31 +30,22 @@ from mentra_nb.errors import (
 from mentra_nb.messages import ContentBlock, Message, Role, Usage
 from mentra_nb.providers.base import ModelInfo
 from mentra_nb.providers.registry import ProviderRegistry
-from mentra_nb.runtime import batch, teams
 from mentra_nb.runtime._approvals import ApprovalDecision, Approvals, load_approval_state
 from mentra_nb.runtime._config import AgentConfig, config_error
 from mentra_nb.runtime._export import ExportFormat, ExportHeader, export_transcript
-from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
+from mentra_nb.runtime._extension_fields import snapshot_defaults
+from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension, bind_api
 from mentra_nb.runtime._output import OutputSpec, OutputType, RunResult
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import Services
-from mentra_nb.runtime._snapshot import AgentSnapshot, SnapshotFields, TeammateInfo
+from mentra_nb.runtime._snapshot import AgentSnapshot
 from mentra_nb.runtime._state import AgentState
 from mentra_nb.runtime._time_travel import Branch, check_index
 from mentra_nb.runtime._turn_loop import StopKind, TurnLoop
 from mentra_nb.runtime.events import AgentEvent
-from mentra_nb.runtime.mcp import MCPServer
 from mentra_nb.runtime.tools import Tool
 from mentra_nb.status import AgentStatus
-from mentra_nb.store.base import (
-    AgentKind,
-    AgentRecord,
-    Checkpoint,
-    PersistedAgent,
-    Store,
-    TeamRequest,
-    TeamRequestStatus,
-)
+from mentra_nb.store.base import AgentKind, AgentRecord, Checkpoint, PersistedAgent, Store
 
 __all__ = ["Agent", "MessageInput", "OwningRuntime"]
 
@@ -86,8 +79,6 @@ class OwningRuntime(Protocol):
     def resume(self, runtime_id: str | None = None) -> list[Agent]: ...
     def resume_all(self) -> list[Agent]: ...
     def list_persisted_agents(self, runtime_id: str | None = None) -> list[AgentRecord]: ...
-    def add_mcp_server(self, server: MCPServer) -> None: ...
-    def remove_mcp_server(self, name: str) -> None: ...
     async def aclose(self) -> None: ...
 
 
@@ -116,8 +107,9 @@ class Agent:
             raise StoreError(
                 f"agent '{record.name}' ({record.id}) has a stored configuration this mentra-nb "
                 f"cannot read ({'.'.join(map(str, problem['loc'])) or 'config'}: {problem['msg']}); "
-                "a newer mentra-nb probably wrote it. Upgrade (pip install -U mentra-nb), or spawn "
-                "the agent anew under another name"
+                "a newer mentra-nb, or an extension not registered in this process, probably wrote it. "
+                "Upgrade (pip install -U mentra-nb) or register that extension, or spawn the agent "
+                "anew under another name"
             ) from None
         self.kind: AgentKind = record.kind
         self.parent_id = record.parent_id
@@ -140,11 +132,14 @@ class Agent:
     def __repr__(self) -> str:
         return f"<Agent {self.name} ({self.model.key}) {self.status}>"
 
-    # --- what the agent is ---------------------------------------------------
+    if not TYPE_CHECKING:  # type checkers see only the agent's own API; extensions' are typed functions
+        def __getattr__(self, name: str) -> Any:
+            """A method or property a registered extension adds (`RuntimeExtension.agent_api`)."""
+            if name.startswith("_"):
+                raise AttributeError(f"'Agent' object has no attribute '{name}'", name=name, obj=self)
+            return bind_api("agent", self, name)
 
-    @property
-    def is_teammate(self) -> bool:
-        return self.kind == "teammate"
+    # --- what the agent is ---------------------------------------------------
 
     @property
     def runtime(self) -> OwningRuntime:
@@ -219,12 +214,13 @@ class Agent:
     @property
     def snapshot(self) -> AgentSnapshot:
         state = self._state
-        fields: SnapshotFields = {"pending_team_messages": 0, "teammates": [], "subagents": []}
+        # Every registered extension's fields, with its values where it attached.
+        fields = snapshot_defaults()
         for extension in self._extensions:
             fields.update(extension.snapshot_fields())
         # model_construct: built on every change while someone watches (and by
         # every view's poll), so skip re-validating values that are already typed,
-        # and give every field: a default_factory left to pydantic costs an
+        # and give every field: a default_factory left to pydantic takes an
         # inspect.signature call per field, ~100 µs each (hence the extension
         # fields' defaults above).
         return AgentSnapshot.model_construct(
@@ -244,11 +240,16 @@ class Agent:
 
     def tools(self) -> list[Tool]:
         """The tools this agent may call: the runtime's and its extensions',
-        filtered by its config (`tools`, `hidden_tools`, `read_only`)."""
-        offered = [*self.runtime.tools, *(t for e in self._extensions for t in e.tools())]
+        filtered by its config (`tools`, `hidden_tools`, `read_only`). Tools an
+        extension's own config chose (`own_tool_choice`) are not narrowed by `tools`."""
+        config = self.config
+        offered = [*self.runtime.tools, *(t for e in self._extensions if not e.own_tool_choice
+                                          for t in e.tools())]
+        chosen = [t for e in self._extensions if e.own_tool_choice for t in e.tools()]
         return [
-            t for t in offered
-            if self.config.allows_tool(t.spec.name) and (t.spec.read_only or not self.config.read_only)
+            t for t in [*(t for t in offered if config.allows_tool(t.spec.name)),
+                        *(t for t in chosen if t.spec.name not in config.hidden_tools)]
+            if t.spec.read_only or not config.read_only
         ]
 
     @property
@@ -265,9 +266,9 @@ class Agent:
         self.role = role
 
     def configure(self, **changes: Any) -> AgentConfig:
-        """Change some of the agent's config (persisted), e.g. raise its budget:
+        """Change some of the agent's config (persisted), e.g. give it more rounds:
 
-            agent.configure(max_cost_usd=2.0)
+            agent.configure(max_rounds=50)
             await agent.resume()
         """
         try:
@@ -359,7 +360,7 @@ class Agent:
 
     async def start_run(self, opening: Sequence[Message] = ()) -> Message:
         """Run the turn loop with `opening` as the new messages (none: continue
-        from the transcript, e.g. a teammate woken by mail). `send` and `resume`
+        from the transcript, e.g. an agent woken by mail). `send` and `resume`
         are the usual ways in."""
         return (await self._start_run(opening, None, None)).message
 
@@ -447,10 +448,10 @@ class Agent:
 
     async def ask_approval(self, name: str, input: dict[str, Any]) -> ApprovalDecision:
         """Pause the running turn until the user approves or denies `name`, something
-        that is not a tool call (an extension's question, e.g. starting an MCP server
+        that is not a tool call (an extension's question, e.g. starting a server
         that came from the state file); shown and answered like a paused call
         (`approve` / `deny` with its reference). Never answered by `auto_approve` or
-        "always allow". An extension that refuses approvals (a headless subagent)
+        "always allow". An extension that refuses approvals (for an agent nobody watches)
         denies it at once."""
         refusal = next((text for e in self._extensions if (text := e.refuse_approval(name)) is not None), None)
         if refusal is not None:
@@ -469,8 +470,8 @@ class Agent:
         """A new persisted agent `new_name` whose history is this agent's first `at`
         committed messages (all when None), with the same model and config, its own
         id and lease. Nothing is copied: the fork reads this agent's stored messages.
-        A running agent is forked at its last committed message. Teammates,
-        subagents, pending approvals and inbox mail are not part of a fork."""
+        A running agent is forked at its last committed message. The agents it
+        started, pending approvals and its mail are not part of a fork."""
         return self.runtime.fork_agent(self, new_name, at)
 
     def rewind(self, to: int) -> None:
@@ -555,79 +556,6 @@ class Agent:
             raise AgentNotFound(f"agent {self.id} is no longer in {self._services.store!r}")
         self._state.replace_history(persisted)
 
-    # --- batch jobs (runtime/batch/) ----------------------------------------------
-
-    def map(self, rows: Any, prompt: batch.Prompt, *, output: type[BaseModel] | None = None,
-            concurrency: int = 16, max_cost_usd: float | None = None, name: str | None = None,
-            replace: bool = False) -> batch.BatchJob:
-        """Run this agent over `rows` (a DataFrame, a list of dicts, any iterable of
-        rows), each row as its own fork of the agent's history as it is now:
-
-            job = agent.map(df, prompt="Classify: {text}", output=Label, name="reviews")
-            await job.wait()
-            job.results()       # the output's fields, status, error, tokens, cost, agent
-
-        `prompt` is a template of the row's columns or a function of the row (a dict).
-        The job lives in the store: a killed kernel's `rt.resume()` goes on with it
-        (finished rows never run again), and calling `map` again with the same rows
-        attaches to it (`replace=True` starts over). `concurrency` rows run at once,
-        fewer while the provider answers 429; `max_cost_usd` stops starting rows that
-        could pass it. Started at once on a running event loop, else by `job.wait()`."""
-        extension = self._services.extension(batch.BatchExtension)
-        if extension is None:
-            raise ConfigError("agent.map() needs the batch extension: build the Runtime with "
-                              "extensions=[*default_extensions(), ...] (batch is one of them)")
-        return batch.map_rows(extension, self, rows, prompt, output=output, concurrency=concurrency,
-                              max_cost_usd=max_cost_usd, name=name, replace=replace)
-
-    # --- teams: the contract's methods, each one call of the `teams` API ---------
-
-    async def spawn_teammate(
-        self, name: str, role: str, prompt: str | None = None, *,
-        model: str | ModelInfo | None = None, max_rounds: int | None = None,
-    ) -> Agent:
-        """Spawn a persistent teammate of this lead; `prompt` becomes its first mail.
-
-        It gets this agent's config (and model, unless `model` is given) with a
-        teammate system prompt; it works on its own, woken by team mail.
-        """
-        return _as_agent(await teams.spawn_teammate(self, name, role, prompt, model=model,
-                                                    max_rounds=max_rounds))
-
-    def send_team_message(self, to: str, content: str) -> None:
-        """Put `content` in team member `to`'s inbox, from this agent (wakes a teammate)."""
-        teams.send_team_message(self, to, content)
-
-    def broadcast_team_message(self, content: str) -> list[str]:
-        """Send `content` to every other member of this lead's team; returns their names."""
-        return teams.broadcast_team_message(self, content)
-
-    @property
-    def teammates(self) -> list[TeammateInfo]:
-        """This lead's teammates, with their status and whether they are alive here."""
-        return teams.teammates(self)
-
-    def teammate(self, name: str) -> Agent:
-        """The live teammate called `name` (to watch it or read its history)."""
-        return _as_agent(teams.teammate(self, name))
-
-    def send_team_request(self, to: str, protocol: str, content: str) -> TeamRequest:
-        """Ask member `to` to approve or reject something (e.g. protocol "shutdown");
-        the answer arrives in this agent's inbox."""
-        return teams.send_team_request(self, to, protocol, content)
-
-    def team_requests(self, status: TeamRequestStatus | None = "pending") -> list[TeamRequest]:
-        """Protocol requests sent to or by this agent (default: the pending ones)."""
-        return teams.team_requests(self, status)
-
-    def approve_request(self, request_id: str, reason: str | None = None) -> TeamRequest:
-        """Approve a pending request addressed to this agent (e.g. a teammate's plan)."""
-        return teams.approve_request(self, request_id, reason)
-
-    def reject_request(self, request_id: str, reason: str) -> TeamRequest:
-        """Reject a pending request addressed to this agent; the requester reads `reason`."""
-        return teams.reject_request(self, request_id, reason)
-
 
 def _typed(name: str, result: RunResult[OutputType]) -> OutputType:
     if result.output is None:
@@ -636,12 +564,6 @@ def _typed(name: str, result: RunResult[OutputType]) -> OutputType:
             "work is kept in the transcript (agent.resume(output=...) or a new send asks again)"
         )
     return result.output
-
-
-def _as_agent(handle: object) -> Agent:
-    if not isinstance(handle, Agent):  # every live agent of a Runtime is one
-        raise AgentError(f"{handle!r} is not an Agent")
-    return handle
 
 
 def _user_message(content: MessageInput) -> Message:

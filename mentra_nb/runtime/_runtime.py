@@ -19,16 +19,21 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mentra_nb.errors import AgentBusy, AgentError, AgentNotFound, ConfigError, MentraError
 from mentra_nb.providers.base import ModelInfo, Provider
 from mentra_nb.providers.registry import ProviderRegistry
 from mentra_nb.providers.test import TestProvider
-from mentra_nb.runtime import mcp, teams
 from mentra_nb.runtime._agent import Agent
 from mentra_nb.runtime._closing import RuntimeParts, on_dropped, weak_method
 from mentra_nb.runtime._config import AgentConfig
-from mentra_nb.runtime._extensions import RuntimeExtension
+from mentra_nb.runtime._extensions import (
+    RuntimeExtension,
+    bind_api,
+    default_extensions,
+    runtime_option,
+)
 from mentra_nb.runtime._file_tools import Workspace, file_tools
 from mentra_nb.runtime._leases import DEFAULT_LEASE_TTL, LeaseKeeper
 from mentra_nb.runtime._mail_watch import MailWatcher
@@ -36,16 +41,11 @@ from mentra_nb.runtime._names import agent_name_problem
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import AgentHandle, Services
 from mentra_nb.runtime._time_travel import check_index, results_for_cut_calls
-from mentra_nb.runtime.batch import BatchExtension
-from mentra_nb.runtime.cost import CostExtension
-from mentra_nb.runtime.mcp import MCPExtension, MCPServer
-from mentra_nb.runtime.subagents import SubagentsExtension
-from mentra_nb.runtime.teams import TeamExtension
 from mentra_nb.runtime.tools import Tool
 from mentra_nb.store.base import AgentKind, AgentRecord, PersistedAgent, Store
 from mentra_nb.store.sqlite import SqliteStore
 
-__all__ = ["Runtime", "default_extensions"]
+__all__ = ["Runtime"]
 
 log = logging.getLogger("mentra_nb.runtime")
 
@@ -63,7 +63,7 @@ def _weak_call(method: Callable[[], None]) -> Callable[[], None]:
 
 
 def _with_dependents(records: Sequence[AgentRecord], root: str, *, with_forks: bool) -> list[str]:
-    """`root` and the agents that belong to it (teammates, subagents, at any depth),
+    """`root` and the agents that belong to it (those it started, at any depth),
     and, `with_forks`, its forks and theirs, in a stable order."""
     chosen = [root]
     seen = {root}
@@ -74,16 +74,6 @@ def _with_dependents(records: Sequence[AgentRecord], root: str, *, with_forks: b
                 seen.add(record.id)
                 chosen.append(record.id)
     return chosen
-
-
-def default_extensions() -> list[RuntimeExtension]:
-    """The extensions a `Runtime` gets unless it is given a list: budgets (first:
-    a run they stop has not yet taken a team's mail), teams (so a team inbox precedes
-    other injected messages), subagents (used only by agents with
-    `AgentConfig(subagents=...)`) and MCP (used only by agents with
-    `AgentConfig(mcp_servers=[...])`) and batch jobs (`agent.map(...)`). To add one of yours, pass
-    `extensions=[*default_extensions(), Mine()]`."""
-    return [CostExtension(), TeamExtension(), SubagentsExtension(), MCPExtension(), BatchExtension()]
 
 
 def _builtin_tools(workspace: Workspace) -> list[Tool]:
@@ -101,12 +91,13 @@ class Runtime:
     `AgentConfig` narrowing them. Without a store, state lives in memory only.
     `workspace` is the folder the built-in file tools may not leave (default:
     the current folder; pass a `Workspace(root, secret_files=...)` to change
-    which files they refuse as secret). `extensions` are the registered
-    extensions (default: `default_extensions()`: budgets, teams, subagents, MCP, batch jobs).
+    which files they refuse as secret). `extensions` are the runtime's
+    extensions (default: `default_extensions()`, one of each registered).
     `tracer_provider` is an OpenTelemetry TracerProvider for the runs' spans
     (default: the global one when one is configured; none, no spans).
-    `mcp_servers` are MCP servers for agents whose config names them
-    (persisted; see `add_mcp_server`).
+    `**options` are options the registered extensions add (`RuntimeExtension.
+    runtime_options`), applied once the runtime is built; their methods are
+    reachable on the runtime by name (`RuntimeExtension.runtime_api`).
     """
 
     def __init__(
@@ -122,7 +113,7 @@ class Runtime:
         owner_label: str | None = None,
         workspace: str | os.PathLike[str] | Workspace | None = None,
         tracer_provider: object | None = None,
-        mcp_servers: Iterable[MCPServer] = (),
+        **options: Any,
     ) -> None:
         if not isinstance(runtime_id, str) or not runtime_id.strip():
             raise ConfigError("runtime_id must be a non-empty string, e.g. the notebook's name")
@@ -131,15 +122,15 @@ class Runtime:
         self.providers = ProviderRegistry(providers)
         self.workspace = (workspace if isinstance(workspace, Workspace)
                           else Workspace(workspace if workspace is not None else Path.cwd()))
+        self._extensions: list[RuntimeExtension] = (
+            default_extensions() if extensions is None else list(extensions)
+        )
         self._tools: dict[str, Tool] = {}
         builtin = _builtin_tools(self.workspace) if builtin_tools else []
         for t in [*builtin, *tools]:
             self.register_tool(t)
         self._builtin_tools = builtin
         self._agents: dict[str, Agent] = {}
-        self._extensions: list[RuntimeExtension] = (
-            default_extensions() if extensions is None else list(extensions)
-        )
         self._leases = LeaseKeeper(self.store, runtime_id, ttl=lease_ttl, label=owner_label)
         self._parts = RuntimeParts(runtime_id=runtime_id, agents=self._agents, extensions=self._extensions,
                                    leases=self._leases, providers=self.providers)
@@ -161,8 +152,8 @@ class Runtime:
         # The mail watcher holds the runtime weakly and stops when it is collected.
         self._mail = MailWatcher(self.store, _weak_call(self._mail_arrived))
         self._mail_finalizer = weakref.finalize(self, self._mail.close)
-        for server in mcp_servers:
-            self.add_mcp_server(server)
+        for name, value in options.items():
+            runtime_option(name)(self, value)
 
     @classmethod
     def empty(cls, **kwargs: object) -> Runtime:
@@ -171,6 +162,13 @@ class Runtime:
 
     def __repr__(self) -> str:
         return f"<Runtime {self.runtime_id!r} on {self.store!r}, {len(self._agents)} live agents>"
+
+    if not TYPE_CHECKING:  # type checkers see only the runtime's own API; extensions' are typed functions
+        def __getattr__(self, name: str) -> Any:
+            """A method a registered extension adds (`RuntimeExtension.runtime_api`)."""
+            if name.startswith("_"):
+                raise AttributeError(f"'Runtime' object has no attribute '{name}'", name=name, obj=self)
+            return bind_api("runtime", self, name)
 
     @property
     def services(self) -> Services:
@@ -199,35 +197,19 @@ class Runtime:
             )
         if spec.name in self._tools and not replace:
             raise ConfigError(f"a tool named '{spec.name}' is already registered; rename one of them")
-        if spec.name.startswith(mcp.TOOL_NAME_PREFIX):
-            # The model would see it beside the MCP tool of that name, and the call would
-            # go to only one of them: the prefix belongs to MCP servers' tools, whichever
-            # was registered first (servers also come from the state file, lazily).
-            raise ConfigError(
-                f"a tool cannot be named '{spec.name}': names starting with "
-                f"'{mcp.TOOL_NAME_PREFIX}' are reserved for MCP servers' tools "
-                f"({mcp.TOOL_NAME_PREFIX}<server>__<tool>); give yours another name")
+        for extension in self._extensions:
+            refusal = extension.refuse_tool_name(spec.name)
+            if refusal is not None:
+                raise ConfigError(refusal)
         self._tools[spec.name] = tool
 
     def tool_names(self) -> list[str]:
         """Every tool name an agent's `AgentConfig.tools` may list: the registered
-        tools and those the extensions offer (team and subagent tools)."""
+        tools and those the extensions may offer."""
         names = list(self._tools)
         for extension in self._extensions:
             names.extend(extension.tool_names())
         return list(dict.fromkeys(names))
-
-    # --- MCP servers (runtime/mcp/) ----------------------------------------------
-
-    def add_mcp_server(self, server: MCPServer) -> None:
-        """Offer MCP `server` to agents whose `AgentConfig.mcp_servers` names it. Its
-        configuration (never a secret) is persisted under this runtime id, so a
-        resumed runtime has it again; it starts on first use."""
-        mcp.add_server(self, server)
-
-    def remove_mcp_server(self, name: str) -> None:
-        """Forget MCP server `name` (persisted) and stop it."""
-        mcp.remove_server(self, name)
 
     # --- agents ---------------------------------------------------------------
 
@@ -251,7 +233,7 @@ class Runtime:
 
         A name already stored in this runtime raises `AgentExists`; the store
         decides (a unique constraint), so two processes racing for one name
-        cannot both win, and spawning costs the same with 10 agents or 10,000.
+        cannot both win, and spawning takes as long with 10 agents as with 10,000.
 
         On the offline `test` model, which calls every tool it is offered, an
         agent whose config lists no `tools` is not offered the built-in file
@@ -278,7 +260,7 @@ class Runtime:
         self, name: str, model: str | ModelInfo, config: AgentConfig | None = None, *,
         kind: AgentKind = "agent", parent_id: str | None = None, role: str | None = None,
     ) -> Agent:
-        """Persist a new agent of any kind (teams and subagents create theirs here)."""
+        """Persist a new agent of any kind (extensions create the agents they start here)."""
         self._ensure_open()
         problem = agent_name_problem(name)
         if problem is not None:
@@ -342,8 +324,8 @@ class Runtime:
         return fork
 
     async def delete_agent(self, name_or_id: str, *, with_forks: bool = False) -> list[str]:
-        """Delete a stored agent of this runtime (by name or id), with its teammates
-        and subagents, its state and its mail; its forks too when `with_forks`.
+        """Delete a stored agent of this runtime (by name or id), with the agents it
+        started (at any depth), its state and its mail; its forks too when `with_forks`.
         Forks that stay keep the messages they read. Returns the deleted ids.
         A running agent is `AgentBusy`; one another live runtime drives is
         `LeaseUnavailable`. `store.vacuum()` gives the space back to the disk."""
@@ -377,10 +359,10 @@ class Runtime:
 
     def resume_agent(self, agent_id: str) -> Agent:
         """Load one persisted agent, taking its lease and applying crash recovery,
-        then run the extensions' resume hooks (a lead's teammates are revived).
+        then run the extensions' resume hooks (which may revive agents it started).
 
         Returns the live agent if this runtime already drives it (the hooks run
-        again: reviving is idempotent, and wakes teammates for new mail).
+        again: they must be idempotent, e.g. waking agents for new mail).
         """
         agent = self._load(agent_id)
         self._after_resume(self.runtime_id, [agent])
@@ -439,9 +421,9 @@ class Runtime:
     async def retire_agent(self, agent_id: str, new_name: str) -> list[str]:
         """Rename a stored lead agent to `new_name` and stop driving it, so its old
         name is free for a new agent; nothing of it is deleted (resume it by its
-        new name). Its live teammates and subagents are closed with it (their
-        actors stop; they stay stored under it, and resuming it revives them), so
-        none keeps working for a lead nobody drives. Returns the names of those
+        new name). The live agents it started are closed with it (they stay stored
+        under it, and resuming it revives them), so none keeps working for a lead
+        nobody drives. Returns the names of those
         closed. Refused while it or one of them runs."""
         agent = self._load(agent_id)
         records = self.store.list_agents(self.runtime_id)
@@ -461,7 +443,7 @@ class Runtime:
 
     async def _close_agents(self, agents: list[Agent]) -> None:
         """Stop driving `agents` (deleted or retired): out of this runtime, their
-        extensions closed (a teammate's actor stops) and their state closed, every
+        extensions closed (what drives them on their own stops) and their state closed, every
         one of them even when closing another failed (the first failure is raised)."""
         failure: Exception | None = None
         for live in agents:
@@ -483,7 +465,7 @@ class Runtime:
 
     def resume(self, runtime_id: str | None = None) -> list[Agent]:
         """Resume the lead agents persisted under `runtime_id` (default: this runtime's);
-        their teammates are revived (and not returned)."""
+        the agents they started are revived by their extensions (and not returned)."""
         runtime_id = runtime_id or self.runtime_id
         records = [r for r in self.store.list_agents(runtime_id) if r.kind == "agent"]
         left: set[str] = set()
@@ -499,7 +481,7 @@ class Runtime:
 
     def list_persisted_agents(self, runtime_id: str | None = None) -> list[AgentRecord]:
         """Stored agents of `runtime_id` (default: this runtime's), leads and
-        teammates, in creation order, without loading transcripts."""
+        the agents they started, in creation order, without loading transcripts."""
         return self.store.list_agents(runtime_id or self.runtime_id)
 
     # --- lifecycle --------------------------------------------------------------
@@ -520,26 +502,26 @@ class Runtime:
         """Leave `content` as durable mail for `agent` (a name in this runtime, or an
         id), whichever process or host drives it, and return at once (the mail's id).
 
-        The owner wakes within a second and runs it as a turn: a user turn for a
-        plain agent, a `<team-inbox>` item for a lead with teammates or a teammate.
-        With no owner running, the mail waits for the next `rt.resume()`.
+        The owner wakes within a second and runs it as a turn (a user turn for a
+        plain agent; an extension may deliver it its own way). With no owner
+        running, the mail waits for the next `rt.resume()`.
 
-        `sender` is the name the recipient reads in the mail's `from`: any name
-        except those of the recipient's team (its lead and teammates), which only
-        the members themselves use. The mail also carries this runtime's id
-        (`posted_by_runtime`), so a recipient can tell posted mail from team mail.
+        `sender` is the name the recipient reads in the mail's `from` (an extension
+        may keep some names to itself). The mail also carries this runtime's id
+        (`posted_by_runtime`), so a recipient can tell posted mail from other mail.
         The content is scrubbed of the secrets the runtime knows before it is stored.
+        The first extension that carries mail for that agent (`RuntimeExtension.
+        post_mail`) stores it.
         """
         self._ensure_open()
         record = self._find_record(agent)
-        if record.kind == "subagent":
+        mail_id = next((posted for extension in self._extensions if (posted := extension.post_mail(
+            self._services, record, sender, content)) is not None), None)
+        if mail_id is None:
             raise AgentError(
-                f"'{record.name}' is a subagent: its parent drives it. Post to its root agent "
-                "instead, which can pass the message on"
+                f"no extension of runtime '{self.runtime_id}' carries mail for '{record.name}' "
+                f"(a {record.kind}); build the runtime with default_extensions()"
             )
-        team_id = record.parent_id if record.kind == "teammate" and record.parent_id else record.id
-        mail_id = teams.post_mail(self.store, team_id, record.name, sender, content,
-                                  runtime_id=self.runtime_id, workspace=self.workspace.root)
         if record.id in self._agents:
             self._mail_arrived()  # ours: no need to wait for the signal
         return mail_id
@@ -550,9 +532,10 @@ class Runtime:
         leads = [r for r in records if r.kind == "agent" and r.name == agent]
         if by_id or leads:
             return (by_id or leads)[0]
-        mates = [r for r in records if r.kind == "teammate" and r.name == agent]
-        if len(mates) == 1:
-            return mates[0]
+        # Agents that others started, by name, when only one has it.
+        started = [r for r in records if r.kind != "agent" and r.name == agent]
+        if len(started) == 1:
+            return started[0]
         persisted = self.store.load_agent(agent, transcript=False)  # an id of another runtime
         if persisted is not None:
             return persisted.record
@@ -560,7 +543,7 @@ class Runtime:
         raise AgentNotFound(
             f"no agent '{agent}' in runtime '{self.runtime_id}' (agents: {known}); give a name "
             "from that list or an agent id"
-            + (" (two teammates share that name: give an id)" if len(mates) > 1 else "")
+            + (f" ({len(started)} agents share that name: give an id)" if len(started) > 1 else "")
         )
 
     def _mail_arrived(self) -> None:
@@ -577,8 +560,8 @@ class Runtime:
                 log.exception("an extension failed to deliver mail")
 
     async def aclose(self) -> None:
-        """Cancel running turns (they roll back), stop teammates, subagents and MCP
-        servers, stop the heartbeat and the mail watcher, release every lease."""
+        """Cancel running turns (they roll back), close the extensions (what they
+        started stops), stop the heartbeat and the mail watcher, release every lease."""
         self._mail_finalizer.detach()
         await asyncio.to_thread(self._mail.close)
         self._finalizer.detach()

@@ -1,14 +1,15 @@
 """What an agent looks like at one instant: `AgentSnapshot`, and the rows it lists.
 
-The rows that extensions contribute (`TeammateInfo`, `SubagentSummary`) and the
-calls waiting for approval (`PendingApproval`) are defined here, with the
-snapshot, so that the core depends on no extension: teams and subagents import
-these models and fill them through the typed `SnapshotFields` hook.
+Extensions add fields of their own (declared by `RuntimeExtension.snapshot`,
+filled by `AgentExtension.snapshot_fields()`); they sit flat beside the core's
+(`snapshot.<field>`) and `ExtensionFields.of(snapshot)` reads one extension's
+typed. The calls waiting for approval (`PendingApproval`) are the core's.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,10 +23,6 @@ __all__ = [
     "PendingApproval",
     "PendingToolUse",
     "SnapshotFields",
-    "SubagentStatus",
-    "SubagentSummary",
-    "TeamMemberStatus",
-    "TeammateInfo",
 ]
 
 
@@ -56,84 +53,16 @@ class ApprovalDecision(BaseModel):
     reason: str = ""
 
 
-class TeamMemberStatus(BaseModel):
-    """idle, working, failed{error} or shutdown.
-
-    It says what the teammate last did, not whether anything drives it now:
-    `TeammateInfo.alive` says whether its actor runs in this process.
-
-        info.status == TeamMemberStatus.idle()
-    """
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    name: Literal["idle", "working", "failed", "shutdown"]
-    error: str | None = None
-
-    @classmethod
-    def idle(cls) -> TeamMemberStatus:
-        return cls(name="idle")
-
-    @classmethod
-    def working(cls) -> TeamMemberStatus:
-        return cls(name="working")
-
-    @classmethod
-    def failed(cls, error: str) -> TeamMemberStatus:
-        return cls(name="failed", error=error)
-
-    @classmethod
-    def shutdown(cls) -> TeamMemberStatus:
-        return cls(name="shutdown")
-
-    def __str__(self) -> str:
-        return f"failed: {self.error}" if self.name == "failed" else self.name
-
-
-class TeammateInfo(BaseModel):
-    """One teammate as its lead's snapshot shows it."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    name: str
-    agent_id: str
-    role: str
-    model: str
-    status: TeamMemberStatus
-    alive: bool = False  # its actor runs in this process
-    unread: int = 0  # team mail waiting for it
-
-
-SubagentStatus = Literal["pending_init", "running", "interrupted", "completed", "errored"]
-
-
-class SubagentSummary(BaseModel):
-    """One child of a subagent tree as an agent snapshot lists it."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    path: str
-    name: str  # the last path segment: the task name
-    agent_id: str | None
-    status: SubagentStatus
-    model: str
-    depth: int
-    # Tools whose calls wait for the user's approval (the status stays running).
-    waiting_for_approval: list[str] = Field(default_factory=list)
-
-
-class SnapshotFields(TypedDict, total=False):
-    """What an extension adds to its agent's snapshot (`AgentExtension.snapshot_fields`)."""
-
-    pending_team_messages: int
-    teammates: list[TeammateInfo]
-    subagents: list[SubagentSummary]
+# What an extension's `AgentExtension.snapshot_fields()` returns: values of the
+# fields its `RuntimeExtension.snapshot` model declares.
+SnapshotFields = Mapping[str, Any]
 
 
 class AgentSnapshot(BaseModel):
-    """An immutable picture of an agent; observers get a new one on every change."""
+    """An immutable picture of an agent; observers get a new one on every change.
+    The registered extensions' fields are extra fields, set on every snapshot."""
 
-    model_config = ConfigDict(defer_build=True, frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="allow")
 
     agent_id: str
     name: str
@@ -147,7 +76,4 @@ class AgentSnapshot(BaseModel):
     # Calls paused until the user approves or denies them (the status stays
     # executing_tool{id, name} of the call being decided).
     pending_approvals: list[PendingApproval] = Field(default_factory=list)
-    pending_team_messages: int = 0
-    teammates: list[TeammateInfo] = Field(default_factory=list)  # a lead's team
-    subagents: list[SubagentSummary] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)

@@ -23,7 +23,7 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mentra_nb.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer
 
-__all__ = ["CONTENT_ENV", "RunTrace", "note_mail_to", "run_trace", "tracer_for"]
+__all__ = ["CONTENT_ENV", "OtelRunTrace", "RunTrace", "note_mail_to", "run_trace", "tracer_for"]
 
 CONTENT_ENV = "MENTRA_TRACE_CONTENT"
 _SCOPE = "mentra_nb"
@@ -119,7 +119,40 @@ def _error_type(error: BaseException) -> str:
 
 
 class RunTrace:
-    """The spans of one run. Made only when tracing is on (`run_trace`)."""
+    """The spans of one run, with tracing off: every method does nothing, so the
+    turn loop has one path whether or not spans are recorded (`run_trace` gives an
+    `OtelRunTrace` when a tracer is configured). A span is opaque to the loop: it
+    gets one from `chat_started` or `tool` and hands it back when the call ends."""
+
+    @contextmanager
+    def run(self) -> Iterator[None]:
+        """The run's span, current while the run works."""
+        yield
+
+    def run_ended(self, usage: Usage, error: BaseException | None) -> None:
+        """The run ended, with this usage (and `error` if it failed)."""
+
+    def chat_started(self, *, messages: Sequence[Message], system: str | None,
+                     temperature: float | None, max_tokens: int | None) -> object:
+        """A model call begins; returns its span."""
+        return None
+
+    def chat_ended(self, span: object, *, usage: Usage | None, finish_reason: str | None,
+                   response_id: str | None, response_model: str | None, reply: Message | None,
+                   error: BaseException | None) -> None:
+        """The model call of `span` ended (with `error` if it failed)."""
+
+    @contextmanager
+    def tool(self, use: ToolUseBlock, description: str | None) -> Iterator[object]:
+        """A tool call's span, current while it runs (so a run it starts is its child)."""
+        yield None
+
+    def tool_ended(self, span: object, result: ToolResultBlock) -> None:
+        """The tool call of `span` gave `result`."""
+
+
+class OtelRunTrace(RunTrace):
+    """The OpenTelemetry spans of one run (tracing is on)."""
 
     def __init__(self, tracer: Tracer, *, agent_id: str, agent_name: str, provider: str,
                  model: str) -> None:
@@ -176,22 +209,23 @@ class RunTrace:
         return self.tracer.start_span(f"chat {self.model}", kind=trace.SpanKind.CLIENT,
                                       attributes=attributes)
 
-    def chat_ended(self, span: Span, *, usage: Usage | None, finish_reason: str | None,
+    def chat_ended(self, span: object, *, usage: Usage | None, finish_reason: str | None,
                    response_id: str | None, response_model: str | None, reply: Message | None,
                    error: BaseException | None) -> None:
+        chat = cast("Span", span)  # the one chat_started gave
         if usage is not None:
-            span.set_attributes(_usage_attributes(usage))
+            chat.set_attributes(_usage_attributes(usage))
         if finish_reason:
-            span.set_attribute("gen_ai.response.finish_reasons", [finish_reason])
+            chat.set_attribute("gen_ai.response.finish_reasons", [finish_reason])
         if response_id:
-            span.set_attribute("gen_ai.response.id", response_id)
+            chat.set_attribute("gen_ai.response.id", response_id)
         if response_model:
-            span.set_attribute("gen_ai.response.model", response_model)
+            chat.set_attribute("gen_ai.response.model", response_model)
         if reply is not None and self.content:
-            span.set_attribute("gen_ai.output.messages", _messages_json([reply], finish_reason))
+            chat.set_attribute("gen_ai.output.messages", _messages_json([reply], finish_reason))
         if error is not None:
-            self._failed(span, error)
-        span.end()
+            self._failed(chat, error)
+        chat.end()
 
     @contextmanager
     def tool(self, use: ToolUseBlock, description: str | None) -> Iterator[Span]:
@@ -212,15 +246,16 @@ class RunTrace:
         ) as span:
             yield span
 
-    def tool_ended(self, span: Span, result: ToolResultBlock) -> None:
+    def tool_ended(self, span: object, result: ToolResultBlock) -> None:
         from opentelemetry.trace import Status, StatusCode
 
+        call = cast("Span", span)  # the one tool() gave
         if self.content:
-            span.set_attribute("gen_ai.tool.call.result", result.content)
+            call.set_attribute("gen_ai.tool.call.result", result.content)
         if result.is_error:
             # The message can quote data, so it is content: only the kind by default.
-            span.set_attribute("error.type", "tool_error")
-            span.set_status(Status(StatusCode.ERROR, result.content[:500] if self.content else None))
+            call.set_attribute("error.type", "tool_error")
+            call.set_status(Status(StatusCode.ERROR, result.content[:500] if self.content else None))
 
     def _failed(self, span: Span, error: BaseException) -> None:
         from opentelemetry.trace import Status, StatusCode
@@ -230,10 +265,14 @@ class RunTrace:
         span.set_status(Status(StatusCode.ERROR, str(error)[:500] if self.content else None))
 
 
+_NO_TRACE = RunTrace()  # stateless: one serves every run
+
+
 def run_trace(tracer_provider: object | None, *, agent_id: str, agent_name: str, provider: str,
-              model: str) -> RunTrace | None:
-    """The spans of a run about to start, or None when tracing is off."""
+              model: str) -> RunTrace:
+    """The spans of a run about to start: OpenTelemetry's when a tracer is
+    configured, else ones that record nothing."""
     tracer = tracer_for(tracer_provider)
     if tracer is None:
-        return None
-    return RunTrace(tracer, agent_id=agent_id, agent_name=agent_name, provider=provider, model=model)
+        return _NO_TRACE
+    return OtelRunTrace(tracer, agent_id=agent_id, agent_name=agent_name, provider=provider, model=model)

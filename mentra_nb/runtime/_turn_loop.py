@@ -7,9 +7,8 @@ intervals, never per token. A provider error or a hard cancel rolls the run back
 keeping its user message for `agent.resume()`; a stop "now" (`agent.stop(now=True)`)
 cancels too, but keeps what was streamed as a committed message marked
 `truncated` (and the work of earlier rounds) and ends the run as finished; hitting `max_rounds` keeps the
-work done and fails with `MaxRoundsExceeded`, and so does a budget that the
-next model call would pass (`BudgetExceeded`, raised by the cost extension
-before a round). A run asked for a typed answer validates its final answer;
+work done and fails with `MaxRoundsExceeded`, and so does any `RunHalted` an
+extension raises before a round (a limit it keeps). A run asked for a typed answer validates its final answer;
 one that fails goes back to the model with the errors as a user message, and
 after `output_retries` of them the run fails with `OutputValidationError`,
 every attempt kept. Each call's usage is priced here, once, when it ends.
@@ -28,11 +27,11 @@ from typing import Any, Literal
 from mentra_nb import pricing
 from mentra_nb._utf8 import valid_utf8
 from mentra_nb.errors import (
-    BudgetExceeded,
     LeaseLost,
     MaxRoundsExceeded,
     MentraError,
     OutputValidationError,
+    RunHalted,
 )
 from mentra_nb.messages import (
     Message,
@@ -102,7 +101,7 @@ class TurnLoop:
         self.opening = list(opening)
         self.approvals = approvals
         self.extensions = extensions
-        self.tools = tools  # asked each round: a lead gains team tools with its first teammate
+        self.tools = tools  # asked each round: an extension may offer more tools mid-run
         self.stop_requested = stop_requested
         self.stop_keeps_text = stop_keeps_text  # Stop's cut of the streamed reply (None: all of it)
         self.output = output
@@ -117,7 +116,7 @@ class TurnLoop:
         self._response: tuple[str, str] = ("", "")  # the reply's id and model, for its trace
         self._assembler: MessageAssembler | None = None  # the reply streaming now, if any
         model = agent.model
-        self.trace: RunTrace | None = run_trace(
+        self.trace: RunTrace = run_trace(
             agent.services.tracer_provider, agent_id=agent.id, agent_name=agent.name,
             provider=agent.services.providers.traits(model.provider).system, model=model.id)
 
@@ -126,8 +125,6 @@ class TurnLoop:
 
     async def execute(self) -> Message:
         trace = self.trace
-        if trace is None:
-            return await self._execute()
         with trace.run():
             error: BaseException | None = None
             try:
@@ -158,7 +155,7 @@ class TurnLoop:
             self._roll_back(baseline, AgentStatus.idle())
             state.emit(RunCancelled(**self._event_fields()))
             raise
-        except (MaxRoundsExceeded, BudgetExceeded, OutputValidationError) as err:
+        except RunHalted as err:  # a limit: the work so far is kept
             state.fail_run(AgentStatus.failed(str(err)))
             state.emit(RunFailed(**self._event_fields(), error=str(err), rolled_back=False))
             raise
@@ -269,7 +266,7 @@ class TurnLoop:
         return replies[-1]
 
     async def _inject_round_messages(self) -> None:
-        """Messages extensions add before each model call (e.g. a team inbox)."""
+        """Messages extensions add before each model call (e.g. mail for the agent)."""
         injected = [m for e in self.extensions for m in await e.before_round()]
         self.state.append_messages(self._scrubbed(injected))
 
@@ -296,8 +293,6 @@ class TurnLoop:
             output=self.output.format if self.output is not None else None,
         )
         trace = self.trace
-        if trace is None:
-            return await self._stream(request)
         span = trace.chat_started(messages=request.messages, system=request.system,
                                   temperature=request.temperature,
                                   max_tokens=request.max_output_tokens)
@@ -332,7 +327,7 @@ class TurnLoop:
         try:
             async for event in stream:
                 # The hot path: a text or thinking delta, tens of thousands per reply.
-                # It costs a few list appends and attribute checks, nothing more,
+                # It takes a few list appends and attribute checks, nothing more,
                 # unless someone listens to every delta.
                 if type(event) is ContentBlockDelta:
                     if not event.value.isascii():
@@ -447,9 +442,7 @@ class TurnLoop:
     async def _run_one(self, use: ToolUseBlock, available: dict[str, Tool], invalid: dict[str, str],
                        running: list[ToolUseBlock]) -> ToolResultBlock:
         trace = self.trace
-        if trace is None:
-            return await self._run_tool(use, available, invalid, running)
-        # The span is current while the tool runs: a subagent it starts is its child.
+        # The span is current while the tool runs: a run of another agent it starts is its child.
         tool = available.get(use.name)
         with trace.tool(use, tool.spec.description if tool is not None else None) as span:
             result = await self._run_tool(use, available, invalid, running)
@@ -580,7 +573,7 @@ class _PendingCheckpoint:
     """Writes the pending turn FIRST_CHECKPOINT after the stream began, then at
     doubling intervals (at most MAX_CHECKPOINT_INTERVAL apart).
 
-    Each checkpoint rewrites the whole text so far and costs at least a page of
+    Each checkpoint rewrites the whole text so far and writes at least a page of
     WAL, so a fixed interval made a ten-second reply write a hundred times its
     own text. Recovery never needs the pending text (a run without its
     assistant message is rolled back either way); it only stays readable after

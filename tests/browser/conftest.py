@@ -109,8 +109,13 @@ def browser(artifacts: Path):
 @pytest.fixture
 def page(browser, request: pytest.FixtureRequest):
     """A page in a fresh browser context; a screenshot of it lands in artifacts/browser/."""
+    from playwright.sync_api import expect
+
     context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    # Actions and assertions wait up to 30 s (each returns as soon as it holds): a slow
+    # or busy machine gets time; a fast one pays nothing. (`expect` would give 5 s.)
     context.set_default_timeout(30_000)
+    expect.set_options(timeout=30_000)
     page = context.new_page()
     console: list[str] = []
     page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))

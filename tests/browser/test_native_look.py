@@ -257,7 +257,7 @@ def test_a_request_shows_once_and_a_teammate_row_opens_its_transcript(notebook):
     nb.run_all(4)
     teams = nb.page.locator(".mentra-team")
     expect(teams).to_have_count(3)
-    expect(nb.page.locator(".mentra-request")).to_have_count(1, timeout=20_000)
+    expect(nb.page.locator(".mentra-request")).to_have_count(1)
     newest = teams.nth(2)
     expect(newest.locator(".mentra-request .mentra-name")).to_have_text("plan_approval from alice")
     expect(teams.nth(0)).to_contain_text("1 request waits for you in the newest view of this team")
@@ -265,7 +265,7 @@ def test_a_request_shows_once_and_a_teammate_row_opens_its_transcript(notebook):
     alice = teams.nth(0).locator('li[data-name="alice"]')
     alice.click()
     preview = alice.locator(".mentra-preview")
-    expect(preview.locator(".mentra-item strong")).to_have_text("approval", timeout=20_000)
+    expect(preview.locator(".mentra-item strong")).to_have_text("approval")
     expect(preview).to_contain_text("Facts.")
     expect(preview.locator("details.mentra-tool summary")).to_have_text("tool call: team_request")
     # What is open is this view's: the other views of the team show no transcript,
@@ -274,7 +274,7 @@ def test_a_request_shows_once_and_a_teammate_row_opens_its_transcript(notebook):
     expect(newest.locator(".mentra-preview")).to_have_count(0)
     bob = newest.locator('li[data-name="bob"]')
     bob.click()
-    expect(bob.locator(".mentra-preview")).to_contain_text("A title.", timeout=20_000)
+    expect(bob.locator(".mentra-preview")).to_contain_text("A title.")
     expect(preview).to_contain_text("Facts.")  # alice's, still open in the first view
     expect(teams.nth(0).locator(".mentra-preview")).to_have_count(1)
     bob.locator(".mentra-close").click()

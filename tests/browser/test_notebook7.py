@@ -58,8 +58,7 @@ def test_team_view_shows_a_request_and_approves_it_in_notebook_7(notebook7):
     expect(team.locator('li[data-name="alice"] .mentra-model')).to_have_text("researcher")
     # The teammate cell shows the team too: the newest view holds the request's buttons.
     request = nb.output(3).locator(".mentra-team .mentra-request")
-    expect(request.locator(".mentra-name")).to_have_text("plan_approval from alice",
-                                                         timeout=20_000)
+    expect(request.locator(".mentra-name")).to_have_text("plan_approval from alice")
     expect(team).to_contain_text("1 request waits for you in the newest view of this team")
     request.locator("button.mentra-approve").click()
     expect(request).to_have_count(0)
@@ -92,7 +91,7 @@ def test_subagent_picker_lists_a_child_and_previews_it_in_notebook_7(notebook7):
     nb.run_all(4)
     picker = nb.output(2).locator(".mentra-picker")
     child = picker.locator('li[data-path="/root/research"]')
-    expect(child.locator(".mentra-badge")).to_have_text("completed", timeout=20_000)
+    expect(child.locator(".mentra-badge")).to_have_text("completed")
     child.locator(".mentra-name").click()
     preview = picker.locator(".mentra-preview")
     expect(preview.locator(".mentra-header .mentra-name")).to_have_text("/root/research")

@@ -64,14 +64,14 @@ def test_teammate_status_changes_live_and_approve_reaches_the_kernel(notebook):
     alice = team.locator('li[data-name="alice"]')
     expect(alice.locator(".mentra-model")).to_have_text("researcher")
     request = nb.output(3).locator(".mentra-team .mentra-request")  # in the newest view of the team
-    expect(request.locator(".mentra-name")).to_have_text("plan_approval from alice", timeout=20_000)
+    expect(request.locator(".mentra-name")).to_have_text("plan_approval from alice")
     expect(request.locator("pre")).to_have_text("Read the tide pool guide.")
     expect(alice.locator(".mentra-badge")).to_have_text("idle")
     expect(team.locator(".mentra-header .mentra-usage")).to_have_text("1 unread")
 
     request.locator("button.mentra-approve").click()
     expect(request).to_have_count(0)
-    expect(team.locator(".mentra-header .mentra-usage")).to_have_text("2 unread", timeout=20_000)
+    expect(team.locator(".mentra-header .mentra-usage")).to_have_text("2 unread")
     expect(alice.locator(".mentra-badge")).to_have_text("idle")
 
     statuses = [value.split("|")[0] for value in nb.page.evaluate(f"window.__seen[{alice_badge!r}]")]
@@ -132,10 +132,10 @@ def test_subagent_picker_counts_children_previews_pages_back_and_interrupts(note
 
     nb.run_cell(3)
     rows = picker.locator("li.mentra-clickable")
-    expect(rows).to_have_count(3, timeout=20_000)
+    expect(rows).to_have_count(3)
     images = picker.locator('li[data-path="/root/images"]')
     expect(picker.locator('li[data-path="/root/research"] .mentra-badge')).to_have_text(
-        "completed", timeout=20_000)
+        "completed")
     expect(images.locator(".mentra-badge")).to_have_text("running")
     images.locator("button.mentra-interrupt").click()
     expect(images.locator(".mentra-badge")).to_have_text("interrupted")
@@ -195,14 +195,14 @@ def test_a_teammates_tool_call_is_approved_from_the_team_view(notebook):
     nb.run_all(4)
     team = nb.output(2).locator(".mentra-team")
     bob = team.locator('li[data-name="bob"]')
-    expect(bob.locator(".mentra-badge")).to_have_text("waiting for approval: drop_rows", timeout=20_000)
+    expect(bob.locator(".mentra-badge")).to_have_text("waiting for approval: drop_rows")
     box = nb.output(3).locator(".mentra-team .mentra-approval")  # in the newest view of the team
     expect(box.locator(".mentra-name")).to_have_text("bob wants to run drop_rows")
     expect(team.locator(".mentra-approval")).to_have_count(0)
     expect(box.locator("pre")).to_contain_text('"table": "events"')
     box.locator("button.mentra-approve").click()
     expect(box).to_have_count(0)
-    expect(bob.locator(".mentra-badge")).to_have_text("idle", timeout=20_000)
+    expect(bob.locator(".mentra-badge")).to_have_text("idle")
     assert nb.kernel.value("dropped") == ["events"]
 
 
@@ -242,7 +242,7 @@ def test_a_subagents_write_waits_for_approval_in_the_picker_and_the_root_gets_it
     nb.kernel.run("release_writer()")
     picker = nb.output(2).locator(".mentra-picker")
     writer = picker.locator('li[data-path="/root/writer"]')
-    expect(writer.locator(".mentra-badge")).to_have_text("waiting for approval: write_file", timeout=20_000)
+    expect(writer.locator(".mentra-badge")).to_have_text("waiting for approval: write_file")
     box = picker.locator(".mentra-approval")
     expect(box.locator(".mentra-name")).to_have_text("writer wants to run write_file")
     expect(box.locator("pre")).to_contain_text('"content": "tide pools"')
@@ -253,7 +253,7 @@ def test_a_subagents_write_waits_for_approval_in_the_picker_and_the_root_gets_it
 
     box.locator("button.mentra-approve").click()
     expect(box).to_have_count(0)
-    expect(writer.locator(".mentra-badge")).to_have_text("completed", timeout=20_000)
+    expect(writer.locator(".mentra-badge")).to_have_text("completed")
     poll(lambda: nb.kernel.value("turn.done()"), message="the root's run")
     assert nb.kernel.value("turn.text") == "The writer is done."
     # The root's second wait_agent returned the child's result, delivered as its update.

@@ -12,6 +12,7 @@ from mentra_nb.runtime import spending, spending_from_records
 from mentra_nb.runtime.subagents import SubagentLimits
 from mentra_nb.store.base import AgentRecord
 from mentra_nb.testing import text_stream, tool_use_stream
+from tests.conftest import WAIT_LIMIT
 from tests.subagents.helpers import RoutedProvider, call
 
 
@@ -62,7 +63,7 @@ async def test_a_root_costs_its_calls_plus_its_subagents(db_path, priced_models)
     try:
         root = rt.spawn("lead", "anthropic:root",
                         config=AgentConfig(subagents=SubagentLimits(max_agents=4, max_concurrency=2)))
-        await asyncio.wait_for(root.send("Summarise A"), 5)
+        await asyncio.wait_for(root.send("Summarise A"), WAIT_LIMIT)
         spent = spending(root)
         assert spent.agent == root.usage
         assert spent.subagents.cost_usd == pytest.approx((300 * 1.0 + 20 * 2.0) / 1e6)

@@ -28,6 +28,7 @@ from mentra_nb import LeaseLost, ModelInfo, ProviderRequest, Runtime
 from mentra_nb.providers.events import ProviderEvent
 from mentra_nb.store import open_store
 from mentra_nb.testing import text_stream
+from tests.children import say, until_killed
 
 RUNTIME_ID = os.environ.get("MENTRA_TEST_RUNTIME_ID", "shared")
 LONG_REPLY = " ".join(f"word{i}" for i in range(200))
@@ -55,7 +56,7 @@ class HostProvider:
         if self.mode == "stream":
             script = text_stream(LONG_REPLY, chunks=200, delay=0.05)
         else:
-            print(f"WOKE {request.model} {json.dumps(last_user_text(request))}", flush=True)
+            say(f"WOKE {request.model} {json.dumps(last_user_text(request))}")
             script = text_stream(f"echo: {last_user_text(request)}", chunks=2)
         async for event in script.play():
             yield event
@@ -64,7 +65,7 @@ class HostProvider:
 def report_runs(agent) -> None:
     def on_event(event) -> None:
         if event.type == "run_finished":
-            print(f"DONE {agent.name} {json.dumps(agent.history[-1].text)}", flush=True)
+            say(f"DONE {agent.name} {json.dumps(agent.history[-1].text)}")
 
     agent.on_event(on_event)
 
@@ -81,20 +82,20 @@ async def main(location: str, mode: str) -> None:
         mate = await lead.spawn_teammate("mate", "helper", model="host:mate")
         for agent in (writer, lead, mate):
             report_runs(agent)
-        print(f"READY {writer.id} {lead.id} {mate.id}", flush=True)
+        say(f"READY {writer.id} {lead.id} {mate.id}")
     else:
         writer = rt.spawn("writer", "host:writer")
         started = asyncio.Event()
         writer.on_event(lambda e: started.set() if e.type == "text_delta" else None)
         run = asyncio.ensure_future(writer.send("write at length"))
         await started.wait()
-        print(f"STREAMING {writer.id}", flush=True)
+        say(f"STREAMING {writer.id}")
         try:
             await run
-            print("FINISHED", flush=True)
+            say("FINISHED")
         except LeaseLost as err:
-            print(f"LOST {err}", flush=True)
-    await asyncio.Event().wait()
+            say(f"LOST {err}")
+    await until_killed()
 
 
 if __name__ == "__main__":

@@ -188,7 +188,7 @@ async def test_mail_holding_a_secret_it_did_not_know_when_posted_is_delivered_ma
             assert time.monotonic() < deadline, "the posted mail never ran"
             await asyncio.sleep(0.01)
         assert [m.text for m in writer.history] == ["the key is [redacted]", "read it"]
-        until(lambda: [m.state for m in store.list_team_mail(writer.id)] == ["acked"], timeout=30)
+        until(lambda: [m.state for m in store.list_team_mail(writer.id)] == ["acked"])
         assert len(provider.requests) == 1  # delivered once, not requeued for the masked text
     finally:
         await poster.aclose()

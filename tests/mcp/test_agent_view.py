@@ -75,7 +75,7 @@ def test_progress_reports_reach_the_view_while_the_call_runs_and_clear_after(hos
                  names="progress")
     try:
         sending = host.submit(agent.send("go"))
-        until(lambda: view.progress == "row 3 (3/3)", timeout=30)  # the newest report, while it runs
+        until(lambda: view.progress == "row 3 (3/3)")  # the newest report, while it runs
         release.set()
         sending.result(30)
         assert shown[0][1] == "mcp__rows__count" and shown[-1] == ("", "mcp__rows__count")
@@ -101,7 +101,7 @@ def test_a_flood_of_progress_reports_is_sent_in_batches_like_live_text(host, mon
     try:
         started = time.monotonic()
         sending = host.submit(agent.send("go"))
-        until(lambda: view.progress == f"row {reports} ({reports}/{reports})", timeout=30)
+        until(lambda: view.progress == f"row {reports} ({reports}/{reports})")
         seconds = time.monotonic() - started
         release.set()
         sending.result(30)

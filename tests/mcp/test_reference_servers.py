@@ -50,7 +50,7 @@ async def test_time_over_stdio_answers_a_call_and_comes_back_after_a_restart(db_
         [agent] = rt.resume()
         turn = asyncio.create_task(agent.send("and noon in Tokyo?"))
         # The server came from the file, not from this runtime: its first start asks.
-        await wait_until(lambda: agent.snapshot.pending_approvals, timeout=30)
+        await wait_until(lambda: agent.snapshot.pending_approvals)
         [pending] = agent.snapshot.pending_approvals
         assert pending.input["command"] == " ".join(TIME)
         agent.approve(pending.reference)
@@ -78,7 +78,7 @@ async def test_git_reads_freely_and_asks_before_it_changes_the_repository(tmp_pa
         [status] = agent.history[-2].tool_results
         assert not status.is_error and "notes.txt" in status.content
         run = asyncio.create_task(agent.send("stage it"))
-        await wait_until(lambda: bool(agent.snapshot.pending_approvals), timeout=30)
+        await wait_until(lambda: bool(agent.snapshot.pending_approvals))
         assert [p.tool_name for p in agent.snapshot.pending_approvals] == ["mcp__git__git_add"]
         assert await asyncio.to_thread(_git, "-C", str(repo), "status", "--porcelain") == "?? notes.txt\n"
         agent.approve("c2")
@@ -167,7 +167,7 @@ async def test_an_http_server_that_goes_away_mid_call_gives_an_error_result_and_
         agent.on_event(lambda e: progress.append(e) if isinstance(e, ToolExecutionProgress) else None)
         try:
             run = asyncio.create_task(agent.send("a long job"))
-            await wait_until(lambda: bool(progress), timeout=30)  # the call is under way
+            await wait_until(lambda: bool(progress))  # the call is under way
             first.stop()
             await run
             [cut] = agent.history[-2].tool_results

@@ -44,7 +44,7 @@ def planted(tmp_path):
 
 
 async def _pending(agent):
-    await wait_until(lambda: agent.snapshot.pending_approvals, timeout=30)
+    await wait_until(lambda: agent.snapshot.pending_approvals)
     [pending] = agent.snapshot.pending_approvals
     return pending
 

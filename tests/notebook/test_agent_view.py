@@ -133,19 +133,19 @@ def test_the_first_words_go_at_once_and_later_text_a_window_after_the_last_messa
         host.call(lambda: [control.send(e) for e in events])
 
     stream(MessageStarted(), ContentBlockStarted.text(0), ContentBlockDelta.text(0, "Hello"))
-    wait_for(lambda: len(deltas(sent)) == 1)
+    until(lambda: len(deltas(sent)) == 1)
     assert deltas(sent)[0]["t"] == "Hello"  # at once
     stream(ContentBlockDelta.text(0, ", world"))
     seen = len(polls)
-    wait_for(lambda: len(polls) >= seen + 3)  # polls saw the text and held it: no time passed
+    until(lambda: len(polls) >= seen + 3)  # polls saw the text and held it: no time passed
     assert len(deltas(sent)) == 1
     sent_at = clock.now
     clock.now = sent_at + 0.9 * agent_view.LIVE_WINDOW
     seen = len(polls)
-    wait_for(lambda: len(polls) >= seen + 3)
+    until(lambda: len(polls) >= seen + 3)
     assert len(deltas(sent)) == 1
     clock.now = sent_at + agent_view.LIVE_WINDOW  # a window since "Hello" went
-    wait_for(lambda: len(deltas(sent)) == 2)
+    until(lambda: len(deltas(sent)) == 2)
     assert deltas(sent)[1]["t"] == ", world"
     stream(ContentBlockDelta.text(0, " and the end"), ContentBlockStopped(index=0), MessageStopped())
     send.result(10)
@@ -163,13 +163,6 @@ def test_the_live_window_lets_a_message_go_at_once_then_one_window_later():
     window.sent(11.0)
     window.reset()  # a new stream
     assert window.wait(11.01) == 0
-
-
-def wait_for(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 def test_the_committed_transcript_becomes_safe_html_items(host):
@@ -252,9 +245,7 @@ def test_a_late_view_catches_up_on_the_half_streamed_text(host):
     future = host.submit(agent.send("go"))
     for event in (MessageStarted(), ContentBlockStarted.text(0), ContentBlockDelta.text(0, "Half way")):
         host.call_soon(control.send, event)
-    deadline = time.monotonic() + 5
-    while agent.snapshot.current_text != "Half way" and time.monotonic() < deadline:
-        time.sleep(0.01)
+    until(lambda: agent.snapshot.current_text == "Half way")
     view = AgentView(agent, host)
     sent = recorded(view)
     view._on_browser_message(view, {"kind": "hello"}, [])
@@ -294,19 +285,15 @@ def test_browser_buttons_send_stop_and_interrupt(host):
     agent = spawn(host, ScriptedProvider("s", [text_stream("first"), script]))
     view = AgentView(agent, host)
     view._on_browser_message(view, {"kind": "send", "text": "hello"}, [])
-    deadline = time.monotonic() + 5
     # "finished" is set inside the run task, a moment before the task itself ends.
-    while (agent.is_running or agent.status != AgentStatus.finished()) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    until(lambda: not agent.is_running and agent.status == AgentStatus.finished())
     assert agent.history[-1].text == "first"
     view._on_browser_message(view, {"kind": "send", "text": "again"}, [])
     # The second run is waiting on the controlled stream once the model has been asked.
-    while agent.status != AgentStatus.streaming() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    until(lambda: agent.status == AgentStatus.streaming())
     assert agent.is_running
     view._on_browser_message(view, {"kind": "interrupt"}, [])
-    while agent.is_running and time.monotonic() < deadline:
-        time.sleep(0.01)
+    until(lambda: not agent.is_running)
     assert agent.status == AgentStatus.idle() and len(agent.history) == 2
     host.call(lambda: None)
     assert len(view.items) == 2
@@ -332,18 +319,14 @@ def test_a_cut_turn_is_offered_for_replay_and_the_browser_can_replay_it(host):
     future = host.submit(agent.send("please summarise"))
     for event in (MessageStarted(), ContentBlockStarted.text(0), ContentBlockDelta.text(0, "Part")):
         host.call_soon(control.send, event)
-    deadline = time.monotonic() + 5
-    while agent.snapshot.current_text != "Part" and time.monotonic() < deadline:
-        time.sleep(0.01)
+    until(lambda: agent.snapshot.current_text == "Part")
     assert view.resumable == {}  # nothing to offer while it runs
     view._on_browser_message(view, {"kind": "interrupt"}, [])
-    while agent.is_running and time.monotonic() < deadline:
-        time.sleep(0.01)
+    until(lambda: not agent.is_running)
     host.call(lambda: None)
     assert view.resumable == {"kind": "replay", "text": "please summarise"}
     view._on_browser_message(view, {"kind": "resume"}, [])
-    while agent.status != AgentStatus.finished() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    until(lambda: agent.status == AgentStatus.finished())
     host.call(lambda: None)
     assert agent.history[-1].text == "second try"
     assert view.resumable == {}

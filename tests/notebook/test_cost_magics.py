@@ -11,6 +11,7 @@ from IPython.core.error import UsageError
 from mentra_nb import BudgetExceeded, pricing
 from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.testing import ScriptedProvider, text_stream
+from tests.conftest import until
 from tests.notebook.conftest import mentra
 
 # The offline model is free; these tests give it a price so there are dollars to show.
@@ -22,13 +23,6 @@ def priced(ip):
     ip.run_line_magic("config", f"MentraMagics.prices = {PRICES}")
     yield
     ip.run_line_magic("config", "MentraMagics.prices = {}")
-
-
-def _wait(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 def test_config_prices_register_and_dropping_them_restores_the_built_in_price(ip) -> None:
@@ -86,7 +80,7 @@ def test_a_lead_costs_its_own_calls_plus_its_team(ip, session, capsys, priced) -
     alice = session.call(lambda: lead.teammate("alice"))
     # Alice answers by mail, which wakes the lead for another run: wait until the
     # team is quiet (nobody running, twice in a row).
-    _wait(lambda: alice.usage.output_tokens > 0 and not alice.is_running)
+    until(lambda: alice.usage.output_tokens > 0 and not alice.is_running)
     quiet = [False]
 
     def settled() -> bool:
@@ -96,7 +90,7 @@ def test_a_lead_costs_its_own_calls_plus_its_team(ip, session, capsys, priced) -
         time.sleep(0.05)
         return was and now
 
-    _wait(settled)
+    until(settled)
     capsys.readouterr()
     mentra(ip, "cost lead")
     out = capsys.readouterr().out
@@ -121,7 +115,7 @@ def test_the_view_header_of_a_lone_agent_shows_its_cost(ip, session, priced) -> 
     agent = mentra(ip, "spawn writer")
     mentra(ip, "send writer --wait hello")
     view = session.view(agent)
-    _wait(lambda: view.cost == pricing.format_cost(agent.usage.cost_usd))
+    until(lambda: view.cost == pricing.format_cost(agent.usage.cost_usd))
     assert view.cost.startswith("$")
 
 

@@ -9,23 +9,9 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from mentra_nb import (
-    ContentBlockDelta,
-    ContentBlockStarted,
-    MessageStarted,
-    Runtime,
-    SqliteStore,
-    tool,
-)
+from mentra_nb import Runtime, SqliteStore
 from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream, tool_use_stream
-
-
-@tool
-async def blocking_tool(value: str) -> str:
-    """Blocks until the process dies."""
-    print("TOOL-STARTED", flush=True)
-    await asyncio.Event().wait()
-    return "unreachable"
+from tests.children import blocking_tool, reach, say, stream_text, until_killed
 
 
 async def main(db: str, phase: str) -> None:
@@ -37,22 +23,18 @@ async def main(db: str, phase: str) -> None:
     agent = runtime.spawn("writer", "anthropic:model")
     await agent.send("first")
     if phase == "idle":
-        print(f"READY {agent.id}", flush=True)
-        await asyncio.Event().wait()
+        say(f"READY {agent.id}")
+        await until_killed()
     send = asyncio.create_task(agent.send("second"))
     if phase == "streaming":
-        control.send(MessageStarted(id="msg-2", model="model"))
-        control.send(ContentBlockStarted.text(0))
-        control.send(ContentBlockDelta.text(0, "Hel"))
+        stream_text(control, "msg-2", "Hel")
         # Killed once the pending turn is in the file (its first checkpoint comes
         # a second into the stream), so the test sees what a crash mid-stream leaves.
-        while (pending := runtime.store.load_agent(agent.id).pending_turn) is None \
-                or pending.current_text != "Hel":
-            await asyncio.sleep(0.01)
+        await reach(lambda: (pending := runtime.store.load_agent(agent.id).pending_turn) is not None
+                    and pending.current_text == "Hel")
     else:
-        while agent.snapshot.status.name != "executing_tool":
-            await asyncio.sleep(0.001)
-    print(f"READY {agent.id}", flush=True)
+        await reach(lambda: agent.snapshot.status.name == "executing_tool")
+    say(f"READY {agent.id}")
     await send
 
 

@@ -24,6 +24,7 @@ from mentra_nb.providers.anthropic import AnthropicProvider
 from mentra_nb.providers.events import MessageStopped, RetryAttempt
 from mentra_nb.providers.openai_chat import OpenAIChatProvider
 from mentra_nb.runtime.events import RetryAttempted, TextDelta
+from tests.conftest import WAIT_LIMIT, wait_until
 
 from .conftest import FAST_RETRY, Reply, Reset, Stream, wire
 from .helpers import ask, assemble, collect, runtime_with
@@ -211,13 +212,11 @@ async def test_cancelling_a_run_mid_stream_closes_the_connection(server, client,
         first_text = asyncio.Event()
         agent.on_event(lambda e: first_text.set() if isinstance(e, TextDelta) else None)
         task = asyncio.ensure_future(agent.send("hi"))
-        await asyncio.wait_for(first_text.wait(), 10)
+        await asyncio.wait_for(first_text.wait(), WAIT_LIMIT)
         agent.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         assert all(m.role is Role.USER for m in agent.history)
-    deadline = time.monotonic() + 5
-    while not server.errors and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
+    await wait_until(lambda: bool(server.errors))
     # The server's next write hit a closed socket: the client hung up, it did not read on.
     assert server.errors and isinstance(server.errors[0], (BrokenPipeError, ConnectionResetError))

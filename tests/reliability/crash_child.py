@@ -74,6 +74,7 @@ from mentra_nb.runtime.teams._inbox import INBOX_MARKER
 from mentra_nb.store import PostgresStore, SqliteStore, is_postgres_url
 from mentra_nb.store.base import TeamMessage, TeamRequest
 from mentra_nb.testing import ok_stream
+from tests.children import say, until_killed
 
 RUNTIME_ID = "crash"
 END = " <end>"
@@ -119,28 +120,28 @@ class Reporting:
         now = {mail["id"]: mail for mail in value.get("mailbox", [])}
         for mail_id, mail in now.items():
             if mail_id not in before:
-                print("SUBMAIL " + json.dumps({"root": agent_id, **mail}), flush=True)
+                say("SUBMAIL " + json.dumps({"root": agent_id, **mail}))
         for mail_id in before.keys() - now.keys():
-            print(f"SUBGONE {agent_id} {mail_id}", flush=True)
+            say(f"SUBGONE {agent_id} {mail_id}")
         self._mailboxes[agent_id] = now
 
     def create_team_request(self, request: TeamRequest, message: TeamMessage) -> None:
         fields = json.dumps(request.model_dump(
             mode="json", include={"id", "team_id", "protocol", "sender", "recipient", "content"}))
-        print(f"REQUESTING {fields}", flush=True)
+        say(f"REQUESTING {fields}")
         super().create_team_request(request, message)  # type: ignore[misc]
-        print(f"REQUEST {fields}", flush=True)
+        say(f"REQUEST {fields}")
 
     def resolve_team_request(
         self, team_id: str, request_id: str, *, approve: bool, reason: str | None,
         response: TeamMessage,
     ) -> TeamRequest | None:
-        print(f"RESOLVING {request_id}", flush=True)
+        say(f"RESOLVING {request_id}")
         resolved = super().resolve_team_request(  # type: ignore[misc]
             team_id, request_id, approve=approve, reason=reason, response=response)
         if resolved is not None:
-            print("RESOLVED " + json.dumps({"id": resolved.id, "status": resolved.status,
-                                            "reason": resolved.reason}), flush=True)
+            say("RESOLVED " + json.dumps({"id": resolved.id, "status": resolved.status,
+                                          "reason": resolved.reason}))
         return resolved
 
 
@@ -257,9 +258,9 @@ def report(agent: Any) -> None:
     def on_event(event: Any) -> None:
         if event.type == "assistant_message_committed" or event.type == "tool_results_committed":
             index = len(agent.history) - 1
-            print(f"COMMIT {agent.name} {event.run_generation} {index} {sha(event.message)}", flush=True)
+            say(f"COMMIT {agent.name} {event.run_generation} {index} {sha(event.message)}")
         elif event.type == "run_finished":
-            print(f"RUNEND {agent.name} {event.run_generation}", flush=True)
+            say(f"RUNEND {agent.name} {event.run_generation}")
 
     agent.on_event(on_event)
 
@@ -278,8 +279,8 @@ async def main(db: str, seed: int) -> None:
         report(agent)
     mate = await lead.spawn_teammate("mate", "helper", prompt="mail 0", model="anthropic:mate")
     report(mate)
-    print("MAIL mail 0", flush=True)
-    print("READY", flush=True)
+    say("MAIL mail 0")
+    say("READY")
 
     async def drive(agent: Any, turns: int, rng: random.Random) -> None:
         mail = 0
@@ -288,15 +289,15 @@ async def main(db: str, seed: int) -> None:
             if agent is lead and rng.random() < 0.7:
                 mail += 1
                 lead.send_team_message("mate", f"mail {mail}")
-                print(f"MAIL mail {mail}", flush=True)
+                say(f"MAIL mail {mail}")
             await asyncio.sleep(rng.uniform(0, 0.03))
 
     await asyncio.gather(
         drive(lead, plan.randint(2, 5), random.Random(f"{seed}-lead")),
         *(drive(s, plan.randint(1, 4), random.Random(f"{seed}-{s.name}")) for s in solos),
     )
-    print("ALLDONE", flush=True)
-    await asyncio.Event().wait()
+    say("ALLDONE")
+    await until_killed()
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ import logging
 import os
 import sqlite3
 import string
-import time
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -35,6 +34,7 @@ from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.store.sqlite import APPLICATION_ID, SCHEMA_VERSION
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
+from tests.conftest import WAIT_LIMIT, until
 from tests.reliability.conftest import digests
 
 pytestmark = pytest.mark.reliability
@@ -142,10 +142,8 @@ def test_messages_from_the_browser_are_acted_on_or_ignored(view, content, caplog
     agent = view._agent
     # Hypothesis reuses the view across examples: let a turn an earlier valid
     # message started finish first, so it is not counted against this one.
-    deadline = time.monotonic() + 10
     view._host.call(lambda: None)
-    while agent.is_running and time.monotonic() < deadline:
-        time.sleep(0.005)
+    until(lambda: not agent.is_running)
     before = (len(agent.history), agent.snapshot.run_generation)
     with caplog.at_level(logging.WARNING, logger="mentra_nb.notebook"):
         view._on_browser_message(view, content, [])
@@ -182,7 +180,7 @@ def test_any_tool_input_goes_back_to_the_model_never_into_the_cell(raw: str, nam
         provider = ScriptedProvider("s", [tool_use_stream("call-1", name, raw), text_stream("done")])
         async with Runtime.empty(providers=[provider], tools=[typed]) as rt:
             agent = rt.spawn("w", "s:m")
-            reply = await asyncio.wait_for(agent.send("go"), 10)
+            reply = await asyncio.wait_for(agent.send("go"), WAIT_LIMIT)
             assert reply.text == "done"
             [result] = agent.history[2].tool_results
             assert result.tool_use_id == "call-1" and result.content

@@ -58,6 +58,7 @@ from mentra_nb.runtime.teams._inbox import INBOX_MARKER, holds_inbox
 from mentra_nb.store import open_store
 from mentra_nb.testing import text_stream
 from tests.children import Child, integrity
+from tests.conftest import WAIT_LIMIT
 from tests.reliability.conftest import crash_seeds
 from tests.reliability.crash_child import END, RUNTIME_ID, sha
 from tests.reliability.oracle import (
@@ -341,7 +342,7 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, setup: Set
                     and store.count_team_mail(team_id, "mate", "pending") == 0
                     and store.count_team_mail(team_id, "mate", "inflight") == 0)
 
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + WAIT_LIMIT
         while not settled():
             assert time.monotonic() < deadline, f"the teammate never settled its mail {where}"
             await asyncio.sleep(0.02)

@@ -23,6 +23,7 @@ import pytest
 from mentra_nb import MentraError, Runtime, SqliteStore, StoreError
 from tests.benchmarks.bench_storage import _WRITES
 from tests.children import integrity
+from tests.conftest import WAIT_LIMIT
 from tests.reliability.conftest import digests
 from tests.reliability.crash_child import PlanProvider, peek, work
 from tests.reliability.oracle import read_agents
@@ -72,7 +73,7 @@ async def _consistent_after_reopen(db: Path) -> None:
             history = agent.history
             answered = {r.tool_use_id for m in history for r in m.tool_results}
             assert all(u.id in answered for m in history for u in m.tool_uses), agent.name
-            reply = await asyncio.wait_for(agent.send("after the fault"), 20)
+            reply = await asyncio.wait_for(agent.send("after the fault"), WAIT_LIMIT)
             assert reply.text.endswith("<end>")
     finally:
         await rt.aclose()
@@ -102,7 +103,7 @@ async def test_a_write_that_fails_at_any_point_is_reported_and_leaves_the_file_c
                 continue  # nothing was created; reopening below still checks the file
             for turn in range(2):
                 try:
-                    await asyncio.wait_for(agent.send(f"turn {turn}"), 20)
+                    await asyncio.wait_for(agent.send(f"turn {turn}"), WAIT_LIMIT)
                 except MentraError as err:
                     assert "injected" in str(err), err
                 # What the agent shows is what the file holds, fault or not.
@@ -165,7 +166,7 @@ async def _fill(fs: Path) -> tuple[Path, SqliteStore, Runtime, Any, StoreError]:
     agent = rt.spawn("writer", "anthropic:writer")
     for turn in range(200):
         try:
-            await asyncio.wait_for(agent.send(f"turn {turn} " + "x" * 5000), 20)
+            await asyncio.wait_for(agent.send(f"turn {turn} " + "x" * 5000), WAIT_LIMIT)
         except StoreError as err:
             return db, store, rt, agent, err
     raise AssertionError("the disk never filled up")
@@ -201,7 +202,7 @@ async def test_after_a_refused_rollback_the_live_agent_goes_on_once_there_is_roo
         try:
             _remount(fs, "size=8m")
             agent = rt.resume_agent(agent.id)
-            reply = await asyncio.wait_for(agent.send("now there is room"), 20)
+            reply = await asyncio.wait_for(agent.send("now there is room"), WAIT_LIMIT)
             assert reply.text.endswith("<end>")
         finally:
             await rt.aclose()

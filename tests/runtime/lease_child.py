@@ -15,6 +15,7 @@ from pathlib import Path
 
 from mentra_nb import Runtime, SqliteStore, tool
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
+from tests.children import say
 
 
 async def main(db: Path, work: Path) -> None:
@@ -23,7 +24,7 @@ async def main(db: Path, work: Path) -> None:
     @tool
     async def block() -> str:
         """A badly written async tool: it blocks the event loop until told to stop."""
-        print(f"BLOCKING {holder[0]}", flush=True)
+        say(f"BLOCKING {holder[0]}")
         while not (work / "go").exists():
             time.sleep(0.05)  # noqa: ASYNC251 - the point of the test
         with (work / "side_effects").open("a") as f:
@@ -37,7 +38,7 @@ async def main(db: Path, work: Path) -> None:
     agent = rt.spawn("writer", "scripted:m")
     holder.append(agent.id)
     reply = await agent.send("go")
-    print(f"DONE {reply.text}", flush=True)
+    say(f"DONE {reply.text}")
     await rt.aclose()
     store.close()
 

@@ -11,7 +11,7 @@ import pytest
 from mentra_nb import AgentConfig, AgentError, AgentStatus, Runtime, SqliteStore, tool
 from mentra_nb.runtime._approvals import APPROVALS_STATE_KEY, PendingApproval
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
-from tests.conftest import wait_until
+from tests.conftest import WAIT_LIMIT, wait_until
 
 RAN: list[int] = []
 
@@ -122,7 +122,7 @@ async def test_a_denied_call_goes_back_to_the_model_as_an_error_with_the_reason(
 
 async def test_auto_approve_runs_without_asking(make):
     agent, _, _ = make(asks_to_drop(), text_stream("done"), config=AgentConfig(auto_approve=["drop_rows"]))
-    assert (await asyncio.wait_for(agent.send("go"), 5)).text == "done"
+    assert (await asyncio.wait_for(agent.send("go"), WAIT_LIMIT)).text == "done"
     assert RAN == [5]
 
 
@@ -130,7 +130,7 @@ async def test_tools_without_requires_approval_never_ask(make):
     agent, _, _ = make(tool_use_stream("p1", "peek", "{}"), text_stream("done"))
     events = []
     agent.on_event(lambda e: events.append(e.type))
-    assert (await asyncio.wait_for(agent.send("go"), 5)).text == "done"
+    assert (await asyncio.wait_for(agent.send("go"), WAIT_LIMIT)).text == "done"
     assert "tool_approval_requested" not in events
 
 
@@ -139,13 +139,13 @@ async def test_always_allow_stops_asking_and_survives_a_new_runtime_on_the_same_
     send = asyncio.create_task(agent.send("go"))
     await waiting_for(agent, "c1")
     agent.approve("c1", always=True)
-    assert (await asyncio.wait_for(send, 5)).text == "done"  # c2 ran without asking
+    assert (await asyncio.wait_for(send, WAIT_LIMIT)).text == "done"  # c2 ran without asking
     assert RAN == [1, 2] and agent.always_allowed_tools == ["drop_rows"]
     await rt.aclose()
 
     again, _, _ = make(asks_to_drop("c3", 3), text_stream("still allowed"))
     assert again.id == agent.id and again.always_allowed_tools == ["drop_rows"]
-    assert (await asyncio.wait_for(again.send("more"), 5)).text == "still allowed"
+    assert (await asyncio.wait_for(again.send("more"), WAIT_LIMIT)).text == "still allowed"
     assert RAN == [1, 2, 3]
 
 
@@ -186,7 +186,7 @@ async def test_stop_while_waiting_denies_the_call_and_keeps_the_work(make):
     send = asyncio.create_task(agent.send("go"))
     await waiting_for(agent)
     agent.stop()
-    await asyncio.wait_for(send, 5)
+    await asyncio.wait_for(send, WAIT_LIMIT)
     assert agent.status == AgentStatus.finished() and RAN == [] and len(provider.requests) == 1
     result = agent.history[-1].tool_results[0]
     assert result.is_error and "the user stopped the run before answering" in result.content
@@ -199,7 +199,7 @@ async def test_approve_from_another_thread_wakes_the_run_on_its_loop(make):
     worker = threading.Thread(target=agent.approve, args=("c1",))
     worker.start()
     worker.join()
-    assert (await asyncio.wait_for(send, 5)).text == "done" and RAN == [5]
+    assert (await asyncio.wait_for(send, WAIT_LIMIT)).text == "done" and RAN == [5]
 
 
 async def test_calls_of_one_round_are_asked_one_at_a_time_in_call_order(make):
@@ -211,7 +211,7 @@ async def test_calls_of_one_round_are_asked_one_at_a_time_in_call_order(make):
     agent.deny("c1")
     await waiting_for(agent, "c2")
     agent.approve("c2")
-    await asyncio.wait_for(send, 5)
+    await asyncio.wait_for(send, WAIT_LIMIT)
     assert RAN == [2]
     results = agent.history[2].tool_results
     assert [r.is_error for r in results] == [True, False]

@@ -96,7 +96,7 @@ async def test_a_dropped_runtime_is_closed_when_collected(db_path, tmp_path, asy
 
     assert runtime_ref() is None
     # Its tasks are cancelled and roll back on the loop, then the leases go.
-    await wait_until(lambda: leases(db_path) == 0 and mentra_tasks() == [], timeout=10)
+    await wait_until(lambda: leases(db_path) == 0 and mentra_tasks() == [])
     gc.collect()
     await asyncio.sleep(0)
     assert asyncio_errors() == []

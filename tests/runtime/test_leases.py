@@ -18,20 +18,16 @@ from mentra_nb import (
     Runtime,
     SqliteStore,
 )
-from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream
+from mentra_nb.testing import controlled_stream, text_stream
 from tests.conftest import clear_leases, until, wait_until
-
-
-def runtime(db_path, runtime_id="nb", *scripts, **kwargs) -> Runtime:
-    return Runtime.empty(store=SqliteStore(db_path), runtime_id=runtime_id,
-                         providers=[ScriptedProvider("anthropic", list(scripts))], **kwargs)
+from tests.runtimes import scripted_runtime as runtime
 
 
 async def test_the_heartbeat_renews_leases_while_the_loop_runs(db_path):
     rt = runtime(db_path, lease_ttl=0.3)
     agent = rt.spawn("writer", "anthropic:model")
     first = rt.store.lease_holder(agent.id).heartbeat_at
-    await wait_until(lambda: rt.store.lease_holder(agent.id).heartbeat_at > first, timeout=2)
+    await wait_until(lambda: rt.store.lease_holder(agent.id).heartbeat_at > first)
     await rt.aclose()
 
 
@@ -44,10 +40,10 @@ async def test_aclose_releases_every_lease(db_path):
 
 
 async def test_a_rerun_setup_cell_takes_its_own_agents_back(db_path):
-    first = runtime(db_path, "nb", text_stream("late"))
+    first = runtime(db_path, text_stream("late"))
     agent = first.spawn("writer", "anthropic:model")
     # Same process, same runtime id: the new Runtime object re-acquires at once...
-    second = runtime(db_path, "nb", text_stream("fresh"))
+    second = runtime(db_path, text_stream("fresh"))
     [again] = second.resume()
     assert (await again.send("hi")).text == "fresh"
     # ...and the old object is fenced out instead of overwriting the new one's work.
@@ -60,9 +56,9 @@ async def test_a_rerun_setup_cell_takes_its_own_agents_back(db_path):
 
 
 async def test_another_live_runtime_gets_lease_unavailable_naming_the_holder(db_path):
-    owner = runtime(db_path, "nb", owner_label="kernel 1f2e")
+    owner = runtime(db_path, owner_label="kernel 1f2e")
     agent = owner.spawn("writer", "anthropic:model")
-    intruder = runtime(db_path, "other")
+    intruder = runtime(db_path, runtime_id="other")
     with pytest.raises(LeaseUnavailable) as info:
         intruder.resume_agent(agent.id)
     message = str(info.value)
@@ -82,7 +78,7 @@ async def test_resuming_an_unknown_agent_is_a_clear_error(db_path):
 
 async def test_opening_a_runtime_fixes_up_only_its_own_agents(db_path):
     script_a, control_a = controlled_stream()
-    crashed = runtime(db_path, "a", script_a)
+    crashed = runtime(db_path, script_a, runtime_id="a")
     victim = crashed.spawn("writer", "anthropic:model")
     send = asyncio.create_task(victim.send("hello"))
     for event in (MessageStarted(), ContentBlockStarted.text(0), ContentBlockDelta.text(0, "Hel")):
@@ -93,10 +89,10 @@ async def test_opening_a_runtime_fixes_up_only_its_own_agents(db_path):
         pending = crashed.store.load_agent(victim.id).pending_turn
         return pending is not None and pending.current_text == "Hel"
 
-    await wait_until(checkpointed, timeout=10)  # the first checkpoint comes a second in
+    await wait_until(checkpointed)  # the first checkpoint comes a second in
     clear_leases(db_path)
 
-    neighbour = runtime(db_path, "b")
+    neighbour = runtime(db_path, runtime_id="b")
     neighbour.spawn("other", "anthropic:model")
     assert neighbour.resume("b")[0].name == "other"
     untouched = neighbour.store.load_agent(victim.id)
@@ -120,7 +116,7 @@ def test_a_tool_blocking_the_loop_never_loses_the_lease_to_a_claimer(db_path, tm
     watcher = SqliteStore(db_path)
     first = watcher.lease_holder(agent_id).heartbeat_at
     # The loop is blocked, yet the heartbeat goes on.
-    until(lambda: watcher.lease_holder(agent_id).heartbeat_at > first, timeout=30)
+    until(lambda: watcher.lease_holder(agent_id).heartbeat_at > first)
     claimer = Runtime.empty(store=SqliteStore(db_path), runtime_id="claimer", lease_ttl=0.5)
     with pytest.raises(LeaseUnavailable, match=f"pid {child.pid}"):
         claimer.resume_agent(agent_id)

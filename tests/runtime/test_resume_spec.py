@@ -29,7 +29,7 @@ from mentra_nb import (
     tool,
 )
 from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream, tool_use_stream
-from tests.conftest import clear_leases, wait_for_status, wait_until
+from tests.conftest import WAIT_LIMIT, clear_leases, wait_for_status, wait_until
 
 
 def reboot(db_path, *scripts, runtime_id="default", tools=()) -> Runtime:
@@ -61,7 +61,7 @@ async def test_startup_keeps_the_pending_turn_until_resume_and_resume_rolls_it_b
         pending = runtime.store.load_agent(agent.id).pending_turn
         return pending is not None and pending.current_text == "Hel"
 
-    await wait_until(checkpointed, timeout=10)  # the first checkpoint comes a second in
+    await wait_until(checkpointed)  # the first checkpoint comes a second in
     # The kernel dies here: nothing more happens in the first runtime.
     clear_leases(db_path)
     rebooted = reboot(db_path)
@@ -101,7 +101,7 @@ async def test_resume_keeps_the_committed_transcript_when_a_tool_was_interrupted
     runtime = Runtime.empty(store=SqliteStore(db_path), providers=[provider], tools=[blocking_tool])
     agent = runtime.spawn("agent", "anthropic:model")
     send = asyncio.create_task(agent.send([ContentBlock.text("hello")]))
-    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.wait_for(started.wait(), WAIT_LIMIT)
     assert agent.snapshot.status == AgentStatus.executing_tool("tool-1", "blocking_tool")
 
     clear_leases(db_path)
@@ -224,7 +224,7 @@ async def test_resume_continues_a_run_whose_tool_call_was_interrupted(db_path):
                             providers=[ScriptedProvider("anthropic", [tool_use_stream("t1", "slow", '{"value":"x"}')])])
     agent = runtime.spawn("agent", "anthropic:model")
     send = asyncio.create_task(agent.send("go"))
-    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.wait_for(started.wait(), WAIT_LIMIT)
     clear_leases(db_path)
 
     rebooted = reboot(db_path, text_stream("The tool was interrupted, so I stopped."), tools=[slow])

@@ -31,14 +31,10 @@ from mentra_nb import (
 )
 from mentra_nb.runtime.events import HistoryReplaced
 from mentra_nb.store import LeaseClaim, TeamMessage
-from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream, tool_use_stream
+from mentra_nb.testing import controlled_stream, text_stream, tool_use_stream
 from tests.children import REPO
-from tests.conftest import clear_leases, wait_until
-
-
-def runtime(db_path, *scripts, tools=()) -> Runtime:
-    providers = [ScriptedProvider("anthropic", list(scripts))] if scripts else []
-    return Runtime.empty(store=SqliteStore(db_path), runtime_id="nb", providers=providers, tools=tools)
+from tests.conftest import WAIT_LIMIT, clear_leases, wait_until
+from tests.runtimes import scripted_runtime as runtime
 
 
 async def conversation(rt: Runtime, turns: int, name: str = "writer"):
@@ -126,7 +122,7 @@ async def test_forking_a_running_agent_forks_its_last_committed_state(db_path):
                  tools=[slow])
     source = rt.spawn("writer", "anthropic:model")
     run = asyncio.create_task(source.send("go"))
-    await asyncio.wait_for(started.wait(), 10)
+    await asyncio.wait_for(started.wait(), WAIT_LIMIT)
     fork = source.fork("snapshot")
     # The user message and the tool call were committed; the call has no result
     # yet, so the fork gets an error result for it (providers need one).
@@ -153,7 +149,7 @@ async def test_cancelling_a_run_after_a_fork_keeps_the_forks_messages(db_path):
     rt = runtime(db_path, tool_use_stream("call-1", "hang", '{"value": "x"}'), tools=[hang])
     source = rt.spawn("writer", "anthropic:model")
     run = asyncio.create_task(source.send("go"))
-    await asyncio.wait_for(started.wait(), 10)
+    await asyncio.wait_for(started.wait(), WAIT_LIMIT)
     fork = source.fork("keeper")
     source.cancel()
     with pytest.raises(asyncio.CancelledError):

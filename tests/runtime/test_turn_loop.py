@@ -42,7 +42,7 @@ from mentra_nb.testing import (
     text_stream,
     tool_use_stream,
 )
-from tests.conftest import wait_until
+from tests.conftest import WAIT_LIMIT, wait_until
 
 
 @pytest.fixture
@@ -143,14 +143,14 @@ async def test_read_only_tools_run_together_and_results_keep_call_order(make):
     @tool(read_only=True)
     async def slow(x: int) -> str:
         """Waits for its sibling, then sleeps."""
-        await asyncio.wait_for(barrier.wait(), 2)  # deadlocks unless both run at once
+        await asyncio.wait_for(barrier.wait(), WAIT_LIMIT)  # deadlocks unless both run at once
         await asyncio.sleep(0.05)
         return "slow"
 
     @tool(read_only=True)
     async def fast(x: int) -> str:
         """Waits for its sibling."""
-        await asyncio.wait_for(barrier.wait(), 2)
+        await asyncio.wait_for(barrier.wait(), WAIT_LIMIT)
         return "fast"
 
     agent, provider = make(
@@ -527,10 +527,10 @@ async def test_the_pending_turn_is_checkpointed_after_a_second_then_at_doubling_
     for _ in range(200):
         control.send(ContentBlockDelta.text(0, "x"))
     # A timer writes the checkpoint, so the last delta before a pause is stored too.
-    await wait_until(lambda: writes and writes[-1][1] == "x" * 200, timeout=10)
+    await wait_until(lambda: writes and writes[-1][1] == "x" * 200)
     assert SqliteStore(db_path).load_agent(agent.id).pending_turn.current_text == "x" * 200
     control.send(ContentBlockDelta.text(0, "y"))
-    await wait_until(lambda: writes[-1][1].endswith("y"), timeout=10)
+    await wait_until(lambda: writes[-1][1].endswith("y"))
     control.send(ContentBlockStopped(index=0))
     control.send(MessageStopped())
     await send

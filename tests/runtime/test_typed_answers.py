@@ -23,8 +23,9 @@ from mentra_nb import (
     tool,
 )
 from mentra_nb.runtime import AgentConfig, RunResult
-from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream, tool_use_stream
+from mentra_nb.testing import controlled_stream, text_stream, tool_use_stream
 from tests.conftest import clear_leases, wait_until
+from tests.runtimes import scripted_runtime as runtime
 
 
 class Invoice(BaseModel):
@@ -36,11 +37,6 @@ class Invoice(BaseModel):
 
 
 GOOD = '{"vendor": "ACME", "total": 12.5}'
-
-
-def runtime(db_path, *scripts, tools=()) -> Runtime:
-    return Runtime.empty(store=SqliteStore(db_path), providers=[ScriptedProvider("anthropic", list(scripts))],
-                         tools=list(tools))
 
 
 async def test_send_with_output_returns_a_validated_instance_and_asks_for_the_schema(db_path):
@@ -209,7 +205,7 @@ async def test_resume_after_a_crash_mid_attempt_rolls_back_and_validates_again(d
         pending = first.store.load_agent(agent.id).pending_turn
         return pending is not None and pending.current_text == '{"ven'
 
-    await wait_until(checkpointed, timeout=10)
+    await wait_until(checkpointed)
     clear_leases(db_path)  # the kernel dies here
 
     second = runtime(db_path, text_stream(GOOD))

@@ -13,22 +13,23 @@ import time
 from pathlib import Path
 
 from mentra_nb import AgentExists, Runtime, SqliteStore
+from tests.children import say
 
 
 async def main(db: Path, work: Path, trials: int) -> None:
     store = SqliteStore(db)
     rt = Runtime.empty(store=store, runtime_id="nb")
-    print("READY", flush=True)
+    say("READY")
     for trial in range(trials):
         while not (work / f"go-{trial}").exists():
             time.sleep(0.002)  # noqa: ASYNC251 - spin close to the start line, like a race
         try:
             agent = rt.spawn(f"writer-{trial}", "test")
-            print(f"WON {trial} {agent.id}", flush=True)
+            say(f"WON {trial} {agent.id}")
         except AgentExists:
-            print(f"LOST {trial} AgentExists", flush=True)
+            say(f"LOST {trial} AgentExists")
         except Exception as err:
-            print(f"LOST {trial} {type(err).__name__}: {err}", flush=True)
+            say(f"LOST {trial} {type(err).__name__}: {err}")
     await rt.aclose()
     store.close()
 

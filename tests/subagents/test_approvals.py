@@ -18,7 +18,7 @@ from mentra_nb.runtime.subagents import (
     subagent_picker,
 )
 from mentra_nb.testing import controlled_stream, text_stream
-from tests.conftest import wait_until
+from tests.conftest import WAIT_LIMIT, wait_until
 from tests.subagents.helpers import RoutedProvider, call, mail_texts, run_tool, tool_results
 
 
@@ -55,7 +55,7 @@ async def test_a_child_waiting_for_approval_is_reported_and_answered_from_the_ro
     release()
 
     # The child pauses on its write; the root's wait_agent returns for it, it does not time out.
-    await wait_until(lambda: len(provider.requests("root")) >= 3, timeout=10)
+    await wait_until(lambda: len(provider.requests("root")) >= 3)
     assert json.loads(tool_results(provider.requests("root")[2])["w1"]) == ["/root/writer"]
     [notice] = mail_texts(provider.requests("root")[2])
     assert notice.startswith("<subagent_approval ")
@@ -75,7 +75,7 @@ async def test_a_child_waiting_for_approval_is_reported_and_answered_from_the_ro
     assert not (tmp_path / "out.txt").exists()
 
     approve_call(root, path, waiting.reference)
-    reply = await asyncio.wait_for(sending, 10)
+    reply = await asyncio.wait_for(sending, WAIT_LIMIT)
 
     assert reply.text == "the writer is done"
     assert (tmp_path / "out.txt").read_text() == "hello"
@@ -95,12 +95,12 @@ async def test_an_approval_answered_before_the_parent_reads_leaves_no_stale_noti
     root = rt.spawn("lead", "anthropic:root", config=delegating())
     await root.send("Get out.txt written")  # the root's turn ends; nobody reads its mail yet
     release()
-    await wait_until(lambda: pending_approvals(root) != [], timeout=10)
+    await wait_until(lambda: pending_approvals(root) != [])
     assert [m["kind"] for m in rt.store.load_state(root.id, "subagents.v1")["mailbox"]] == ["approval"]
 
     [(path, waiting)] = pending_approvals(root)
     approve_call(root, path, waiting.reference)
-    await wait_until(lambda: list_subagents(root)[0].status == "completed", timeout=10)
+    await wait_until(lambda: list_subagents(root)[0].status == "completed")
 
     # Only the result is left for the root: the notice of the answered call was withdrawn.
     mailbox = rt.store.load_state(root.id, "subagents.v1")["mailbox"]
@@ -115,7 +115,7 @@ async def test_approvals_deny_refuses_a_childs_call_at_once(tmp_path):
     sending = asyncio.create_task(root.send("Get out.txt written"))
     await wait_until(lambda: provider.requests("child"))
     release()
-    reply = await asyncio.wait_for(sending, 10)
+    reply = await asyncio.wait_for(sending, WAIT_LIMIT)
 
     assert reply.text == "done"
     result = provider.requests("child")[1].messages[-1].tool_results[0]

@@ -16,7 +16,7 @@ from mentra_nb.runtime.subagents import (
     watch_subagents,
 )
 from mentra_nb.testing import controlled_stream, error_stream, text_stream, tool_use_stream
-from tests.conftest import wait_until
+from tests.conftest import WAIT_LIMIT, wait_until
 from tests.subagents.helpers import (
     RoutedProvider,
     call,
@@ -72,7 +72,7 @@ async def test_children_run_in_parallel_and_their_results_reach_the_root_by_mail
         'agent="/root/child_b" status="completed">B: fine</subagent_update>')
 
     finish_text(control_a, "A: fine")
-    reply = await asyncio.wait_for(sending, 5)
+    reply = await asyncio.wait_for(sending, WAIT_LIMIT)
     assert reply.text == "A and B are summarised"
     last = provider.requests("root")[3]
     assert json.loads(tool_results(last)["w2"]) == ["/root/child_a"]
@@ -129,7 +129,7 @@ async def test_a_three_level_tree_reports_back_through_mail(db_path):
     finish_text(control_y, "Y is fine")
     await wait_until(lambda: len(provider.requests("mid")) == 3)
     finish_text(control_x, "X is fine")
-    reply = await asyncio.wait_for(sending, 5)
+    reply = await asyncio.wait_for(sending, WAIT_LIMIT)
 
     assert reply.text == "Report: X and Y researched"
     mid_mail = mail_texts(provider.requests("mid")[3])
@@ -165,7 +165,7 @@ async def test_interrupt_and_followup_restart_a_child_with_its_task(db_path):
     for event in call("r2", "interrupt_agent", target="slow").events:
         root_control.send(event)
 
-    reply = await asyncio.wait_for(sending, 5)
+    reply = await asyncio.wait_for(sending, WAIT_LIMIT)
     assert reply.text == "done"
     results = tool_results(provider.requests("root")[-1])
     assert json.loads(results["r2"]) == {"task_name": "/root/slow", "previous_status": "running"}
@@ -194,7 +194,7 @@ async def test_an_errored_child_cannot_be_revived(db_path):
     )
     rt = Runtime.empty(store=SqliteStore(db_path), providers=[provider])
     root = rt.spawn("lead", "anthropic:root", config=DELEGATE)
-    await asyncio.wait_for(root.send("go"), 5)
+    await asyncio.wait_for(root.send("go"), WAIT_LIMIT)
 
     [info] = list_subagents(root)
     assert (info.status, info.last_message) == ("errored", "connection reset")
@@ -211,7 +211,7 @@ async def test_wait_agent_returns_at_once_when_no_child_is_working(db_path):
     provider = RoutedProvider(root=[call("w", "wait_agent", timeout_ms=120_000), text_stream("ok")])
     rt = Runtime.empty(store=SqliteStore(db_path), providers=[provider])
     root = rt.spawn("lead", "anthropic:root", config=DELEGATE)
-    await asyncio.wait_for(root.send("go"), 2)
+    await asyncio.wait_for(root.send("go"), WAIT_LIMIT)
     assert tool_results(provider.requests("root")[1]) == {"w": "[]"}
     await rt.aclose()
 

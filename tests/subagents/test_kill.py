@@ -11,6 +11,7 @@ from mentra_nb import Message, Runtime, SqliteStore
 from mentra_nb.runtime.subagents import STATE_KEY, list_subagents, preview
 from mentra_nb.testing import text_stream
 from tests.children import Child, integrity
+from tests.conftest import WAIT_LIMIT
 from tests.subagents.helpers import RoutedProvider, call, mail_texts
 
 pytestmark = pytest.mark.process
@@ -48,7 +49,7 @@ async def test_killed_process_leaves_children_interrupted_and_a_followup_revives
     assert rt.store.load_state(root_id, STATE_KEY)["agents"]["/root/a"]["status"] == "interrupted"
     assert [m.text for m in preview(root, "/root/a").messages] == ["Task a"]
 
-    assert (await asyncio.wait_for(root.send("Continue"), 10)).text == "all done"
+    assert (await asyncio.wait_for(root.send("Continue"), WAIT_LIMIT)).text == "all done"
     assert 'agent="/root/b" status="completed">B done<' in mail_texts(provider.requests("root")[0])[0]
     assert provider.requests("a")[0].messages == [Message.user("Task a"), Message.user("Finish A")]
     assert {i.status for i in list_subagents(root)} == {"completed"}

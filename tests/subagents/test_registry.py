@@ -22,6 +22,7 @@ from mentra_nb.runtime.subagents import (
     UnknownSubagent,
 )
 from mentra_nb.runtime.subagents._tree import bounded_text
+from tests.conftest import WAIT_LIMIT
 from tests.subagents.helpers import standalone_registry
 
 WIDE = SubagentLimits(max_concurrency=8, max_agents=16)
@@ -208,11 +209,11 @@ async def test_wait_sleeps_until_mail_arrives(db_path):
     await asyncio.sleep(0.01)
     assert not waiting.done()
     registry.finished(root_id, "/root/b", "completed", "b's result")
-    async with asyncio.timeout(1):
+    async with asyncio.timeout(WAIT_LIMIT):
         assert await waiting == ["/root/b"]
     # Mail already delivered to the caller does not count as unread.
     [mail] = registry.pending_mail(root_id, "/root")
-    async with asyncio.timeout(1):
+    async with asyncio.timeout(WAIT_LIMIT):
         assert await registry.wait(root_id, "/root", 0.05, exclude={mail.id}) == []
     await rt.aclose()
 
@@ -224,7 +225,7 @@ async def test_wait_wakes_when_the_root_is_removed(db_path):
     await asyncio.sleep(0.01)
     registry.remove_root(root_id)
     with pytest.raises(UnknownSubagent):
-        async with asyncio.timeout(1):
+        async with asyncio.timeout(WAIT_LIMIT):
             await waiting
     await rt.aclose()
 

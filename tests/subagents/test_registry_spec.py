@@ -22,6 +22,7 @@ from mentra_nb.runtime.subagents import (
     UnknownSubagent,
 )
 from mentra_nb.runtime.subagents._picker import picker_for
+from tests.conftest import WAIT_LIMIT
 from tests.subagents.helpers import standalone_registry
 
 
@@ -69,8 +70,9 @@ async def test_wait_returns_immediately_without_an_active_peer(db_path):
     registry, root_id, _store, _events, rt = standalone_registry(db_path)
     reserve(registry, root_id)
     registry.rollback(root_id, "/root/child", "completed")
-    async with asyncio.timeout(0.1):  # "wait should not sleep without active peers"
-        updates = await registry.wait(root_id, "/root", 10.0)
+    # "wait should not sleep without active peers": a wait that slept would take 60 s.
+    async with asyncio.timeout(WAIT_LIMIT):
+        updates = await registry.wait(root_id, "/root", 60.0)
     assert updates == []
     await rt.aclose()
 
@@ -162,6 +164,6 @@ async def test_terminal_persist_failure_notifies_after_the_retry_commits(db_path
     registry.finished(root_id, "/root/child", "completed", "done")
 
     assert seen_during_retry == [(False, "pending_init")]
-    async with asyncio.timeout(0.1):  # "terminal commit notification"
+    async with asyncio.timeout(WAIT_LIMIT):  # "terminal commit notification"
         await before_commit
     await rt.aclose()

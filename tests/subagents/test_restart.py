@@ -17,7 +17,7 @@ from mentra_nb.runtime.subagents import (
     subagent_picker,
 )
 from mentra_nb.testing import controlled_stream, text_stream, tool_use_stream
-from tests.conftest import clear_leases, wait_until
+from tests.conftest import WAIT_LIMIT, clear_leases, wait_until
 from tests.subagents.helpers import (
     RoutedProvider,
     call,
@@ -76,7 +76,7 @@ async def test_restart_interrupts_running_children_and_followup_revives_them(db_
     assert [m.text for m in preview(root, "/root/a").messages] == ["Task a"]
     assert [m.text for m in preview(root, "/root/b").messages] == ["Task b", "B done"]
 
-    reply = await asyncio.wait_for(root.send("Continue"), 5)
+    reply = await asyncio.wait_for(root.send("Continue"), WAIT_LIMIT)
     assert reply.text == "all done"
     first = provider.requests("root")[0]
     # b's notice was stored before the restart and is delivered now.
@@ -135,7 +135,7 @@ async def test_mail_whose_marker_survived_a_crash_is_not_delivered_twice(db_path
         db_path, root_steps=[call("t", "slow_lookup"), text_stream("unused")])
     rt1.register_tool(slow_lookup)
     sending = asyncio.create_task(root1.send("Anything new?"))
-    await asyncio.wait_for(started.wait(), 5)  # mail injected, assistant committed, tool running
+    await asyncio.wait_for(started.wait(), WAIT_LIMIT)  # mail injected, assistant committed, tool running
     assert len(mail_texts(provider1.requests("root")[-1])) == 1
 
     clear_leases(db_path)

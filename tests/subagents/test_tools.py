@@ -21,7 +21,7 @@ from mentra_nb.runtime.subagents._mailbox import render_mail
 from mentra_nb.runtime.subagents._tree import Mail
 from mentra_nb.runtime.tools import ToolInputError
 from mentra_nb.testing import controlled_stream, text_stream, tool_use_stream
-from tests.conftest import wait_until
+from tests.conftest import WAIT_LIMIT, wait_until
 from tests.subagents.helpers import RoutedProvider, finish_text, run_tool
 
 TOOL_NAMES = ["spawn_agent", "send_message", "followup_task", "list_agents", "interrupt_agent",
@@ -232,4 +232,4 @@ async def test_wait_agent_returns_after_a_child_finishes(setup):
     await asyncio.sleep(0.02)
     assert not waiting.done()
     finish_text(control, "finished")
-    assert json.loads(await asyncio.wait_for(waiting, 2)) == ["/root/a"]
+    assert json.loads(await asyncio.wait_for(waiting, WAIT_LIMIT)) == ["/root/a"]

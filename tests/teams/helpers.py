@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 
-from mentra_nb import ProviderRequest, Runtime, SqliteStore, TeamMemberStatus
+from mentra_nb import ProviderRequest, Runtime, TeamMemberStatus
 from mentra_nb.testing import ScriptedProvider
 from tests.conftest import wait_until
+from tests.runtimes import scripted_runtime
 
 
 def runtime(db_path, provider: ScriptedProvider, runtime_id: str = "team", **kwargs) -> Runtime:
     # Without the built-in file tools, so the tests can check exactly which team tools are offered.
-    kwargs.setdefault("builtin_tools", False)
-    return Runtime(store=SqliteStore(db_path), providers=[provider], runtime_id=runtime_id, **kwargs)
+    return scripted_runtime(db_path, provider=provider, runtime_id=runtime_id, **kwargs)
 
 
 def latest_team_inbox_text(request: ProviderRequest) -> str | None:
@@ -39,9 +39,9 @@ def teammate(lead, name: str):
     return next(t for t in lead.snapshot.teammates if t.name == name)
 
 
-async def wait_for_teammate_status(lead, name: str, status: TeamMemberStatus, timeout: float = 5.0):
-    await wait_until(lambda: teammate(lead, name).status == status, timeout=timeout)
+async def wait_for_teammate_status(lead, name: str, status: TeamMemberStatus):
+    await wait_until(lambda: teammate(lead, name).status == status)
 
 
-async def wait_for_requests(provider: ScriptedProvider, count: int, timeout: float = 5.0) -> None:
-    await wait_until(lambda: len(provider.requests) >= count, timeout=timeout)
+async def wait_for_requests(provider: ScriptedProvider, count: int) -> None:
+    await wait_until(lambda: len(provider.requests) >= count)

@@ -10,22 +10,9 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from mentra_nb import (
-    ContentBlockDelta,
-    ContentBlockStarted,
-    MessageStarted,
-    Runtime,
-    SqliteStore,
-    tool,
-)
+from mentra_nb import Runtime, SqliteStore
 from mentra_nb.testing import ScriptedProvider, controlled_stream, tool_use_stream
-
-
-@tool
-async def blocking_tool(value: str) -> str:
-    """Blocks until the process dies."""
-    await asyncio.Event().wait()
-    return "unreachable"
+from tests.children import blocking_tool, reach, say, stream_text, until_killed
 
 
 async def main(db: str, phase: str) -> None:
@@ -38,16 +25,12 @@ async def main(db: str, phase: str) -> None:
     alice = await lead.spawn_teammate("alice", "researcher")
     lead.send_team_message("alice", "Summarise the findings")
     if phase == "streaming":
-        control.send(MessageStarted(id="msg-1", model="model"))
-        control.send(ContentBlockStarted.text(0))
-        control.send(ContentBlockDelta.text(0, "Hal"))
-        while alice.snapshot.current_text != "Hal":
-            await asyncio.sleep(0.001)
+        stream_text(control, "msg-1", "Hal")
+        await reach(lambda: alice.snapshot.current_text == "Hal")
     else:
-        while alice.snapshot.status.name != "executing_tool":
-            await asyncio.sleep(0.001)
-    print(f"READY {lead.id} {alice.id}", flush=True)
-    await asyncio.Event().wait()
+        await reach(lambda: alice.snapshot.status.name == "executing_tool")
+    say(f"READY {lead.id} {alice.id}")
+    await until_killed()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import sys
 
 from mentra_nb import Runtime, SqliteStore, tool
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
+from tests.children import reach, say
 
 
 @tool(requires_approval=True)
@@ -29,9 +30,8 @@ async def main(db: str) -> None:
     agent = runtime.spawn("writer", "anthropic:model")
     await agent.send("first")
     send = asyncio.create_task(agent.send("clean the table"))
-    while not agent.snapshot.pending_approvals:
-        await asyncio.sleep(0.001)
-    print(f"READY {agent.id}", flush=True)
+    await reach(lambda: bool(agent.snapshot.pending_approvals))
+    say(f"READY {agent.id}")
     await send
 
 

@@ -30,7 +30,7 @@ from mentra_nb.providers.anthropic import AnthropicProvider
 from mentra_nb.runtime._tracing import tracer_for
 from mentra_nb.runtime.subagents import SubagentLimits
 from mentra_nb.testing import ScriptedProvider, error_stream, text_stream, tool_use_stream
-from tests.conftest import wait_until
+from tests.conftest import WAIT_LIMIT, wait_until
 from tests.subagents.helpers import RoutedProvider, call
 from tests.teams.helpers import wait_for_teammate_status
 
@@ -215,7 +215,7 @@ async def test_a_subagents_run_is_a_child_of_the_tool_call_that_spawned_it(db_pa
     rt = Runtime.empty(store=SqliteStore(db_path), providers=[routed], tracer_provider=provider)
     root = rt.spawn("lead", "anthropic:root",
                     config=AgentConfig(subagents=SubagentLimits(max_agents=4, max_concurrency=2)))
-    await asyncio.wait_for(root.send("Summarise A"), 5)
+    await asyncio.wait_for(root.send("Summarise A"), WAIT_LIMIT)
     await rt.aclose()
 
     finished = exporter.get_finished_spans()

@@ -11,10 +11,10 @@ records in the store (`_records.py`), one limiter paces the whole job
 `default_extensions()`) goes on with running jobs when their agent is resumed.
 """
 
-from mentra_nb.runtime._services import HasServices
-from mentra_nb.runtime.batch._extension import BatchExtension
+from mentra_nb.runtime.batch._extension import BatchExtension, map_rows
+from mentra_nb.runtime.batch._extension import jobs_of as jobs
 from mentra_nb.runtime.batch._job import BatchJob, JobProgress
-from mentra_nb.runtime.batch._map import JOB_NAME_RULE, Prompt, map_rows
+from mentra_nb.runtime.batch._map import JOB_NAME_RULE, Prompt
 from mentra_nb.runtime.batch._records import JOB, ROW, JobSpec, JobState, RowState
 
 __all__ = [
@@ -32,9 +32,3 @@ __all__ = [
     "map_rows",
 ]
 
-
-def jobs(runtime: HasServices) -> list[BatchJob]:
-    """The batch jobs a runtime (or an agent's runtime) has a handle on: those started
-    or attached with `agent.map`, and those `rt.resume()` went on with."""
-    extension = runtime.services.extension(BatchExtension)
-    return extension.jobs if extension is not None else []

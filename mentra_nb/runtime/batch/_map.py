@@ -12,20 +12,17 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from mentra_nb.errors import ConfigError
-from mentra_nb.runtime.batch._job import BatchJob, model_path
+from mentra_nb.runtime.batch._job import model_path
 from mentra_nb.runtime.batch._records import JOB, PENDING, ROW, JobSpec, RowState, row_key
 from mentra_nb.runtime.batch._source import RowAgent
 from mentra_nb.store.records import Delete
 
-if TYPE_CHECKING:
-    from mentra_nb.runtime.batch._extension import BatchExtension
-
-__all__ = ["JOB_NAME_RULE", "Prompt", "map_rows"]
+__all__ = ["JOB_NAME_RULE", "Prompt", "make_job"]
 
 Prompt = str | Callable[[dict[str, Any]], str]
 
@@ -34,10 +31,11 @@ _JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,47}")
 JOB_NAME_RULE = "1-48 letters, digits, '_', '.' or '-', starting with a letter or digit"
 
 
-def map_rows(extension: BatchExtension, agent: RowAgent, rows: Any, prompt: Prompt, *,
-             output: type[BaseModel] | None, concurrency: int, max_cost_usd: float | None,
-             name: str | None, replace: bool) -> BatchJob:
-    """See `Agent.map`."""
+def make_job(agent: RowAgent, rows: Any, prompt: Prompt, *, output: type[BaseModel] | None,
+             concurrency: int, max_cost_usd: float | None, name: str | None,
+             replace: bool) -> tuple[JobSpec, str | None]:
+    """The stored job `map_rows` (in `_extension.py`) drives: made and stored now, or
+    the one stored under its name; and the id of the job it replaced, if any."""
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigError(f"concurrency must be a whole number of rows at once (1 or more), not {concurrency!r}")
     if max_cost_usd is not None and (isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, (int, float))
@@ -65,9 +63,7 @@ def map_rows(extension: BatchExtension, agent: RowAgent, rows: Any, prompt: Prom
             raise ConfigError(
                 f"a job named '{name}' is stored with {whose}; pass replace=True (--replace) to start "
                 "it over, or give this one another name")
-        return extension.attach_job(agent, spec, output)
-    if stored is not None:
-        extension.forget(stored.value.job_id)
+        return spec, None
     spec = JobSpec(job_id=uuid.uuid4().hex, name=name, agent_id=agent.id, agent_name=agent.name,
                    fork_index=agent.state.history_len, output=model_path(output) if output else None,
                    concurrency=concurrency,
@@ -82,7 +78,7 @@ def map_rows(extension: BatchExtension, agent: RowAgent, rows: Any, prompt: Prom
                           row_key(i), state=PENDING, replace=False)
                for i, p in enumerate(prompts))
     store.write_records(ops, agent_id=agent.id, token=services.token)
-    return extension.attach_job(agent, spec, output)
+    return spec, None if stored is None else stored.value.job_id
 
 
 def _records_of(rows: Any) -> Iterable[Any]:

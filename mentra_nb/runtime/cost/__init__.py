@@ -12,11 +12,13 @@ part of each committed usage.
 """
 
 from mentra_nb.runtime.cost._budget import check_budget
+from mentra_nb.runtime.cost._config import CostConfig
 from mentra_nb.runtime.cost._extension import AgentBudget, CostExtension
 from mentra_nb.runtime.cost._spending import Spending, spending, spending_from_records
 
 __all__ = [
     "AgentBudget",
+    "CostConfig",
     "CostExtension",
     "Spending",
     "check_budget",

@@ -16,6 +16,7 @@ from mentra_nb import pricing
 from mentra_nb.errors import BudgetExceeded
 from mentra_nb.messages import Usage
 from mentra_nb.runtime._config import AgentConfig
+from mentra_nb.runtime.cost._config import CostConfig
 
 __all__ = ["check_budget"]
 
@@ -28,8 +29,9 @@ def check_budget(name: str, model: str, config: AgentConfig, spent: Usage,
     """Raise `BudgetExceeded` if the next call of `model` would pass a budget;
     `last_prompt` is the prompt tokens of the run's last call (None before its first)."""
     next_prompt = last_prompt or 0
+    limits = CostConfig.of(config)
     budgets = [f"AgentConfig.{field}" for field in ("max_cost_usd", "max_tokens_total")
-               if getattr(config, field) is not None]
+               if getattr(limits, field) is not None]
     if spent.misreported_calls and budgets:
         # Clamped counts are a guess: the agent may have spent anything, so no
         # budget can say the next call fits.
@@ -40,7 +42,7 @@ def check_budget(name: str, model: str, config: AgentConfig, spent: Usage,
             "far is kept. Check the server (or the proxy in front of it); to go on without the budget, "
             "agent.configure(" + ", ".join(f"{b.split('.')[1]}=None" for b in budgets)
             + ") and call agent.resume()")
-    limit = config.max_tokens_total
+    limit = limits.max_tokens_total
     if limit is not None:
         least = spent.total_tokens + next_prompt
         if spent.total_tokens >= limit or (next_prompt and least > limit):
@@ -49,7 +51,7 @@ def check_budget(name: str, model: str, config: AgentConfig, spent: Usage,
                 f"model call would use at least {next_prompt:,} more, past its budget of "
                 f"{limit:,} (AgentConfig.max_tokens_total); "
                 + _HOW_TO_CONTINUE.format(field="max_tokens_total"))
-    budget = config.max_cost_usd
+    budget = limits.max_cost_usd
     if budget is None:
         return
     price = pricing.price(model)

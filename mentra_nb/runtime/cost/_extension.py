@@ -13,6 +13,7 @@ from mentra_nb.messages import Message
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
 from mentra_nb.runtime._services import AgentHandle
 from mentra_nb.runtime.cost._budget import check_budget
+from mentra_nb.runtime.cost._config import CostConfig
 
 __all__ = ["AgentBudget", "CostExtension"]
 
@@ -41,6 +42,8 @@ class AgentBudget(AgentExtension):
 
 class CostExtension(RuntimeExtension):
     """Budgets for every agent (`AgentConfig.max_cost_usd`, `max_tokens_total`)."""
+
+    config = CostConfig
 
     def attach(self, agent: AgentHandle) -> AgentExtension | None:
         return AgentBudget(agent)

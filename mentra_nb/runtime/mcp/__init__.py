@@ -21,6 +21,7 @@ from mentra_nb.runtime.mcp._config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_START_TIMEOUT,
     SERVER_NAME_PATTERN,
+    MCPConfig,
     MCPServer,
 )
 from mentra_nb.runtime.mcp._extension import STATE_KEY, MCPExtension
@@ -33,6 +34,7 @@ __all__ = [
     "SERVER_NAME_PATTERN",
     "STATE_KEY",
     "TOOL_NAME_PREFIX",
+    "MCPConfig",
     "MCPExtension",
     "MCPServer",
     "MCPToolInfo",

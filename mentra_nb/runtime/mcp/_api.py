@@ -13,11 +13,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from mentra_nb.errors import ConfigError
-from mentra_nb.runtime._services import HasServices, Services
-from mentra_nb.runtime.mcp._config import MCPServer
+from mentra_nb.runtime._services import HasServices
 from mentra_nb.runtime.mcp._connection import ConnectionState
-from mentra_nb.runtime.mcp._extension import MCPExtension
+from mentra_nb.runtime.mcp._extension import add_server, extension_of, remove_server
 from mentra_nb.runtime.mcp._names import model_tool_name
 from mentra_nb.runtime.mcp._tools import MCPTool
 
@@ -53,31 +51,9 @@ class MCPToolInfo(BaseModel):
     requires_approval: bool
 
 
-def _extension(runtime: HasServices) -> tuple[Services, MCPExtension]:
-    services = runtime.services
-    extension = services.extension(MCPExtension)
-    if extension is None:
-        raise ConfigError("this runtime was built without MCPExtension; pass "
-                          "extensions=[*default_extensions()] (which includes it) or add MCPExtension()")
-    return services, extension
-
-
-def add_server(runtime: HasServices, server: MCPServer) -> None:
-    """Configure `server` for the runtime's agents (replacing one of the same name)."""
-    services, extension = _extension(runtime)
-    extension.add(services, server)
-
-
-def remove_server(runtime: HasServices, name: str) -> None:
-    """Forget server `name` and stop it. Agents that named it fail their next run
-    with an error saying so, until it is added again."""
-    services, extension = _extension(runtime)
-    extension.remove(services, name)
-
-
 def servers(runtime: HasServices) -> list[ServerInfo]:
     """The configured servers with their state (no server is started)."""
-    services, extension = _extension(runtime)
+    services, extension = extension_of(runtime)
     infos = []
     for server in extension.servers(services):
         connection = extension.live_connection(server.name)
@@ -95,7 +71,7 @@ def servers(runtime: HasServices) -> list[ServerInfo]:
 
 async def list_tools(runtime: HasServices, name: str) -> list[MCPToolInfo]:
     """Start server `name` if needed and list its tools as an agent would see them."""
-    services, extension = _extension(runtime)
+    services, extension = extension_of(runtime)
     connection = extension.connection(services, name)
     taken: set[str] = set()
     infos = []

@@ -26,11 +26,13 @@ from urllib.parse import parse_qsl, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from mentra_nb.errors import ConfigError, MCPServerError
+from mentra_nb.runtime._extension_fields import ExtensionFields
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_START_TIMEOUT",
     "SERVER_NAME_PATTERN",
+    "MCPConfig",
     "MCPServer",
     "expand_variables",
 ]
@@ -253,3 +255,10 @@ def _describe(name: object, err: ValidationError) -> str:
             message = str(e["msg"]).removeprefix("Value error, ")
             problems.append(f"{field}: {message}" if field else message)
     return f"MCP server {name!r}: " + "; ".join(problems)
+
+
+class MCPConfig(ExtensionFields):
+    """`AgentConfig(mcp_servers=[...])`: names of the runtime's MCP servers whose tools
+    the agent sees (default: none)."""
+
+    mcp_servers: list[str] = Field(default_factory=list)

@@ -21,30 +21,68 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
 from mentra_nb.errors import ConfigError, MCPServerError
 from mentra_nb.messages import Message
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
-from mentra_nb.runtime._services import AgentHandle, Services
-from mentra_nb.runtime.mcp._config import MCPServer
+from mentra_nb.runtime._services import AgentHandle, HasServices, Services
+from mentra_nb.runtime.mcp._config import MCPConfig, MCPServer
 from mentra_nb.runtime.mcp._connection import ServerConnection, require_sdk
-from mentra_nb.runtime.mcp._names import model_tool_name
+from mentra_nb.runtime.mcp._names import PREFIX, model_tool_name
 from mentra_nb.runtime.mcp._tools import MCPTool
 from mentra_nb.runtime.tools import Tool
 
-__all__ = ["STATE_KEY", "MCPAgentExtension", "MCPExtension"]
+__all__ = ["STATE_KEY", "MCPAgentExtension", "MCPExtension", "add_server", "extension_of", "remove_server"]
 
 log = logging.getLogger("mentra_nb.runtime.mcp")
 
 STATE_KEY = "mcp.servers.v1"
 
 
+def extension_of(runtime: HasServices) -> tuple[Services, MCPExtension]:
+    """The services and MCP extension of `runtime` (or of any of its agents)."""
+    services = runtime.services
+    extension = services.extension(MCPExtension)
+    if extension is None:
+        raise ConfigError("this runtime was built without MCPExtension; pass "
+                          "extensions=[*default_extensions()] (which includes it) or add MCPExtension()")
+    return services, extension
+
+
+def add_server(runtime: HasServices, server: MCPServer) -> None:
+    """Configure `server` for the runtime's agents (replacing one of the same name).
+    Its configuration (never a secret) is persisted under the runtime id, so a
+    resumed runtime has it again; it starts on first use."""
+    services, extension = extension_of(runtime)
+    extension.add(services, server)
+
+
+def remove_server(runtime: HasServices, name: str) -> None:
+    """Forget server `name` and stop it. Agents that named it fail their next run
+    with an error saying so, until it is added again."""
+    services, extension = extension_of(runtime)
+    extension.remove(services, name)
+
+
+def _add_servers(runtime: HasServices, servers: Iterable[MCPServer]) -> None:
+    for server in servers:
+        add_server(runtime, server)
+
+
 class MCPExtension(RuntimeExtension):
-    """The runtime-wide half: the configured servers and their connections."""
+    """The runtime-wide half: the configured servers and their connections.
+
+    It adds `AgentConfig(mcp_servers=[...])`, `Runtime(mcp_servers=[...])`,
+    `rt.add_mcp_server(server)` and `rt.remove_mcp_server(name)`, and reserves the
+    tool names starting with `mcp__` for the servers' tools."""
+
+    config = MCPConfig
+    runtime_api: ClassVar[dict[str, Any]] = {"add_mcp_server": add_server, "remove_mcp_server": remove_server}
+    runtime_options: ClassVar[dict[str, Any]] = {"mcp_servers": _add_servers}
 
     def __init__(self, *, environ: Mapping[str, str] = os.environ) -> None:
         self._environ = environ
@@ -179,8 +217,17 @@ class MCPExtension(RuntimeExtension):
 
     # --- RuntimeExtension -------------------------------------------------------------
 
+    def refuse_tool_name(self, name: str) -> str | None:
+        if not name.startswith(PREFIX):
+            return None
+        # The model would see it beside the MCP tool of that name, and the call would
+        # go to only one of them: the prefix belongs to MCP servers' tools, whichever
+        # was registered first (servers also come from the state file, lazily).
+        return (f"a tool cannot be named '{name}': names starting with '{PREFIX}' are reserved "
+                f"for MCP servers' tools ({PREFIX}<server>__<tool>); give yours another name")
+
     def attach(self, agent: AgentHandle) -> AgentExtension | None:
-        if not agent.config.mcp_servers:
+        if not MCPConfig.of(agent.config).mcp_servers:
             return None
         return MCPAgentExtension(self, agent)
 
@@ -194,6 +241,8 @@ class MCPExtension(RuntimeExtension):
 class MCPAgentExtension(AgentExtension):
     """Offers one agent the tools of the servers its config names."""
 
+    own_tool_choice = True  # `mcp_servers` chose them; `AgentConfig.tools` narrows the runtime's own
+
     def __init__(self, extension: MCPExtension, agent: AgentHandle) -> None:
         self._extension = extension
         self._agent = agent
@@ -206,7 +255,7 @@ class MCPAgentExtension(AgentExtension):
     async def before_round(self) -> list[Message]:
         services = self._agent.services
         connections = [self._extension.connection(services, name)
-                       for name in self._agent.config.mcp_servers]
+                       for name in MCPConfig.of(self._agent.config).mcp_servers]
         for connection in connections:
             if not connection.start_allowed:
                 await self._ask_to_start(connection)

@@ -11,7 +11,6 @@ subagents into a runtime (`_extension`), and behind them the tree and how its
 changes are committed (`_registry`, `_tree`), the tools, mail and previews.
 """
 
-from mentra_nb.runtime._config import SubagentLimits
 from mentra_nb.runtime.subagents._api import (
     approve_call,
     deny_call,
@@ -24,6 +23,7 @@ from mentra_nb.runtime.subagents._api import (
     subagent_registry,
     watch_subagents,
 )
+from mentra_nb.runtime.subagents._config import SubagentConfig, SubagentLimits
 from mentra_nb.runtime.subagents._errors import (
     InvalidPreviewCursor,
     SubagentCheckpointError,
@@ -43,14 +43,10 @@ from mentra_nb.runtime.subagents._extension import (
     SubagentAgentExtension,
     SubagentsExtension,
 )
-from mentra_nb.runtime.subagents._picker import (
-    PickerOption,
-    SubagentInfo,
-    SubagentPickerState,
-    SubagentSummary,
-)
+from mentra_nb.runtime.subagents._picker import PickerOption, SubagentInfo, SubagentPickerState
 from mentra_nb.runtime.subagents._preview import PREVIEW_MAX_BYTES, PreviewPage
 from mentra_nb.runtime.subagents._registry import SubagentRegistry
+from mentra_nb.runtime.subagents._snapshot import SubagentSnapshot, SubagentSummary
 from mentra_nb.runtime.subagents._tree import (
     MAX_MAILBOX_ITEMS,
     MAX_MESSAGE_BYTES,
@@ -75,6 +71,7 @@ __all__ = [
     "PreviewPage",
     "SubagentAgentExtension",
     "SubagentCheckpointError",
+    "SubagentConfig",
     "SubagentError",
     "SubagentEvent",
     "SubagentInfo",
@@ -85,6 +82,7 @@ __all__ = [
     "SubagentPickerState",
     "SubagentRecord",
     "SubagentRegistry",
+    "SubagentSnapshot",
     "SubagentStatus",
     "SubagentSummary",
     "SubagentTree",

@@ -14,26 +14,29 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any
 
-from mentra_nb.errors import MentraError
+from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.messages import Message
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
-from mentra_nb.runtime._services import AgentHandle
-from mentra_nb.runtime._snapshot import SnapshotFields, SubagentStatus
+from mentra_nb.runtime._services import AgentHandle, Services
 from mentra_nb.runtime.events import (
     AgentEvent,
     AssistantMessageCommitted,
     ToolApprovalRequested,
     ToolApprovalResolved,
 )
+from mentra_nb.runtime.subagents._config import SubagentConfig
 from mentra_nb.runtime.subagents._errors import SubagentError, SubagentLimitReached, UnknownSubagent
 from mentra_nb.runtime.subagents._fork import ForkTurns, fork_history
 from mentra_nb.runtime.subagents._mailbox import mail_markers, render_mail
 from mentra_nb.runtime.subagents._preamble import child_config
 from mentra_nb.runtime.subagents._registry import SubagentRegistry
+from mentra_nb.runtime.subagents._snapshot import SubagentSnapshot, SubagentStatus
 from mentra_nb.runtime.subagents._tools import subagent_tool_specs, subagent_tools
 from mentra_nb.runtime.subagents._tree import ROOT_PATH
 from mentra_nb.runtime.tools import Tool
+from mentra_nb.store.base import AgentRecord
 
 __all__ = ["HEADLESS_REFUSAL", "SubagentAgentExtension", "SubagentsExtension"]
 
@@ -50,6 +53,9 @@ HEADLESS_REFUSAL = "headless subagents cannot approve mutations"
 class SubagentsExtension(RuntimeExtension):
     """The runtime-wide half: one registry, and the tasks driving children."""
 
+    config = SubagentConfig
+    snapshot = SubagentSnapshot
+
     def __init__(self, registry: SubagentRegistry | None = None) -> None:
         self.registry = registry or SubagentRegistry()
         self._runs: dict[tuple[str, str], asyncio.Task[None]] = {}
@@ -61,7 +67,7 @@ class SubagentsExtension(RuntimeExtension):
     def attach(self, agent: AgentHandle) -> AgentExtension | None:
         if agent.kind == "subagent":
             return SubagentAgentExtension(self, agent, location=None)
-        limits = agent.config.subagents
+        limits = SubagentConfig.of(agent.config).subagents
         if limits is None:
             return None
         services = agent.services
@@ -70,6 +76,14 @@ class SubagentsExtension(RuntimeExtension):
             on_commit=agent.state.changed,
         )
         return SubagentAgentExtension(self, agent, location=(agent.id, ROOT_PATH))
+
+    def post_mail(self, services: Services, record: AgentRecord, sender: str, content: str) -> int | None:
+        if record.kind != "subagent":
+            return None
+        raise AgentError(
+            f"'{record.name}' is a subagent: its parent drives it. Post to its root agent "
+            "instead, which can pass the message on"
+        )
 
     def start(self, root_id: str, path: str, child: AgentHandle, opening: list[Message], *,
               restart: bool = False) -> None:
@@ -207,7 +221,7 @@ class SubagentAgentExtension(AgentExtension):
     # --- AgentExtension -------------------------------------------------------------
 
     def tools(self) -> list[Tool]:
-        if self.agent.config.subagents is None:
+        if SubagentConfig.of(self.agent.config).subagents is None:
             return []
         if self._tools is None:
             self._tools = subagent_tools(self)
@@ -283,7 +297,7 @@ class SubagentAgentExtension(AgentExtension):
         except MentraError as err:
             log.warning("could not acknowledge the mail of %s: %s", location[1], err)
 
-    def snapshot_fields(self) -> SnapshotFields:
+    def snapshot_fields(self) -> dict[str, Any]:
         location = self.location()
         if location is None:
             return {}

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mentra_nb.runtime._snapshot import SubagentSummary
+from mentra_nb.runtime.subagents._snapshot import SubagentSummary
 from mentra_nb.runtime.subagents._tree import SubagentRecord, SubagentTree
 
 __all__ = [

@@ -31,7 +31,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import ValidationError
 
-from mentra_nb.runtime._config import SubagentLimits
+from mentra_nb.runtime.subagents._config import SubagentLimits
 from mentra_nb.runtime.subagents._errors import (
     SubagentCheckpointError,
     SubagentError,

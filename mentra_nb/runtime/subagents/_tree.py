@@ -16,12 +16,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mentra_nb.runtime._snapshot import SubagentStatus
 from mentra_nb.runtime.subagents._errors import (
     SubagentCheckpointError,
     SubagentLimitReached,
     UnknownSubagent,
 )
+from mentra_nb.runtime.subagents._snapshot import SubagentStatus
 
 __all__ = [
     "MAX_MAILBOX_ITEMS",

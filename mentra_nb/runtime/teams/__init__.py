@@ -10,10 +10,10 @@ the team itself (`_team`), what keeps a teammate working (`_actor`), how mail
 reaches the model (`_inbox`) and the team tools (`_tools`).
 """
 
-from mentra_nb.runtime._snapshot import TeammateInfo, TeamMemberStatus
 from mentra_nb.runtime.teams._api import (
     approve_request,
     broadcast_team_message,
+    is_teammate,
     reject_request,
     send_team_message,
     send_team_request,
@@ -22,6 +22,7 @@ from mentra_nb.runtime.teams._api import (
     teammate,
     teammates,
 )
+from mentra_nb.runtime.teams._config import TeamConfig
 from mentra_nb.runtime.teams._extension import TeamExtension
 from mentra_nb.runtime.teams._inbox import (
     INBOX_MARKER,
@@ -30,6 +31,7 @@ from mentra_nb.runtime.teams._inbox import (
     holds_inbox,
     team_of,
 )
+from mentra_nb.runtime.teams._snapshot import TeammateInfo, TeamMemberStatus, TeamSnapshot
 from mentra_nb.runtime.teams._team import (
     LEAD_ONLY_TOOLS,
     MEMBER_STATE_KEY,
@@ -44,14 +46,17 @@ __all__ = [
     "LEAD_ONLY_TOOLS",
     "MEMBER_STATE_KEY",
     "Team",
+    "TeamConfig",
     "TeamExtension",
     "TeamInbox",
     "TeamMemberStatus",
+    "TeamSnapshot",
     "TeammateInfo",
     "approve_request",
     "broadcast_team_message",
     "format_inbox",
     "holds_inbox",
+    "is_teammate",
     "lead_tools",
     "post_mail",
     "reject_request",

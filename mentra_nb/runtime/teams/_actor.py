@@ -19,7 +19,7 @@ from typing import Protocol
 from mentra_nb.errors import MentraError
 from mentra_nb.messages import Role
 from mentra_nb.runtime._services import AgentHandle
-from mentra_nb.runtime._snapshot import TeamMemberStatus
+from mentra_nb.runtime.teams._snapshot import TeamMemberStatus
 
 __all__ = ["ActorTeam", "TeammateActor"]
 

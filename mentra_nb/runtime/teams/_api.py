@@ -16,13 +16,14 @@ from __future__ import annotations
 from mentra_nb.errors import AgentError, AgentNotFound
 from mentra_nb.providers.base import ModelInfo
 from mentra_nb.runtime._services import AgentHandle
-from mentra_nb.runtime._snapshot import TeammateInfo
 from mentra_nb.runtime.teams._inbox import TeamInbox, team_of
+from mentra_nb.runtime.teams._snapshot import TeammateInfo
 from mentra_nb.store.base import TeamRequest, TeamRequestStatus
 
 __all__ = [
     "approve_request",
     "broadcast_team_message",
+    "is_teammate",
     "reject_request",
     "send_team_message",
     "send_team_request",
@@ -59,10 +60,15 @@ def broadcast_team_message(lead: AgentHandle, content: str) -> list[str]:
     return team_of(lead).broadcast(lead.name, content)
 
 
+def is_teammate(agent: AgentHandle) -> bool:
+    """Whether `agent` is a teammate (not a lead, nor an agent outside any team)."""
+    return agent.kind == "teammate"
+
+
 def teammates(lead: AgentHandle) -> list[TeammateInfo]:
     """`lead`'s teammates, with their status and whether they are alive here."""
     inbox = lead.extension(TeamInbox)
-    return inbox.team.teammates() if inbox is not None and not lead.is_teammate else []
+    return inbox.team.teammates() if inbox is not None and not is_teammate(lead) else []
 
 
 def teammate(lead: AgentHandle, name: str) -> AgentHandle:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from mentra_nb.errors import AgentError, MentraError
 from mentra_nb.messages import Message, Role, TextBlock, ToolResultBlock
@@ -30,7 +31,6 @@ from mentra_nb.runtime._envelopes import envelope_json
 from mentra_nb.runtime._extensions import AgentExtension
 from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._services import AgentHandle
-from mentra_nb.runtime._snapshot import SnapshotFields
 from mentra_nb.runtime.teams._team import Team
 from mentra_nb.runtime.tools import Tool
 from mentra_nb.store.base import TeamMail
@@ -135,9 +135,9 @@ class TeamInbox(AgentExtension):
             return
         self.team.mail_changed(agent.name)
 
-    def snapshot_fields(self) -> SnapshotFields:
-        fields: SnapshotFields = {"pending_team_messages": self.team.unread(self.agent.name)}
-        if not self.agent.is_teammate:
+    def snapshot_fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {"pending_team_messages": self.team.unread(self.agent.name)}
+        if self.agent.kind != "teammate":
             fields["teammates"] = self.team.teammates()
         return fields
 

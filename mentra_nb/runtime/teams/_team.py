@@ -41,9 +41,10 @@ from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._recovery import INTERRUPTED_TOOL_RESULT
 from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._services import AgentHandle, Services
-from mentra_nb.runtime._snapshot import TeammateInfo, TeamMemberStatus
 from mentra_nb.runtime._tracing import note_mail_to
 from mentra_nb.runtime.teams._actor import TeammateActor
+from mentra_nb.runtime.teams._config import TeamConfig
+from mentra_nb.runtime.teams._snapshot import TeammateInfo, TeamMemberStatus
 from mentra_nb.store.base import LeaseRecord, Store, TeamMessage, TeamRequest, TeamRequestStatus
 
 __all__ = [
@@ -575,7 +576,7 @@ def _teammate_config(lead: AgentHandle, name: str, role: str, max_rounds: int | 
         "system": teammate_system_prompt(name, role, lead.name, config.system),
         "tools": allowed,
         "hidden_tools": hidden,
-        "max_rounds": max_rounds if max_rounds is not None else config.teammate_max_rounds,
+        "max_rounds": max_rounds if max_rounds is not None else TeamConfig.of(config).teammate_max_rounds,
         "team": False,  # a teammate never leads a team of its own
     })
 

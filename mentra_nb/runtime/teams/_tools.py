@@ -21,6 +21,7 @@ from pydantic import Field
 
 from mentra_nb.errors import MentraError
 from mentra_nb.runtime._services import AgentHandle
+from mentra_nb.runtime.teams._config import TeamConfig
 from mentra_nb.runtime.teams._inbox import TeamInbox, format_inbox
 from mentra_nb.runtime.teams._team import TEAMMATE_TOOL_NAMES, Team
 from mentra_nb.runtime.tools import Tool, ToolContext, ToolOutput, tool
@@ -43,7 +44,7 @@ async def _guarded(body: Callable[[], Awaitable[str]]) -> str | ToolOutput:
 
 
 def _only_lead(ctx: ToolContext, team: Team, what: str) -> None:
-    if ctx.agent.is_teammate:
+    if ctx.agent.kind == "teammate":
         raise MentraError(
             f"only the lead ({team.lead_name}) may {what}; ask it with team_send"
         )
@@ -199,8 +200,8 @@ def teammate_tools() -> list[Tool]:
 
 
 def team_tools_for(team: Team, agent: AgentHandle) -> list[Tool]:
-    if agent.is_teammate:
+    if agent.kind == "teammate":
         return teammate_tools()
-    if agent.config.team or team.has_members():
+    if TeamConfig.of(agent.config).team or team.has_members():
         return lead_tools()
     return []
