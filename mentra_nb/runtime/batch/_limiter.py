@@ -22,6 +22,7 @@ class SharedLimiter:
         self.limit = float(concurrency)
         self._resume_at = 0.0
         self.throttled = 0  # how many times a provider slowed the job
+        self.lowest = concurrency  # the fewest slots it has had
 
     @property
     def slots(self) -> int:
@@ -34,6 +35,7 @@ class SharedLimiter:
         """A provider refused a call for its rate: halve, and wait what it asked."""
         self.throttled += 1
         self.limit = max(1.0, self.limit / 2)
+        self.lowest = min(self.lowest, self.slots)
         if retry_after_s:
             self._resume_at = max(self._resume_at, time.monotonic() + min(retry_after_s, 60.0))
 
