@@ -38,6 +38,7 @@ from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook._kernel_tools import KERNEL_TOOL_NAMES, kernel_tools, python_tool
 from mentra_nb.notebook._notebook_identity import adopt_command, stored_nearby
 from mentra_nb.notebook.agent_view import AgentView, TurnScope
+from mentra_nb.notebook.batch_view import BatchView
 from mentra_nb.notebook.subagent_picker import SubagentPickerView
 from mentra_nb.notebook.team_view import TeamView
 from mentra_nb.notebook.turn import Turn
@@ -46,6 +47,7 @@ from mentra_nb.runtime import (
     FILE_TOOL_NAMES,
     Agent,
     AgentConfig,
+    BatchJob,
     MCPServer,
     Runtime,
     Tool,
@@ -595,6 +597,10 @@ class NotebookSession:
             view = TeamView(lead, self.host)
             self._teams[lead.id] = view
         return view
+
+    def batch_view(self, job: BatchJob) -> BatchView:
+        """A view of `job`'s progress (each `%mentra map` cell shows its own)."""
+        return BatchView(job, self.host)
 
     def view(self, agent: Agent) -> AgentView:
         """The one long-lived view of `agent` (displaying it again shows the same widget)."""

@@ -15,7 +15,9 @@ import functools
 import importlib
 import logging
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +71,13 @@ def resolve_model(path: str) -> type[BaseModel] | None:
     return found if isinstance(found, type) and issubclass(found, BaseModel) else None
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 @dataclass(frozen=True)
 class JobProgress:
     """Where a job stands (`job.progress()`)."""
@@ -113,6 +122,9 @@ class BatchJob:
         self._driver: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
+        self._stopped = threading.Event()  # set whenever the driver is not running
+        self._stopped.set()
+        self._on_stop: list[Callable[[BatchJob], None]] = []
         self._started_at = time.monotonic()
         self._done_here = 0  # rows this process finished, for rows per minute
         self._spent, self._costliest = self._costs()
@@ -209,7 +221,31 @@ class BatchJob:
                 "import; run the cell that defines it, then the map cell again (it attaches to the job)")
         self._loop = loop
         self._wake = asyncio.Event()
+        self._stopped.clear()
         self._driver = loop.create_task(self._drive(), name=f"mentra batch {self.name}")
+        self._driver.add_done_callback(self._driver_stopped)
+        return self
+
+    def _driver_stopped(self, _task: object) -> None:
+        for callback in list(self._on_stop):
+            try:
+                callback(self)
+            except Exception:
+                log.exception("a batch job's stop callback failed")
+        self._stopped.set()  # after the callbacks: what join() returns to sees their work
+
+    def on_stop(self, callback: Callable[[BatchJob], None]) -> None:
+        """Call `callback(job)` on the event loop each time the job stops driving
+        (finished, paused, cancelled, stopped by its budget or its runtime)."""
+        self._on_stop.append(callback)
+
+    def join(self, timeout: float | None = None) -> BatchJob:
+        """Block this thread until the job stops (a notebook cell's way; async code
+        awaits `wait()`). Never from the event loop that drives it."""
+        if self._loop is not None and self._loop.is_running() and _running_loop() is self._loop:
+            raise ConfigError("job.join() would block the event loop that runs the job; await job.wait()")
+        if not self._stopped.wait(timeout):
+            raise TimeoutError(f"job '{self.name}' is still running after {timeout} s")
         return self
 
     async def wait(self) -> BatchJob:
