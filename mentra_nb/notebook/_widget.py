@@ -72,7 +72,7 @@ class MentraWidget(anywidget.AnyWidget):
     _host: RuntimeHost
     _unsubscribe: Callable[[], None] | None = None
     # The messages this widget's front end may send, and their handlers.
-    _browser_messages: ClassVar[BrowserMessages]
+    browser_messages: ClassVar[BrowserMessages]
     # Which of our views this is ("agent", "team", "picker"): how the browser knows
     # our models among a notebook's widgets when it saves the notebook.
     _mentra_view = traitlets.Unicode("").tag(sync=True)
@@ -98,7 +98,7 @@ class MentraWidget(anywidget.AnyWidget):
     def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         """A message from the front end (on the kernel's shell thread): validated, then
         handed to its kind's handler; an invalid one is logged and ignored."""
-        table = self._browser_messages
+        table = self.browser_messages
         message = self._accept(table.adapter, content)
         if message is not None:
             table.handlers[type(message)](self, message)

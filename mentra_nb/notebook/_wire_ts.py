@@ -25,6 +25,8 @@ from mentra_nb.notebook.agent_view import AgentView
 from mentra_nb.notebook.subagent_picker import SubagentPickerView
 from mentra_nb.notebook.team_view import TeamView
 
+__all__ = ["OUTPUT", "VIEWS", "generate", "main"]
+
 # In a source checkout: mentra_nb/notebook/ -> js/.
 OUTPUT = Path(__file__).resolve().parents[2] / "js" / "wire.d.ts"
 
@@ -97,7 +99,7 @@ def declarations(name: str, annotation: Any, defs: dict[str, str]) -> str:
     return f"export type {name} = {ts(schema)};"
 
 
-def browser_messages(name: str, table: BrowserMessages) -> str:
+def sent_messages(name: str, table: BrowserMessages) -> str:
     """The union of a view's browser messages, each written out (view's own models
     share class names, as `_Approve`, with other views')."""
     schema = table.adapter.json_schema()
@@ -111,7 +113,7 @@ def generate() -> str:
     for wire, view in VIEWS:
         lines = [f"// --- {view.__name__} ---",
                  declarations(f"{wire.name}Traits", wire.traits, defs),
-                 browser_messages(f"{wire.name}Sent", view._browser_messages)]
+                 sent_messages(f"{wire.name}Sent", view.browser_messages)]
         if wire.custom is not None:
             lines.append(declarations(f"{wire.name}Received", wire.custom, defs))
         lines.append(f"export type {wire.name}Model = WidgetModel<{wire.name}Traits, {wire.name}Sent>;")

@@ -659,7 +659,7 @@ class AgentView(MentraWidget):
     def _on_edit(self, message: _Edit) -> None:
         self._host.submit(self._agent.edit(message.index, message.text)).add_done_callback(self._report_edit)
 
-    _browser_messages = BrowserMessages({
+    browser_messages = BrowserMessages({
         _Hello: _on_hello, _Earlier: _on_earlier, _Stop: _on_stop, _Interrupt: _on_interrupt, _Send: _on_send,
         _Resume: _on_resume, _Approve: _on_approve, _Deny: _on_deny, _Fork: _on_fork,
         _EditSource: _on_edit_source, _Edit: _on_edit,

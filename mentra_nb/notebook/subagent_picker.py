@@ -221,7 +221,7 @@ class SubagentPickerView(MentraWidget):
     def _on_call_answer(self, message: _ApproveCall | _DenyCall) -> None:
         self._host.call_soon(self._answer_call, message)
 
-    _browser_messages = BrowserMessages({
+    browser_messages = BrowserMessages({
         _Open: _on_open, _Older: _on_older, _Close: _on_close, _Interrupt: _on_interrupt,
         _ApproveCall: _on_call_answer, _DenyCall: _on_call_answer,
     })

@@ -264,7 +264,7 @@ class TeamView(MentraWidget):
     def _on_reject(self, message: _Reject) -> None:
         self._host.call_soon(self._answer, message.request_id, False, message.reason)
 
-    _browser_messages = BrowserMessages({
+    browser_messages = BrowserMessages({
         _Approve: _on_approve, _Reject: _on_reject, _ApproveCall: _on_call_answer, _DenyCall: _on_call_answer,
         _Open: _on_open, _Older: _on_older, _Close: _on_close,
     })
