@@ -182,7 +182,7 @@ class MentraMagics(Magics):
             job.on_stop(publish)
             if job.state != "running":  # attached to a job that already stopped
                 user_ns[into] = job.results()
-        self.session.batch_view(job).show()
+        display(self.session.batch_view(job))
         return job
 
     def _do_approve(self, command: args.ApproveArgs) -> None:

@@ -59,3 +59,35 @@ def test_bad_map_lines_are_usage_errors(ip, session, line, message):
     mentra(ip, "spawn clf")
     with pytest.raises(UsageError, match=message):
         mentra(ip, line)
+
+
+def test_the_view_follows_the_job_lists_a_failure_and_opens_its_transcript(ip, session):
+    from mentra_nb.errors import InvalidRequest
+    from mentra_nb.notebook.batch_view import BatchView
+    from mentra_nb.testing import ScriptedProvider, error_stream, text_stream
+    from tests.conftest import until
+
+    ip.user_ns.update(reviews=REVIEWS)
+    # One row at a time, so the scripts go to the rows in order: row 1 is refused.
+    session.runtime.providers.register(ScriptedProvider("scripted", [
+        text_stream("positive"), error_stream([], InvalidRequest("refused: too rude", status_code=400)),
+        text_stream("neutral")]))
+    mentra(ip, "spawn clf --model scripted:m")
+    job = mentra(ip, 'map clf reviews --prompt "Review: {text}" --concurrency 1 --name judged').join(timeout=30)
+    view = session.batch_view(job)
+    assert isinstance(view, BatchView)
+    until(lambda: view.progress.get("state") == "finished")
+    assert (view.progress["done"], view.progress["failed"], view.progress["total"]) == (2, 1, 3)
+    assert view.failures == [{"index": 1, "agent": "judged-1", "error": "refused: too rude"}]
+    assert "- row 1 (`judged-1`): refused: too rude" in view._markdown()
+    view._on_browser_message(view, {"kind": "open_row", "index": 1}, [])
+    until(lambda: bool(view.row))
+    assert view.row["agent"] == "judged-1"
+    # Its run was rolled back: the prompt it was sent, then why it failed.
+    assert [(i["role"], i["kind"]) for i in view.row["items"]] == [("user", "text"), ("user", "notice")]
+    assert "Review: awful" in view.row["items"][0]["html"]
+    assert "refused: too rude" in view.row["items"][1]["html"]
+    view._on_browser_message(view, {"kind": "open_row", "index": -1}, [])  # invalid: ignored
+    view._on_browser_message(view, {"kind": "close_row"}, [])
+    until(lambda: view.row == {})
+    view.close()
