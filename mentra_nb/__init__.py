@@ -94,13 +94,12 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
         shell_tool,
         tool,
     )
+    from mentra_nb.runtime.teams import TeamMessage, TeamRequest
     from mentra_nb.store import (
         PersistedAgent,
         PostgresStore,
         SqliteStore,
         Store,
-        TeamMessage,
-        TeamRequest,
     )
 
 # The public names, by the module each comes from. `import mentra_nb` imports none
@@ -131,9 +130,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ToolContext", "ToolDurability", "ToolOutput", "ToolSideEffectLevel", "ToolSpec",
         "Workspace", "file_tools", "shell_tool", "tool",
     ),
-    "mentra_nb.store": (
-        "PersistedAgent", "PostgresStore", "SqliteStore", "Store", "TeamMessage", "TeamRequest",
-    ),
+    "mentra_nb.runtime.teams": ("TeamMessage", "TeamRequest"),
+    "mentra_nb.store": ("PersistedAgent", "PostgresStore", "SqliteStore", "Store"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 

@@ -87,18 +87,20 @@ class ProviderError(MentraError):
 
 
 class ProviderAuthError(ProviderError):
-    pass
+    """The provider refused the key (HTTP 401 or 403); the message names the variable to set."""
 
 
 class ModelNotFound(ProviderError):
-    pass
+    """The provider does not know the model (HTTP 404); the message names close model ids."""
 
 
 class InvalidRequest(ProviderError):
-    pass
+    """The provider refused the request as malformed (HTTP 400), with its own message."""
 
 
 class TransientProviderError(ProviderError):
+    """A failure worth retrying (HTTP 408, 429 or 5xx); opening a stream is retried with backoff."""
+
     retryable = True
 
     def __init__(
@@ -109,7 +111,9 @@ class TransientProviderError(ProviderError):
 
 
 class StreamError(ProviderError):
-    pass
+    """A stream broke after the reply began: dropped, cut before its final event, or past a time
+    limit.
+    """
 
 
 class StoreError(MentraError):
@@ -144,23 +148,23 @@ class LeaseUnavailable(MentraError):
 
 
 class AgentError(MentraError):
-    pass
+    """Something about an agent: not found, already there, busy, out of rounds or budget."""
 
 
 class AgentNotFound(AgentError, LookupError):
-    pass
+    """No agent of that name or id, stored or live."""
 
 
 class AgentExists(AgentError):
-    pass
+    """An agent of that name is already stored under this runtime id."""
 
 
 class AgentBusy(AgentError):
-    pass
+    """The agent is running; this needs it idle (a second send, a fork point mid-run, a rewind)."""
 
 
 class NoResumableTurn(AgentError):
-    pass
+    """`agent.resume()` found nothing to replay or continue."""
 
 
 class RunHalted(AgentError):
@@ -171,7 +175,7 @@ class RunHalted(AgentError):
 
 
 class MaxRoundsExceeded(RunHalted):
-    pass
+    """A run reached `AgentConfig.max_rounds` model calls; its work so far is kept."""
 
 
 class OutputValidationError(RunHalted):

@@ -45,6 +45,8 @@ __all__ = [
 
 
 class Role(StrEnum):
+    """Who wrote a message: the user or the assistant (tool results travel in user messages)."""
+
     USER = "user"
     ASSISTANT = "assistant"
 
@@ -105,6 +107,8 @@ EncodableText = Annotated[str, _EncodableText]
 
 
 class TextBlock(ContentBlock):
+    """Plain text (markdown) in a message."""
+
     type: Literal["text"] = "text"
     # The field shadows the `ContentBlock.text(...)` constructor on purpose: the
     # wire name is `text`, and the class-level constructor stays reachable. `Field()`
@@ -128,6 +132,8 @@ class RedactedThinkingBlock(ContentBlock):
 
 
 class ToolUseBlock(ContentBlock):
+    """The model's call of a tool: its id, the tool's name and the input it gave."""
+
     type: Literal["tool_use"] = "tool_use"
     id: str
     name: str
@@ -166,9 +172,12 @@ Block = Annotated[
     TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock | ToolResultBlock | ImageBlock,
     Field(discriminator="type"),
 ]
+"""Any content block, told apart by its `type` field."""
 
 
 class Message(BaseModel):
+    """One message of a transcript: its role and its content blocks, committed as a unit."""
+
     model_config = ConfigDict(defer_build=True, frozen=True)
 
     role: Role
@@ -232,6 +241,7 @@ def _blocks(content: tuple[str | ContentBlock, ...]) -> list[Any]:
 # 100 million tokens (the largest context windows are a few million), and no sum
 # of calls reaches a quadrillion (a float holds every count up to it exactly).
 MAX_CALL_TOKENS = 100_000_000
+"""The most tokens one model call can report; a larger count is clamped to it and flagged."""
 MAX_TOTAL_TOKENS = 10**15
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
 

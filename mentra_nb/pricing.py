@@ -104,6 +104,7 @@ def _p(input: float, output: float, cache_read: float | None = None, cache_write
 # Models not listed (newer or older ones) have an unknown cost until registered:
 # a price copied from memory would be a guess. Offline providers cost nothing.
 PRICES_CHECKED = "2026-12-01"
+"""The day the built-in prices were last read from the providers' price pages."""
 
 _SONNET_4_LONG = _p(6.0, 22.50, cache_read=0.60, cache_write=7.50)
 _GEMINI_25_PRO_LONG = _p(2.50, 15.0, cache_read=0.25)
@@ -141,6 +142,7 @@ BUILTIN_PRICES: dict[str, dict[str, Any]] = {
     "local:*": _p(0.0, 0.0),
     "replay:*": _p(0.0, 0.0),
 }
+"""USD per million tokens for the built-in providers' models, as published on `PRICES_CHECKED`."""
 
 # A dated snapshot costs what its alias costs: claude-sonnet-4-5-20250929,
 # gpt-4.1-2025-04-14.
@@ -246,18 +248,23 @@ def register(model: str, price: Price | Mapping[str, Any] | None = None, *,
 
 
 def unregister(model: str) -> None:
+    """Forget a price registered for `model` (or `provider:*`); the built-in price applies again."""
     prices().unregister(model)
 
 
 def price(model: str) -> Price | None:
+    """The price `model` is charged at (a registered one first, then the built-in table), or None.
+    """
     return prices().price(model)
 
 
 def cost(model: str, usage: Usage) -> float | None:
+    """What `usage` of `model` costs in USD, or None when the price or the usage is unknown."""
     return prices().cost(model, usage)
 
 
 def priced(model: str, usage: Usage) -> Usage:
+    """`usage` with its `cost_usd` filled in from `model`'s price."""
     return prices().priced(model, usage)
 
 

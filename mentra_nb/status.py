@@ -11,6 +11,7 @@ __all__ = ["AgentStatus", "PendingToolUse", "StatusName"]
 StatusName = Literal[
     "idle", "awaiting_model", "streaming", "executing_tool", "interrupted", "finished", "failed"
 ]
+"""The name of an agent's status, as stored and shown."""
 
 
 class AgentStatus(BaseModel):

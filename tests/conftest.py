@@ -25,6 +25,13 @@ from tests.kernels import Kernel
 from tests.postgres import PgBouncer, PostgresServer, find_binaries
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    # `pytest tests/browser/test_native_look.py -k streaming --docs-screenshots` regenerates the
+    # docs' screenshots (docs/images/, light and dark) from the browser test that takes them.
+    parser.addoption("--docs-screenshots", action="store_true",
+                     help="also write the docs' screenshots into docs/images/")
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     # llama-cpp-python opens two module-level /dev/null files it never closes; left to
     # the interpreter's teardown they print ResourceWarnings (past any warning filter)

@@ -5,6 +5,7 @@ public name has an API entry with its docstring, and the examples marked runnabl
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -18,6 +19,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 RUNNABLE = "<!-- runnable -->"
+# Notebook cells: every block so marked on a page runs, in order, in one IPython shell.
+RUNNABLE_IPYTHON = "<!-- runnable: ipython -->"
 # The Markdown files GitHub shows at the top of the repository; the site's pages are
 # checked in the built HTML instead.
 TOP_LEVEL = ("README.md", "CONTRIBUTING.md", "CHANGELOG.md")
@@ -176,18 +179,37 @@ def test_every_public_name_has_an_api_entry(site):
     assert not missing, f"public names without an API entry: {missing}"
 
 
+def test_every_public_name_has_a_docstring():
+    import griffe
+
+    package = griffe.load("mentra_nb", search_paths=[str(REPO)], resolve_aliases=True,
+                          resolve_external=False)
+    undocumented = []
+    for path in sorted(set(_api_hook().documented_at().values())):
+        obj = package[path.removeprefix("mentra_nb.")]
+        if not (obj.docstring and obj.docstring.value.strip()):
+            undocumented.append(path)
+    assert not undocumented, f"public names without a docstring: {undocumented}"
+
+
 # ---------------------------------------------------------------- runnable examples
 
-def runnable_blocks() -> list[tuple[str, str]]:
-    """(where, code) of every ```python block that `<!-- runnable -->` precedes."""
+def python_blocks(marker: str) -> list[tuple[str, str]]:
+    """(where, code) of every ```python block that `marker` precedes."""
     found = []
     for page in markdown_pages():
         text = page.read_text()
         for match in re.finditer(r"^([^\n]*)\n```python\n(.*?)^```", text, re.M | re.S):
-            if match.group(1).strip() == RUNNABLE:
+            if match.group(1).strip() == marker:
                 line = text[:match.start()].count("\n") + 2
                 found.append((f"{page.relative_to(REPO)}:{line}", match.group(2)))
     return found
+
+
+def runnable_blocks() -> list[tuple[str, str]]:
+    """(where, code) of every ```python block that `<!-- runnable -->` precedes: an example
+    that needs no key, network or notebook, run as written (top-level `await` allowed)."""
+    return python_blocks(RUNNABLE)
 
 
 def test_every_whole_program_in_the_docs_is_marked_runnable():
@@ -201,10 +223,28 @@ def test_every_whole_program_in_the_docs_is_marked_runnable():
     assert not unmarked, unmarked
 
 
+# What the examples that print something print (pages whose runnable examples print).
+PRINTS = {
+    "README.md": r"^You said: .* finished$",
+    "docs/guide/mcp.md": r"'mcp__time__get_current_time'",
+}
+
+# Runs an example as a notebook cell runs it: `await` at the top level works (IPython's
+# autoawait), in an event loop that asyncio.run() opens for the whole example.
+RUNNER = """
+import ast, asyncio, sys
+code = compile(open(sys.argv[1]).read(), sys.argv[1], "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+result = eval(code, {"__name__": "__main__"})
+if asyncio.iscoroutine(result):
+    asyncio.run(result)
+"""
+
+
 def run_example(code: str, folder: Path, where: str) -> str:
     folder.mkdir()
+    (folder / "example.py").write_text(code)
     try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-c", RUNNER, "example.py"], capture_output=True, text=True,
                              timeout=120, cwd=folder, env={**os.environ, "PYTHONPATH": str(REPO)})
     except subprocess.TimeoutExpired as err:
         raise AssertionError(f"the example at {where} never returned:\n{code}") from err
@@ -214,7 +254,10 @@ def run_example(code: str, folder: Path, where: str) -> str:
 
 @pytest.mark.parametrize("where,code", runnable_blocks(), ids=[where for where, _ in runnable_blocks()])
 def test_the_runnable_examples_run_as_written_in_an_empty_folder(where, code, tmp_path):
-    run_example(code, tmp_path / "example", where)
+    out = run_example(code, tmp_path / "example", where)
+    page = where.split(":")[0]
+    if page in PRINTS:  # what the example says it prints
+        assert re.search(PRINTS[page], out, re.M), f"{where} printed:\n{out}"
 
 
 def test_the_python_guides_first_example_calls_its_tool_and_resumes(tmp_path):
@@ -229,3 +272,62 @@ def test_the_python_guides_first_example_calls_its_tool_and_resumes(tmp_path):
     # text it counts); the second runtime resumes the four messages.
     assert re.match(r"Tool results: word_count returned \d+ finished ", out), out
     assert out.splitlines()[-1] == "4"
+
+
+def test_the_maintainer_recipes_name_files_that_exist():
+    """The "where to change what" recipes and the architecture page name files by path;
+    a renamed or removed file fails here instead of leaving a recipe that misleads."""
+    missing = []
+    for page in sorted((REPO / "docs/maintainers").glob("*.md")):
+        for path in re.findall(r"`([\w./<>-]+\.(?:py|js|css|toml|json))`", page.read_text()):
+            if "<" in path:
+                continue  # a pattern: providers/<name>.py
+            if not any((base / path).exists() for base in (REPO, REPO / "mentra_nb")):
+                missing.append(f"{page.name}: {path}")
+    assert not missing, missing
+
+
+IPYTHON_RUNNER = """
+import json, sys
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "mentra_nb")  # as the guide's pages assume
+for where, cell in json.load(open(sys.argv[1])):
+    result = shell.run_cell(cell)
+    if not result.success:
+        sys.exit(f"the cell at {where} failed: {result.error_before_exec or result.error_in_exec!r}")
+"""
+
+
+def notebook_pages() -> dict[str, list[tuple[str, str]]]:
+    pages: dict[str, list[tuple[str, str]]] = {}
+    for where, code in python_blocks(RUNNABLE_IPYTHON):
+        pages.setdefault(where.split(":")[0], []).append((where, code))
+    return pages
+
+
+@pytest.mark.parametrize("page", sorted(notebook_pages()))
+def test_the_notebook_examples_run_as_cells_in_order(page, tmp_path):
+    """A page's cells marked `<!-- runnable: ipython -->`, run as a notebook runs them
+    (one shell with the extension loaded, in order, in an empty folder): magics, `{var}`
+    prompts, the offline model."""
+    (tmp_path / "cells.json").write_text(json.dumps(notebook_pages()[page]))
+    # Spawning with a real provider only checks that its key is set; no model is called.
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ANTHROPIC_API_KEY": "placeholder-not-a-key",
+           "OPENAI_API_KEY": "placeholder-not-a-key"}
+    out = subprocess.run([sys.executable, "-c", IPYTHON_RUNNER, "cells.json"], capture_output=True,
+                         text=True, timeout=180, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_no_magic_line_in_the_docs_ends_in_a_comment():
+    """A line magic takes the rest of its line as arguments, `#` included:
+    `%mentra spawn writer  # a note` is a UsageError (it was, in the README's quick start)."""
+    offending = []
+    for page in markdown_pages():
+        for block in re.findall(r"^```python\n(.*?)^```", page.read_text(), re.M | re.S):
+            for line in block.splitlines():
+                code = line.split("=", 1)[1] if re.match(r"\w+ = %", line) else line
+                if code.lstrip().startswith("%") and not code.lstrip().startswith("%%") and " #" in code:
+                    offending.append(f"{page.relative_to(REPO)}: {line}")
+    assert not offending, offending

@@ -83,6 +83,8 @@ def load_ipython_extension(shell: Any) -> None:
 
 
 def unload_ipython_extension(shell: Any) -> None:
+    """`%unload_ext mentra_nb`: close this kernel's session (its runtime stops its agents and
+    releases their leases) and stop recording cells."""
     current = getattr(shell, _SESSION_ATTR, None)
     if current is not None:
         current.close()

@@ -101,11 +101,17 @@ log = logging.getLogger("mentra_nb.notebook")
 # reveals each message over the time since the one before, never longer than the
 # window (js/agent_view.js Reveal), and Stop keeps what it showed (`_stop`).
 STREAM_INTERVAL = 0.05  # seconds
+"""Seconds between two reads of the agent's live text while a run is active."""
 LIVE_WINDOW = 0.15  # seconds
+"""Seconds between two messages of live text to the browser, after the first words (which go at
+once).
+"""
 # A running call's progress reports (an MCP server may send hundreds a second)
 # are read less often than text: the newest at once, then after 1, 2, 4, 4 … s.
 PROGRESS_FIRST_DELAY = 1.0  # seconds
+"""Seconds before a running call's second progress report is sent (the first goes at once)."""
 PROGRESS_MAX_DELAY = 4.0  # seconds
+"""The longest wait, in seconds, between two progress reports of a running call."""
 
 
 class _Hello(BrowserMessage):

@@ -81,6 +81,11 @@ LIVE_PREVIEW_CHARS = 4_000
 
 
 class SubagentPickerView(MentraWidget):
+    """A root agent's subagents: a count badge, a row per child with status and model, its
+    transcript on a click, Interrupt, and Approve / Deny for a child's waiting call
+    (`%mentra subagents NAME`).
+    """
+
     _esm = static_file("subagent_picker.js")
     _css = static_file("mentra.css")
 

@@ -89,6 +89,10 @@ _APPROVAL_EVENTS = ("tool_approval_requested", "tool_approval_resolved", "run_fi
 
 
 class TeamView(MentraWidget):
+    """A lead and its teammates: their statuses, a teammate's transcript on a click, the requests
+    and tool calls waiting for the user, with their buttons (`%mentra team LEAD`).
+    """
+
     _esm = static_file("team_view.js")
     _css = static_file("mentra.css")
 

@@ -57,6 +57,7 @@ from mentra_nb.providers.events import (
 __all__ = ["ANTHROPIC_VERSION", "AnthropicProvider", "AnthropicStreamDecoder"]
 
 ANTHROPIC_VERSION = "2023-06-01"
+"""The `anthropic-version` header every request sends."""
 DEFAULT_MAX_TOKENS = 8192
 
 

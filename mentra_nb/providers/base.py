@@ -78,9 +78,16 @@ class OutputFormat(BaseModel):
 
 
 ToolChoice = Literal["auto", "any", "none"] | str  # or the name of one tool
+"""Whether the model may, must or must not call a tool (`auto`, `any`, `none`), or the name of the
+one tool it must call.
+"""
 
 
 class ProviderRequest(BaseModel):
+    """One request for a streamed reply: the model, the transcript, the system prompt, the tools
+    and the options.
+    """
+
     model_config = ConfigDict(defer_build=True, frozen=True)
 
     model: str

@@ -33,7 +33,9 @@ __all__ = [
 ]
 
 BlockKind = Literal["text", "thinking", "redacted_thinking", "tool_use"]
+"""The kinds of content block a stream opens."""
 DeltaKind = Literal["text", "tool_input_json", "thinking", "signature"]
+"""The kinds of delta a content block receives."""
 
 
 class _Event(BaseModel):
@@ -41,6 +43,8 @@ class _Event(BaseModel):
 
 
 class MessageStarted(_Event):
+    """A reply began: the model that answers, its response id and the usage so far."""
+
     type: Literal["message_started"] = "message_started"
     id: str = ""
     model: str = ""
@@ -82,6 +86,8 @@ class ContentBlockStarted(_Event):
 
 
 class ContentBlockDelta(_Event):
+    """More of an open content block: text, thinking, a signature or a tool call's input JSON."""
+
     type: Literal["content_block_delta"] = "content_block_delta"
     index: int
     kind: DeltaKind
@@ -105,17 +111,23 @@ class ContentBlockDelta(_Event):
 
 
 class ContentBlockStopped(_Event):
+    """A content block is complete."""
+
     type: Literal["content_block_stopped"] = "content_block_stopped"
     index: int
 
 
 class MessageDelta(_Event):
+    """The message's end: why it stopped and its final usage."""
+
     type: Literal["message_delta"] = "message_delta"
     stop_reason: str | None = None
     usage: Usage | None = None
 
 
 class MessageStopped(_Event):
+    """The stream's last event: the reply is complete."""
+
     type: Literal["message_stopped"] = "message_stopped"
 
 
@@ -132,3 +144,4 @@ ProviderEvent = Annotated[
     MessageStarted | ContentBlockStarted | ContentBlockDelta | ContentBlockStopped | MessageDelta | MessageStopped | RetryAttempt,
     Field(discriminator="type"),
 ]
+"""Any event a provider's stream yields, told apart by its `type` field."""

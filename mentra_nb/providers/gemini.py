@@ -49,6 +49,9 @@ from mentra_nb.providers.events import (
 __all__ = ["SIGNATURE_PROTOCOL", "GeminiProvider", "GeminiStreamDecoder", "wire_contents"]
 
 SIGNATURE_PROTOCOL = "gemini"
+"""The protocol name Gemini's thought signatures are stored under; another provider's are not sent
+to Gemini.
+"""
 # Ids we make up for calls Gemini sent without one; never sent back as ids.
 _LOCAL_ID_PREFIX = "gemini-call-"
 

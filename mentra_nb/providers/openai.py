@@ -49,6 +49,9 @@ from mentra_nb.providers.events import (
 __all__ = ["REASONING_PROTOCOL", "OpenAIProvider", "ResponsesStreamDecoder"]
 
 REASONING_PROTOCOL = "openai-responses"
+"""The protocol name OpenAI's encrypted reasoning items are stored under; another provider's are
+not sent to OpenAI.
+"""
 
 # Models that reason and accept `reasoning` / encrypted reasoning content.
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-5|gpt-oss|codex)")

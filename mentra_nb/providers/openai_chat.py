@@ -104,6 +104,9 @@ PRESETS: dict[str, ChatPreset] = {
                    schema_format="json_object", tool_result_images=False),
     ]
 }
+"""The OpenAI-compatible servers known by name (openai-chat, openrouter, ollama, lmstudio, vllm,
+llamacpp): base URL, key variable and their quirks.
+"""
 
 
 class OpenAIChatProvider(HTTPProvider):

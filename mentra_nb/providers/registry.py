@@ -66,6 +66,7 @@ BUILTIN_PROVIDERS: dict[str, Registration] = {
     "local": _builtin("local", "LocalProvider"),
     "replay": _builtin("replay", "ReplayProvider", constructor="from_environment"),
 }
+"""The built-in providers by name; each is imported and created on first use."""
 
 
 def register_provider(name: str, cls: type[Any], *args: Any) -> None:
@@ -90,6 +91,10 @@ def key_variables() -> tuple[str, ...]:
 
 
 class ProviderRegistry:
+    """Which provider serves a model id: the runtime's own provider objects first, then the built-
+    ins, created from the environment on first use.
+    """
+
     def __init__(self, providers: Iterable[Provider] = ()) -> None:
         self._instances: dict[str, Provider] = {}
         self._created: list[str] = []

@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 CASSETTE_ENV = "MENTRA_CASSETTE"
+"""The environment variable naming the cassette the `replay` provider plays."""
 _FORMAT = {"mentra_cassette": 1}
 _EVENTS: TypeAdapter[list[ProviderEvent]] = TypeAdapter(
     list[ProviderEvent], config=ConfigDict(defer_build=True)
@@ -59,6 +60,8 @@ class CassetteMismatch(InvalidRequest):
 
 
 class RecordedError(BaseModel):
+    """A provider error as recorded in a cassette, raised again on replay."""
+
     model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: str
@@ -73,6 +76,10 @@ class RecordedError(BaseModel):
 
 
 class CassetteEntry(BaseModel):
+    """One recorded model call: the request as sent, the events streamed back, and the error that
+    ended it, if any.
+    """
+
     model_config = ConfigDict(defer_build=True, frozen=True)
 
     provider: str

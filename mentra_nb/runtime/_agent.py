@@ -34,7 +34,7 @@ from mentra_nb.runtime._approvals import ApprovalDecision, Approvals, load_appro
 from mentra_nb.runtime._config import AgentConfig, config_error
 from mentra_nb.runtime._export import ExportFormat, ExportHeader, export_transcript
 from mentra_nb.runtime._extension_fields import snapshot_defaults
-from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension, bind_api
+from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension, api_names, bind_api
 from mentra_nb.runtime._output import OutputSpec, OutputType, RunResult
 from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import Services
@@ -50,6 +50,7 @@ from mentra_nb.store.base import AgentKind, AgentRecord, Checkpoint, PersistedAg
 __all__ = ["Agent", "MessageInput", "OwningRuntime"]
 
 MessageInput = str | ContentBlock | Sequence[ContentBlock] | Message
+"""What `agent.send` takes: text, a content block, a list of blocks, or a user `Message`."""
 
 E = TypeVar("E")
 
@@ -138,6 +139,9 @@ class Agent:
             if name.startswith("_"):
                 raise AttributeError(f"'Agent' object has no attribute '{name}'", name=name, obj=self)
             return bind_api("agent", self, name)
+
+    def __dir__(self) -> list[str]:  # tab completion offers the extensions' names too
+        return sorted({*super().__dir__(), *api_names("agent")})
 
     # --- what the agent is ---------------------------------------------------
 
@@ -243,13 +247,12 @@ class Agent:
         filtered by its config (`tools`, `hidden_tools`, `read_only`). Tools an
         extension's own config chose (`own_tool_choice`) are not narrowed by `tools`."""
         config = self.config
-        offered = [*self.runtime.tools, *(t for e in self._extensions if not e.own_tool_choice
-                                          for t in e.tools())]
-        chosen = [t for e in self._extensions if e.own_tool_choice for t in e.tools()]
+        offered = [*((t, False) for t in self.runtime.tools),
+                   *((t, e.own_tool_choice) for e in self._extensions for t in e.tools())]
         return [
-            t for t in [*(t for t in offered if config.allows_tool(t.spec.name)),
-                        *(t for t in chosen if t.spec.name not in config.hidden_tools)]
-            if t.spec.read_only or not config.read_only
+            t for t, own_choice in offered
+            if (config.allows_tool(t.spec.name) or (own_choice and t.spec.name not in config.hidden_tools))
+            and (t.spec.read_only or not config.read_only)
         ]
 
     @property

@@ -2,14 +2,14 @@
 
 A tool whose `ToolSpec.requires_approval` is set pauses the run on each call,
 unless its name matches an entry of the agent's `AgentConfig.auto_approve` (a
-name or a glob such as `mcp__time__*`) or the user chose
+name or a glob such as `files__*`) or the user chose
 "always allow" for this agent. The user answers with `agent.approve(call_id,
 always=False)` or `agent.deny(call_id, reason)` (the AgentView's buttons call
 the same). A denied call goes back to the model as an error result with the
 reason; an approved one runs.
 
 The same pause serves questions that are not tool calls (`Approvals.ask`, e.g.
-"start the MCP server this state file brought, which runs `…`?"): they wait for
+"start the server this state file brought, which runs `…`?"): they wait for
 an explicit answer every time, never for `auto_approve` or "always allow".
 
 An answer is bound to the agent (each agent has its own `Approvals`) and may be
@@ -63,6 +63,7 @@ log = logging.getLogger("mentra_nb.runtime")
 
 APPROVALS_STATE_KEY = "approvals.v1"
 APPROVAL_INTERRUPTED_RESULT = "not run: it was waiting for approval when the kernel stopped"
+"""The error result of a call that was waiting for approval when its kernel stopped."""
 
 
 class ApprovalState(BaseModel):
@@ -111,7 +112,7 @@ class Approvals:
             return False
         if spec.name in self.always_allow:
             return False
-        # Globs, so one entry can trust a whole MCP server: "mcp__time__*".
+        # Globs, so one entry can trust a whole family of tools: "time__*".
         return not any(fnmatch.fnmatchcase(spec.name, pattern) for pattern in self._agent.config.auto_approve)
 
     async def ask(self, name: str, input: dict[str, Any], run_generation: int) -> ApprovalDecision:

@@ -3,7 +3,7 @@ a runtime is dropped without it.
 
 `RuntimeParts` holds what a close needs (the live agents, the extensions, the
 lease keeper, the providers) apart from the `Runtime` object itself. Agents and
-the tasks driving them (runs, teammates' wake cycles, subagents) reach their
+the tasks driving them (runs, and what extensions run on their own) reach their
 runtime only through weak references, so a runtime the user no longer holds is
 collected even while such tasks are pending; its finaliser (`on_dropped`) then
 runs the same close on the runtime's event loop: the tasks are cancelled and
@@ -71,7 +71,7 @@ class RuntimeParts:
 
     async def close(self) -> None:
         """Cancel running turns (they roll back), stop every extension's tasks
-        (teammates, subagents, MCP servers), then release the leases."""
+        (the agents and servers they run), then release the leases."""
         if self.closed:
             return
         self.closed = True

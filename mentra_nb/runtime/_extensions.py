@@ -63,6 +63,7 @@ __all__ = [
     "ExtensionFields",
     "RuntimeExtension",
     "api_entry",
+    "api_names",
     "bind_api",
     "default_extensions",
     "register_extension",
@@ -203,6 +204,7 @@ def unregister_extension(cls: type[RuntimeExtension]) -> None:
 
 
 def registered_extensions() -> tuple[type[RuntimeExtension], ...]:
+    """The extension classes `register_extension` added, in the order they act on each round."""
     return tuple(_REGISTERED)
 
 
@@ -211,6 +213,11 @@ def default_extensions() -> list[RuntimeExtension]:
     `Runtime` gets unless it is given a list. To add one of yours to a single
     runtime, pass `extensions=[*default_extensions(), Mine()]`."""
     return [cls() for cls in _REGISTERED]
+
+
+def api_names(owner: str) -> list[str]:
+    """The names extensions registered on agents (`owner="agent"`) or runtimes."""
+    return list(_AGENT_API if owner == "agent" else _RUNTIME_API)
 
 
 def api_entry(owner: str, name: str) -> Callable[..., Any] | property | None:

@@ -48,6 +48,7 @@ from mentra_nb.runtime.tools import Tool, ToolDurability, ToolOutput, tool
 __all__ = ["FILE_TOOL_NAMES", "SECRET_FILES", "Workspace", "WorkspaceRefusal", "file_tools"]
 
 FILE_TOOL_NAMES = ("read_file", "list_dir", "glob", "grep", "write_file", "edit_file")
+"""The names of the built-in file tools."""
 
 MAX_OUTPUT_CHARS = 40_000  # one tool result; roughly 10k tokens
 MAX_LINE_CHARS = 2_000
@@ -74,6 +75,9 @@ SECRET_FILES: tuple[str, ...] = (
     ".aws/", ".azure/", ".config/gcloud/", "application_default_credentials.json",
     "credentials.json", "service-account*.json", ".kube/config", ".docker/config.json",
 )
+"""The files the file tools refuse to read or write (see the Security guide for the matching
+rules).
+"""
 
 
 class WorkspaceRefusal(Exception):
@@ -353,7 +357,7 @@ def file_tools(workspace: str | os.PathLike[str] | Workspace) -> list[Tool]:
                     continue
                 text = f"{number:>6}\t{_clip_line(line.rstrip(chr(10)))}"
                 if shown and used + len(text) + 1 > MAX_OUTPUT_CHARS:
-                    limit = number - offset  # the budget ends here; count on to report the total
+                    limit = number - offset  # the limit ends here; count on to report the total
                     continue
                 shown.append(text)
                 used += len(text) + 1

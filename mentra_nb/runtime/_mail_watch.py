@@ -1,7 +1,7 @@
 """`MailWatcher`: wakes this runtime's agents for mail that another process or
-host posted (`rt.post`, a teammate's kernel elsewhere).
+host posted (`rt.post`, an agent driven by a kernel elsewhere).
 
-A thread waits on the store's `MailSignal` (SQLite: `PRAGMA data_version`
+A thread waits on the store's `RecordSignal` (SQLite: `PRAGMA data_version`
 polled every 50 ms; Postgres: LISTEN/NOTIFY) and hands each signal to the
 runtime's event loop, where the extensions look for unread mail of the agents
 this runtime drives. A thread, like the lease heartbeat, so a tool blocking
@@ -10,7 +10,7 @@ the loop delays only the delivery, never the waiting.
 Signals are coalesced: each wake looks for all unread mail, so while one is
 queued on the loop another adds nothing, and wakes are at least
 `MIN_WAKE_SECONDS` apart. A flood of signals (another role NOTIFYing without
-end, a burst of posts) costs the loop at most one callback per interval, not
+end, a burst of posts) gives the loop at most one callback per interval, not
 one per signal, and a signal is never dropped: the wake after it reads the mail.
 """
 
@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from mentra_nb.store.base import MailSignal, Store
+from mentra_nb.store.base import RecordSignal, Store
 
 __all__ = ["MailWatcher"]
 
@@ -51,7 +51,7 @@ class MailWatcher:
         # Opened here, not in the thread: the signal notes the mail there is when it
         # opens, so mail posted once start() returned is always heard.
         try:
-            signal = self._store.mail_signal()
+            signal = self._store.record_signal()
         except Exception as err:  # a closed store, a server gone: no wake-ups, say so once
             log.warning("cannot watch for mail from other processes: %s", err)
             self._stop.set()
@@ -60,7 +60,7 @@ class MailWatcher:
                                         daemon=True)
         self._thread.start()
 
-    def _watch(self, loop: asyncio.AbstractEventLoop, signal: MailSignal) -> None:
+    def _watch(self, loop: asyncio.AbstractEventLoop, signal: RecordSignal) -> None:
         owed = False  # a signal came that no queued wake covers yet
         next_wake = 0.0
         try:

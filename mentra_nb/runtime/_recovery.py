@@ -32,6 +32,7 @@ from mentra_nb.store.base import PersistedAgent, Store
 __all__ = ["INTERRUPTED_TOOL_RESULT", "RecoveredRun", "recover", "recovered_run", "unanswered_tool_uses"]
 
 INTERRUPTED_TOOL_RESULT = "interrupted: the kernel stopped before this tool finished"
+"""The error result crash recovery gives a tool call that had no result when its process died."""
 
 
 def unanswered_tool_uses(transcript: list[Message]) -> list[str]:

@@ -30,6 +30,7 @@ from mentra_nb.runtime._closing import RuntimeParts, on_dropped, weak_method
 from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._extensions import (
     RuntimeExtension,
+    api_names,
     bind_api,
     default_extensions,
     runtime_option,
@@ -169,6 +170,9 @@ class Runtime:
             if name.startswith("_"):
                 raise AttributeError(f"'Runtime' object has no attribute '{name}'", name=name, obj=self)
             return bind_api("runtime", self, name)
+
+    def __dir__(self) -> list[str]:  # tab completion offers the extensions' names too
+        return sorted({*super().__dir__(), *api_names("runtime")})
 
     @property
     def services(self) -> Services:

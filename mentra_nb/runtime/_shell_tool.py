@@ -33,7 +33,7 @@ MAX_OUTPUT_CHARS = 30_000
 
 class BoundedOutput:
     """Keeps the first and the last `limit // 2` bytes of a stream, counting the rest,
-    so a command printing gigabytes costs a bounded amount of memory."""
+    so a command printing gigabytes takes a bounded amount of memory."""
 
     def __init__(self, limit: int) -> None:
         self.half = max(1, limit // 2)

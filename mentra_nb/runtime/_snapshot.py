@@ -56,6 +56,7 @@ class ApprovalDecision(BaseModel):
 # What an extension's `AgentExtension.snapshot_fields()` returns: values of the
 # fields its `RuntimeExtension.snapshot` model declares.
 SnapshotFields = Mapping[str, Any]
+"""Values of an extension's snapshot fields, by field name (`AgentExtension.snapshot_fields()`)."""
 
 
 class AgentSnapshot(BaseModel):

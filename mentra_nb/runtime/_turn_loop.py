@@ -81,10 +81,12 @@ log = logging.getLogger("mentra_nb.runtime")
 FIRST_CHECKPOINT = 1.0  # seconds
 MAX_CHECKPOINT_INTERVAL = 30.0  # seconds
 STOPPED_TOOL_RESULT = "stopped: the user stopped the run before this tool finished"
+"""The result of a tool call cancelled by `agent.stop(now=True)`."""
 
 # How a user asked a run to stop: "now" (end the stream or tool at once, keep what
 # was streamed) or "round" (finish the current round first).
 StopKind = Literal["now", "round"]
+"""How a run is being stopped: `now` (end the reply where it is) or `round` (after this round)."""
 
 
 class TurnLoop:

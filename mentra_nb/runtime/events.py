@@ -44,31 +44,43 @@ class _AgentEvent(BaseModel):
 
 
 class RunStarted(_AgentEvent):
+    """A run began (its run generation)."""
+
     type: Literal["run_started"] = "run_started"
 
 
 class RunFinished(_AgentEvent):
+    """The run ended with the model's final answer (or a stop)."""
+
     type: Literal["run_finished"] = "run_finished"
     message: Message
 
 
 class RunFailed(_AgentEvent):
+    """The run failed; `rolled_back` says whether its turn was rolled back."""
+
     type: Literal["run_failed"] = "run_failed"
     error: str
     rolled_back: bool
 
 
 class RunCancelled(_AgentEvent):
+    """The run was cancelled (`agent.cancel()`) and rolled back."""
+
     type: Literal["run_cancelled"] = "run_cancelled"
 
 
 class TextDelta(_AgentEvent):
+    """More of the reply's text, as it streams."""
+
     type: Literal["text_delta"] = "text_delta"
     index: int
     text: str
 
 
 class ReasoningDelta(_AgentEvent):
+    """More of the model's thinking, as it streams."""
+
     type: Literal["reasoning_delta"] = "reasoning_delta"
     index: int
     text: str
@@ -84,6 +96,8 @@ class ToolUseUpdated(_AgentEvent):
 
 
 class ToolUseReady(_AgentEvent):
+    """The model finished writing a tool call: its name and parsed input."""
+
     type: Literal["tool_use_ready"] = "tool_use_ready"
     tool_use_id: str
     name: str
@@ -111,12 +125,16 @@ class ToolApprovalResolved(_AgentEvent):
 
 
 class ToolExecutionStarted(_AgentEvent):
+    """A tool call began to run."""
+
     type: Literal["tool_execution_started"] = "tool_execution_started"
     tool_use_id: str
     name: str
 
 
 class ToolExecutionProgress(_AgentEvent):
+    """A running tool call reported progress."""
+
     type: Literal["tool_execution_progress"] = "tool_execution_progress"
     tool_use_id: str
     name: str
@@ -124,6 +142,8 @@ class ToolExecutionProgress(_AgentEvent):
 
 
 class ToolExecutionFinished(_AgentEvent):
+    """A tool call finished: its result, and whether it is an error."""
+
     type: Literal["tool_execution_finished"] = "tool_execution_finished"
     tool_use_id: str
     name: str
@@ -132,11 +152,15 @@ class ToolExecutionFinished(_AgentEvent):
 
 
 class AssistantMessageCommitted(_AgentEvent):
+    """The assistant's message was written to the transcript."""
+
     type: Literal["assistant_message_committed"] = "assistant_message_committed"
     message: Message
 
 
 class ToolResultsCommitted(_AgentEvent):
+    """A round's tool results were written to the transcript."""
+
     type: Literal["tool_results_committed"] = "tool_results_committed"
     message: Message
 
@@ -159,6 +183,8 @@ class UsageReported(_AgentEvent):
 
 
 class RetryAttempted(_AgentEvent):
+    """Opening the stream failed with a transient error and will be tried again after a delay."""
+
     type: Literal["retry_attempted"] = "retry_attempted"
     attempt: int
     delay_s: float
@@ -169,3 +195,4 @@ AgentEvent = Annotated[
     RunStarted | RunFinished | RunFailed | RunCancelled | TextDelta | ReasoningDelta | ToolUseUpdated | ToolUseReady | ToolApprovalRequested | ToolApprovalResolved | ToolExecutionStarted | ToolExecutionProgress | ToolExecutionFinished | AssistantMessageCommitted | ToolResultsCommitted | UsageReported | RetryAttempted | HistoryReplaced,
     Field(discriminator="type"),
 ]
+"""Any event an agent publishes (`agent.events()`), told apart by its `type` field."""

@@ -28,8 +28,11 @@ from mentra_nb.messages import ImageBlock
 __all__ = ["MAX_IMAGES", "MAX_IMAGE_BASE64", "MAX_SIDE", "BoundedImage", "bound_image", "image_size"]
 
 MAX_IMAGES = 4  # per tool result
+"""The most images one tool result carries."""
 MAX_SIDE = 1568  # pixels on the long side
+"""The longest side, in pixels, of an image sent to a model."""
 MAX_IMAGE_BASE64 = 5 * 1024 * 1024
+"""The most bytes of base64 one image may take; a larger one is scaled down or left out."""
 # Larger images are not decoded to be scaled: a 20000x20000 PNG is 1.6 GB of pixels
 # (a "decompression bomb" that compresses to a few megabytes).
 MAX_DECODED_PIXELS = 50_000_000

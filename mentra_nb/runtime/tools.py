@@ -43,12 +43,16 @@ __all__ = [
 
 
 class ToolSideEffectLevel(StrEnum):
+    """What a tool changes: nothing, the workspace, or the world outside it."""
+
     NONE = "none"  # reads only
     LOCAL = "local"  # changes files or state on this machine
     EXTERNAL = "external"  # reaches other systems
 
 
 class ToolDurability(StrEnum):
+    """Whether a tool call may safely run again after a crash (idempotent) or not."""
+
     REPLAY_SAFE = "replay_safe"  # running it again after a crash is harmless
     NOT_REPLAYABLE = "not_replayable"
 

@@ -10,14 +10,13 @@ from mentra_nb.store.base import (
     LeaseRecord,
     PendingTurn,
     PersistedAgent,
+    RecordSignal,
     RunRecord,
     Store,
-    TeamMail,
-    TeamMessage,
-    TeamRequest,
 )
 from mentra_nb.store.locations import is_postgres_url, open_store
 from mentra_nb.store.postgres import PostgresStore
+from mentra_nb.store.records import Record, RecordKind, StoredRecord
 from mentra_nb.store.sqlite import SqliteStore
 
 __all__ = [
@@ -30,12 +29,13 @@ __all__ = [
     "PendingTurn",
     "PersistedAgent",
     "PostgresStore",
+    "Record",
+    "RecordKind",
+    "RecordSignal",
     "RunRecord",
     "SqliteStore",
     "Store",
-    "TeamMail",
-    "TeamMessage",
-    "TeamRequest",
+    "StoredRecord",
     "is_postgres_url",
     "open_store",
 ]

@@ -12,11 +12,10 @@ from typing import Any
 
 from mentra_nb.messages import Usage
 from mentra_nb.status import AgentStatus
-from mentra_nb.store.base import AgentRecord, LeaseRecord, TeamMail, TeamMessage, TeamRequest
+from mentra_nb.store.base import AgentRecord, LeaseRecord
 
 __all__ = [
-    "AGENT_COLUMNS", "LEASE_COLUMNS", "MAIL_COLUMNS", "REQUEST_COLUMNS",
-    "agent_record", "lease_record", "team_mail", "team_request",
+    "AGENT_COLUMNS", "LEASE_COLUMNS", "agent_record", "lease_record",
 ]
 
 AGENT_COLUMNS = (
@@ -27,11 +26,6 @@ LEASE_COLUMNS = (
     "agent_id, owner_id, token, runtime_id, pid, host, process_started_at, label, acquired_at,"
     " heartbeat_at"
 )
-MAIL_COLUMNS = "id, team_id, recipient, message, state, claimed_by, transcript_seq"
-REQUEST_COLUMNS = (
-    "id, team_id, protocol, sender, recipient, content, status, created_at, resolved_at, reason"
-)
-
 Loads = Callable[[Any], Any]
 
 
@@ -43,21 +37,6 @@ def agent_record(row: tuple[Any, ...], loads: Loads) -> AgentRecord:
         usage=Usage.model_validate(loads(row[10])), message_count=row[11],
         created_at=row[12], updated_at=row[13], branch_id=row[14] or row[0],
         forked_from=row[15], fork_index=row[16],
-    )
-
-
-def team_mail(row: tuple[Any, ...], loads: Loads) -> TeamMail:
-    return TeamMail(
-        id=row[0], team_id=row[1], recipient=row[2],
-        message=TeamMessage.model_validate(loads(row[3])), state=row[4], claimed_by=row[5],
-        transcript_seq=row[6],
-    )
-
-
-def team_request(row: tuple[Any, ...]) -> TeamRequest:
-    return TeamRequest(
-        id=row[0], team_id=row[1], protocol=row[2], sender=row[3], recipient=row[4],
-        content=row[5], status=row[6], created_at=row[7], resolved_at=row[8], reason=row[9],
     )
 
 

@@ -28,8 +28,9 @@ from mentra_nb.store.records import (
     Update,
 )
 
-__all__ = ["POSTGRES", "SQLITE", "Cursor", "Dialect", "count_records", "read_records",
-           "write_records"]
+__all__ = ["POSTGRES", "QUEUE_MARK", "RECORD_COLUMNS", "SQLITE", "Cursor", "Dialect",
+           "feature_rows_to_records", "leases_table", "record_filter", "records_table", "statements",
+           "stored_record", "team_tables", "write_records"]
 
 
 class _Rows(Protocol):
@@ -52,7 +53,17 @@ class Dialect:
     param: str  # how a parameter is written
     json_param: str  # how a parameter holding JSON text is written
     skip_locked: str  # appended to the SELECT of rows a claim takes
+    share_lock: str  # appended to a SELECT whose rows a concurrent UPDATE must wait for
+    update_lock: str  # appended to a SELECT of rows this transaction will UPDATE
+    insertion_order: str  # a column that orders rows as they were inserted
     loads: Callable[[Any], Any]  # a JSON column as the driver returns it → Python
+    # For schema migrations: column types, building JSON, the clock.
+    serial_key: str  # an integer primary key numbered by the database
+    json_type: str
+    real_type: str
+    json_object: str  # the function building a JSON object from key, value, ...
+    json_value: str  # a JSON column as a value inside json_object ({} is the column)
+    clock: str  # the time now, in unix seconds
 
     def sql(self, text: str) -> str:
         return text.replace("?j", self.json_param).replace("?", self.param)
@@ -70,27 +81,163 @@ def _json_text(value: Any) -> Any:
     return None if value is None else json.loads(value)
 
 
-# SQLite: JSON is stored as text; a claim needs no row lock, as its write
-# transaction (BEGIN IMMEDIATE) already excludes every other writer.
-SQLITE = Dialect(name="sqlite", param="?", json_param="?", skip_locked="", loads=_json_text)
+# SQLite: JSON is stored as text; no row locks, as a write transaction (BEGIN
+# IMMEDIATE) already excludes every other writer.
+SQLITE = Dialect(name="sqlite", param="?", json_param="?", skip_locked="", share_lock="",
+                 update_lock="", insertion_order="rowid", loads=_json_text,
+                 serial_key="INTEGER PRIMARY KEY AUTOINCREMENT", json_type="TEXT", real_type="REAL",
+                 json_object="json_object", json_value="json({})",
+                 clock="CAST(strftime('%s', 'now') AS REAL)")
 # Postgres: `json` columns (psycopg decodes them); workers claiming at once skip the
 # rows another has locked instead of waiting for it, so each gets other rows.
 POSTGRES = Dialect(name="postgres", param="%s", json_param="%s::json",
-                   skip_locked=" FOR UPDATE SKIP LOCKED", loads=_as_is)
+                   skip_locked=" FOR UPDATE SKIP LOCKED", share_lock=" FOR SHARE",
+                   update_lock=" FOR UPDATE", insertion_order="ord", loads=_as_is,
+                   serial_key="BIGSERIAL PRIMARY KEY", json_type="JSON", real_type="DOUBLE PRECISION",
+                   json_object="json_build_object", json_value="{}",
+                   clock="extract(epoch FROM now())")
+
+
+# --- migrations both schemas take -------------------------------------------------------
+
+
+def leases_table(d: Dialect) -> str:
+    """Leases, as both schemas first created them."""
+    return f"""
+    CREATE TABLE leases (
+        agent_id TEXT PRIMARY KEY,
+        owner_id TEXT NOT NULL,
+        token TEXT NOT NULL,
+        runtime_id TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        process_started_at {d.real_type} NOT NULL,
+        label TEXT,
+        acquired_at {d.real_type} NOT NULL,
+        heartbeat_at {d.real_type} NOT NULL
+    );
+    CREATE INDEX leases_by_token ON leases (token);
+    """
+
+
+def team_tables(d: Dialect, request_order: str) -> str:
+    """Team mail and requests, as both schemas first created them (until records
+    replaced them). Mail is a queue (pending → inflight → acked); `transcript_seq`
+    is where the claiming run writes it, so after a crash the transcript tells
+    whether it kept it (ack) or lost it with a rolled-back run (requeue)."""
+    order_column = "" if request_order == "rowid" else f"{request_order} {d.serial_key.split()[0]} NOT NULL,"
+    order_index = "" if request_order == "rowid" else f", {request_order}"
+    return f"""
+    CREATE TABLE team_mail (
+        id {d.serial_key},
+        team_id TEXT NOT NULL,
+        recipient TEXT NOT NULL,
+        message {d.json_type} NOT NULL,
+        state TEXT NOT NULL DEFAULT 'pending',
+        claimed_by TEXT,
+        transcript_seq INTEGER,
+        created_at {d.real_type} NOT NULL,
+        updated_at {d.real_type} NOT NULL
+    );
+    CREATE INDEX team_mail_by_recipient ON team_mail (team_id, recipient, state, id);
+    CREATE INDEX team_mail_by_claimer ON team_mail (claimed_by, state);
+    CREATE TABLE team_requests (
+        id TEXT PRIMARY KEY,
+        {order_column}
+        team_id TEXT NOT NULL,
+        protocol TEXT NOT NULL,
+        sender TEXT NOT NULL,
+        recipient TEXT NOT NULL,
+        content TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending',
+        created_at {d.real_type} NOT NULL,
+        resolved_at {d.real_type},
+        reason TEXT
+    );
+    CREATE INDEX team_requests_by_team ON team_requests (team_id, created_at{order_index});
+    """
+
+
+def records_table(d: Dialect) -> str:
+    """Records, the rows extensions keep (mentra_nb.store.records), one table for
+    every kind: a feature adds a record kind, not a table or a store method."""
+    return f"""
+    CREATE TABLE records (
+        seq {d.serial_key},
+        kind TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        key TEXT NOT NULL,
+        lane TEXT NOT NULL DEFAULT '',
+        state TEXT NOT NULL DEFAULT '',
+        claimed_by TEXT,
+        claim {d.json_type},
+        value {d.json_type} NOT NULL,
+        created_at {d.real_type} NOT NULL,
+        updated_at {d.real_type} NOT NULL
+    );
+    CREATE UNIQUE INDEX records_by_key ON records (kind, scope, key);
+    CREATE INDEX records_by_lane ON records (kind, scope, lane, state, seq);
+    CREATE INDEX records_by_claimer ON records (claimed_by, state) WHERE claimed_by IS NOT NULL
+    """
+
+
+def feature_rows_to_records(d: Dialect) -> str:
+    """What features kept in tables and keys of their own becomes their records:
+    team mail (its states renamed to the records queue's, its transcript position
+    the claim's note) and protocol requests, a teammate's state, a subagent tree,
+    a runtime's MCP servers. Oldest first, so the records keep their order."""
+    return f"""
+    INSERT INTO records (kind, scope, key, lane, state, claimed_by, claim, value, created_at,
+                         updated_at)
+        SELECT 'teams.mail', team_id, CAST(id AS TEXT), recipient,
+            CASE state WHEN 'inflight' THEN 'claimed' WHEN 'acked' THEN 'done' ELSE 'pending' END,
+            claimed_by, CASE WHEN transcript_seq IS NULL THEN NULL
+                ELSE {d.json_object}('transcript_seq', transcript_seq) END,
+            message, created_at, updated_at
+        FROM team_mail ORDER BY id;
+    INSERT INTO records (kind, scope, key, state, value, created_at, updated_at)
+        SELECT 'teams.request', team_id, id, status,
+            {d.json_object}('id', id, 'team_id', team_id, 'protocol', protocol, 'sender', sender,
+                'recipient', recipient, 'content', content, 'status', status,
+                'created_at', created_at, 'resolved_at', resolved_at, 'reason', reason),
+            created_at, coalesce(resolved_at, created_at)
+        FROM team_requests ORDER BY created_at, {d.insertion_order};
+    INSERT INTO records (kind, scope, key, value, created_at, updated_at)
+        SELECT CASE key WHEN 'team.member.v1' THEN 'teams.member' ELSE 'subagents.tree' END,
+            agent_id, '', value, {d.clock}, {d.clock}
+        FROM state WHERE key IN ('team.member.v1', 'subagents.v1') ORDER BY agent_id;
+    DELETE FROM state WHERE key IN ('team.member.v1', 'subagents.v1');
+    INSERT INTO records (kind, scope, key, value, created_at, updated_at)
+        SELECT 'mcp.servers', runtime_id, '', {d.json_object}('servers', {d.json_value.format('value')}),
+            {d.clock}, {d.clock}
+        FROM runtime_state WHERE key = 'mcp.servers.v1';
+    DROP TABLE team_mail;
+    DROP TABLE team_requests;
+    DROP TABLE runtime_state
+    """
+
+
+def statements(script: str) -> list[str]:
+    """A migration script's statements (none holds a `;` of its own)."""
+    return [s.strip() for s in script.split(";") if s.strip()]
 
 
 # --- records ------------------------------------------------------------------------
 
+# Moves whenever a record is queued (put pending or requeued): what a polling
+# signal compares.
+QUEUE_MARK = ("SELECT count(*), coalesce(max(seq), 0), coalesce(max(updated_at), 0) FROM records"
+              " WHERE state = 'pending'")
 RECORD_COLUMNS = "seq, kind, scope, key, lane, state, claimed_by, claim, value, created_at, updated_at"
 
 
-def _record(dialect: Dialect, row: Sequence[Any]) -> StoredRecord:
+def stored_record(dialect: Dialect, row: Sequence[Any]) -> StoredRecord:
     return StoredRecord(seq=row[0], kind=row[1], scope=row[2], key=row[3], lane=row[4],
                         state=row[5], claimed_by=row[6], claim=dialect.loads(row[7]),
                         value=dialect.loads(row[8]), created_at=row[9], updated_at=row[10])
 
 
-def _where(kind: str, scope: str | None, key: str | None, lane: str | None, state: str | None,
+def record_filter(kind: str, scope: str | None, key: str | None, lane: str | None, state: str | None,
            claimed_by: str | None) -> tuple[str, list[Any]]:
     clauses, params = ["kind = ?"], [kind]
     for column, value in (("scope", scope), ("key", key), ("lane", lane), ("state", state),
@@ -99,22 +246,6 @@ def _where(kind: str, scope: str | None, key: str | None, lane: str | None, stat
             clauses.append(f"{column} = ?")
             params.append(value)
     return " AND ".join(clauses), params
-
-
-def read_records(dialect: Dialect, cur: Cursor, kind: str, *, scope: str | None = None,
-                 key: str | None = None, lane: str | None = None, state: str | None = None,
-                 claimed_by: str | None = None) -> list[StoredRecord]:
-    where, params = _where(kind, scope, key, lane, state, claimed_by)
-    rows = dialect.run(cur, f"SELECT {RECORD_COLUMNS} FROM records WHERE {where} ORDER BY seq",
-                       params).fetchall()
-    return [_record(dialect, row) for row in rows]
-
-
-def count_records(dialect: Dialect, cur: Cursor, kind: str, *, scope: str | None = None,
-                  lane: str | None = None, state: str | None = None,
-                  claimed_by: str | None = None) -> int:
-    where, params = _where(kind, scope, None, lane, state, claimed_by)
-    return int(dialect.run(cur, f"SELECT count(*) FROM records WHERE {where}", params).fetchone()[0])
 
 
 def write_records(dialect: Dialect, cur: Cursor, ops: Sequence[RecordOp],
@@ -132,7 +263,7 @@ def write_records(dialect: Dialect, cur: Cursor, ops: Sequence[RecordOp],
             results.append(_update(dialect, cur, op, now))
             queued = queued or op.state == PENDING
         elif isinstance(op, Delete):
-            where, params = _where(op.kind, op.scope, op.key, None, None, None)
+            where, params = record_filter(op.kind, op.scope, op.key, None, None, None)
             results.append(dialect.run(cur, f"DELETE FROM records WHERE {where}", params).rowcount)
         elif isinstance(op, Claim):
             results.append(_claim(dialect, cur, op, now))
@@ -146,8 +277,9 @@ def write_records(dialect: Dialect, cur: Cursor, ops: Sequence[RecordOp],
 
 
 def _by_key(dialect: Dialect, cur: Cursor, kind: str, scope: str, key: str) -> StoredRecord | None:
-    found = read_records(dialect, cur, kind, scope=scope, key=key)
-    return found[0] if found else None
+    where, params = record_filter(kind, scope, key, None, None, None)
+    row = dialect.run(cur, f"SELECT {RECORD_COLUMNS} FROM records WHERE {where}", params).fetchone()
+    return None if row is None else stored_record(dialect, row)
 
 
 def _put(dialect: Dialect, cur: Cursor, op: Put, now: float) -> StoredRecord:
@@ -210,7 +342,7 @@ def _claim(dialect: Dialect, cur: Cursor, op: Claim, now: float) -> list[StoredR
         (CLAIMED, op.claimer, None if op.claim is None else json.dumps(op.claim), now, *seqs))
     rows = dialect.run(cur, f"SELECT {RECORD_COLUMNS} FROM records WHERE {_in(seqs)} ORDER BY seq",
                        seqs).fetchall()
-    return [_record(dialect, row) for row in rows]
+    return [stored_record(dialect, row) for row in rows]
 
 
 def _settle(dialect: Dialect, cur: Cursor, op: Settle, now: float) -> int:

@@ -24,23 +24,18 @@ __all__ = [
     "Checkpoint",
     "LeaseClaim",
     "LeaseRecord",
-    "MailSignal",
     "PendingTurn",
     "PersistedAgent",
+    "RecordSignal",
     "RunRecord",
     "Store",
-    "TeamMail",
-    "TeamMailState",
-    "TeamMessage",
-    "TeamMessageKind",
-    "TeamRequest",
-    "TeamRequestStatus",
 ]
 
 
 # "agent": a lead the user spawned (what `rt.resume()` returns); "teammate" and
 # "subagent" are agents other agents created, revived by their parent.
 AgentKind = Literal["agent", "teammate", "subagent"]
+"""What an agent is: a lead (`agent`), a `teammate` or a `subagent`."""
 
 
 class AgentRecord(BaseModel):
@@ -160,77 +155,19 @@ class LeaseClaim(BaseModel):
 
 
 class LeaseRecord(LeaseClaim):
+    """A stored lease: who holds the agent, and when its holder last heartbeat."""
+
     agent_id: str
     acquired_at: float
     heartbeat_at: float
 
 
-# --- teams ----------------------------------------------------------------------
-# A team is named by its lead's agent id (`team_id`); members are addressed by
-# name inside it, so a teammate re-spawned under the same name keeps its inbox.
+class RecordSignal(Protocol):
+    """Tells a runtime that a record may have been queued (put pending, or
+    requeued) by another process or host.
 
-TeamMessageKind = Literal["message", "broadcast", "request", "response"]
-TeamMailState = Literal["pending", "inflight", "acked"]
-TeamRequestStatus = Literal["pending", "approved", "rejected"]
-
-
-class TeamMessage(BaseModel):
-    """One piece of team mail, exactly as the recipient's model reads it inside
-    `<team-inbox>`: `{type, from, content, timestamp, request_id?, protocol?, approve?}`."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True, populate_by_name=True, serialize_by_alias=True)
-
-    type: TeamMessageKind = "message"
-    sender: str = Field(alias="from")
-    content: str
-    timestamp: int = 0  # unix seconds: what a model needs, and stable to compare
-    request_id: str | None = None
-    protocol: str | None = None
-    approve: bool | None = None
-    # The id of the runtime that left it with `rt.post` (mail from outside the team).
-    posted_by_runtime: str | None = None
-
-    def for_model(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-class TeamMail(BaseModel):
-    """A queued `TeamMessage`: pending → inflight (claimed by a run of `claimed_by`,
-    to be written at transcript position `transcript_seq`) → acked."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    id: int
-    team_id: str
-    recipient: str
-    message: TeamMessage
-    state: TeamMailState = "pending"
-    claimed_by: str | None = None
-    transcript_seq: int | None = None
-
-
-class TeamRequest(BaseModel):
-    """A protocol request (`shutdown`, `plan_approval`, any name) between two members."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    id: str
-    team_id: str
-    protocol: str
-    sender: str
-    recipient: str
-    content: str
-    status: TeamRequestStatus = "pending"
-    created_at: float = 0.0
-    resolved_at: float | None = None
-    reason: str | None = None
-
-
-class MailSignal(Protocol):
-    """Tells a runtime that team mail may have arrived from another process or host.
-
-    `wait` blocks for up to `timeout` seconds and returns True as soon as mail
-    may have been posted (a false alarm is allowed, a missed post is not once it
+    `wait` blocks for up to `timeout` seconds and returns True as soon as one
+    may have been (a false alarm is allowed, a missed one is not once it
     committed), False when nothing happened. Used from one thread."""
 
     def wait(self, timeout: float) -> bool: ...
@@ -272,10 +209,16 @@ class Store(Protocol):
     def list_agents(self, runtime_id: str | None = None, *,
                     parent_id: str | None = None) -> list[AgentRecord]:
         """Agents in creation order, without transcripts; only `runtime_id`'s, and
-        only the children (teammates, subagents) of `parent_id`, when given."""
+        only the children (the agents it created) of `parent_id`, when given."""
         ...
 
     def set_status(self, agent_id: str, status: AgentStatus, *, token: str) -> None: ...
+
+    def update_agent_profile(
+        self, agent_id: str, *, role: str | None, config: dict[str, Any], token: str
+    ) -> None:
+        """Change an agent's role and config (one re-created under its old name)."""
+        ...
 
     # --- runs ---------------------------------------------------------------
     def begin_run(
@@ -314,14 +257,6 @@ class Store(Protocol):
 
     def save_state(self, agent_id: str, key: str, value: Any, *, token: str) -> None: ...
 
-    # --- key/value state of a whole runtime (its MCP servers, say) ----------
-    # Not fenced by a lease: it belongs to the runtime id, whichever process writes.
-    def load_runtime_state(self, runtime_id: str, key: str) -> Any | None: ...
-
-    def save_runtime_state(self, runtime_id: str, key: str, value: Any) -> None:
-        """Store `value` (JSON) under `key`; `None` deletes it."""
-        ...
-
     # --- records: rows extensions keep (see mentra_nb.store.records) ----------
     def write_records(self, ops: Sequence[RecordOp], *, agent_id: str | None = None,
                       token: str | None = None) -> list[Any]:
@@ -349,60 +284,6 @@ class Store(Protocol):
     def release_leases(self, token: str, agent_ids: list[str] | None = None) -> None: ...
 
     def lease_holder(self, agent_id: str) -> LeaseRecord | None: ...
-
-    # --- teams: agent profile, mail queue, protocol requests -------------------
-    def update_agent_profile(
-        self, agent_id: str, *, role: str | None, config: dict[str, Any], token: str
-    ) -> None:
-        """Change an agent's role and config (a shut-down teammate re-spawned by name)."""
-        ...
-
-    def post_team_mail(self, team_id: str, recipient: str, message: TeamMessage) -> int:
-        """Queue `message` (pending) for `recipient`; returns its id. Not fenced: a
-        sender never holds the recipient's lease, and mail may arrive while no
-        runtime drives the recipient."""
-        ...
-
-    def claim_team_mail(
-        self, team_id: str, recipient: str, *, agent_id: str, transcript_seq: int, token: str
-    ) -> list[TeamMail]:
-        """Move every pending message of `recipient` to inflight for `agent_id`'s
-        current run, oldest first. Fenced by `agent_id`'s lease."""
-        ...
-
-    def count_team_mail(self, team_id: str, recipient: str, state: TeamMailState = "pending") -> int: ...
-
-    def list_team_mail(
-        self, team_id: str, recipient: str | None = None, state: TeamMailState | None = None
-    ) -> list[TeamMail]:
-        """Mail of a team, oldest first, optionally narrowed to a recipient and state."""
-        ...
-
-    def inflight_team_mail(self, agent_id: str) -> list[TeamMail]:
-        """Mail claimed by `agent_id` and neither acked nor requeued yet."""
-        ...
-
-    def settle_team_mail(
-        self, agent_id: str, *, ack: list[int], requeue: list[int], token: str
-    ) -> None:
-        """Inflight mail of `agent_id`: `ack` → acked, `requeue` → pending, in one step."""
-        ...
-
-    def create_team_request(self, request: TeamRequest, message: TeamMessage) -> None:
-        """Record a pending request and queue its `message` for the recipient, in one step."""
-        ...
-
-    def resolve_team_request(
-        self, team_id: str, request_id: str, *, approve: bool, reason: str | None,
-        response: TeamMessage,
-    ) -> TeamRequest | None:
-        """Approve or reject a pending request and queue `response` for its sender,
-        in one step. Returns the resolved request, or None if it was not pending."""
-        ...
-
-    def list_team_requests(self, team_id: str) -> list[TeamRequest]:
-        """Requests of a team, oldest first."""
-        ...
 
     # --- time travel: forks, branches, deletion ------------------------------
     # A fork or a rewind writes O(1) rows whatever the transcript's length: a
@@ -446,7 +327,8 @@ class Store(Protocol):
 
     def delete_agents(self, agent_ids: list[str], *, token: str) -> None:
         """Delete these agents in one step, each leased by `token`: their rows,
-        state, leases, resumable turns, team mail and requests, and every branch no
+        state, leases, resumable turns, the records they own (scope) or hold
+        (claimed_by), and every branch no
         remaining agent reads. Messages a fork of theirs still reads are kept (only
         those). An unknown id is ignored."""
         ...
@@ -455,9 +337,10 @@ class Store(Protocol):
         """Give the space of deleted rows back to the file system."""
         ...
 
-    def mail_signal(self) -> MailSignal:
-        """A new signal of mail posted through any handle on this storage, by any
-        process (SQLite: a poll of `PRAGMA data_version`; Postgres: LISTEN/NOTIFY)."""
+    def record_signal(self) -> RecordSignal:
+        """A new signal of records queued through any handle on this storage, by
+        any process (SQLite: a poll of `PRAGMA data_version`; Postgres:
+        LISTEN/NOTIFY)."""
         ...
 
     def close(self) -> None: ...

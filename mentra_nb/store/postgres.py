@@ -40,56 +40,29 @@ Design choices, and why:
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
 import time
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from mentra_nb.errors import AgentExists, ConfigError, DatabaseError, LeaseLost, StoreError
-from mentra_nb.messages import Message, Usage, preview
-from mentra_nb.status import AgentStatus
+from mentra_nb.errors import ConfigError, DatabaseError, StoreError
+from mentra_nb.messages import Message
 from mentra_nb.store import _sql
 from mentra_nb.store._decoding import decode_messages
 from mentra_nb.store._dsn import parse_dsn, redact_dsn, scrub
-from mentra_nb.store._lease_rules import (
-    describe_holder,
-    holder_is_live,
-    lease_lost_message,
-    lease_unavailable,
-)
-from mentra_nb.store._rows import (
-    AGENT_COLUMNS,
-    LEASE_COLUMNS,
-    MAIL_COLUMNS,
-    REQUEST_COLUMNS,
-    agent_record,
-    lease_record,
-    team_mail,
-    team_request,
-)
+from mentra_nb.store._rows import AGENT_COLUMNS, agent_record
+from mentra_nb.store._sql_store import Head, SqlStore
 from mentra_nb.store.base import (
-    AgentRecord,
-    BranchRecord,
-    Checkpoint,
-    LeaseClaim,
-    LeaseRecord,
-    MailSignal,
     PendingTurn,
     PersistedAgent,
+    RecordSignal,
     RunRecord,
-    TeamMail,
-    TeamMailState,
-    TeamMessage,
-    TeamRequest,
 )
-from mentra_nb.store.records import RecordOp, StoredRecord
 
 if TYPE_CHECKING:
     import psycopg
@@ -99,7 +72,8 @@ __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact_dsn"]
 
 log = logging.getLogger("mentra_nb.store")
 
-POSTGRES_SCHEMA_VERSION = 4
+POSTGRES_SCHEMA_VERSION = 5
+"""The Postgres schema version this mentra-nb writes (`mentra_schema`); a newer one is refused."""
 # The channel `NOTIFY` wakes listeners on when mail is posted (see `ListenSignal`):
 # this prefix and the schema's random token (schema 3).
 _MAIL_CHANNEL = re.compile(r"mentra_mail_[0-9a-f]{32}")
@@ -156,47 +130,7 @@ _MIGRATIONS: list[str] = [
         value JSON NOT NULL,
         PRIMARY KEY (runtime_id, key)
     );
-    CREATE TABLE leases (
-        agent_id TEXT PRIMARY KEY,
-        owner_id TEXT NOT NULL,
-        token TEXT NOT NULL,
-        runtime_id TEXT NOT NULL,
-        pid INTEGER NOT NULL,
-        host TEXT NOT NULL,
-        process_started_at DOUBLE PRECISION NOT NULL,
-        label TEXT,
-        acquired_at DOUBLE PRECISION NOT NULL,
-        heartbeat_at DOUBLE PRECISION NOT NULL
-    );
-    CREATE INDEX leases_by_token ON leases (token);
-    CREATE TABLE team_mail (
-        id BIGSERIAL PRIMARY KEY,
-        team_id TEXT NOT NULL,
-        recipient TEXT NOT NULL,
-        message JSON NOT NULL,
-        state TEXT NOT NULL DEFAULT 'pending',
-        claimed_by TEXT,
-        transcript_seq INTEGER,
-        created_at DOUBLE PRECISION NOT NULL,
-        updated_at DOUBLE PRECISION NOT NULL
-    );
-    CREATE INDEX team_mail_by_recipient ON team_mail (team_id, recipient, state, id);
-    CREATE INDEX team_mail_by_claimer ON team_mail (claimed_by, state);
-    CREATE TABLE team_requests (
-        id TEXT PRIMARY KEY,
-        ord BIGSERIAL NOT NULL,
-        team_id TEXT NOT NULL,
-        protocol TEXT NOT NULL,
-        sender TEXT NOT NULL,
-        recipient TEXT NOT NULL,
-        content TEXT NOT NULL,
-        status TEXT NOT NULL DEFAULT 'pending',
-        created_at DOUBLE PRECISION NOT NULL,
-        resolved_at DOUBLE PRECISION,
-        reason TEXT
-    );
-    CREATE INDEX team_requests_by_team ON team_requests (team_id, created_at, ord);
-    """,
+    """ + _sql.leases_table(_sql.POSTGRES) + _sql.team_tables(_sql.POSTGRES, request_order="ord"),
     # 2: time travel, as SQLite's schema 6: messages hang on branches; an agent reads
     # its head branch (its parent branch's first `fork_index` messages, recursively,
     # then its own rows), so a fork or a rewind inserts a row instead of a copy.
@@ -226,25 +160,9 @@ _MIGRATIONS: list[str] = [
     ALTER TABLE mentra_schema ADD COLUMN mail_channel TEXT;
     UPDATE mentra_schema SET mail_channel = 'mentra_mail_' || replace(gen_random_uuid()::text, '-', '')
     """,
-    # 4: records, the rows extensions keep (as SQLite's schema 8).
-    """
-    CREATE TABLE records (
-        seq BIGSERIAL PRIMARY KEY,
-        kind TEXT NOT NULL,
-        scope TEXT NOT NULL,
-        key TEXT NOT NULL,
-        lane TEXT NOT NULL DEFAULT '',
-        state TEXT NOT NULL DEFAULT '',
-        claimed_by TEXT,
-        claim JSON,
-        value JSON NOT NULL,
-        created_at DOUBLE PRECISION NOT NULL,
-        updated_at DOUBLE PRECISION NOT NULL
-    );
-    CREATE UNIQUE INDEX records_by_key ON records (kind, scope, key);
-    CREATE INDEX records_by_lane ON records (kind, scope, lane, state, seq);
-    CREATE INDEX records_by_claimer ON records (claimed_by, state) WHERE claimed_by IS NOT NULL
-    """,
+    # 4: records (see there). 5: features' tables and keys become records.
+    _sql.records_table(_sql.POSTGRES),
+    _sql.feature_rows_to_records(_sql.POSTGRES),
 ]
 
 # psycopg's default: a query is prepared on the server after this many runs.
@@ -254,7 +172,7 @@ _PREPARE_AFTER = 5
 _NOW = "extract(epoch FROM clock_timestamp())::double precision"
 
 
-class PostgresStore:
+class PostgresStore(SqlStore):
     """The Postgres store (needs `pip install mentra-nb[postgres]`).
 
     `dsn` is a libpq connection string or URL; leave the password out of it and
@@ -271,6 +189,8 @@ class PostgresStore:
     carry both as query parameters (`?prepare_threshold=5&listen_url=...`,
     percent-encoded), which is how `%mentra db` and `MENTRA_DB_URL` pass them.
     """
+
+    dialect = _sql.POSTGRES
 
     def __init__(
         self,
@@ -415,7 +335,7 @@ class PostgresStore:
                     "untouched. Upgrade mentra-nb: pip install -U 'mentra-nb[postgres]'"
                 )
             for index in range(version, POSTGRES_SCHEMA_VERSION):
-                for statement in _statements(_MIGRATIONS[index]):
+                for statement in _sql.statements(_MIGRATIONS[index]):
                     conn.execute(statement)
             if version < POSTGRES_SCHEMA_VERSION:
                 conn.execute("UPDATE mentra_schema SET version = %s", (POSTGRES_SCHEMA_VERSION,))
@@ -450,19 +370,77 @@ class PostgresStore:
         return PoolTimeout
 
     @contextmanager
-    def _write(self, agent_id: str | None = None,
-               token: str | None = None) -> Iterator[psycopg.Connection[Any]]:
-        """One transaction; with `token`, only while that token holds the lease."""
+    def _transaction(self) -> Iterator[psycopg.Connection[Any]]:
         with self._connection() as conn, conn.transaction():
-            if token is not None:
-                # FOR SHARE: a takeover's UPDATE of this row waits until we commit.
-                row = conn.execute(
-                    "SELECT token, pid, host FROM leases WHERE agent_id = %s FOR SHARE", (agent_id,)
-                ).fetchone()
-                if row is None or row[0] != token:
-                    raise LeaseLost(lease_lost_message(
-                        str(agent_id), None if row is None else (row[1], row[2])))
             yield conn
+
+    def _now(self, cur: psycopg.Connection[Any]) -> float:
+        # The database's clock: every host judges lease expiry by it.
+        return float(cur.execute(f"SELECT {_NOW}").fetchone()[0])  # type: ignore[index]
+
+    def _is_unique_violation(self, err: BaseException | None) -> bool:
+        return isinstance(err, self._psycopg.errors.UniqueViolation)
+
+    def _notify_queued(self, cur: psycopg.Connection[Any]) -> None:
+        # Delivered at commit, to every kernel on every host listening on this schema's
+        # channel (see ListenSignal); no payload: a listener learns only that one came.
+        cur.execute(f"NOTIFY {self._mail_channel}")
+
+    # --- the transcript's layout: rows keyed by (branch_id, seq) -------------------------
+
+    def _head(self, cur: psycopg.Connection[Any], agent_id: str) -> Head:
+        row = cur.execute(
+            "SELECT branch_id, message_count, run_generation, run_baseline FROM agents WHERE id = %s",
+            (agent_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no agent {agent_id} in the store")
+        branch = row[0] or agent_id
+        return Head(branch, branch, int(row[1]), int(row[2]), row[3])
+
+    def _append(self, cur: psycopg.Connection[Any], head: Head, start: int, generation: int,
+                messages: list[Message]) -> None:
+        if not messages:
+            return
+        now = time.time()
+        with cur.cursor() as many:
+            many.executemany(
+                "INSERT INTO messages (branch_id, seq, message, run_generation, created_at)"
+                " VALUES (%s, %s, %s::json, %s, %s)",
+                [(head.rows, start + i, m.model_dump_json(), generation, now)
+                 for i, m in enumerate(messages)],
+            )
+
+    def _delete_rows(self, cur: psycopg.Connection[Any], head: Head, start: int) -> None:
+        cur.execute("DELETE FROM messages WHERE branch_id = %s AND seq >= %s", (head.rows, start))
+
+    def _insert_branch(self, cur: psycopg.Connection[Any], branch: str, agent_id: str,
+                       parent: str | None, at: int, now: float) -> None:
+        cur.execute("INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at)"
+                    " VALUES (%s, %s, %s, %s, %s)", (branch, agent_id, parent, at, now))
+
+    def _is_bare_pointer(self, cur: psycopg.Connection[Any], branch: str) -> bool:
+        row = cur.execute(
+            "SELECT parent_id IS NOT NULL"
+            " AND NOT EXISTS (SELECT 1 FROM messages WHERE branch_id = %s)"
+            " AND NOT EXISTS (SELECT 1 FROM branches c WHERE c.parent_id = %s)"
+            " FROM branches WHERE id = %s", (branch, branch, branch)).fetchone()
+        return bool(row and row[0])
+
+    def _branch_length(self, cur: psycopg.Connection[Any], branch: str) -> int:
+        row = cur.execute("SELECT b.fork_index, (SELECT max(seq) FROM messages WHERE branch_id = b.id)"
+                          " FROM branches b WHERE b.id = %s", (branch,)).fetchone()
+        if row is None:
+            return 0
+        return int(row[0]) if row[1] is None else max(int(row[0]), int(row[1]) + 1)
+
+    def _collect_branches(self, cur: psycopg.Connection[Any]) -> None:
+        while cur.execute(
+            "DELETE FROM branches b WHERE agent_id IS NULL"
+            " AND NOT EXISTS (SELECT 1 FROM branches c WHERE c.parent_id = b.id)").rowcount:
+            pass
+        cur.execute(
+            "DELETE FROM messages m USING branches b WHERE m.branch_id = b.id AND b.agent_id IS NULL"
+            " AND m.seq >= (SELECT max(c.fork_index) FROM branches c WHERE c.parent_id = b.id)")
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._connection() as conn:
@@ -484,61 +462,7 @@ class PostgresStore:
                 self._closed = True
                 self._pool.close()
 
-    # --- agents ---------------------------------------------------------------
-
-    def create_agent(self, record: AgentRecord, *, token: str) -> None:
-        self._create(record, token=token, source_id=None, at=0)
-
-    def _create(self, record: AgentRecord, *, token: str, source_id: str | None, at: int) -> None:
-        """The agent's row and its first branch (named after it); a fork's reads the
-        first `at` messages of `source_id`'s head branch."""
-        now = time.time()
-        unique = self._psycopg.errors.UniqueViolation
-        try:
-            with self._write(record.id, token) as conn:
-                parent_branch = None
-                if source_id is not None:
-                    row = conn.execute("SELECT branch_id, message_count FROM agents WHERE id = %s",
-                                       (source_id,)).fetchone()
-                    if row is None:
-                        raise StoreError(f"no agent {source_id} in {self._where} to fork")
-                    if not 0 <= at <= row[1]:
-                        raise StoreError(f"cannot fork agent {source_id} at {at}: it has {row[1]} "
-                                         "committed messages")
-                    parent_branch = row[0]
-                conn.execute(
-                    "INSERT INTO agents (id, runtime_id, name, model, config, status, kind,"
-                    " parent_id, role, run_generation, usage, message_count, created_at, updated_at,"
-                    " branch_id, forked_from, fork_index)"
-                    " VALUES (%s, %s, %s, %s, %s::json, %s::json, %s, %s, %s, %s, %s::json, %s,"
-                    " %s, %s, %s, %s, %s)",
-                    (
-                        record.id, record.runtime_id, record.name, record.model,
-                        json.dumps(record.config), record.status.model_dump_json(),
-                        record.kind, record.parent_id, record.role, record.run_generation,
-                        record.usage.model_dump_json(), at, record.created_at or now, now,
-                        record.id, record.forked_from, record.fork_index,
-                    ),
-                )
-                conn.execute(
-                    "INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at)"
-                    " VALUES (%s, %s, %s, %s, %s)", (record.id, record.id, parent_branch, at, now))
-        except StoreError as err:
-            cause = err.__cause__
-            if not isinstance(cause, unique):
-                raise
-            if record.kind == "agent" and "agents_unique_lead_name" in str(cause):
-                rows = self._read(
-                    "SELECT id FROM agents WHERE runtime_id = %s AND name = %s AND kind = 'agent'",
-                    (record.runtime_id, record.name),
-                )
-                existing = rows[0][0] if rows else "unknown"
-                raise AgentExists(
-                    f"an agent named '{record.name}' already exists in runtime "
-                    f"'{record.runtime_id}' (id {existing}); resume it with "
-                    f"rt.resume_agent('{existing}') or pick another name"
-                ) from None
-            raise StoreError(f"agent {record.id} already exists in {self._where}") from cause
+    # --- reading agents and transcripts -----------------------------------------------
 
     def load_agent(self, agent_id: str, *, transcript: bool = True) -> PersistedAgent | None:
         with self._connection() as conn, conn.transaction():
@@ -559,7 +483,7 @@ class PostgresStore:
             resumable_row = conn.execute(
                 "SELECT message FROM resumable_turns WHERE agent_id = %s", (agent_id,)).fetchone()
         with self._decoding(f"record of agent {agent_id}"):
-            record = _agent_record(rows[0])
+            record = agent_record(rows[0], _sql.POSTGRES.loads)
             started = run_row is not None and run_row[0] is not None
             return PersistedAgent(
                 record=record,
@@ -585,203 +509,21 @@ class PostgresStore:
         with self._decoding(f"message of agent {agent_id}"):
             return decode_messages(rows)
 
-    def list_agents(self, runtime_id: str | None = None, *,
-                    parent_id: str | None = None) -> list[AgentRecord]:
-        where: list[str] = []
-        params: list[Any] = []
-        if runtime_id is not None:
-            where.append("runtime_id = %s")
-            params.append(runtime_id)
-        if parent_id is not None:
-            where.append("parent_id = %s")
-            params.append(parent_id)
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
-        rows = self._read(f"SELECT {AGENT_COLUMNS} FROM agents{clause} ORDER BY created_at, ord",
-                          tuple(params))
-        with self._decoding("agent record"):
-            return [_agent_record(row) for row in rows]
+    _BRANCH_LAST_SEQ = "(SELECT max(seq) FROM messages m WHERE m.branch_id = b.id)"
 
-    def set_status(self, agent_id: str, status: AgentStatus, *, token: str) -> None:
-        with self._write(agent_id, token) as conn:
-            _update_agent(conn, agent_id, status=status)
-
-    # --- runs -----------------------------------------------------------------
-
-    def begin_run(
-        self, agent_id: str, run: RunRecord, messages: list[Message], *, status: AgentStatus,
-        token: str, clear_resumable: bool = False,
-    ) -> None:
-        with self._write(agent_id, token) as conn:
-            head = _head(conn, agent_id)
-            count = head.length
-            if count != run.baseline:
-                raise StoreError(
-                    f"agent {agent_id} has {count} stored messages but the run starts at "
-                    f"{run.baseline}; reload the agent (rt.resume_agent) before sending"
-                )
-            _append(conn, head.branch, count, run.generation, messages)
-            conn.execute(
-                "UPDATE agents SET run_baseline = %s, run_assistant_committed = %s,"
-                " run_started_at = %s, pending_turn = NULL WHERE id = %s",
-                (run.baseline, run.assistant_committed, run.started_at or time.time(), agent_id),
-            )
-            if clear_resumable:
-                conn.execute("DELETE FROM resumable_turns WHERE agent_id = %s", (agent_id,))
-            _update_agent(conn, agent_id, status=status, run_generation=run.generation,
-                          message_count=count + len(messages))
-
-    def checkpoint_pending(self, agent_id: str, pending: PendingTurn, *, token: str) -> None:
-        with self._write(agent_id, token) as conn:
-            conn.execute("UPDATE agents SET pending_turn = %s::json WHERE id = %s",
-                         (pending.model_dump_json(), agent_id))
-
-    def commit_assistant(
-        self, agent_id: str, message: Message, *, usage: Usage, status: AgentStatus, token: str
-    ) -> None:
-        with self._write(agent_id, token) as conn:
-            head = _head(conn, agent_id)
-            count = head.length
-            _append(conn, head.branch, count, head.generation, [message])
-            conn.execute("UPDATE agents SET run_assistant_committed = TRUE, pending_turn = NULL"
-                         " WHERE id = %s", (agent_id,))
-            _update_agent(conn, agent_id, status=status, usage=usage, message_count=count + 1)
-
-    def append_messages(self, agent_id: str, messages: list[Message], *, token: str) -> None:
-        with self._write(agent_id, token) as conn:
-            head = _head(conn, agent_id)
-            _append(conn, head.branch, head.length, head.generation, messages)
-            _update_agent(conn, agent_id, message_count=head.length + len(messages))
-
-    def finish_run(
-        self, agent_id: str, *, status: AgentStatus, token: str, append: list[Message] | None = None,
-        usage: Usage | None = None,
-    ) -> None:
-        with self._write(agent_id, token) as conn:
-            head = _head(conn, agent_id)
-            count = head.length
-            if append:
-                _append(conn, head.branch, count, head.generation, append)
-                count += len(append)
-            conn.execute(_END_RUN, (agent_id,))
-            _update_agent(conn, agent_id, status=status, usage=usage, message_count=count)
-
-    def rollback_run(
-        self, agent_id: str, *, status: AgentStatus, resumable: Message | None, token: str
-    ) -> None:
-        with self._write(agent_id, token) as conn:
-            head = _head(conn, agent_id)
-            count = head.length
-            if head.run_baseline is not None:
-                count = head.run_baseline
-                forked_after = conn.execute(
-                    "SELECT 1 FROM branches WHERE parent_id = %s AND fork_index > %s LIMIT 1",
-                    (head.branch, count)).fetchone()
-                if forked_after is None:
-                    conn.execute("DELETE FROM messages WHERE branch_id = %s AND seq >= %s",
-                                 (head.branch, count))
-                else:
-                    # A fork of the running agent reads messages of this run: keep them
-                    # (as a branch) and go on from the baseline on a new head.
-                    _new_head(conn, agent_id, head.branch, count)
-            conn.execute(_END_RUN, (agent_id,))
-            if resumable is not None:
-                conn.execute(
-                    "INSERT INTO resumable_turns (agent_id, message) VALUES (%s, %s::json)"
-                    " ON CONFLICT (agent_id) DO UPDATE SET message = excluded.message",
-                    (agent_id, resumable.model_dump_json()),
-                )
-            _update_agent(conn, agent_id, status=status, message_count=count)
-
-    # --- time travel (the same rules as SqliteStore's) ------------------------------
-
-    def fork_agent(self, record: AgentRecord, *, source_id: str, at: int, token: str) -> None:
-        self._create(record, token=token, source_id=source_id, at=at)
-
-    def rewind(self, agent_id: str, to: int, *, token: str) -> str:
-        with self._write(agent_id, token) as conn:
-            head = _head(conn, agent_id)
-            _refuse_during_run(head, agent_id, "rewind")
-            if not 0 <= to <= head.length:
-                raise StoreError(f"cannot rewind agent {agent_id} to {to}: it has {head.length} messages")
-            conn.execute("DELETE FROM resumable_turns WHERE agent_id = %s", (agent_id,))
-            if to == head.length:
-                return head.branch
-            if _is_bare_pointer(conn, head.branch):
-                conn.execute("UPDATE branches SET fork_index = %s WHERE id = %s", (to, head.branch))
-                _update_agent(conn, agent_id, message_count=to)
-                return head.branch
-            branch = _new_head(conn, agent_id, head.branch, to)
-            _update_agent(conn, agent_id, message_count=to)
-            return branch
-
-    def switch_branch(self, agent_id: str, branch_id: str, *, token: str) -> None:
-        with self._write(agent_id, token) as conn:
-            head = _head(conn, agent_id)
-            _refuse_during_run(head, agent_id, "switch branches of")
-            owner = conn.execute("SELECT agent_id FROM branches WHERE id = %s", (branch_id,)).fetchone()
-            if owner is None or owner[0] != agent_id:
-                raise StoreError(
-                    f"agent {agent_id} has no branch {branch_id}; agent.branches() lists its branches")
-            conn.execute("DELETE FROM resumable_turns WHERE agent_id = %s", (agent_id,))
-            if branch_id == head.branch:
-                return
-            conn.execute("UPDATE agents SET branch_id = %s WHERE id = %s", (branch_id, agent_id))
-            _update_agent(conn, agent_id, message_count=_branch_length(conn, branch_id))
-            if _is_bare_pointer(conn, head.branch) and head.branch != agent_id:
-                conn.execute("DELETE FROM branches WHERE id = %s", (head.branch,))
-
-    def list_branches(self, agent_id: str) -> list[BranchRecord]:
+    @contextmanager
+    def _reading(self) -> Iterator[psycopg.Connection[Any]]:
         with self._connection() as conn, conn.transaction():
-            head = conn.execute("SELECT branch_id FROM agents WHERE id = %s", (agent_id,)).fetchone()
-            rows = conn.execute(
-                "WITH RECURSIVE tree(id) AS (SELECT id FROM branches WHERE id = %s AND agent_id = %s"
-                " UNION ALL SELECT b.id FROM branches b JOIN tree ON b.parent_id = tree.id"
-                " WHERE b.agent_id = %s)"
-                " SELECT b.id, b.agent_id, b.parent_id, b.fork_index, b.created_at,"
-                " (SELECT max(seq) FROM messages m WHERE m.branch_id = b.id)"
-                " FROM tree JOIN branches b ON b.id = tree.id ORDER BY b.created_at, b.id",
-                (agent_id, agent_id, agent_id)).fetchall()
-        return [
-            BranchRecord(id=row[0], agent_id=row[1], parent_id=row[2], fork_index=row[3],
-                         length=row[3] if row[5] is None else max(row[3], row[5] + 1),
-                         is_head=head is not None and row[0] == head[0], created_at=row[4])
-            for row in rows
-        ]
+            yield conn
 
-    def load_checkpoints(self, agent_id: str, start: int = 0, end: int | None = None, *,
-                         branch_id: str | None = None) -> list[Checkpoint]:
-        with self._connection() as conn, conn.transaction():
+    def _checkpoint_rows(self, agent_id: str, branch_id: str | None, start: int,
+                         end: int | None) -> list[tuple[Any, ...]]:
+        with self._reading() as conn:
             branch = _branch_to_read(conn, agent_id, branch_id)
-            rows = conn.execute(
+            return conn.execute(
                 f"{_CHAIN} SELECT m.seq, convert_to(m.message::text, 'UTF8'), m.run_generation,"
                 f" m.created_at {_CHAIN_ROWS}",
                 (branch, end if end is not None else _END, start)).fetchall()
-        with self._decoding(f"message of agent {agent_id}"):
-            messages = decode_messages(rows, column=1)
-        return [
-            Checkpoint(index=row[0], role=message.role, preview=preview(message),
-                       run_generation=row[2], created_at=row[3])
-            for row, message in zip(rows, messages, strict=True)
-        ]
-
-    def delete_agents(self, agent_ids: list[str], *, token: str) -> None:
-        with self._write() as conn:
-            for agent_id in agent_ids:
-                row = conn.execute("SELECT token FROM leases WHERE agent_id = %s FOR UPDATE",
-                                   (agent_id,)).fetchone()
-                known = conn.execute("SELECT 1 FROM agents WHERE id = %s", (agent_id,)).fetchone()
-                if known is not None and (row is None or row[0] != token):
-                    raise LeaseLost(
-                        f"this runtime does not hold the lease of agent {agent_id}, so it cannot "
-                        "delete it; resume the agent first")
-            ids = list(agent_ids)
-            for table, column in (("resumable_turns", "agent_id"), ("state", "agent_id"),
-                                  ("leases", "agent_id"), ("team_mail", "team_id"),
-                                  ("team_mail", "claimed_by"), ("team_requests", "team_id"),
-                                  ("records", "scope"), ("records", "claimed_by"), ("agents", "id")):
-                conn.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (ids,))
-            conn.execute("UPDATE branches SET agent_id = NULL WHERE agent_id = ANY(%s)", (ids,))
-            _collect_branches(conn)
 
     def vacuum(self) -> None:
         with self._connection() as conn:
@@ -793,234 +535,7 @@ class PostgresStore:
             finally:
                 conn.autocommit = autocommit
 
-    # --- state ----------------------------------------------------------------
-
-    def load_state(self, agent_id: str, key: str) -> Any | None:
-        rows = self._read("SELECT value FROM state WHERE agent_id = %s AND key = %s",
-                          (agent_id, key))
-        return rows[0][0] if rows else None
-
-    def save_state(self, agent_id: str, key: str, value: Any, *, token: str) -> None:
-        encoded = json.dumps(value)
-        with self._write(agent_id, token) as conn:
-            conn.execute(
-                "INSERT INTO state (agent_id, key, value) VALUES (%s, %s, %s::json)"
-                " ON CONFLICT (agent_id, key) DO UPDATE SET value = excluded.value",
-                (agent_id, key, encoded),
-            )
-
-    def load_runtime_state(self, runtime_id: str, key: str) -> Any | None:
-        rows = self._read("SELECT value FROM runtime_state WHERE runtime_id = %s AND key = %s",
-                          (runtime_id, key))
-        return rows[0][0] if rows else None
-
-    def save_runtime_state(self, runtime_id: str, key: str, value: Any) -> None:
-        with self._write() as conn:
-            if value is None:
-                conn.execute("DELETE FROM runtime_state WHERE runtime_id = %s AND key = %s",
-                             (runtime_id, key))
-            else:
-                conn.execute(
-                    "INSERT INTO runtime_state (runtime_id, key, value) VALUES (%s, %s, %s::json)"
-                    " ON CONFLICT (runtime_id, key) DO UPDATE SET value = excluded.value",
-                    (runtime_id, key, json.dumps(value)),
-                )
-
-    # --- records ----------------------------------------------------------------
-
-    def write_records(self, ops: Sequence[RecordOp], *, agent_id: str | None = None,
-                      token: str | None = None) -> list[Any]:
-        with self._write(agent_id, token) as conn:
-            # Heard by listeners at commit (see ListenSignal), like posted mail.
-            def notify() -> None:
-                conn.execute(f"NOTIFY {self._mail_channel}")
-
-            return _sql.write_records(_sql.POSTGRES, conn, ops, notify=notify)
-
-    def read_records(self, kind: str, *, scope: str | None = None, key: str | None = None,
-                     lane: str | None = None, state: str | None = None,
-                     claimed_by: str | None = None) -> list[StoredRecord]:
-        with self._connection() as conn, self._decoding(f"{kind} record"):
-            return _sql.read_records(_sql.POSTGRES, conn, kind, scope=scope, key=key, lane=lane,
-                                     state=state, claimed_by=claimed_by)
-
-    def count_records(self, kind: str, *, scope: str | None = None, lane: str | None = None,
-                      state: str | None = None, claimed_by: str | None = None) -> int:
-        with self._connection() as conn:
-            return _sql.count_records(_sql.POSTGRES, conn, kind, scope=scope, lane=lane,
-                                      state=state, claimed_by=claimed_by)
-
-    # --- leases ---------------------------------------------------------------
-
-    def acquire_lease(self, agent_id: str, claim: LeaseClaim, *, ttl: float) -> None:
-        with self._write() as conn:
-            now = float(conn.execute(f"SELECT {_NOW}").fetchone()[0])  # type: ignore[index]
-            values = (agent_id, claim.owner_id, claim.token, claim.runtime_id, claim.pid,
-                      claim.host, claim.process_started_at, claim.label, now, now)
-            inserted = conn.execute(
-                f"INSERT INTO leases ({LEASE_COLUMNS}) VALUES"
-                " (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (agent_id) DO NOTHING"
-                " RETURNING agent_id", values,
-            ).fetchone()
-            if inserted is not None:
-                return
-            # FOR UPDATE waits for fenced writes of the holder in flight (they hold the
-            # row FOR SHARE), so a takeover lands between two of its writes, never inside one.
-            row = conn.execute(f"SELECT {LEASE_COLUMNS} FROM leases WHERE agent_id = %s FOR UPDATE",
-                               (agent_id,)).fetchone()
-            if row is not None:
-                holder = lease_record(row)
-                if holder.owner_id != claim.owner_id and holder_is_live(holder, claim, now, ttl):
-                    raise lease_unavailable(holder, claim, now, ttl)
-                if holder.owner_id != claim.owner_id:
-                    log.info("taking over agent %s from %s (gone or expired)", agent_id,
-                             describe_holder(holder))
-            conn.execute(
-                "UPDATE leases SET owner_id = %s, token = %s, runtime_id = %s, pid = %s, host = %s,"
-                " process_started_at = %s, label = %s, acquired_at = %s, heartbeat_at = %s"
-                " WHERE agent_id = %s",
-                (*values[1:], agent_id),
-            )
-
-    def renew_leases(self, token: str) -> int:
-        with self._write() as conn:
-            return conn.execute(f"UPDATE leases SET heartbeat_at = {_NOW} WHERE token = %s",
-                                (token,)).rowcount
-
-    def release_leases(self, token: str, agent_ids: list[str] | None = None) -> None:
-        with self._write() as conn:
-            if agent_ids is None:
-                conn.execute("DELETE FROM leases WHERE token = %s", (token,))
-            else:
-                conn.execute("DELETE FROM leases WHERE token = %s AND agent_id = ANY(%s)",
-                             (token, agent_ids))
-
-    def lease_holder(self, agent_id: str) -> LeaseRecord | None:
-        rows = self._read(f"SELECT {LEASE_COLUMNS} FROM leases WHERE agent_id = %s", (agent_id,))
-        return lease_record(rows[0]) if rows else None
-
-    # --- teams ----------------------------------------------------------------
-
-    def rename_agent(self, agent_id: str, name: str, *, token: str) -> None:
-        try:
-            with self._write(agent_id, token) as conn:
-                conn.execute("UPDATE agents SET name = %s, updated_at = %s WHERE id = %s",
-                             (name, time.time(), agent_id))
-        except StoreError as err:
-            if isinstance(err.__cause__, self._psycopg.errors.UniqueViolation):
-                raise AgentExists(f"an agent named '{name}' already exists beside agent "
-                                  f"{agent_id}; pick another name") from None
-            raise
-
-    def update_agent_profile(
-        self, agent_id: str, *, role: str | None, config: dict[str, Any], token: str
-    ) -> None:
-        with self._write(agent_id, token) as conn:
-            conn.execute(
-                "UPDATE agents SET role = %s, config = %s::json, updated_at = %s WHERE id = %s",
-                (role, json.dumps(config), time.time(), agent_id),
-            )
-
-    def post_team_mail(self, team_id: str, recipient: str, message: TeamMessage) -> int:
-        with self._write() as conn:
-            return _post_mail(conn, self._mail_channel, team_id, recipient, message)
-
-    def claim_team_mail(
-        self, team_id: str, recipient: str, *, agent_id: str, transcript_seq: int, token: str
-    ) -> list[TeamMail]:
-        with self._write(agent_id, token) as conn:
-            rows = conn.execute(
-                "UPDATE team_mail SET state = 'inflight', claimed_by = %s, transcript_seq = %s,"
-                " updated_at = %s WHERE id IN (SELECT id FROM team_mail WHERE team_id = %s"
-                " AND recipient = %s AND state = 'pending' ORDER BY id FOR UPDATE)"
-                f" RETURNING {MAIL_COLUMNS}",
-                (agent_id, transcript_seq, time.time(), team_id, recipient),
-            ).fetchall()
-        return sorted((_mail(row) for row in rows), key=lambda mail: mail.id)
-
-    def count_team_mail(self, team_id: str, recipient: str, state: TeamMailState = "pending") -> int:
-        rows = self._read(
-            "SELECT count(*) FROM team_mail WHERE team_id = %s AND recipient = %s AND state = %s",
-            (team_id, recipient, state),
-        )
-        return int(rows[0][0])
-
-    def list_team_mail(
-        self, team_id: str, recipient: str | None = None, state: TeamMailState | None = None
-    ) -> list[TeamMail]:
-        sql = f"SELECT {MAIL_COLUMNS} FROM team_mail WHERE team_id = %s"
-        params: list[Any] = [team_id]
-        if recipient is not None:
-            sql += " AND recipient = %s"
-            params.append(recipient)
-        if state is not None:
-            sql += " AND state = %s"
-            params.append(state)
-        return [_mail(row) for row in self._read(sql + " ORDER BY id", tuple(params))]
-
-    def inflight_team_mail(self, agent_id: str) -> list[TeamMail]:
-        rows = self._read(
-            f"SELECT {MAIL_COLUMNS} FROM team_mail WHERE claimed_by = %s AND state = 'inflight'"
-            " ORDER BY id",
-            (agent_id,),
-        )
-        return [_mail(row) for row in rows]
-
-    def settle_team_mail(
-        self, agent_id: str, *, ack: list[int], requeue: list[int], token: str
-    ) -> None:
-        now = time.time()
-        with self._write(agent_id, token) as conn:
-            # Only mail this agent still holds inflight: settling twice changes nothing.
-            conn.execute(
-                "UPDATE team_mail SET state = 'acked', updated_at = %s WHERE id = ANY(%s)"
-                " AND claimed_by = %s AND state = 'inflight'",
-                (now, ack, agent_id),
-            )
-            conn.execute(
-                "UPDATE team_mail SET state = 'pending', claimed_by = NULL, transcript_seq = NULL,"
-                " updated_at = %s WHERE id = ANY(%s) AND claimed_by = %s AND state = 'inflight'",
-                (now, requeue, agent_id),
-            )
-            if requeue:
-                conn.execute(f"NOTIFY {self._mail_channel}")
-
-    def create_team_request(self, request: TeamRequest, message: TeamMessage) -> None:
-        try:
-            with self._write() as conn:
-                conn.execute(
-                    f"INSERT INTO team_requests ({REQUEST_COLUMNS})"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    (request.id, request.team_id, request.protocol, request.sender,
-                     request.recipient, request.content, request.status,
-                     request.created_at or time.time(), request.resolved_at, request.reason),
-                )
-                _post_mail(conn, self._mail_channel, request.team_id, request.recipient, message)
-        except StoreError as err:
-            if isinstance(err.__cause__, self._psycopg.errors.UniqueViolation):
-                raise StoreError(
-                    f"team request {request.id} already exists in {self._where}") from None
-            raise
-
-    def resolve_team_request(
-        self, team_id: str, request_id: str, *, approve: bool, reason: str | None,
-        response: TeamMessage,
-    ) -> TeamRequest | None:
-        with self._write() as conn:
-            # Conditional on `pending`, so two answers racing cannot both win.
-            row = conn.execute(
-                "UPDATE team_requests SET status = %s, resolved_at = %s, reason = %s"
-                " WHERE team_id = %s AND id = %s AND status = 'pending'"
-                f" RETURNING {REQUEST_COLUMNS}",
-                ("approved" if approve else "rejected", time.time(), reason, team_id, request_id),
-            ).fetchone()
-            if row is None:
-                return None
-            resolved = team_request(row)
-            _post_mail(conn, self._mail_channel, team_id, resolved.sender, response)
-            return resolved
-
-    def mail_signal(self) -> MailSignal:
+    def record_signal(self) -> RecordSignal:
         return ListenSignal(self)
 
     def listening_connection(self) -> psycopg.Connection[Any]:
@@ -1046,10 +561,8 @@ class PostgresStore:
                                 f"{self._reason(err)}") from None
 
     def pending_mail_mark(self) -> tuple[Any, ...]:
-        """The pending mail's count, newest id and last change: it moves when mail is posted."""
-        rows = self._read("SELECT count(*), coalesce(max(id), 0), coalesce(max(updated_at), 0)"
-                          " FROM team_mail WHERE state = 'pending'")
-        return tuple(rows[0])
+        """The pending records' count, newest seq and last change: it moves when one is queued."""
+        return tuple(self._read(_sql.QUEUE_MARK)[0])
 
     def say_mail_is_polled(self) -> None:
         """Warn, once per store, that mail is polled for because LISTEN cannot hear."""
@@ -1063,14 +576,6 @@ class PostgresStore:
             "store a session to listen on: listen_url=<the server's URL> (PostgresStore(..., "
             "listen_url=...) or ?listen_url=<percent-encoded URL> in the store's URL)",
             ListenSignal.POLL_SECONDS, redact_dsn(self.listen_url or self.dsn))
-
-    def list_team_requests(self, team_id: str) -> list[TeamRequest]:
-        rows = self._read(
-            f"SELECT {REQUEST_COLUMNS} FROM team_requests WHERE team_id = %s"
-            " ORDER BY created_at, ord",
-            (team_id,),
-        )
-        return [team_request(row) for row in rows]
 
 
 # --- mail from other hosts ----------------------------------------------------------
@@ -1213,26 +718,6 @@ def _readable(dsn: str, what: str, sources: tuple[str, ...]) -> str:
     return dsn
 
 
-def _statements(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
-
-
-def _post_mail(conn: psycopg.Connection[Any], channel: str, team_id: str, recipient: str,
-               message: TeamMessage) -> int:
-    now = time.time()
-    row = conn.execute(
-        "INSERT INTO team_mail (team_id, recipient, message, state, created_at, updated_at)"
-        " VALUES (%s, %s, %s::json, 'pending', %s, %s) RETURNING id",
-        (team_id, recipient, message.model_dump_json(by_alias=True), now, now),
-    ).fetchone()
-    # Delivered at commit, to every kernel on every host listening on this schema's
-    # channel (see ListenSignal); no payload, so a listener learns only that mail came.
-    conn.execute(f"NOTIFY {channel}")
-    return int(row[0]) if row else 0
-
-
-_END_RUN = ("UPDATE agents SET run_baseline = NULL, run_assistant_committed = FALSE,"
-            " run_started_at = NULL, pending_turn = NULL WHERE id = %s")
 
 
 _END = 2**31 - 1  # "to the end" for a seq (an INTEGER)
@@ -1257,22 +742,6 @@ _CHAIN_ROWS = (
 )
 
 
-class _Head(NamedTuple):
-    branch: str
-    length: int
-    generation: int
-    run_baseline: int | None
-
-
-def _head(conn: psycopg.Connection[Any], agent_id: str) -> _Head:
-    row = conn.execute(
-        "SELECT branch_id, message_count, run_generation, run_baseline FROM agents WHERE id = %s",
-        (agent_id,)).fetchone()
-    if row is None:
-        raise StoreError(f"no agent {agent_id} in the store")
-    return _Head(row[0] or agent_id, int(row[1]), int(row[2]), row[3])
-
-
 def _branch_to_read(conn: psycopg.Connection[Any], agent_id: str, branch_id: str | None) -> str:
     if branch_id is None:
         row = conn.execute("SELECT branch_id FROM agents WHERE id = %s", (agent_id,)).fetchone()
@@ -1281,94 +750,3 @@ def _branch_to_read(conn: psycopg.Connection[Any], agent_id: str, branch_id: str
     if owner is None or owner[0] != agent_id:
         raise StoreError(f"agent {agent_id} has no branch {branch_id}; agent.branches() lists its branches")
     return branch_id
-
-
-def _refuse_during_run(head: _Head, agent_id: str, what: str) -> None:
-    if head.run_baseline is not None:
-        raise StoreError(
-            f"cannot {what} agent {agent_id} while a run is in progress; wait for it or cancel it")
-
-
-def _new_head(conn: psycopg.Connection[Any], agent_id: str, parent: str, at: int) -> str:
-    branch = uuid.uuid4().hex
-    conn.execute("INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at)"
-                 " VALUES (%s, %s, %s, %s, %s)", (branch, agent_id, parent, at, time.time()))
-    conn.execute("UPDATE agents SET branch_id = %s WHERE id = %s", (branch, agent_id))
-    return branch
-
-
-def _is_bare_pointer(conn: psycopg.Connection[Any], branch: str) -> bool:
-    row = conn.execute(
-        "SELECT parent_id IS NOT NULL"
-        " AND NOT EXISTS (SELECT 1 FROM messages WHERE branch_id = %s)"
-        " AND NOT EXISTS (SELECT 1 FROM branches c WHERE c.parent_id = %s)"
-        " FROM branches WHERE id = %s", (branch, branch, branch)).fetchone()
-    return bool(row and row[0])
-
-
-def _branch_length(conn: psycopg.Connection[Any], branch: str) -> int:
-    row = conn.execute("SELECT b.fork_index, (SELECT max(seq) FROM messages WHERE branch_id = b.id)"
-                       " FROM branches b WHERE b.id = %s", (branch,)).fetchone()
-    if row is None:
-        return 0
-    return int(row[0]) if row[1] is None else max(int(row[0]), int(row[1]) + 1)
-
-
-def _collect_branches(conn: psycopg.Connection[Any]) -> None:
-    """Delete ownerless branches nothing reads (leaf first, their messages with them);
-    trim an ownerless branch a fork still reads to what the fork reads."""
-    while conn.execute(
-        "DELETE FROM branches b WHERE agent_id IS NULL"
-        " AND NOT EXISTS (SELECT 1 FROM branches c WHERE c.parent_id = b.id)").rowcount:
-        pass
-    conn.execute(
-        "DELETE FROM messages m USING branches b WHERE m.branch_id = b.id AND b.agent_id IS NULL"
-        " AND m.seq >= (SELECT max(c.fork_index) FROM branches c WHERE c.parent_id = b.id)")
-
-
-def _append(conn: psycopg.Connection[Any], branch: str, start: int, generation: int,
-            messages: list[Message]) -> None:
-    if not messages:
-        return
-    now = time.time()
-    with conn.cursor() as cur:
-        cur.executemany(
-            "INSERT INTO messages (branch_id, seq, message, run_generation, created_at)"
-            " VALUES (%s, %s, %s::json, %s, %s)",
-            [(branch, start + i, m.model_dump_json(), generation, now) for i, m in enumerate(messages)],
-        )
-
-
-def _update_agent(conn: psycopg.Connection[Any], agent_id: str, *,
-                  status: AgentStatus | None = None, usage: Usage | None = None,
-                  run_generation: int | None = None, message_count: int | None = None) -> None:
-    sets: list[str] = ["updated_at = %s"]
-    params: list[float | str | int] = [time.time()]
-    if status is not None:
-        sets.append("status = %s::json")
-        params.append(status.model_dump_json())
-    if usage is not None:
-        sets.append("usage = %s::json")
-        params.append(usage.model_dump_json())
-    if run_generation is not None:
-        sets.append("run_generation = %s")
-        params.append(run_generation)
-    if message_count is not None:
-        sets.append("message_count = %s")
-        params.append(message_count)
-    conn.execute(f"UPDATE agents SET {', '.join(sets)} WHERE id = %s",
-                 (*params, agent_id))
-
-
-# psycopg returns JSON columns already decoded.
-def _agent_record(row: tuple[Any, ...]) -> AgentRecord:
-    return agent_record(row, _as_is)
-
-
-def _mail(row: tuple[Any, ...]) -> TeamMail:
-    return team_mail(row, _as_is)
-
-
-def _as_is(value: Any) -> Any:
-    return value
-

@@ -4,16 +4,16 @@ method to `Store`.
 An extension declares each kind of record it keeps once, with the pydantic model
 its payload must match:
 
-    MAIL = RecordKind("teams.mail", TeamMessage)
+    JOBS = RecordKind("batch.jobs", Job)
 
 and reads and writes through the kind, which validates every payload both ways:
 
-    MAIL.append(store, team_id, message, lane="alice", state=PENDING)
-    MAIL.claim(store, team_id, "alice", claimer=agent_id, token=token)
-    MAIL.settle(store, agent_id, done=[seq], requeue=[], token=token)
+    JOBS.append(store, batch_id, Job(row=3), lane="worker-pool", state=PENDING)
+    [job] = JOBS.claim(store, batch_id, "worker-pool", claimer=agent_id, token=token, limit=1)
+    JOBS.settle(store, agent_id, done=[job.seq], token=token)
 
 A record lives under (kind, scope, key): `scope` is whose it is (an agent's id,
-whose deletion deletes it; a runtime or team id), `key` names it in the scope
+whose deletion deletes it; a runtime id, a batch's), `key` names it in the scope
 ("" for a kind's one record per scope). The store numbers every record (`seq`,
 increasing: insertion order). `lane` and `state` are for queues: a record put
 with `state=PENDING` waits in its scope's `lane` until a claim moves it to
@@ -35,14 +35,11 @@ import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mentra_nb.errors import ConfigError, StoreError
-
-if TYPE_CHECKING:
-    from mentra_nb.store.base import Store
 
 __all__ = [
     "CLAIMED",
@@ -54,6 +51,7 @@ __all__ = [
     "Record",
     "RecordKind",
     "RecordOp",
+    "RecordStore",
     "Settle",
     "StoredRecord",
     "Update",
@@ -153,6 +151,21 @@ RecordOp = Put | Update | Delete | Claim | Settle
 # --- typed access -------------------------------------------------------------------
 
 
+class RecordStore(Protocol):
+    """The part of `Store` records need (every `Store` is one)."""
+
+    def write_records(self, ops: Sequence[RecordOp], *, agent_id: str | None = None,
+                      token: str | None = None) -> list[Any]: ...
+
+    def read_records(self, kind: str, *, scope: str | None = None, key: str | None = None,
+                     lane: str | None = None, state: str | None = None,
+                     claimed_by: str | None = None) -> list[StoredRecord]: ...
+
+    def count_records(self, kind: str, *, scope: str | None = None, lane: str | None = None,
+                      state: str | None = None, claimed_by: str | None = None) -> int: ...
+
+
+
 @dataclass(frozen=True)
 class Record(Generic[M]):
     """A stored record whose payload was validated as its kind's model."""
@@ -176,7 +189,7 @@ _KINDS: dict[str, type[BaseModel]] = {}
 
 class RecordKind(Generic[M]):
     """A kind of record an extension keeps: `name` is dotted and starts with the
-    extension's name ("teams.mail"); `model` is what every payload must match.
+    extension's name ("batch.jobs"); `model` is what every payload must match.
     A name can be declared once per process (again only with the same model)."""
 
     def __init__(self, name: str, model: type[M]) -> None:
@@ -237,58 +250,58 @@ class RecordKind(Generic[M]):
 
     # --- one operation each ------------------------------------------------------------
 
-    def get(self, store: Store, scope: str, key: str = "") -> Record[M] | None:
+    def get(self, store: RecordStore, scope: str, key: str = "") -> Record[M] | None:
         found = store.read_records(self.name, scope=scope, key=key)
         return self.record(found[0]) if found else None
 
-    def list(self, store: Store, scope: str | None = None, *, lane: str | None = None,
+    def list(self, store: RecordStore, scope: str | None = None, *, lane: str | None = None,
              state: str | None = None, claimed_by: str | None = None) -> list[Record[M]]:
         """Records of this kind, oldest first, narrowed by what is given."""
         return [self.record(r) for r in store.read_records(
             self.name, scope=scope, lane=lane, state=state, claimed_by=claimed_by)]
 
-    def count(self, store: Store, scope: str | None = None, *, lane: str | None = None,
+    def count(self, store: RecordStore, scope: str | None = None, *, lane: str | None = None,
               state: str | None = None, claimed_by: str | None = None) -> int:
         return store.count_records(self.name, scope=scope, lane=lane, state=state,
                                    claimed_by=claimed_by)
 
-    def put(self, store: Store, scope: str, value: M, key: str = "", *, lane: str = "",
+    def put(self, store: RecordStore, scope: str, value: M, key: str = "", *, lane: str = "",
             state: str = "", replace: bool = True, agent_id: str | None = None,
             token: str | None = None) -> Record[M]:
         op = self.put_op(scope, value, key, lane=lane, state=state, replace=replace)
         return self.record(_one(store, op, agent_id, token))
 
-    def append(self, store: Store, scope: str, value: M, *, lane: str = "", state: str = "",
+    def append(self, store: RecordStore, scope: str, value: M, *, lane: str = "", state: str = "",
                agent_id: str | None = None, token: str | None = None) -> Record[M]:
         op = self.append_op(scope, value, lane=lane, state=state)
         return self.record(_one(store, op, agent_id, token))
 
-    def update(self, store: Store, scope: str, key: str = "", value: M | None = None, *,
+    def update(self, store: RecordStore, scope: str, key: str = "", value: M | None = None, *,
                state: str | None = None, expect_state: str | None = None,
                agent_id: str | None = None, token: str | None = None) -> Record[M]:
         op = self.update_op(scope, key, value, state=state, expect_state=expect_state)
         return self.record(_one(store, op, agent_id, token))
 
-    def delete(self, store: Store, scope: str, key: str | None = "", *,
+    def delete(self, store: RecordStore, scope: str, key: str | None = "", *,
                agent_id: str | None = None, token: str | None = None) -> int:
         """Delete the record under `key`; `key=None` deletes the kind's every record
         in `scope`. Returns how many were deleted."""
         return int(_one(store, Delete(kind=self.name, scope=scope, key=key), agent_id, token))
 
-    def claim(self, store: Store, scope: str, lane: str = "", *, claimer: str, token: str,
+    def claim(self, store: RecordStore, scope: str, lane: str = "", *, claimer: str, token: str,
               limit: int | None = None,
               claim: dict[str, Any] | None = None) -> builtins.list[Record[M]]:
         """Claim the lane's pending records for `claimer`, fenced by its lease."""
         op = Claim(kind=self.name, scope=scope, lane=lane, claimer=claimer, limit=limit, claim=claim)
         return [self.record(r) for r in _one(store, op, claimer, token)]
 
-    def settle(self, store: Store, claimer: str, *, done: Sequence[int] = (),
+    def settle(self, store: RecordStore, claimer: str, *, done: Sequence[int] = (),
                requeue: Sequence[int] = (), token: str, done_state: str = DONE) -> int:
         op = Settle(kind=self.name, claimer=claimer, done=list(done), requeue=list(requeue),
                     done_state=done_state)
         return int(_one(store, op, claimer, token))
 
 
-def _one(store: Store, op: RecordOp, agent_id: str | None, token: str | None) -> Any:
+def _one(store: RecordStore, op: RecordOp, agent_id: str | None, token: str | None) -> Any:
     [result] = store.write_records([op], agent_id=agent_id, token=token)
     return result

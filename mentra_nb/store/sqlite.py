@@ -24,54 +24,28 @@ import os
 import sqlite3
 import threading
 import time
-import uuid
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 from urllib.parse import quote
 
 from pydantic import ValidationError
 
-from mentra_nb.errors import AgentExists, LeaseLost, StoreError
-from mentra_nb.messages import Message, Usage, preview
-from mentra_nb.status import AgentStatus
+from mentra_nb.errors import StoreError
+from mentra_nb.messages import Message
 from mentra_nb.store import _sql
 from mentra_nb.store._decoding import decode_message_arrays, decode_messages
-from mentra_nb.store._lease_rules import (
-    describe_holder,
-    holder_is_live,
-    lease_lost_message,
-    lease_unavailable,
-    process_is_alive,
-)
-from mentra_nb.store._rows import (
-    AGENT_COLUMNS,
-    LEASE_COLUMNS,
-    MAIL_COLUMNS,
-    REQUEST_COLUMNS,
-    agent_record,
-    lease_record,
-    team_mail,
-    team_request,
-)
+from mentra_nb.store._lease_rules import process_is_alive
+from mentra_nb.store._rows import AGENT_COLUMNS, agent_record
+from mentra_nb.store._sql_store import Head, SqlStore
 from mentra_nb.store.base import (
-    AgentRecord,
-    BranchRecord,
-    Checkpoint,
-    LeaseClaim,
-    LeaseRecord,
-    MailSignal,
     PendingTurn,
     PersistedAgent,
+    RecordSignal,
     RunRecord,
-    TeamMail,
-    TeamMailState,
-    TeamMessage,
-    TeamRequest,
 )
-from mentra_nb.store.records import RecordOp, StoredRecord
 
 __all__ = [
     "APPLICATION_ID", "SCHEMA_VERSION", "SqliteStore", "is_network_filesystem", "process_is_alive",
@@ -81,7 +55,11 @@ __all__ = [
 log = logging.getLogger("mentra_nb.store")
 
 APPLICATION_ID = 0x4D4E4231  # "MNB1" in the SQLite header marks a mentra-nb file
-SCHEMA_VERSION = 8
+"""The SQLite header's application id that marks a mentra-nb state file ("MNB1")."""
+SCHEMA_VERSION = 9
+"""The SQLite schema version this mentra-nb writes (`PRAGMA user_version`); a newer file is
+refused.
+"""
 PAGE_SIZE = 2048  # bytes, for new files
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _NETWORK_FILESYSTEMS = {
@@ -137,51 +115,11 @@ _MIGRATIONS: list[str] = [
         value TEXT NOT NULL,
         PRIMARY KEY (agent_id, key)
     ) WITHOUT ROWID;
-    CREATE TABLE leases (
-        agent_id TEXT PRIMARY KEY,
-        owner_id TEXT NOT NULL,
-        token TEXT NOT NULL,
-        runtime_id TEXT NOT NULL,
-        pid INTEGER NOT NULL,
-        host TEXT NOT NULL,
-        process_started_at REAL NOT NULL,
-        label TEXT,
-        acquired_at REAL NOT NULL,
-        heartbeat_at REAL NOT NULL
-    );
-    CREATE INDEX leases_by_token ON leases (token);
-    """,
+    """ + _sql.leases_table(_sql.SQLITE),
     # 2: teams. Mail is a queue (pending → inflight → acked); `transcript_seq` is
     # where the claiming run writes it, so after a crash we can tell whether the
     # transcript kept it (ack) or lost it with a rolled-back run (requeue).
-    """
-    CREATE TABLE team_mail (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        team_id TEXT NOT NULL,
-        recipient TEXT NOT NULL,
-        message TEXT NOT NULL,
-        state TEXT NOT NULL DEFAULT 'pending',
-        claimed_by TEXT,
-        transcript_seq INTEGER,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL
-    );
-    CREATE INDEX team_mail_by_recipient ON team_mail (team_id, recipient, state, id);
-    CREATE INDEX team_mail_by_claimer ON team_mail (claimed_by, state);
-    CREATE TABLE team_requests (
-        id TEXT PRIMARY KEY,
-        team_id TEXT NOT NULL,
-        protocol TEXT NOT NULL,
-        sender TEXT NOT NULL,
-        recipient TEXT NOT NULL,
-        content TEXT NOT NULL,
-        status TEXT NOT NULL DEFAULT 'pending',
-        created_at REAL NOT NULL,
-        resolved_at REAL,
-        reason TEXT
-    );
-    CREATE INDEX team_requests_by_team ON team_requests (team_id, created_at);
-    """,
+    _sql.team_tables(_sql.SQLITE, request_order="rowid"),
     # 3: a lead agent's name is unique in its runtime: two processes spawning one
     # name at once made two agents. Files that already hold such twins keep the
     # oldest under the name; the others get their id's first 8 characters appended.
@@ -296,27 +234,17 @@ _MIGRATIONS: list[str] = [
     DROP TABLE messages;
     ALTER TABLE keyed_messages RENAME TO messages;
     """,
-    # 8: records, the rows extensions keep (mentra_nb.store.records), one table for
-    # every kind: a feature adds a record kind, not a table or a store method.
-    """
-    CREATE TABLE records (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        kind TEXT NOT NULL,
-        scope TEXT NOT NULL,
-        key TEXT NOT NULL,
-        lane TEXT NOT NULL DEFAULT '',
-        state TEXT NOT NULL DEFAULT '',
-        claimed_by TEXT,
-        claim TEXT,
-        value TEXT NOT NULL,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL
-    );
-    CREATE UNIQUE INDEX records_by_key ON records (kind, scope, key);
-    CREATE INDEX records_by_lane ON records (kind, scope, lane, state, seq);
-    CREATE INDEX records_by_claimer ON records (claimed_by, state) WHERE claimed_by IS NOT NULL;
-    """,
+    # 8: records (see there). 9: features' tables and keys become records.
+    _sql.records_table(_sql.SQLITE),
+    _sql.feature_rows_to_records(_sql.SQLITE),
 ]
+
+
+# A message's key is its branch's number in the high 32 bits and its position in
+# the low ones: a branch's rows are one key range, in order (migration 7).
+_SEQ_LIMIT = 1 << 32
+_SEQ_MASK = _SEQ_LIMIT - 1
+_ROWS_OF_B = "m.key >= (b.number << 32) AND m.key < ((b.number + 1) << 32)"  # the rows of branch `b`
 
 
 def is_network_filesystem(path: str | os.PathLike[str], mounts: str | None = None) -> bool:
@@ -342,12 +270,14 @@ def is_network_filesystem(path: str | os.PathLike[str], mounts: str | None = Non
     return best_type in _NETWORK_FILESYSTEMS
 
 
-class SqliteStore:
+class SqliteStore(SqlStore):
     """The SQLite store. `path=":memory:"` keeps everything in this process.
 
     `journal_mode="auto"` uses WAL unless the file is on a network filesystem
     or WAL cannot be enabled, then a rollback journal (with a warning).
     """
+
+    dialect = _sql.SQLITE
 
     def __init__(
         self,
@@ -357,6 +287,7 @@ class SqliteStore:
         journal_mode: Literal["auto", "wal", "delete"] = "auto",
     ) -> None:
         self.path = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
+        self._where = self.path
         self._lock = threading.RLock()
         self._closed = False
         side_files: list[Path] = []
@@ -438,7 +369,7 @@ class SqliteStore:
                 if version > SCHEMA_VERSION:  # a newer mentra-nb wrote it since we checked
                     raise StoreError(_newer_schema_message(self.path, version))
                 for index in range(version, SCHEMA_VERSION):
-                    for statement in _statements(_MIGRATIONS[index]):
+                    for statement in _sql.statements(_MIGRATIONS[index]):
                         self._conn.execute(statement)
                 if version < SCHEMA_VERSION:
                     # Only when something changed: stamping an up-to-date file would
@@ -456,8 +387,7 @@ class SqliteStore:
     # --- plumbing -------------------------------------------------------------
 
     @contextmanager
-    def _write(self, agent_id: str | None = None, token: str | None = None) -> Iterator[sqlite3.Cursor]:
-        """One write transaction; with `token`, only while that token holds the lease."""
+    def _transaction(self) -> Iterator[sqlite3.Cursor]:
         with self._lock:
             self._ensure_open()
             cur = self._conn.cursor()
@@ -466,13 +396,6 @@ class SqliteStore:
             except sqlite3.Error as err:
                 raise StoreError(f"cannot write to {self.path}: {err}") from err
             try:
-                if token is not None:
-                    row = cur.execute(
-                        "SELECT token, pid, host FROM leases WHERE agent_id = ?", (agent_id,)
-                    ).fetchone()
-                    if row is None or row[0] != token:
-                        raise LeaseLost(lease_lost_message(
-                            str(agent_id), None if row is None else (row[1], row[2])))
                 yield cur
                 cur.execute("COMMIT")
             except BaseException as err:
@@ -505,45 +428,83 @@ class SqliteStore:
                 self._closed = True
                 self._conn.close()
 
-    # --- agents ---------------------------------------------------------------
+    def _now(self, cur: sqlite3.Cursor) -> float:
+        return time.time()
 
-    def create_agent(self, record: AgentRecord, *, token: str) -> None:
-        with self._write(record.id, token) as cur:
-            self._insert_agent(cur, record, parent_branch=None, at=0)
+    def _is_unique_violation(self, err: BaseException | None) -> bool:
+        return isinstance(err, sqlite3.IntegrityError)
 
-    def _insert_agent(self, cur: sqlite3.Cursor, record: AgentRecord, *, parent_branch: str | None,
-                      at: int) -> None:
-        """The agent's row and its first branch (named after it), reading `at`
-        messages of `parent_branch`."""
+    # --- the transcript's layout: rows keyed by branch number and position ---------------
+
+    def _head(self, cur: sqlite3.Cursor, agent_id: str) -> Head:
+        row = cur.execute(
+            "SELECT a.branch_id, b.number, a.message_count, a.run_generation, a.run_baseline"
+            " FROM agents a JOIN branches b ON b.id = a.branch_id WHERE a.id = ?",
+            (agent_id,),
+        ).fetchone()
+        if row is None:
+            raise StoreError(f"no agent {agent_id} in the store")
+        return Head(row[0], int(row[1]), int(row[2]), int(row[3]), row[4])
+
+    def _append(self, cur: sqlite3.Cursor, head: Head, start: int, generation: int,
+                messages: list[Message]) -> None:
+        if start + len(messages) > _SEQ_LIMIT:
+            raise StoreError(f"a branch holds at most {_SEQ_LIMIT:,} messages; fork the agent to go on")
         now = time.time()
-        try:
-            cur.execute(
-                "INSERT INTO agents (id, runtime_id, name, model, config, status, kind,"
-                " parent_id, role, run_generation, usage, message_count, created_at, updated_at,"
-                " branch_id, forked_from, fork_index)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.id, record.runtime_id, record.name, record.model,
-                    json.dumps(record.config), record.status.model_dump_json(),
-                    record.kind, record.parent_id, record.role,
-                    record.run_generation, record.usage.model_dump_json(), at,
-                    record.created_at or now, now, record.id, record.forked_from, record.fork_index,
-                ),
-            )
-        except sqlite3.IntegrityError as err:
-            if record.kind == "agent" and "name" in str(err):
-                row = cur.execute(
-                    "SELECT id FROM agents WHERE runtime_id = ? AND name = ? AND kind = 'agent'",
-                    (record.runtime_id, record.name),
-                ).fetchone()
-                existing = row[0] if row else "unknown"
-                raise AgentExists(
-                    f"an agent named '{record.name}' already exists in runtime "
-                    f"'{record.runtime_id}' (id {existing}); resume it with "
-                    f"rt.resume_agent('{existing}') or pick another name"
-                ) from None
-            raise StoreError(f"agent {record.id} already exists in {self.path}") from err
-        _insert_branch(cur, record.id, record.id, parent_branch, at, now)
+        cur.executemany(
+            "INSERT INTO messages (key, message, run_generation, created_at) VALUES (?, ?, ?, ?)",
+            [(_key(head.rows, start + i), m.model_dump_json(), generation, now)
+             for i, m in enumerate(messages)],
+        )
+
+    def _delete_rows(self, cur: sqlite3.Cursor, head: Head, start: int) -> None:
+        _delete_rows(cur, head.rows, start)
+
+    def _insert_branch(self, cur: sqlite3.Cursor, branch: str, agent_id: str, parent: str | None,
+                       at: int, now: float) -> None:
+        # Numbered after every branch there is, its parent's included (see migration 7).
+        cur.execute(
+            "INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at, number)"
+            " VALUES (?, ?, ?, ?, ?, (SELECT coalesce(max(number), 0) + 1 FROM branches))",
+            (branch, agent_id, parent, at, now),
+        )
+
+    def _is_bare_pointer(self, cur: sqlite3.Cursor, branch: str) -> bool:
+        return (
+            cur.execute(f"SELECT 1 FROM branches b JOIN messages m ON {_ROWS_OF_B} WHERE b.id = ? LIMIT 1",
+                        (branch,)).fetchone() is None
+            and cur.execute("SELECT 1 FROM branches WHERE parent_id = ? LIMIT 1", (branch,)).fetchone()
+            is None
+            and cur.execute("SELECT parent_id FROM branches WHERE id = ?", (branch,)).fetchone()[0]
+            is not None
+        )
+
+    def _branch_length(self, cur: sqlite3.Cursor, branch: str) -> int:
+        row = cur.execute(
+            f"SELECT b.fork_index, (SELECT max(m.key) & {_SEQ_MASK} FROM messages m WHERE {_ROWS_OF_B})"
+            " FROM branches b WHERE b.id = ?",
+            (branch,),
+        ).fetchone()
+        return int(row[0]) if row[1] is None else max(int(row[0]), int(row[1]) + 1)
+
+    def _collect_branches(self, cur: sqlite3.Cursor) -> None:
+        while True:
+            orphans = cur.execute(
+                "SELECT id, number FROM branches b WHERE agent_id IS NULL"
+                " AND NOT EXISTS (SELECT 1 FROM branches c WHERE c.parent_id = b.id)"
+            ).fetchall()
+            if not orphans:
+                break
+            for _branch, number in orphans:
+                _delete_rows(cur, number, 0)
+            cur.executemany("DELETE FROM branches WHERE id = ?", [(branch,) for branch, _number in orphans])
+        for (number, needed) in cur.execute(
+            "SELECT b.number, (SELECT max(fork_index) FROM branches c WHERE c.parent_id = b.id)"
+            " FROM branches b WHERE agent_id IS NULL"
+        ).fetchall():
+            _delete_rows(cur, number, needed)
+
+    # --- reading agents and transcripts ----------------------------------------------------
 
     @contextmanager
     def _decoding(self, what: str) -> Iterator[None]:
@@ -564,7 +525,7 @@ class SqliteStore:
                 " WHERE id = ?", (agent_id,))
             if not rows:
                 return None
-            record = _agent_record(rows[0])
+            record = agent_record(rows[0], json.loads)
             *run_row, resumable = rows[0][-5:]
             messages = self.load_messages(agent_id) if transcript else []
             return PersistedAgent(
@@ -651,214 +612,14 @@ class SqliteStore:
                 )
         return _CHAIN, _CHAIN_ROWS, (branch_id, _end(end), _start(start))
 
-    def list_agents(self, runtime_id: str | None = None, *,
-                    parent_id: str | None = None) -> list[AgentRecord]:
-        where: list[str] = []
-        params: list[Any] = []
-        if runtime_id is not None:
-            where.append("runtime_id = ?")
-            params.append(runtime_id)
-        if parent_id is not None:
-            where.append("parent_id = ?")
-            params.append(parent_id)
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
-        rows = self._read(f"SELECT {AGENT_COLUMNS} FROM agents{clause} ORDER BY created_at, rowid",
-                          tuple(params))
-        with self._decoding("agent record"):
-            return [_agent_record(row) for row in rows]
 
-    def set_status(self, agent_id: str, status: AgentStatus, *, token: str) -> None:
-        with self._write(agent_id, token) as cur:
-            _update_agent(cur, agent_id, status=status)
+    _BRANCH_LAST_SEQ = f"(SELECT max(m.key) & {_SEQ_MASK} FROM messages m WHERE {_ROWS_OF_B})"
 
-    # --- runs -----------------------------------------------------------------
-
-    def begin_run(
-        self, agent_id: str, run: RunRecord, messages: list[Message], *, status: AgentStatus,
-        token: str, clear_resumable: bool = False,
-    ) -> None:
-        with self._write(agent_id, token) as cur:
-            head = _head(cur, agent_id)
-            if head.length != run.baseline:
-                raise StoreError(
-                    f"agent {agent_id} has {head.length} stored messages but the run starts at "
-                    f"{run.baseline}; reload the agent (rt.resume_agent) before sending"
-                )
-            _append(cur, head.number, head.length, run.generation, messages)
-            if clear_resumable:
-                cur.execute("DELETE FROM resumable_turns WHERE agent_id = ?", (agent_id,))
-            cur.execute(
-                "UPDATE agents SET run_baseline = ?, run_assistant_committed = ?, run_started_at = ?,"
-                " pending_turn = NULL WHERE id = ?",
-                (run.baseline, int(run.assistant_committed), run.started_at or time.time(), agent_id),
-            )
-            _update_agent(cur, agent_id, status=status, run_generation=run.generation,
-                          message_count=head.length + len(messages))
-
-    def checkpoint_pending(self, agent_id: str, pending: PendingTurn, *, token: str) -> None:
-        with self._write(agent_id, token) as cur:
-            cur.execute(
-                "UPDATE agents SET pending_turn = ? WHERE id = ?", (pending.model_dump_json(), agent_id)
-            )
-
-    def commit_assistant(
-        self, agent_id: str, message: Message, *, usage: Usage, status: AgentStatus, token: str
-    ) -> None:
-        with self._write(agent_id, token) as cur:
-            head = _head(cur, agent_id)
-            _append(cur, head.number, head.length, head.generation, [message])
-            cur.execute("UPDATE agents SET run_assistant_committed = 1, pending_turn = NULL WHERE id = ?",
-                        (agent_id,))
-            _update_agent(cur, agent_id, status=status, usage=usage, message_count=head.length + 1)
-
-    def append_messages(self, agent_id: str, messages: list[Message], *, token: str) -> None:
-        with self._write(agent_id, token) as cur:
-            head = _head(cur, agent_id)
-            _append(cur, head.number, head.length, head.generation, messages)
-            _update_agent(cur, agent_id, message_count=head.length + len(messages))
-
-    def finish_run(
-        self, agent_id: str, *, status: AgentStatus, token: str, append: list[Message] | None = None,
-        usage: Usage | None = None,
-    ) -> None:
-        with self._write(agent_id, token) as cur:
-            head = _head(cur, agent_id)
-            count = head.length
-            if append:
-                _append(cur, head.number, count, head.generation, append)
-                count += len(append)
-            cur.execute(_END_RUN, (agent_id,))
-            _update_agent(cur, agent_id, status=status, usage=usage, message_count=count)
-
-    def rollback_run(
-        self, agent_id: str, *, status: AgentStatus, resumable: Message | None, token: str
-    ) -> None:
-        with self._write(agent_id, token) as cur:
-            head = _head(cur, agent_id)
-            count = head.length
-            if head.run_baseline is not None:
-                count = head.run_baseline
-                forked_after = cur.execute(
-                    "SELECT 1 FROM branches WHERE parent_id = ? AND fork_index > ? LIMIT 1",
-                    (head.branch, count),
-                ).fetchone()
-                if forked_after is None:
-                    _delete_rows(cur, head.number, count)
-                else:
-                    # A fork of the running agent reads messages of this run: keep
-                    # them (as a branch) and go on from the baseline on a new head.
-                    _new_head(cur, agent_id, head.branch, count)
-            cur.execute(_END_RUN, (agent_id,))
-            if resumable is not None:
-                cur.execute(
-                    "INSERT OR REPLACE INTO resumable_turns (agent_id, message) VALUES (?, ?)",
-                    (agent_id, resumable.model_dump_json()),
-                )
-            _update_agent(cur, agent_id, status=status, message_count=count)
-
-    # --- time travel ------------------------------------------------------------
-
-    def fork_agent(self, record: AgentRecord, *, source_id: str, at: int, token: str) -> None:
-        with self._write(record.id, token) as cur:
-            row = cur.execute("SELECT branch_id, message_count FROM agents WHERE id = ?",
-                              (source_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"no agent {source_id} in {self.path} to fork")
-            if not 0 <= at <= row[1]:
-                raise StoreError(
-                    f"cannot fork agent {source_id} at {at}: it has {row[1]} committed messages"
-                )
-            self._insert_agent(cur, record, parent_branch=row[0], at=at)
-
-    def rewind(self, agent_id: str, to: int, *, token: str) -> str:
-        with self._write(agent_id, token) as cur:
-            head = _head(cur, agent_id)
-            _refuse_during_run(head, agent_id, "rewind")
-            if not 0 <= to <= head.length:
-                raise StoreError(
-                    f"cannot rewind agent {agent_id} to {to}: it has {head.length} messages"
-                )
-            cur.execute("DELETE FROM resumable_turns WHERE agent_id = ?", (agent_id,))
-            if to == head.length:
-                return head.branch
-            if _is_bare_pointer(cur, head.branch):
-                # The head holds nothing of its own (a rewind's pointer): point it
-                # further back rather than leave an empty branch behind.
-                cur.execute("UPDATE branches SET fork_index = ? WHERE id = ?", (to, head.branch))
-                _update_agent(cur, agent_id, message_count=to)
-                return head.branch
-            branch = _new_head(cur, agent_id, head.branch, to)
-            _update_agent(cur, agent_id, message_count=to)
-            return branch
-
-    def switch_branch(self, agent_id: str, branch_id: str, *, token: str) -> None:
-        with self._write(agent_id, token) as cur:
-            head = _head(cur, agent_id)
-            _refuse_during_run(head, agent_id, "switch branches of")
-            owner = cur.execute("SELECT agent_id FROM branches WHERE id = ?", (branch_id,)).fetchone()
-            if owner is None or owner[0] != agent_id:
-                raise StoreError(
-                    f"agent {agent_id} has no branch {branch_id}; agent.branches() lists its branches"
-                )
-            cur.execute("DELETE FROM resumable_turns WHERE agent_id = ?", (agent_id,))
-            if branch_id == head.branch:
-                return
-            cur.execute("UPDATE agents SET branch_id = ? WHERE id = ?", (branch_id, agent_id))
-            _update_agent(cur, agent_id, message_count=_branch_length(cur, branch_id))
-            if _is_bare_pointer(cur, head.branch) and head.branch != agent_id:
-                cur.execute("DELETE FROM branches WHERE id = ?", (head.branch,))
-
-    def list_branches(self, agent_id: str) -> list[BranchRecord]:
-        with self._lock:
-            head = self._read("SELECT branch_id FROM agents WHERE id = ?", (agent_id,))
-            rows = self._read(
-                # The agent's branches form a tree under its first branch (id = agent id).
-                "WITH RECURSIVE tree(id) AS (SELECT id FROM branches WHERE id = ? AND agent_id = ?"
-                " UNION ALL SELECT b.id FROM branches b JOIN tree ON b.parent_id = tree.id"
-                " WHERE b.agent_id = ?)"
-                " SELECT b.id, b.agent_id, b.parent_id, b.fork_index, b.created_at,"
-                f" (SELECT max(m.key) & {_SEQ_MASK} FROM messages m WHERE {_ROWS_OF_B})"
-                " FROM tree JOIN branches b ON b.id = tree.id ORDER BY b.created_at, b.id",
-                (agent_id, agent_id, agent_id),
-            )
-        return [
-            BranchRecord(id=row[0], agent_id=row[1], parent_id=row[2], fork_index=row[3],
-                         length=row[3] if row[5] is None else max(row[3], row[5] + 1),
-                         is_head=bool(head) and row[0] == head[0][0], created_at=row[4])
-            for row in rows
-        ]
-
-    def load_checkpoints(self, agent_id: str, start: int = 0, end: int | None = None, *,
-                         branch_id: str | None = None) -> list[Checkpoint]:
-        rows = self._transcript_rows(
+    def _checkpoint_rows(self, agent_id: str, branch_id: str | None, start: int,
+                         end: int | None) -> list[tuple[Any, ...]]:
+        return self._transcript_rows(
             f"m.key & {_SEQ_MASK}, CAST(m.message AS BLOB), m.run_generation, m.created_at",
             agent_id, branch_id, start, end)
-        with self._decoding(f"message of agent {agent_id}"):
-            messages = decode_messages(rows, column=1)
-        return [
-            Checkpoint(index=row[0], role=message.role, preview=preview(message),
-                       run_generation=row[2], created_at=row[3])
-            for row, message in zip(rows, messages, strict=True)
-        ]
-
-    def delete_agents(self, agent_ids: list[str], *, token: str) -> None:
-        with self._write() as cur:
-            for agent_id in agent_ids:
-                row = cur.execute("SELECT token FROM leases WHERE agent_id = ?", (agent_id,)).fetchone()
-                known = cur.execute("SELECT 1 FROM agents WHERE id = ?", (agent_id,)).fetchone()
-                if known is not None and (row is None or row[0] != token):
-                    raise LeaseLost(
-                        f"this runtime does not hold the lease of agent {agent_id}, so it cannot "
-                        "delete it; resume the agent first"
-                    )
-            for table, column in (("agents", "id"), ("state", "agent_id"), ("leases", "agent_id"),
-                                  ("resumable_turns", "agent_id"), ("team_mail", "team_id"),
-                                  ("team_mail", "claimed_by"), ("team_requests", "team_id"),
-                                  ("records", "scope"), ("records", "claimed_by")):
-                cur.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(i,) for i in agent_ids])
-            cur.executemany("UPDATE branches SET agent_id = NULL WHERE agent_id = ?",
-                            [(i,) for i in agent_ids])
-            _collect_branches(cur)
 
     def vacuum(self) -> None:
         with self._lock:
@@ -870,251 +631,22 @@ class SqliteStore:
             except sqlite3.Error as err:
                 raise StoreError(f"vacuuming {self.path} failed: {err}") from err
 
-    # --- state ----------------------------------------------------------------
-
-    def load_state(self, agent_id: str, key: str) -> Any | None:
-        rows = self._read("SELECT value FROM state WHERE agent_id = ? AND key = ?", (agent_id, key))
-        if not rows:
-            return None
-        with self._decoding(f"state '{key}' of agent {agent_id}"):
-            try:
-                return json.loads(rows[0][0])
-            except (TypeError, RecursionError) as err:  # a BLOB, or JSON nested beyond reason
-                raise ValueError(str(err)) from err
-
-    def save_state(self, agent_id: str, key: str, value: Any, *, token: str) -> None:
-        encoded = json.dumps(value)
-        with self._write(agent_id, token) as cur:
-            cur.execute(
-                "INSERT OR REPLACE INTO state (agent_id, key, value) VALUES (?, ?, ?)",
-                (agent_id, key, encoded),
-            )
-
-    def load_runtime_state(self, runtime_id: str, key: str) -> Any | None:
-        rows = self._read("SELECT value FROM runtime_state WHERE runtime_id = ? AND key = ?",
-                          (runtime_id, key))
-        return json.loads(rows[0][0]) if rows else None
-
-    def save_runtime_state(self, runtime_id: str, key: str, value: Any) -> None:
-        with self._write() as cur:
-            if value is None:
-                cur.execute("DELETE FROM runtime_state WHERE runtime_id = ? AND key = ?",
-                            (runtime_id, key))
-            else:
-                cur.execute(
-                    "INSERT OR REPLACE INTO runtime_state (runtime_id, key, value) VALUES (?, ?, ?)",
-                    (runtime_id, key, json.dumps(value)),
-                )
-
-    # --- records ----------------------------------------------------------------
-
-    def write_records(self, ops: Sequence[RecordOp], *, agent_id: str | None = None,
-                      token: str | None = None) -> list[Any]:
-        with self._write(agent_id, token) as cur:
-            return _sql.write_records(_sql.SQLITE, cur, ops, notify=lambda: None)
-
-    def read_records(self, kind: str, *, scope: str | None = None, key: str | None = None,
-                     lane: str | None = None, state: str | None = None,
-                     claimed_by: str | None = None) -> list[StoredRecord]:
-        with self._reading() as conn, self._decoding(f"{kind} record"):
-            return _sql.read_records(_sql.SQLITE, conn, kind, scope=scope, key=key, lane=lane,
-                                     state=state, claimed_by=claimed_by)
-
-    def count_records(self, kind: str, *, scope: str | None = None, lane: str | None = None,
-                      state: str | None = None, claimed_by: str | None = None) -> int:
-        with self._reading() as conn:
-            return _sql.count_records(_sql.SQLITE, conn, kind, scope=scope, lane=lane,
-                                      state=state, claimed_by=claimed_by)
-
-    # --- leases ---------------------------------------------------------------
-
-    def acquire_lease(self, agent_id: str, claim: LeaseClaim, *, ttl: float) -> None:
-        now = time.time()
-        with self._write() as cur:
-            row = cur.execute(f"SELECT {LEASE_COLUMNS} FROM leases WHERE agent_id = ?",
-                              (agent_id,)).fetchone()
-            if row is not None:
-                holder = lease_record(row)
-                if holder.owner_id != claim.owner_id and holder_is_live(holder, claim, now, ttl):
-                    raise lease_unavailable(holder, claim, now, ttl)
-                if holder.owner_id != claim.owner_id:
-                    log.info("taking over agent %s from %s (gone or expired)", agent_id,
-                             describe_holder(holder))
-            cur.execute(
-                "INSERT OR REPLACE INTO leases (agent_id, owner_id, token, runtime_id, pid, host,"
-                " process_started_at, label, acquired_at, heartbeat_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (agent_id, claim.owner_id, claim.token, claim.runtime_id, claim.pid, claim.host,
-                 claim.process_started_at, claim.label, now, now),
-            )
-
-    def renew_leases(self, token: str) -> int:
-        with self._write() as cur:
-            return cur.execute(
-                "UPDATE leases SET heartbeat_at = ? WHERE token = ?", (time.time(), token)
-            ).rowcount
-
-    def release_leases(self, token: str, agent_ids: list[str] | None = None) -> None:
-        with self._write() as cur:
-            if agent_ids is None:
-                cur.execute("DELETE FROM leases WHERE token = ?", (token,))
-            else:
-                cur.executemany(
-                    "DELETE FROM leases WHERE token = ? AND agent_id = ?",
-                    [(token, agent_id) for agent_id in agent_ids],
-                )
-
-    def lease_holder(self, agent_id: str) -> LeaseRecord | None:
-        rows = self._read(f"SELECT {LEASE_COLUMNS} FROM leases WHERE agent_id = ?", (agent_id,))
-        return lease_record(rows[0]) if rows else None
-
-
-    # --- teams ----------------------------------------------------------------
-
-    def rename_agent(self, agent_id: str, name: str, *, token: str) -> None:
-        with self._write(agent_id, token) as cur:
-            try:
-                cur.execute("UPDATE agents SET name = ?, updated_at = ? WHERE id = ?",
-                            (name, time.time(), agent_id))
-            except sqlite3.IntegrityError:
-                raise AgentExists(f"an agent named '{name}' already exists beside agent {agent_id}; "
-                                  "pick another name") from None
-
-    def update_agent_profile(
-        self, agent_id: str, *, role: str | None, config: dict[str, Any], token: str
-    ) -> None:
-        with self._write(agent_id, token) as cur:
-            cur.execute(
-                "UPDATE agents SET role = ?, config = ?, updated_at = ? WHERE id = ?",
-                (role, json.dumps(config), time.time(), agent_id),
-            )
-
-    def post_team_mail(self, team_id: str, recipient: str, message: TeamMessage) -> int:
-        with self._write() as cur:
-            return _post_mail(cur, team_id, recipient, message)
-
-    def claim_team_mail(
-        self, team_id: str, recipient: str, *, agent_id: str, transcript_seq: int, token: str
-    ) -> list[TeamMail]:
-        with self._write(agent_id, token) as cur:
-            rows = cur.execute(
-                f"SELECT {MAIL_COLUMNS} FROM team_mail WHERE team_id = ? AND recipient = ?"
-                " AND state = 'pending' ORDER BY id",
-                (team_id, recipient),
-            ).fetchall()
-            cur.executemany(
-                "UPDATE team_mail SET state = 'inflight', claimed_by = ?, transcript_seq = ?,"
-                " updated_at = ? WHERE id = ?",
-                [(agent_id, transcript_seq, time.time(), row[0]) for row in rows],
-            )
-        return [
-            _mail(row).model_copy(
-                update={"state": "inflight", "claimed_by": agent_id, "transcript_seq": transcript_seq}
-            )
-            for row in rows
-        ]
-
-    def count_team_mail(self, team_id: str, recipient: str, state: TeamMailState = "pending") -> int:
-        rows = self._read(
-            "SELECT count(*) FROM team_mail WHERE team_id = ? AND recipient = ? AND state = ?",
-            (team_id, recipient, state),
-        )
-        return int(rows[0][0])
-
-    def list_team_mail(
-        self, team_id: str, recipient: str | None = None, state: TeamMailState | None = None
-    ) -> list[TeamMail]:
-        sql = f"SELECT {MAIL_COLUMNS} FROM team_mail WHERE team_id = ?"
-        params: list[Any] = [team_id]
-        if recipient is not None:
-            sql += " AND recipient = ?"
-            params.append(recipient)
-        if state is not None:
-            sql += " AND state = ?"
-            params.append(state)
-        return [_mail(row) for row in self._read(sql + " ORDER BY id", tuple(params))]
-
-    def inflight_team_mail(self, agent_id: str) -> list[TeamMail]:
-        rows = self._read(
-            f"SELECT {MAIL_COLUMNS} FROM team_mail WHERE claimed_by = ? AND state = 'inflight'"
-            " ORDER BY id",
-            (agent_id,),
-        )
-        return [_mail(row) for row in rows]
-
-    def settle_team_mail(
-        self, agent_id: str, *, ack: list[int], requeue: list[int], token: str
-    ) -> None:
-        now = time.time()
-        with self._write(agent_id, token) as cur:
-            # Only mail this agent still holds inflight: settling twice changes nothing.
-            cur.executemany(
-                "UPDATE team_mail SET state = 'acked', updated_at = ? WHERE id = ?"
-                " AND claimed_by = ? AND state = 'inflight'",
-                [(now, mail_id, agent_id) for mail_id in ack],
-            )
-            cur.executemany(
-                "UPDATE team_mail SET state = 'pending', claimed_by = NULL, transcript_seq = NULL,"
-                " updated_at = ? WHERE id = ? AND claimed_by = ? AND state = 'inflight'",
-                [(now, mail_id, agent_id) for mail_id in requeue],
-            )
-
-    def create_team_request(self, request: TeamRequest, message: TeamMessage) -> None:
-        with self._write() as cur:
-            try:
-                cur.execute(
-                    f"INSERT INTO team_requests ({REQUEST_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (request.id, request.team_id, request.protocol, request.sender,
-                     request.recipient, request.content, request.status,
-                     request.created_at or time.time(), request.resolved_at, request.reason),
-                )
-            except sqlite3.IntegrityError as err:
-                raise StoreError(f"team request {request.id} already exists in {self.path}") from err
-            _post_mail(cur, request.team_id, request.recipient, message)
-
-    def resolve_team_request(
-        self, team_id: str, request_id: str, *, approve: bool, reason: str | None,
-        response: TeamMessage,
-    ) -> TeamRequest | None:
-        with self._write() as cur:
-            # Conditional on `pending`, so two answers racing cannot both win.
-            changed = cur.execute(
-                "UPDATE team_requests SET status = ?, resolved_at = ?, reason = ?"
-                " WHERE team_id = ? AND id = ? AND status = 'pending'",
-                ("approved" if approve else "rejected", time.time(), reason, team_id, request_id),
-            ).rowcount
-            if not changed:
-                return None
-            row = cur.execute(
-                f"SELECT {REQUEST_COLUMNS} FROM team_requests WHERE id = ?", (request_id,)
-            ).fetchone()
-            resolved = team_request(row)
-            _post_mail(cur, team_id, resolved.sender, response)
-            return resolved
-
-    def mail_signal(self) -> MailSignal:
+    def record_signal(self) -> RecordSignal:
         if self.path == ":memory:":
-            return NoMailSignal()
+            return NoSignal()
         self._ensure_open()
         return DataVersionSignal(self.path)
 
-    def list_team_requests(self, team_id: str) -> list[TeamRequest]:
-        rows = self._read(
-            f"SELECT {REQUEST_COLUMNS} FROM team_requests WHERE team_id = ?"
-            " ORDER BY created_at, rowid",
-            (team_id,),
-        )
-        return [team_request(row) for row in rows]
 
 
-# --- mail from other processes ----------------------------------------------------
+# --- queued records from other processes ----------------------------------------------------
 
 
 class DataVersionSignal:
-    """Mail posted by another connection, seen by polling `PRAGMA data_version`
+    """Records queued by another connection, seen by polling `PRAGMA data_version`
     (which changes when any other connection commits; reading it costs no I/O
-    beyond the WAL index), then the pending mail's count and newest id and time,
-    so commits that queue no mail (streaming checkpoints) do not wake anyone."""
+    beyond the WAL index), then the pending records' count and newest seq and
+    time, so commits that queue nothing (streaming checkpoints) wake nobody."""
 
     POLL_SECONDS = 0.05
 
@@ -1123,15 +655,13 @@ class DataVersionSignal:
         uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
         self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
         self._version = self._data_version()
-        self._mark = self._mail_mark()
+        self._mark = self._queue_mark()
 
     def _data_version(self) -> int:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
-    def _mail_mark(self) -> tuple[Any, ...]:
-        return tuple(self._conn.execute(
-            "SELECT count(*), coalesce(max(id), 0), coalesce(max(updated_at), 0) FROM team_mail"
-            " WHERE state = 'pending'").fetchone())
+    def _queue_mark(self) -> tuple[Any, ...]:
+        return tuple(self._conn.execute(_sql.QUEUE_MARK).fetchone())
 
     def wait(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -1140,12 +670,12 @@ class DataVersionSignal:
                 version = self._data_version()
                 if version != self._version:
                     self._version = version
-                    mark = self._mail_mark()
+                    mark = self._queue_mark()
                     if mark != self._mark:
                         self._mark = mark
                         return True
             except sqlite3.Error as err:  # locked for a moment, or the file went away
-                log.debug("polling for mail failed: %s", err)
+                log.debug("polling for queued records failed: %s", err)
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
@@ -1155,7 +685,7 @@ class DataVersionSignal:
         self._conn.close()
 
 
-class NoMailSignal:
+class NoSignal:
     """An in-memory store has no other process to hear from."""
 
     def wait(self, timeout: float) -> bool:
@@ -1271,24 +801,8 @@ def _newer_schema_message(path: str, version: int) -> str:
     )
 
 
-def _statements(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
-
-
 # --- row helpers ----------------------------------------------------------------
 
-def _post_mail(cur: sqlite3.Cursor, team_id: str, recipient: str, message: TeamMessage) -> int:
-    now = time.time()
-    cur.execute(
-        "INSERT INTO team_mail (team_id, recipient, message, state, created_at, updated_at)"
-        " VALUES (?, ?, ?, 'pending', ?, ?)",
-        (team_id, recipient, message.model_dump_json(by_alias=True), now, now),
-    )
-    return int(cur.lastrowid or 0)
-
-
-_END_RUN = ("UPDATE agents SET run_baseline = NULL, run_assistant_committed = 0, run_started_at = NULL,"
-            " pending_turn = NULL WHERE id = ?")
 
 
 # The chain of branches a transcript is read from, head first, each with the
@@ -1300,17 +814,12 @@ _CHAIN = (  # parameters: the head branch, the end
     " UNION ALL SELECT b.parent_id, min(b.fork_index, chain.below) FROM branches b"
     " JOIN chain ON b.id = chain.branch WHERE b.parent_id IS NOT NULL)"
 )
-# A message's key is its branch's number in the high 32 bits and its position in
-# the low ones: a branch's rows are one key range, in order (migration 7).
-_SEQ_LIMIT = 1 << 32
-_SEQ_MASK = _SEQ_LIMIT - 1
 # The rows of the chain's branches from a position (a parameter) up to each one's
 # `below`, in transcript order: key order, as parents are numbered below children.
 _CHAIN_ROWS = (
     "FROM chain JOIN branches cb ON cb.id = chain.branch JOIN messages m"
     " ON m.key >= (cb.number << 32) + ? AND m.key < (cb.number << 32) + chain.below ORDER BY m.key"
 )
-_ROWS_OF_B = "m.key >= (b.number << 32) AND m.key < ((b.number + 1) << 32)"  # the rows of branch `b`
 
 
 def _key(number: int, seq: int) -> int:
@@ -1325,133 +834,6 @@ def _start(start: int) -> int:
     return max(0, min(start, _SEQ_LIMIT))
 
 
-class _Head(NamedTuple):
-    branch: str
-    number: int  # the branch's number, which its rows' keys start with
-    length: int
-    generation: int
-    run_baseline: int | None
-
-
-def _head(cur: sqlite3.Cursor, agent_id: str) -> _Head:
-    row = cur.execute(
-        "SELECT a.branch_id, b.number, a.message_count, a.run_generation, a.run_baseline"
-        " FROM agents a JOIN branches b ON b.id = a.branch_id WHERE a.id = ?",
-        (agent_id,),
-    ).fetchone()
-    if row is None:
-        raise StoreError(f"no agent {agent_id} in the store")
-    return _Head(row[0], int(row[1]), int(row[2]), int(row[3]), row[4])
-
-
-def _refuse_during_run(head: _Head, agent_id: str, what: str) -> None:
-    if head.run_baseline is not None:
-        raise StoreError(
-            f"cannot {what} agent {agent_id} while a run is in progress; wait for it or cancel it"
-        )
-
-
-def _append(cur: sqlite3.Cursor, number: int, start: int, generation: int,
-            messages: list[Message]) -> None:
-    if start + len(messages) > _SEQ_LIMIT:
-        raise StoreError(f"a branch holds at most {_SEQ_LIMIT:,} messages; fork the agent to go on")
-    now = time.time()
-    cur.executemany(
-        "INSERT INTO messages (key, message, run_generation, created_at) VALUES (?, ?, ?, ?)",
-        [(_key(number, start + i), m.model_dump_json(), generation, now) for i, m in enumerate(messages)],
-    )
-
-
-def _insert_branch(cur: sqlite3.Cursor, branch: str, agent_id: str, parent: str | None, at: int,
-                   now: float) -> None:
-    # Numbered after every branch there is, its parent's included (see migration 7).
-    cur.execute(
-        "INSERT INTO branches (id, agent_id, parent_id, fork_index, created_at, number)"
-        " VALUES (?, ?, ?, ?, ?, (SELECT coalesce(max(number), 0) + 1 FROM branches))",
-        (branch, agent_id, parent, at, now),
-    )
-
-
 def _delete_rows(cur: sqlite3.Cursor, number: int, start: int) -> None:
     """Delete the rows of branch `number` from position `start` on."""
     cur.execute("DELETE FROM messages WHERE key >= ? AND key < ?", (_key(number, start), _key(number + 1, 0)))
-
-
-def _new_head(cur: sqlite3.Cursor, agent_id: str, parent: str, at: int) -> str:
-    """A new head branch for the agent reading `parent`'s first `at` messages."""
-    branch = uuid.uuid4().hex
-    _insert_branch(cur, branch, agent_id, parent, at, time.time())
-    cur.execute("UPDATE agents SET branch_id = ? WHERE id = ?", (branch, agent_id))
-    return branch
-
-
-def _is_bare_pointer(cur: sqlite3.Cursor, branch: str) -> bool:
-    """A branch with no rows of its own and no branch off it."""
-    return (
-        cur.execute(f"SELECT 1 FROM branches b JOIN messages m ON {_ROWS_OF_B} WHERE b.id = ? LIMIT 1",
-                    (branch,)).fetchone() is None
-        and cur.execute("SELECT 1 FROM branches WHERE parent_id = ? LIMIT 1", (branch,)).fetchone()
-        is None
-        and cur.execute("SELECT parent_id FROM branches WHERE id = ?", (branch,)).fetchone()[0]
-        is not None
-    )
-
-
-def _branch_length(cur: sqlite3.Cursor, branch: str) -> int:
-    row = cur.execute(
-        f"SELECT b.fork_index, (SELECT max(m.key) & {_SEQ_MASK} FROM messages m WHERE {_ROWS_OF_B})"
-        " FROM branches b WHERE b.id = ?",
-        (branch,),
-    ).fetchone()
-    return int(row[0]) if row[1] is None else max(int(row[0]), int(row[1]) + 1)
-
-
-def _collect_branches(cur: sqlite3.Cursor) -> None:
-    """Delete branches no agent owns and no branch reads (their messages go with
-    them), leaf first; of an ownerless branch a fork still reads, keep only the
-    messages below the furthest fork point."""
-    while True:
-        orphans = cur.execute(
-            "SELECT id, number FROM branches b WHERE agent_id IS NULL"
-            " AND NOT EXISTS (SELECT 1 FROM branches c WHERE c.parent_id = b.id)"
-        ).fetchall()
-        if not orphans:
-            break
-        for _branch, number in orphans:
-            _delete_rows(cur, number, 0)
-        cur.executemany("DELETE FROM branches WHERE id = ?", [(branch,) for branch, _number in orphans])
-    for (number, needed) in cur.execute(
-        "SELECT b.number, (SELECT max(fork_index) FROM branches c WHERE c.parent_id = b.id)"
-        " FROM branches b WHERE agent_id IS NULL"
-    ).fetchall():
-        _delete_rows(cur, number, needed)
-
-
-def _update_agent(cur: sqlite3.Cursor, agent_id: str, *, status: AgentStatus | None = None,
-                  usage: Usage | None = None, run_generation: int | None = None,
-                  message_count: int | None = None) -> None:
-    sets: list[str] = ["updated_at = ?"]
-    params: list[float | str | int] = [time.time()]
-    if status is not None:
-        sets.append("status = ?")
-        params.append(status.model_dump_json())
-    if usage is not None:
-        sets.append("usage = ?")
-        params.append(usage.model_dump_json())
-    if run_generation is not None:
-        sets.append("run_generation = ?")
-        params.append(run_generation)
-    if message_count is not None:
-        sets.append("message_count = ?")
-        params.append(message_count)
-    cur.execute(f"UPDATE agents SET {', '.join(sets)} WHERE id = ?", (*params, agent_id))
-
-
-# SQLite returns JSON columns as text.
-def _agent_record(row: tuple[Any, ...]) -> AgentRecord:
-    return agent_record(row, json.loads)
-
-
-def _mail(row: tuple[Any, ...]) -> TeamMail:
-    return team_mail(row, json.loads)
-

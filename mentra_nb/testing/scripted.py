@@ -87,11 +87,15 @@ class StreamControl:
 
 
 def controlled_stream() -> tuple[StreamScript, StreamControl]:
+    """A script and its control: the test feeds the stream event by event (`control.send(...)`,
+    `control.fail(err)`).
+    """
     queue: asyncio.Queue[object] = asyncio.Queue()
     return StreamScript(queue=queue), StreamControl(queue)
 
 
 def ok_stream(events: Sequence[ProviderEvent], *, delay: float = 0.0) -> StreamScript:
+    """A script that yields `events` (optionally `delay` seconds apart), then ends."""
     return StreamScript(events=list(events), delay=delay)
 
 

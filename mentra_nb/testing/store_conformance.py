@@ -26,6 +26,8 @@ from pydantic import BaseModel
 
 from mentra_nb.errors import AgentExists, LeaseLost, LeaseUnavailable, RecordConflict, StoreError
 from mentra_nb.messages import ContentBlock, Message, Usage
+from mentra_nb.runtime.teams import mail as team_mail
+from mentra_nb.runtime.teams.mail import TeamMessage, TeamRequest
 from mentra_nb.status import AgentStatus, PendingToolUse
 from mentra_nb.store.base import (
     AgentRecord,
@@ -35,8 +37,6 @@ from mentra_nb.store.base import (
     PersistedAgent,
     RunRecord,
     Store,
-    TeamMessage,
-    TeamRequest,
 )
 from mentra_nb.store.records import CLAIMED, DONE, PENDING, Put, RecordKind, Update
 
@@ -285,19 +285,20 @@ class StoreConformance:
     def test_state_values_round_trip_per_agent_and_key(self, store: Store, reopen: Callable[[], Store]) -> None:
         agent_id, token = _spawn(store)
         value = {"agents": {"/root/a": {"depth": 1}}, "mailbox": []}
-        store.save_state(agent_id, "subagents.v1", value, token=token)
-        assert reopen().load_state(agent_id, "subagents.v1") == value
+        store.save_state(agent_id, "ext.v1", value, token=token)
+        assert reopen().load_state(agent_id, "ext.v1") == value
         assert store.load_state(agent_id, "other") is None
 
-    def test_runtime_state_round_trips_per_runtime_and_key_and_none_deletes(
+    def test_a_runtimes_records_round_trip_per_runtime_unfenced_and_delete(
         self, store: Store, reopen: Callable[[], Store]
     ) -> None:
-        servers = [{"name": "time", "transport": "stdio", "command": ["python", "-m", "x"]}]
-        store.save_runtime_state("nb", "mcp.servers.v1", servers)
-        assert reopen().load_runtime_state("nb", "mcp.servers.v1") == servers
-        assert store.load_runtime_state("other-nb", "mcp.servers.v1") is None
-        store.save_runtime_state("nb", "mcp.servers.v1", None)
-        assert reopen().load_runtime_state("nb", "mcp.servers.v1") is None
+        # What a runtime-wide setting (its MCP servers, say) needs: no lease, one per runtime.
+        _NOTES.put(store, "nb", _Note(text="time server"))
+        got = _NOTES.get(reopen(), "nb")
+        assert got is not None and got.value.text == "time server"
+        assert _NOTES.get(store, "other-nb") is None
+        _NOTES.delete(store, "nb")
+        assert _NOTES.get(reopen(), "nb") is None
 
     # --- leases --------------------------------------------------------------------------
 
@@ -547,43 +548,43 @@ class StoreConformance:
     def test_team_mail_is_claimed_in_order_then_acked(self, store: Store, reopen: Callable[[], Store]) -> None:
         lead, _ = _spawn(store, "lead")
         alice, token = _spawn(store, "alice", kind="teammate", parent_id=lead)
-        first = store.post_team_mail(lead, "alice", TeamMessage(sender="lead", content="one"))
-        second = store.post_team_mail(lead, "alice", TeamMessage(sender="bob", content="two"))
-        store.post_team_mail(lead, "bob", TeamMessage(sender="lead", content="not alice's"))
-        assert store.count_team_mail(lead, "alice") == 2
-        claimed = store.claim_team_mail(lead, "alice", agent_id=alice, transcript_seq=4, token=token)
+        first = team_mail.queue_mail(store, lead, "alice", TeamMessage(sender="lead", content="one"))
+        second = team_mail.queue_mail(store, lead, "alice", TeamMessage(sender="bob", content="two"))
+        team_mail.queue_mail(store, lead, "bob", TeamMessage(sender="lead", content="not alice's"))
+        assert team_mail.count_mail(store, lead, "alice") == 2
+        claimed = team_mail.claim_mail(store, lead, "alice", agent_id=alice, transcript_seq=4, token=token)
         assert [(m.id, m.message.content) for m in claimed] == [(first, "one"), (second, "two")]
         assert {(m.state, m.claimed_by, m.transcript_seq) for m in claimed} == {("inflight", alice, 4)}
-        assert store.count_team_mail(lead, "alice") == 0
-        assert [m.id for m in reopen().inflight_team_mail(alice)] == [first, second]
-        store.settle_team_mail(alice, ack=[first, second], requeue=[], token=token)
-        assert store.inflight_team_mail(alice) == []
-        assert [m.state for m in store.list_team_mail(lead, "alice")] == ["acked", "acked"]
-        assert store.count_team_mail(lead, "bob") == 1
+        assert team_mail.count_mail(store, lead, "alice") == 0
+        assert [m.id for m in team_mail.inflight_mail(reopen(), alice)] == [first, second]
+        team_mail.settle_mail(store, alice, ack=[first, second], requeue=[], token=token)
+        assert team_mail.inflight_mail(store, alice) == []
+        assert [m.state for m in team_mail.list_mail(store, lead, "alice")] == ["acked", "acked"]
+        assert team_mail.count_mail(store, lead, "bob") == 1
 
     def test_requeued_team_mail_is_pending_again_and_settling_twice_changes_nothing(self, store: Store) -> None:
         lead, _ = _spawn(store, "lead")
         alice, token = _spawn(store, "alice", kind="teammate", parent_id=lead)
-        mail_id = store.post_team_mail(lead, "alice", TeamMessage(sender="lead", content="x"))
-        store.claim_team_mail(lead, "alice", agent_id=alice, transcript_seq=0, token=token)
-        store.settle_team_mail(alice, ack=[], requeue=[mail_id], token=token)
-        [mail] = store.list_team_mail(lead, "alice")
+        mail_id = team_mail.queue_mail(store, lead, "alice", TeamMessage(sender="lead", content="x"))
+        team_mail.claim_mail(store, lead, "alice", agent_id=alice, transcript_seq=0, token=token)
+        team_mail.settle_mail(store, alice, ack=[], requeue=[mail_id], token=token)
+        [mail] = team_mail.list_mail(store, lead, "alice")
         assert (mail.state, mail.claimed_by, mail.transcript_seq) == ("pending", None, None)
-        store.settle_team_mail(alice, ack=[mail_id], requeue=[], token=token)  # no longer inflight
-        assert store.list_team_mail(lead, "alice", "pending") == [mail]
+        team_mail.settle_mail(store, alice, ack=[mail_id], requeue=[], token=token)  # no longer inflight
+        assert team_mail.list_mail(store, lead, "alice", "pending") == [mail]
 
     def test_claiming_team_mail_needs_the_claimers_lease(self, store: Store) -> None:
         lead, _ = _spawn(store, "lead")
         alice, _ = _spawn(store, "alice", kind="teammate", parent_id=lead)
-        store.post_team_mail(lead, "alice", TeamMessage(sender="lead", content="x"))
+        team_mail.queue_mail(store, lead, "alice", TeamMessage(sender="lead", content="x"))
         with pytest.raises(LeaseLost):
-            store.claim_team_mail(lead, "alice", agent_id=alice, transcript_seq=0, token="not-the-holder")
-        assert store.count_team_mail(lead, "alice") == 1
+            team_mail.claim_mail(store, lead, "alice", agent_id=alice, transcript_seq=0, token="not-the-holder")
+        assert team_mail.count_mail(store, lead, "alice") == 1
 
     def test_mail_posted_through_another_handle_raises_the_mail_signal(
         self, store: Store, reopen: Callable[[], Store]
     ) -> None:
-        signal = store.mail_signal()
+        signal = store.record_signal()
         try:
             other = reopen()
             if other is store:
@@ -592,7 +593,7 @@ class StoreConformance:
             store.checkpoint_pending(agent_id, PendingTurn(run_generation=1, current_text="x"),
                                      token=token)
             assert not signal.wait(0.3), "a write that queued no mail raised the signal"
-            other.post_team_mail(agent_id, "writer", TeamMessage(sender="user", content="wake up"))
+            team_mail.queue_mail(other, agent_id, "writer", TeamMessage(sender="user", content="wake up"))
             assert signal.wait(10)
         finally:
             signal.close()
@@ -602,8 +603,8 @@ class StoreConformance:
     ) -> None:
         message = TeamMessage(type="response", sender="lead", content="no \u2603", timestamp=1700000000,
                               request_id="req-1", protocol="plan_approval", approve=False)
-        store.post_team_mail("team", "alice", message)
-        [mail] = reopen().list_team_mail("team")
+        team_mail.queue_mail(store, "team", "alice", message)
+        [mail] = team_mail.list_mail(reopen(), "team")
         assert mail.message == message
         assert mail.message.for_model() == {
             "type": "response", "from": "lead", "content": "no \u2603", "timestamp": 1700000000,
@@ -613,23 +614,23 @@ class StoreConformance:
     def test_a_team_request_is_recorded_with_its_mail_and_resolved_once(self, store: Store) -> None:
         request = TeamRequest(id="req-1", team_id="team", protocol="plan_approval", sender="alice",
                               recipient="lead", content="the plan", created_at=time.time())
-        store.create_team_request(request, TeamMessage(type="request", sender="alice",
-                                                       content="the plan", request_id="req-1"))
-        assert store.list_team_requests("team") == [request]
-        assert store.list_team_mail("team", "lead")[0].message.request_id == "req-1"
+        team_mail.create_request(store, request, TeamMessage(type="request", sender="alice",
+                                                             content="the plan", request_id="req-1"))
+        assert team_mail.list_requests(store, "team") == [request]
+        assert team_mail.list_mail(store, "team", "lead")[0].message.request_id == "req-1"
         response = TeamMessage(type="response", sender="lead", content="too risky",
                                request_id="req-1", approve=False)
-        resolved = store.resolve_team_request("team", "req-1", approve=False, reason="too risky",
-                                              response=response)
+        resolved = team_mail.resolve_request(store, "team", "req-1", approve=False,
+                                             reason="too risky", response=response)
         assert resolved is not None
         assert (resolved.status, resolved.reason) == ("rejected", "too risky")
         assert resolved.resolved_at is not None
-        assert [m.message for m in store.list_team_mail("team", "alice")] == [response]
+        assert [m.message for m in team_mail.list_mail(store, "team", "alice")] == [response]
         # A second answer loses and queues nothing.
-        assert store.resolve_team_request("team", "req-1", approve=True, reason=None,
-                                          response=response) is None
-        assert len(store.list_team_mail("team", "alice")) == 1
-        assert store.list_team_requests("team")[0].status == "rejected"
+        assert team_mail.resolve_request(store, "team", "req-1", approve=True, reason=None,
+                                         response=response) is None
+        assert len(team_mail.list_mail(store, "team", "alice")) == 1
+        assert team_mail.list_requests(store, "team")[0].status == "rejected"
 
     def test_an_agent_profile_change_is_fenced_and_persisted(self, store: Store) -> None:
         agent_id, token = _spawn(store, "alice", kind="teammate", role="researcher")
@@ -767,14 +768,14 @@ class StoreConformance:
     ) -> None:
         source, token = _conversation(store, 4)
         store.save_state(source, "k", {"v": 1}, token=token)
-        store.post_team_mail(source, "alice", TeamMessage(sender="lead", content="hi"))
+        team_mail.queue_mail(store, source, "alice", TeamMessage(sender="lead", content="hi"))
         fork, fork_token = _fork(store, source, 3)
         store.delete_agents([source], token=token)
         again = reopen()
         assert again.load_agent(source) is None
         assert again.lease_holder(source) is None
         assert again.load_state(source, "k") is None
-        assert again.list_team_mail(source) == []
+        assert team_mail.list_mail(again, source) == []
         assert [r.id for r in again.list_agents("nb")] == [fork]
         assert _texts(again, fork) == ["m0", "m1", "m2"]
         store.delete_agents([fork], token=fork_token)

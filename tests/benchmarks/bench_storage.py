@@ -103,8 +103,7 @@ def _files(db: Path) -> list[Path]:
 _WRITES = {
     "create_agent", "begin_run", "checkpoint_pending", "commit_assistant", "append_messages",
     "finish_run", "rollback_run", "save_state", "set_status", "acquire_lease", "renew_leases",
-    "release_leases", "claim_team_mail", "settle_team_mail", "post_team_mail",
-    "update_agent_profile", "create_team_request", "resolve_team_request",
+    "release_leases", "write_records", "update_agent_profile",
 }
 
 

@@ -140,6 +140,55 @@ def test_views_read_well_in_light_dark_and_high_contrast_themes(notebook):
     assert seen["JupyterLab Dark High Contrast"]["message"] != dark["message"]
 
 
+# A reply the test streams by hand: it is still streaming for as long as the test needs.
+HELD_STREAM = """
+from mentra_nb.providers import (ContentBlockDelta, ContentBlockStarted, ContentBlockStopped,
+                                 MessageDelta, MessageStarted, MessageStopped)
+from mentra_nb.testing import ScriptedProvider, controlled_stream
+held, control = controlled_stream()
+nb.session().runtime.providers.register(ScriptedProvider("held", [held]))
+
+def feed(*events):
+    # The stream's queue lives on the runtime's loop.
+    for event in events:
+        nb.session().host.call(lambda event=event: control.send(event))
+
+feed(MessageStarted(id="m1", model="held"), ContentBlockStarted.text(0))
+"""
+STREAMED = ("Sales by region, from the 1,204 rows of df: North leads with 412,300 (38%), then "
+            "South with 301,950 (28%), East with 221,400 (20%) and West with 150,720 (14%).\n\n"
+            "North leads in every quarter; the West fell behind in Q3, when")
+DOCS_IMAGES = ARTIFACTS.parents[1] / "docs" / "images"
+
+
+def test_a_streaming_turn_view_reads_well_in_light_and_dark_themes(notebook, request):
+    """A turn view mid-stream, in JupyterLab's light and dark themes: the live text keeps
+    its contrast. With --docs-screenshots its pictures become the docs' (docs/images/)."""
+    nb = notebook.open([SETUP, HELD_STREAM, "%mentra spawn writer --model held:scripted",
+                        "%%mentra writer\nSummarise the sales data by region."])
+    nb.run_all(4)
+    view = nb.agent_view(3)
+    nb.kernel.run(f"feed(ContentBlockDelta.text(0, {STREAMED!r}))")
+    live = view.locator(".mentra-live:not(.mentra-thinking)")
+    expect(live).to_contain_text("when", timeout=30_000)
+    expect(view.locator(".mentra-badge")).to_have_text("streaming")
+    try:
+        for theme in ("JupyterLab Light", "JupyterLab Dark"):
+            set_theme(nb.page, theme)
+            slug = theme.lower().removeprefix("jupyterlab ")
+            view.scroll_into_view_if_needed()
+            view.screenshot(path=ARTIFACTS / f"streaming-{slug}.png")
+            if request.config.getoption("--docs-screenshots"):
+                view.screenshot(path=DOCS_IMAGES / f"streaming-{slug}.png")
+            colours = live.evaluate(SEEN_COLOURS)
+            ratio = contrast(colours["fg"], colours["bg"])
+            assert ratio >= 4.5, f"live text in {theme}: contrast {ratio:.2f} ({colours})"
+    finally:
+        set_theme(nb.page, "JupyterLab Light")
+        nb.kernel.run("feed(ContentBlockStopped(index=0), MessageDelta(stop_reason='end_turn'), MessageStopped())")
+    expect(view.locator(".mentra-badge")).to_have_text("finished", timeout=30_000)
+
+
 def test_a_long_reply_is_bounded_shows_more_and_its_markdown_renders(notebook):
     nb = notebook.open([SETUP, MODELS, "%mentra spawn writer --model look:scripted",
                         "%%mentra writer --wait\nShow me the plan"])

@@ -271,12 +271,12 @@ async def test_a_damaged_stored_server_is_skipped_and_logged_without_its_values(
     from mentra_nb import SqliteStore
 
     store = SqliteStore(db_path)
-    store.save_runtime_state("nb", mcp.STATE_KEY, [
+    mcp.SERVERS.put(store, "nb", mcp.StoredServers(servers=[
         {"name": "good", "transport": "stdio", "command": ["python", "-m", "mcp_server_time"]},
         {"name": "leaky", "transport": "http", "url": "https://example.com/mcp",
          "headers": {"Authorization": "Bearer sk-planted-secret-123"}},
         "not even an object",
-    ])
+    ]))
     rt = Runtime.empty(store=store, runtime_id="nb")
     _OPEN.append(rt)
     assert [s.name for s in mcp.servers(rt)] == ["good"]

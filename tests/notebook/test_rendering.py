@@ -6,7 +6,7 @@ import json
 
 from mentra_nb import ContentBlock, Message
 from mentra_nb.notebook._rendering import mail_notices, message_items, transcript_markdown
-from mentra_nb.store.base import TeamMessage
+from mentra_nb.runtime.teams import TeamMessage
 
 
 def test_team_mail_reads_as_notices_without_timestamps():

@@ -46,7 +46,7 @@ import json
 import os
 import random
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from mentra_nb import (
@@ -69,10 +69,11 @@ from mentra_nb.providers.events import (
     MessageStopped,
     ProviderEvent,
 )
-from mentra_nb.runtime.subagents import STATE_KEY as SUBAGENTS_KEY
+from mentra_nb.runtime.subagents import TREE
+from mentra_nb.runtime.teams import REQUESTS
 from mentra_nb.runtime.teams._inbox import INBOX_MARKER
 from mentra_nb.store import PostgresStore, SqliteStore, is_postgres_url
-from mentra_nb.store.base import TeamMessage, TeamRequest
+from mentra_nb.store.records import Put, RecordOp, Update
 from mentra_nb.testing import ok_stream
 from tests.children import say, until_killed
 
@@ -112,10 +113,27 @@ class Reporting:
         super().__init__(location)  # type: ignore[call-arg]
         self._mailboxes: dict[str, dict[str, dict[str, Any]]] = {}
 
-    def save_state(self, agent_id: str, key: str, value: Any, *, token: str) -> None:
-        super().save_state(agent_id, key, value, token=token)  # type: ignore[misc]
-        if key != SUBAGENTS_KEY:
-            return
+    def write_records(self, ops: Sequence[RecordOp], *, agent_id: str | None = None,
+                      token: str | None = None) -> list[Any]:
+        asked = [op for op in ops if op.kind == REQUESTS.name and isinstance(op, Put)]
+        answers = [op for op in ops if op.kind == REQUESTS.name and isinstance(op, Update)]
+        for op in asked:
+            say(f"REQUESTING {_request_fields(op.value)}")
+        for op in answers:
+            say(f"RESOLVING {op.key}")
+        results: list[Any] = super().write_records(  # type: ignore[misc]
+            ops, agent_id=agent_id, token=token)
+        for op in asked:
+            say(f"REQUEST {_request_fields(op.value)}")
+        for op in answers:
+            say("RESOLVED " + json.dumps({"id": op.key, "status": op.value["status"],
+                                          "reason": op.value["reason"]}))
+        for op in ops:
+            if isinstance(op, Put) and op.kind == TREE.name:
+                self._report_mailbox(op.scope, op.value)
+        return results
+
+    def _report_mailbox(self, agent_id: str, value: dict[str, Any]) -> None:
         before = self._mailboxes.get(agent_id, {})
         now = {mail["id"]: mail for mail in value.get("mailbox", [])}
         for mail_id, mail in now.items():
@@ -125,24 +143,10 @@ class Reporting:
             say(f"SUBGONE {agent_id} {mail_id}")
         self._mailboxes[agent_id] = now
 
-    def create_team_request(self, request: TeamRequest, message: TeamMessage) -> None:
-        fields = json.dumps(request.model_dump(
-            mode="json", include={"id", "team_id", "protocol", "sender", "recipient", "content"}))
-        say(f"REQUESTING {fields}")
-        super().create_team_request(request, message)  # type: ignore[misc]
-        say(f"REQUEST {fields}")
 
-    def resolve_team_request(
-        self, team_id: str, request_id: str, *, approve: bool, reason: str | None,
-        response: TeamMessage,
-    ) -> TeamRequest | None:
-        say(f"RESOLVING {request_id}")
-        resolved = super().resolve_team_request(  # type: ignore[misc]
-            team_id, request_id, approve=approve, reason=reason, response=response)
-        if resolved is not None:
-            say("RESOLVED " + json.dumps({"id": resolved.id, "status": resolved.status,
-                                          "reason": resolved.reason}))
-        return resolved
+def _request_fields(value: dict[str, Any]) -> str:
+    keys = ("id", "team_id", "protocol", "sender", "recipient", "content")
+    return json.dumps({key: value[key] for key in keys})
 
 
 class ReportingSqliteStore(Reporting, SqliteStore):

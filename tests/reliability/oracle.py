@@ -7,7 +7,8 @@
 recovery matrix of design.md independently of `mentra_nb.runtime._recovery`, so
 the crash suite checks the product against the spec, not against itself.
 `read_trees`, `read_requests` and `read_request_mail` read the subagent trees
-(state key `subagents.v1`) and the team protocol requests with their mail;
+(records of kind `subagents.tree`) and the team protocol requests with their mail
+(`teams.request`, `teams.mail`);
 `mailbox_problems` and `request_problems` say what in them breaks a promise
 the killed process made (design.md, "Teams" and "Subagents").
 """
@@ -39,7 +40,7 @@ __all__ = [
     "request_problems",
 ]
 
-TREE_KEY = "subagents.v1"
+TREE_KIND = "subagents.tree"
 ROOT = "/root"
 MAILBOX_LIMIT = 256
 # A delivered mailbox item: an internal user message that opens with its id.
@@ -94,10 +95,6 @@ class _Reader:
             sql = sql.replace("?", "%s").replace("rowid", "ord")
         return self.conn.execute(sql, params)
 
-    def rows_as_dicts(self, sql: str) -> list[dict[str, Any]]:
-        cursor = self.execute(sql)
-        names = [d[0] for d in cursor.description]
-        return [{k: v for k, v in zip(names, row, strict=True) if k != "ord"} for row in cursor]
 
 
 @contextmanager
@@ -182,7 +179,7 @@ def after_recovery(agent: StoredAgent) -> tuple[list[Message], str, Message | No
 def read_trees(db: Path | str) -> dict[str, dict[str, Any]]:
     """Root agent id → its stored subagent tree {"agents": {path: record}, "mailbox": [item]}."""
     with _reading(db) as conn:
-        rows = conn.execute("SELECT agent_id, value FROM state WHERE key = ?", (TREE_KEY,)).fetchall()
+        rows = conn.execute("SELECT scope, value FROM records WHERE kind = ?", (TREE_KIND,)).fetchall()
         return {agent_id: json.loads(value) for agent_id, value in rows}
 
 
@@ -262,14 +259,15 @@ def mailbox_problems(
 def read_requests(db: Path | str) -> list[dict[str, Any]]:
     """Every team request row, oldest first."""
     with _reading(db) as conn:
-        return conn.rows_as_dicts("SELECT * FROM team_requests ORDER BY created_at, rowid")
+        rows = conn.execute("SELECT value FROM records WHERE kind = 'teams.request' ORDER BY seq")
+        return [json.loads(raw) for (raw,) in rows]
 
 
 def read_request_mail(db: Path | str) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """(type, request id) → the team mail queued for it ("request" or "response")."""
     with _reading(db) as conn:
         found: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for (raw,) in conn.execute("SELECT message FROM team_mail ORDER BY id"):
+        for (raw,) in conn.execute("SELECT value FROM records WHERE kind = 'teams.mail' ORDER BY seq"):
             message = json.loads(raw)
             if message.get("request_id"):
                 found.setdefault((message["type"], message["request_id"]), []).append(message)

@@ -53,6 +53,7 @@ import pytest
 
 from mentra_nb import AgentError, LeaseUnavailable, Runtime, tool
 from mentra_nb.runtime.subagents import list_subagents
+from mentra_nb.runtime.teams import mail as team_mail
 from mentra_nb.runtime.teams import team_of
 from mentra_nb.runtime.teams._inbox import INBOX_MARKER, holds_inbox
 from mentra_nb.store import open_store
@@ -339,8 +340,8 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, setup: Set
         def settled() -> bool:
             mate = next((a for a in rt.agents if a.name == "mate"), None)
             return (mate is not None and not mate.is_running
-                    and store.count_team_mail(team_id, "mate", "pending") == 0
-                    and store.count_team_mail(team_id, "mate", "inflight") == 0)
+                    and team_mail.count_mail(store, team_id, "mate", "pending") == 0
+                    and team_mail.count_mail(store, team_id, "mate", "inflight") == 0)
 
         deadline = time.monotonic() + WAIT_LIMIT
         while not settled():

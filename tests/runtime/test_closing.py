@@ -15,7 +15,7 @@ import weakref
 import pytest
 
 from mentra_nb import AgentConfig, MentraError, Runtime, SqliteStore, TeamMemberStatus
-from mentra_nb.runtime.subagents import STATE_KEY, list_subagents, pending_approvals
+from mentra_nb.runtime.subagents import list_subagents, pending_approvals, stored_tree
 from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream
 from tests.conftest import wait_until
 from tests.subagents.helpers import RoutedProvider, call, start_text
@@ -79,7 +79,7 @@ async def test_aclose_stops_teammates_and_subagents_and_releases_every_lease(db_
     gc.collect()
     assert asyncio_errors() == []
     # Every child was cut off: stored as interrupted, without notices for the parent.
-    stored = rt.store.load_state(lead.id, STATE_KEY)
+    stored = stored_tree(rt.store, lead.id)
     assert {path: r["status"] for path, r in stored["agents"].items()} == {
         "/root/reader": "interrupted", "/root/writer": "interrupted"}
     assert [m["kind"] for m in stored["mailbox"]] == []

@@ -138,6 +138,7 @@ async def test_snapshot_fields_api_and_tools_reach_the_agent(reviews, db_path):
     try:
         writer = rt.spawn("writer", "anthropic:m", config=AgentConfig(reviewer="ann"))
         plain = rt.spawn("plain", "anthropic:m")
+        assert {"request_review", "reviews", "send"} <= set(dir(writer))  # tab completion
         assert writer.request_review("chapter 1") == "ann will review chapter 1"
         assert writer.reviews == ["chapter 1"]
         assert writer.snapshot.reviews == ["chapter 1"]
@@ -156,6 +157,7 @@ async def test_runtime_options_api_and_reserved_tool_names(reviews, db_path):
     rt = runtime(db_path, reviewers=["ann", "bo"])
     try:
         assert rt.review_board() == ["ann", "bo"]
+        assert "review_board" in dir(rt)
         with pytest.raises(ConfigError, match="review__ names belong to the review extension"):
             rt.register_tool(review__note)
     finally:

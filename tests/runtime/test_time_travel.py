@@ -30,7 +30,10 @@ from mentra_nb import (
     tool,
 )
 from mentra_nb.runtime.events import HistoryReplaced
-from mentra_nb.store import LeaseClaim, TeamMessage
+from mentra_nb.runtime.subagents import TREE, SubagentTree, stored_tree
+from mentra_nb.runtime.teams import TeamMessage
+from mentra_nb.runtime.teams import mail as team_mail
+from mentra_nb.store import LeaseClaim
 from mentra_nb.testing import controlled_stream, text_stream, tool_use_stream
 from tests.children import REPO
 from tests.conftest import WAIT_LIMIT, clear_leases, wait_until
@@ -282,11 +285,11 @@ async def test_a_fork_cut_mid_stream_is_recovered_on_its_own_branch(db_path):
 async def test_a_fork_takes_no_teammates_subagents_approvals_or_mail(db_path):
     rt = runtime(db_path)
     lead = await conversation(rt, 1, "lead")
-    rt.store.save_state(lead.id, "subagents.v1", {"children": ["x"]}, token=rt.services.token)
-    rt.store.post_team_mail(lead.id, "lead", TeamMessage(sender="alice", content="unread"))
+    TREE.put(rt.store, lead.id, SubagentTree(), agent_id=lead.id, token=rt.services.token)
+    team_mail.queue_mail(rt.store, lead.id, "lead", TeamMessage(sender="alice", content="unread"))
     fork = lead.fork("fork")
-    assert rt.store.load_state(fork.id, "subagents.v1") is None
-    assert rt.store.list_team_mail(fork.id) == []
+    assert stored_tree(rt.store, lead.id) is not None and stored_tree(rt.store, fork.id) is None
+    assert team_mail.list_mail(rt.store, fork.id) == []
     assert rt.store.list_agents("nb", parent_id=fork.id) == []
     assert fork.snapshot.pending_approvals == []
     await rt.aclose()

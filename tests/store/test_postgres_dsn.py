@@ -16,6 +16,7 @@ import pytest
 from mentra_nb.errors import ConfigError, DatabaseError, MentraError
 from mentra_nb.notebook import magic_hint
 from mentra_nb.notebook._discovery import discover_store
+from mentra_nb.runtime.teams import mail as team_mail
 from mentra_nb.store import PostgresStore, SqliteStore, open_store
 
 SECRET = "Zq8-hunter2"
@@ -75,9 +76,9 @@ def test_the_url_carries_the_poolers_options_and_psycopg_never_sees_them(pg_dsn:
         assert store.dsn == f"{pg_dsn}?connect_timeout=5" and store.listen_url == pg_dsn
         with store._connection() as conn:
             assert conn.prepare_threshold == 0
-        signal = store.mail_signal()
+        signal = store.record_signal()
         try:
-            store.post_team_mail("team", "alice", _mail())
+            team_mail.queue_mail(store, "team", "alice", _mail())
             assert signal.wait(30)
         finally:
             signal.close()
@@ -139,6 +140,6 @@ def test_schema_through_a_pooler_says_how_to_choose_the_schema_instead(pgbouncer
 
 
 def _mail():
-    from mentra_nb.store.base import TeamMessage
+    from mentra_nb.runtime.teams import TeamMessage
 
     return TeamMessage(sender="user", content="wake up")

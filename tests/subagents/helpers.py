@@ -5,7 +5,7 @@ registry on."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mentra_nb import (
@@ -25,15 +25,17 @@ from mentra_nb import (
     Usage,
 )
 from mentra_nb.runtime.subagents import SubagentLimits, SubagentRegistry
+from mentra_nb.store.records import RecordOp
 from mentra_nb.testing import ScriptedProvider, StreamScript, tool_use_stream
 
 
 class FaultyStore:
-    """A real store whose `save_state` calls can be made to fail.
+    """A real store whose record writes (the subagent tree's checkpoints) can be
+    made to fail.
 
-    `fail_state_saves(1)` fails the next state write; `before_state_save`
-    runs a hook (with the call's number) before each state write goes through.
-    Everything else goes straight to the wrapped store.
+    `fail_state_saves(1)` fails the next such write; `before_state_save` runs a
+    hook (with the call's number) before each goes through. Everything else goes
+    straight to the wrapped store.
     """
 
     def __init__(self, inner: SqliteStore) -> None:
@@ -49,14 +51,15 @@ class FaultyStore:
         """Fail the state writes that come `offsets` calls from now (1 = the next)."""
         self._failures |= {self.state_saves + offset for offset in offsets}
 
-    def save_state(self, agent_id: str, key: str, value: Any, *, token: str) -> None:
+    def write_records(self, ops: Sequence[RecordOp], *, agent_id: str | None = None,
+                      token: str | None = None) -> list[Any]:
         self.state_saves += 1
         number = self.state_saves
         if self.before_state_save is not None:
             self.before_state_save(number)
         if number in self._failures:
             raise StoreError("forced state save failure")
-        self.inner.save_state(agent_id, key, value, token=token)
+        return self.inner.write_records(ops, agent_id=agent_id, token=token)
 
 
 class RoutedProvider:

@@ -14,6 +14,7 @@ from mentra_nb.runtime.subagents import (
     approve_call,
     list_subagents,
     pending_approvals,
+    stored_tree,
     subagent,
     subagent_picker,
 )
@@ -96,14 +97,14 @@ async def test_an_approval_answered_before_the_parent_reads_leaves_no_stale_noti
     await root.send("Get out.txt written")  # the root's turn ends; nobody reads its mail yet
     release()
     await wait_until(lambda: pending_approvals(root) != [])
-    assert [m["kind"] for m in rt.store.load_state(root.id, "subagents.v1")["mailbox"]] == ["approval"]
+    assert [m["kind"] for m in stored_tree(rt.store, root.id)["mailbox"]] == ["approval"]
 
     [(path, waiting)] = pending_approvals(root)
     approve_call(root, path, waiting.reference)
     await wait_until(lambda: list_subagents(root)[0].status == "completed")
 
     # Only the result is left for the root: the notice of the answered call was withdrawn.
-    mailbox = rt.store.load_state(root.id, "subagents.v1")["mailbox"]
+    mailbox = stored_tree(rt.store, root.id)["mailbox"]
     assert [(m["kind"], m["status"]) for m in mailbox] == [("update", "completed")]
     await rt.aclose()
 

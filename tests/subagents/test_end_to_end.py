@@ -8,9 +8,9 @@ import json
 
 from mentra_nb import AgentConfig, AgentStatus, Message, Runtime, SqliteStore
 from mentra_nb.runtime.subagents import (
-    STATE_KEY,
     SubagentLimits,
     list_subagents,
+    stored_tree,
     subagent,
     subagent_picker,
     watch_subagents,
@@ -81,7 +81,7 @@ async def test_children_run_in_parallel_and_their_results_reach_the_root_by_mail
     assert statuses(root) == {"/root/child_a": "completed", "/root/child_b": "completed"}
     assert [i.last_message for i in list_subagents(root)] == ["A: fine", "B: fine"]
     # Read mail is acknowledged once the root's run committed it.
-    assert rt.store.load_state(root.id, STATE_KEY)["mailbox"] == []
+    assert stored_tree(rt.store, root.id)["mailbox"] == []
     # Children are real persisted agents with their own transcripts.
     child_a = subagent(root, "/root/child_a")
     stored = rt.store.load_agent(child_a.id)
@@ -223,7 +223,7 @@ async def test_agents_without_subagents_config_get_no_tools_or_tree(db_path):
     await plain.send("hi")
     assert provider.requests("root")[0].tools == []
     assert plain.snapshot.subagents == []
-    assert rt.store.load_state(plain.id, STATE_KEY) is None
+    assert stored_tree(rt.store, plain.id) is None
     await rt.aclose()
 
 
@@ -240,6 +240,6 @@ async def test_closing_the_runtime_interrupts_children_without_notices(db_path):
     child = subagent(root, "/root/forever")
     await wait_until(lambda: child.status == AgentStatus.streaming())
     await rt.aclose()
-    state = SqliteStore(db_path).load_state(root.id, STATE_KEY)
+    state = stored_tree(SqliteStore(db_path), root.id)
     assert state["agents"]["/root/forever"]["status"] == "interrupted"
     assert state["mailbox"] == []  # a crash would not have told the root either

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from mentra_nb import Message, Runtime, SqliteStore
-from mentra_nb.runtime.subagents import STATE_KEY, list_subagents, preview
+from mentra_nb.runtime.subagents import list_subagents, preview, stored_tree
 from mentra_nb.testing import text_stream
 from tests.children import Child, integrity
 from tests.conftest import WAIT_LIMIT
@@ -32,7 +32,7 @@ async def test_killed_process_leaves_children_interrupted_and_a_followup_revives
 ):
     root_id = killed_tree
     assert integrity(db_path) == "ok"
-    before = SqliteStore(db_path).load_state(root_id, STATE_KEY)
+    before = stored_tree(SqliteStore(db_path), root_id)
     assert {p: a["status"] for p, a in before["agents"].items()} == {
         "/root/a": "running", "/root/b": "completed"}
 
@@ -46,7 +46,7 @@ async def test_killed_process_leaves_children_interrupted_and_a_followup_revives
     assert root.id == root_id
     assert {i.path: i.status for i in list_subagents(root)} == {
         "/root/a": "interrupted", "/root/b": "completed"}
-    assert rt.store.load_state(root_id, STATE_KEY)["agents"]["/root/a"]["status"] == "interrupted"
+    assert stored_tree(rt.store, root_id)["agents"]["/root/a"]["status"] == "interrupted"
     assert [m.text for m in preview(root, "/root/a").messages] == ["Task a"]
 
     assert (await asyncio.wait_for(root.send("Continue"), WAIT_LIMIT)).text == "all done"

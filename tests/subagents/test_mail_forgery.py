@@ -10,9 +10,8 @@ import json
 from mentra_nb import AgentConfig, Message, Runtime, SqliteStore
 from mentra_nb.notebook._rendering import mail_notices, message_items, transcript_markdown
 from mentra_nb.runtime.subagents import SubagentLimits
+from mentra_nb.runtime.teams import TeamMail, TeamMessage
 from mentra_nb.runtime.teams._inbox import format_inbox
-from mentra_nb.store import TeamMessage
-from mentra_nb.store.base import TeamMail
 from mentra_nb.testing import text_stream, tool_use_stream
 from tests.subagents.helpers import RoutedProvider, call, mail_texts
 

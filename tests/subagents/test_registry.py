@@ -11,7 +11,6 @@ import pytest
 from mentra_nb import AgentConfig, ConfigError, StoreError
 from mentra_nb.runtime.subagents import (
     MAX_MAILBOX_ITEMS,
-    STATE_KEY,
     PickerUpdated,
     SubagentCheckpointError,
     SubagentError,
@@ -20,6 +19,7 @@ from mentra_nb.runtime.subagents import (
     SubagentNotice,
     SubagentRegistry,
     UnknownSubagent,
+    stored_tree,
 )
 from mentra_nb.runtime.subagents._tree import bounded_text
 from tests.conftest import WAIT_LIMIT
@@ -80,7 +80,7 @@ async def test_loading_a_tree_interrupts_children_that_were_active(db_path):
     assert {p: r.status for p, r in tree.agents.items()} == {
         "/root/busy": "interrupted", "/root/done": "completed"}
     assert tree.agents["/root/busy"].active_turn is None
-    durable = store.inner.load_state(root_id, STATE_KEY)["agents"]["/root/busy"]
+    durable = stored_tree(store.inner, root_id)["agents"]["/root/busy"]
     assert (durable["status"], durable["active_turn"]) == ("interrupted", None)
     await rt.aclose()
 
@@ -100,8 +100,9 @@ async def test_a_checkpoint_beyond_the_limits_is_a_clear_error(db_path):
 async def test_an_unreadable_checkpoint_is_a_clear_error(db_path):
     registry, root_id, store, _events, rt = standalone_registry(db_path, WIDE)
     conn = sqlite3.connect(db_path)
-    conn.execute("INSERT OR REPLACE INTO state VALUES (?, ?, ?)",
-                 (root_id, STATE_KEY, '{"agents": {"/root/x": {"parent": 3}}}'))
+    conn.execute("INSERT INTO records (kind, scope, key, value, created_at, updated_at)"
+                 " VALUES ('subagents.tree', ?, '', ?, 0, 0)",
+                 (root_id, '{"agents": {"/root/x": {"parent": 3}}}'))
     conn.commit()
     conn.close()
     with pytest.raises(SubagentCheckpointError, match="subagent state of agent .* is unreadable"):
@@ -140,7 +141,7 @@ async def test_finish_notices_evict_the_oldest_mail_but_messages_are_refused(db_
     mailbox = registry.tree(root_id).mailbox
     assert len(mailbox) == MAX_MAILBOX_ITEMS
     assert mailbox[0].text == "note 1" and (mailbox[-1].kind, mailbox[-1].text) == ("update", "result")
-    assert len(store.inner.load_state(root_id, STATE_KEY)["mailbox"]) == MAX_MAILBOX_ITEMS
+    assert len(stored_tree(store.inner, root_id)["mailbox"]) == MAX_MAILBOX_ITEMS
     await rt.aclose()
 
 
@@ -181,9 +182,9 @@ async def test_cleanup_commits_even_when_the_write_fails(db_path):
     assert registry.list(root_id) == []
     assert events[-1].kind == "picker_removed"
     # Disk still has it; the next successful write brings disk in line.
-    assert "/root/a" in store.inner.load_state(root_id, STATE_KEY)["agents"]
+    assert "/root/a" in stored_tree(store.inner, root_id)["agents"]
     seed(registry, root_id, "/root/b", status="pending_init")
-    assert list(store.inner.load_state(root_id, STATE_KEY)["agents"]) == ["/root/b"]
+    assert list(stored_tree(store.inner, root_id)["agents"]) == ["/root/b"]
     await rt.aclose()
 
 

@@ -11,7 +11,6 @@ import asyncio
 import pytest
 
 from mentra_nb.runtime.subagents import (
-    STATE_KEY,
     PickerRemoved,
     PickerUpdated,
     SubagentLimitReached,
@@ -20,6 +19,7 @@ from mentra_nb.runtime.subagents import (
     SubagentRecord,
     SubagentTree,
     UnknownSubagent,
+    stored_tree,
 )
 from mentra_nb.runtime.subagents._picker import picker_for
 from tests.conftest import WAIT_LIMIT
@@ -52,7 +52,7 @@ async def test_failed_persist_does_not_mutate_runtime_state(db_path):
     reserve(registry, root_id)
     after_retry = len(registry.list(root_id))
     assert (after_failure, after_retry) == (0, 1)
-    assert list(store.inner.load_state(root_id, STATE_KEY)["agents"]) == ["/root/child"]
+    assert list(stored_tree(store.inner, root_id)["agents"]) == ["/root/child"]
     await rt.aclose()
 
 
@@ -105,7 +105,7 @@ async def test_mail_is_retained_until_its_checkpoint_marker_is_acknowledged(db_p
     registry, root_id, store, _events, rt = standalone_registry(db_path)
 
     def durable_mailbox() -> list:
-        return store.inner.load_state(root_id, STATE_KEY)["mailbox"]
+        return stored_tree(store.inner, root_id)["mailbox"]
 
     registry.queue_message(root_id, "/root/child", "/root", "done")
     pending = registry.receive_mail(root_id, "/root", set())
@@ -132,7 +132,7 @@ async def test_terminal_persist_failure_is_retried_as_a_durable_error(db_path):
 
     [agent] = registry.list(root_id)
     updates = await registry.wait(root_id, "/root", 0)
-    durable = store.inner.load_state(root_id, STATE_KEY)
+    durable = stored_tree(store.inner, root_id)
     rendered_error = any(isinstance(e, SubagentNotice) and "state persistence failed" in e.text
                          for e in events)
     assert agent["status"] == "errored"

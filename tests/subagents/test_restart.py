@@ -10,9 +10,9 @@ import json
 
 from mentra_nb import AgentConfig, AgentStatus, Message, Runtime, SqliteStore, tool
 from mentra_nb.runtime.subagents import (
-    STATE_KEY,
     list_subagents,
     preview,
+    stored_tree,
     subagent,
     subagent_picker,
 )
@@ -66,7 +66,7 @@ async def test_restart_interrupts_running_children_and_followup_revives_them(db_
     infos = {i.path: i for i in list_subagents(root)}
     assert {p: i.status for p, i in infos.items()} == {"/root/a": "interrupted", "/root/b": "completed"}
     assert infos["/root/a"].active_turn is None
-    durable = rt2.store.load_state(root.id, STATE_KEY)
+    durable = stored_tree(rt2.store, root.id)
     assert durable["agents"]["/root/a"]["status"] == "interrupted"
     assert [(o.label, o.status) for o in subagent_picker(root).options] == [
         ("a", "interrupted"), ("b", "completed")]
@@ -86,19 +86,19 @@ async def test_restart_interrupts_running_children_and_followup_revives_them(db_
     assert provider.requests("a")[0].messages == [Message.user("Task a"), Message.user("Finish A now")]
     assert {i.path: i.status for i in list_subagents(root)} == {
         "/root/a": "completed", "/root/b": "completed"}
-    assert rt2.store.load_state(root.id, STATE_KEY)["mailbox"] == []
+    assert stored_tree(rt2.store, root.id)["mailbox"] == []
 
     # The frozen first runtime, shut down at last, must not touch the new state.
-    settled = rt2.store.load_state(root.id, STATE_KEY)
+    settled = stored_tree(rt2.store, root.id)
     await rt1.aclose()
-    assert rt2.store.load_state(root.id, STATE_KEY) == settled
+    assert stored_tree(rt2.store, root.id) == settled
     await rt2.aclose()
 
 
 async def test_mail_delivered_into_a_run_lost_in_a_crash_is_delivered_again(db_path):
     root_stream, root_control = controlled_stream()
     rt1, root1, provider1 = await first_life(db_path, root_steps=[root_stream])
-    [notice] = rt1.store.load_state(root1.id, STATE_KEY)["mailbox"]
+    [notice] = stored_tree(rt1.store, root1.id)["mailbox"]
     sending = asyncio.create_task(root1.send("Anything new?"))
     await wait_until(lambda: root1.status == AgentStatus.streaming())
     start_text(root_control, "Let me th")  # the root is mid-stream, mail injected, then: crash
@@ -109,11 +109,11 @@ async def test_mail_delivered_into_a_run_lost_in_a_crash_is_delivered_again(db_p
     provider = RoutedProvider(root=[text_stream("b is done")])
     rt2 = Runtime.empty(store=SqliteStore(db_path), providers=[provider])
     [root] = rt2.resume()
-    assert [m["id"] for m in rt2.store.load_state(root.id, STATE_KEY)["mailbox"]] == [notice["id"]]
+    assert [m["id"] for m in stored_tree(rt2.store, root.id)["mailbox"]] == [notice["id"]]
     await root.resume()  # replays "Anything new?"
     [redelivered] = mail_texts(provider.requests("root")[0])
     assert f'id="{notice["id"]}"' in redelivered
-    assert rt2.store.load_state(root.id, STATE_KEY)["mailbox"] == []
+    assert stored_tree(rt2.store, root.id)["mailbox"] == []
 
     sending.cancel()
     await asyncio.gather(sending, return_exceptions=True)
@@ -145,7 +145,7 @@ async def test_mail_whose_marker_survived_a_crash_is_not_delivered_twice(db_path
     await root.resume()  # continues after the interrupted tool call
     # The transcript kept the delivery, so the model sees it once, not twice.
     assert len(mail_texts(provider.requests("root")[0])) == 1
-    assert rt2.store.load_state(root.id, STATE_KEY)["mailbox"] == []
+    assert stored_tree(rt2.store, root.id)["mailbox"] == []
 
     sending.cancel()
     await asyncio.gather(sending, return_exceptions=True)

@@ -14,6 +14,7 @@ from mentra_nb import (
     TeamMemberStatus,
     ToolResultBlock,
 )
+from mentra_nb.runtime.teams import mail as team_mail
 from mentra_nb.runtime.teams._inbox import holds_inbox
 from mentra_nb.testing import ScriptedProvider, text_stream
 from tests.children import Child
@@ -47,7 +48,7 @@ async def test_mail_inflight_in_a_killed_stream_is_delivered_again_after_resume(
 
     provider = ScriptedProvider("anthropic", [text_stream("summary done")])
     rt = runtime(db_path, provider, runtime_id="team-crash")
-    [inflight] = rt.store.inflight_team_mail(alice_id)
+    [inflight] = team_mail.inflight_mail(rt.store, alice_id)
     assert inflight.message.content == "Summarise the findings"
 
     [lead] = rt.resume()
@@ -61,7 +62,7 @@ async def test_mail_inflight_in_a_killed_stream_is_delivered_again_after_resume(
     transcript = rt.store.load_messages(alice_id)
     assert len(transcript) == 2 and transcript == alice.history
     assert holds_inbox(transcript[0]) and transcript[1] == Message.assistant("summary done")
-    assert [m.state for m in rt.store.list_team_mail(lead_id, "alice")] == ["acked"]
+    assert [m.state for m in team_mail.list_mail(rt.store, lead_id, "alice")] == ["acked"]
     await rt.aclose()
 
 
@@ -73,7 +74,7 @@ async def test_mail_a_killed_tool_call_already_answered_is_not_delivered_twice(c
     rt = runtime(db_path, provider, runtime_id="team-crash")
     [lead] = rt.resume()
     # Recovery kept the committed tool call, so the mail is in the transcript: acked.
-    assert [m.state for m in rt.store.list_team_mail(lead_id, "alice")] == ["acked"]
+    assert [m.state for m in team_mail.list_mail(rt.store, lead_id, "alice")] == ["acked"]
 
     # The revived teammate continues the run the crash interrupted.
     await wait_for_requests(provider, 1)

@@ -1,10 +1,11 @@
-"""A state file written before teams existed opens and gains the team tables."""
+"""A state file written before teams existed opens and keeps team mail."""
 
 from __future__ import annotations
 
 import sqlite3
 
 from mentra_nb import SqliteStore, TeamMessage
+from mentra_nb.runtime.teams import mail as team_mail
 from mentra_nb.store.sqlite import _MIGRATIONS, APPLICATION_ID, SCHEMA_VERSION
 
 
@@ -23,7 +24,7 @@ def test_a_schema_1_file_is_migrated_in_place_keeping_its_agents(db_path):
     store = SqliteStore(db_path)
     assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert [r.name for r in store.list_agents("nb")] == ["writer"]
-    store.post_team_mail("a1", "alice", TeamMessage(sender="writer", content="hi"))
-    assert store.count_team_mail("a1", "alice") == 1
-    assert store.list_team_requests("a1") == []
+    team_mail.queue_mail(store, "a1", "alice", TeamMessage(sender="writer", content="hi"))
+    assert team_mail.count_mail(store, "a1", "alice") == 1
+    assert team_mail.list_requests(store, "a1") == []
     store.close()

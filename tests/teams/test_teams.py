@@ -3,6 +3,7 @@ shutdown, re-spawning a name, tool errors, spawn validation."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -19,7 +20,8 @@ from mentra_nb import (
     TeamMemberStatus,
     ToolResultBlock,
 )
-from mentra_nb.runtime.teams import MEMBER_STATE_KEY, team_of
+from mentra_nb.runtime.teams import MEMBERS, team_of
+from mentra_nb.runtime.teams import mail as team_mail
 from mentra_nb.testing import ScriptedProvider, error_stream, text_stream, tool_use_stream
 from tests.teams.helpers import (
     inbox_items,
@@ -51,7 +53,7 @@ async def test_broadcast_reaches_every_other_member_and_not_the_sender(db_path):
         [request] = requests_of(provider, name)
         [item] = inbox_items(latest_team_inbox_text(request))
         assert (item["type"], item["from"], item["content"]) == ("broadcast", "lead", "standup at 10")
-    assert rt.store.list_team_mail(lead.id, "lead") == []
+    assert team_mail.list_mail(rt.store, lead.id, "lead") == []
     result = lead.history[2].tool_results[0]
     assert not result.is_error and result.content == "sent to alice, bob"
     await rt.aclose()
@@ -99,19 +101,45 @@ async def test_a_failed_teammate_run_requeues_its_mail_and_the_next_wake_recover
     lead.send_team_message("alice", "first task")
     await wait_for_teammate_status(lead, "alice", TeamMemberStatus.failed("connection cut"))
     assert alice.history == []  # the run was rolled back ...
-    [mail] = rt.store.list_team_mail(lead.id, "alice")
+    [mail] = team_mail.list_mail(rt.store, lead.id, "alice")
     assert mail.state == "pending"  # ... and its mail went back to the queue
     assert teammate(lead, "alice").unread == 1 and teammate(lead, "alice").alive
-    stored = rt.store.load_state(alice.id, MEMBER_STATE_KEY)
-    assert stored["status"] == {"name": "failed", "error": "connection cut"}
+    stored = MEMBERS.get(rt.store, alice.id)
+    assert stored is not None and stored.value.status == {"name": "failed", "error": "connection cut"}
 
     lead.send_team_message("alice", "second task")
     await wait_for_teammate_status(lead, "alice", TeamMemberStatus.idle())
     inbox, answer = alice.history
     assert [i["content"] for i in inbox_items(inbox.text)] == ["first task", "second task"]
     assert answer.text == "recovered"
-    assert {m.state for m in rt.store.list_team_mail(lead.id, "alice")} == {"acked"}
+    assert {m.state for m in team_mail.list_mail(rt.store, lead.id, "alice")} == {"acked"}
     assert teammate(lead, "alice").unread == 0
+    await rt.aclose()
+
+
+async def test_a_failing_teammate_is_not_retried_until_new_mail_arrives(db_path):
+    # The mail watch sees a failed run's requeued mail in the file and wakes the
+    # teammate; serving that wake retried a failing provider about 17 times a second.
+    provider = ScriptedProvider("anthropic", [
+        error_stream([MessageStarted(id="m", model="model")], StreamError("connection cut"))
+        for _ in range(20)
+    ])
+    rt = runtime(db_path, provider)
+    lead = rt.spawn("lead", "anthropic:model")
+    await lead.spawn_teammate("alice", "researcher")
+
+    lead.send_team_message("alice", "first task")
+    await wait_for_teammate_status(lead, "alice", TeamMemberStatus.failed("connection cut"))
+    team_of(lead).check_mail()  # what the mail watch does on seeing the requeue
+    await asyncio.sleep(0.5)  # ten polls of the mail watch: on the old code, about 8 retries
+    assert len(provider.requests) == 1
+    assert teammate(lead, "alice").status == TeamMemberStatus.failed("connection cut")
+
+    lead.send_team_message("alice", "second task")  # new mail: the next run takes both
+    await wait_for_requests(provider, 2)
+    await wait_for_teammate_status(lead, "alice", TeamMemberStatus.failed("connection cut"))
+    assert [i["content"] for i in inbox_items(latest_team_inbox_text(provider.requests[1]))] == [
+        "first task", "second task"]
     await rt.aclose()
 
 
@@ -130,7 +158,7 @@ async def test_a_rejected_plan_keeps_the_teammate_working(db_path):
 
     [request] = lead.team_requests()
     assert (request.protocol, request.sender, request.content) == ("plan_approval", "alice", "delete the cache")
-    [mail] = rt.store.list_team_mail(lead.id, "lead")  # the request also waits in the lead's inbox
+    [mail] = team_mail.list_mail(rt.store, lead.id, "lead")  # the request also waits in the lead's inbox
     assert (mail.message.type, mail.message.request_id, mail.message.protocol) == (
         "request", request.id, "plan_approval")
     rejected = lead.reject_request(request.id, "too risky; archive it instead")
@@ -171,8 +199,9 @@ async def test_an_approved_shutdown_ends_the_teammate_and_it_is_not_revived(db_p
     rt, lead, alice, request = await shut_down_alice(db_path)
     assert not teammate(lead, "alice").alive
     assert alice.last_message.text == "bye"
-    assert rt.store.load_state(alice.id, MEMBER_STATE_KEY)["status"] == {"name": "shutdown", "error": None}
-    [answer] = rt.store.list_team_mail(lead.id, "lead")
+    stored = MEMBERS.get(rt.store, alice.id)
+    assert stored is not None and stored.value.status == {"name": "shutdown", "error": None}
+    [answer] = team_mail.list_mail(rt.store, lead.id, "lead")
     assert (answer.message.type, answer.message.approve, answer.message.request_id) == (
         "response", True, request.id)
     with pytest.raises(AgentError, match="has shut down"):
@@ -299,7 +328,7 @@ async def test_the_idle_tool_ends_the_wake_cycle_without_another_model_call(db_p
     assert len(provider.requests) == 1
     assert alice.history[-1].tool_results[0].content.startswith("going idle")
     assert alice.status == AgentStatus.finished()
-    assert [m.state for m in rt.store.list_team_mail(lead.id, "alice")] == ["acked"]
+    assert [m.state for m in team_mail.list_mail(rt.store, lead.id, "alice")] == ["acked"]
     await rt.aclose()
 
 
@@ -334,7 +363,7 @@ async def test_cancelling_a_teammate_run_requeues_its_mail_and_keeps_the_actor(d
     alice.cancel()
     await wait_for_teammate_status(lead, "alice", TeamMemberStatus.idle())
     assert alice.history == []
-    assert [m.state for m in rt.store.list_team_mail(lead.id, "alice")] == ["pending"]
+    assert [m.state for m in team_mail.list_mail(rt.store, lead.id, "alice")] == ["pending"]
     assert teammate(lead, "alice").alive  # the actor outlives a cancelled run
 
     lead.send_team_message("alice", "go on")
@@ -411,14 +440,14 @@ async def test_rt_post_refuses_a_team_members_name_and_marks_the_runtime_that_po
     for unusable in ("", "   ", "ci\n", "x" * 65):
         with pytest.raises(ConfigError, match="not a usable name"):
             rt.post("alice", "hi", sender=unusable)
-    assert rt.store.list_team_mail(lead.id) == []  # nothing refused was queued
+    assert team_mail.list_mail(rt.store, lead.id) == []  # nothing refused was queued
     # Any other name goes, and the mail names the runtime that posted it.
     other = runtime(db_path, ScriptedProvider("anthropic"), runtime_id="nightly")
     try:
         other.post(lead.id, "the nightly build failed", sender="ci")
     finally:
         await other.aclose()
-    [mail] = rt.store.list_team_mail(lead.id, "lead")
+    [mail] = team_mail.list_mail(rt.store, lead.id, "lead")
     assert mail.message.for_model() == {"type": "message", "from": "ci", "content": "the nightly build failed",
                                         "timestamp": mail.message.timestamp, "posted_by_runtime": "nightly"}
     await rt.aclose()

@@ -24,21 +24,22 @@ from mentra_nb.runtime.mcp._config import (
     MCPConfig,
     MCPServer,
 )
-from mentra_nb.runtime.mcp._extension import STATE_KEY, MCPExtension
+from mentra_nb.runtime.mcp._extension import SERVERS, MCPExtension, StoredServers
 from mentra_nb.runtime.mcp._names import PREFIX as TOOL_NAME_PREFIX
 from mentra_nb.runtime.mcp._names import model_tool_name
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_START_TIMEOUT",
+    "SERVERS",
     "SERVER_NAME_PATTERN",
-    "STATE_KEY",
     "TOOL_NAME_PREFIX",
     "MCPConfig",
     "MCPExtension",
     "MCPServer",
     "MCPToolInfo",
     "ServerInfo",
+    "StoredServers",
     "add_server",
     "list_tools",
     "model_tool_name",

@@ -38,8 +38,12 @@ __all__ = [
 ]
 
 DEFAULT_START_TIMEOUT = 30.0
+"""Seconds an MCP server has to start and list its tools, unless its configuration says otherwise.
+"""
 DEFAULT_CALL_TIMEOUT = 120.0
+"""Seconds an MCP tool call may take, unless the server's configuration says otherwise."""
 SERVER_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$"
+"""What an MCP server's name may be, as a regular expression."""
 _SERVER_NAME_RULE = "1-48 letters, digits, '_', '.' or '-', starting with a letter or digit"
 
 # Names under which a literal value is most likely a credential.

@@ -1,7 +1,7 @@
 """How MCP plugs into a `Runtime`: `MCPExtension`.
 
 One of a runtime's default extensions. It keeps the runtime's MCP servers
-(persisted under the runtime state key `mcp.servers.v1`, read back the first
+(persisted as the runtime's `mcp.servers` record, read back the first
 time they are needed, so a resumed runtime has them again) and one shared
 connection per server. An agent whose `AgentConfig.mcp_servers` names servers
 gets an `MCPAgentExtension`: before each model call it starts those servers if
@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from mentra_nb.errors import ConfigError, MCPServerError
 from mentra_nb.messages import Message
@@ -35,12 +35,27 @@ from mentra_nb.runtime.mcp._connection import ServerConnection, require_sdk
 from mentra_nb.runtime.mcp._names import PREFIX, model_tool_name
 from mentra_nb.runtime.mcp._tools import MCPTool
 from mentra_nb.runtime.tools import Tool
+from mentra_nb.store.records import RecordKind
 
-__all__ = ["STATE_KEY", "MCPAgentExtension", "MCPExtension", "add_server", "extension_of", "remove_server"]
+__all__ = [
+    "SERVERS", "MCPAgentExtension", "MCPExtension", "StoredServers", "add_server", "extension_of",
+    "remove_server",
+]
 
 log = logging.getLogger("mentra_nb.runtime.mcp")
 
-STATE_KEY = "mcp.servers.v1"
+
+
+class StoredServers(BaseModel):
+    """A runtime's persistable servers, as stored: each entry is validated on its
+    own when read, so one damaged entry does not cost the others."""
+
+    servers: list[Any] = Field(default_factory=list)
+
+
+# One record per runtime id (its scope). No lease fences it: it belongs to the
+# notebook, whichever kernel writes.
+SERVERS = RecordKind("mcp.servers", StoredServers)
 
 
 def extension_of(runtime: HasServices) -> tuple[Services, MCPExtension]:
@@ -168,8 +183,8 @@ class MCPExtension(RuntimeExtension):
         if self._loaded:
             return
         self._loaded = True
-        stored = services.store.load_runtime_state(services.runtime_id, STATE_KEY) or []
-        for raw in stored if isinstance(stored, list) else []:
+        found = SERVERS.get(services.store, services.runtime_id)
+        for raw in found.value.servers if found is not None else []:
             try:
                 server = MCPServer.model_validate(raw)
             except ValidationError as err:
@@ -183,7 +198,10 @@ class MCPExtension(RuntimeExtension):
 
     def _persist(self, services: Services) -> None:
         stored = [s.model_dump(mode="json") for s in self._servers.values() if s.persistable]
-        services.store.save_runtime_state(services.runtime_id, STATE_KEY, stored or None)
+        if stored:
+            SERVERS.put(services.store, services.runtime_id, StoredServers(servers=stored))
+        else:
+            SERVERS.delete(services.store, services.runtime_id)
 
     def _reload(self, services: Services) -> None:
         """Take in servers another kernel of this notebook stored since we last read,

@@ -15,6 +15,7 @@ import re
 __all__ = ["MAX_TOOL_NAME", "PREFIX", "model_tool_name"]
 
 PREFIX = "mcp__"
+"""The prefix of every MCP tool's name as the model sees it (`mcp__<server>__<tool>`); reserved."""
 MAX_TOOL_NAME = 64
 _UNUSABLE = re.compile(r"[^A-Za-z0-9_-]")
 

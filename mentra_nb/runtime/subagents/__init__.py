@@ -50,11 +50,12 @@ from mentra_nb.runtime.subagents._snapshot import SubagentSnapshot, SubagentSumm
 from mentra_nb.runtime.subagents._tree import (
     MAX_MAILBOX_ITEMS,
     MAX_MESSAGE_BYTES,
-    STATE_KEY,
+    TREE,
     Mail,
     SubagentRecord,
     SubagentStatus,
     SubagentTree,
+    stored_tree,
 )
 
 __all__ = [
@@ -62,7 +63,7 @@ __all__ = [
     "MAX_MAILBOX_ITEMS",
     "MAX_MESSAGE_BYTES",
     "PREVIEW_MAX_BYTES",
-    "STATE_KEY",
+    "TREE",
     "InvalidPreviewCursor",
     "Mail",
     "PickerOption",
@@ -94,6 +95,7 @@ __all__ = [
     "list_subagents",
     "pending_approvals",
     "preview",
+    "stored_tree",
     "subagent",
     "subagent_picker",
     "subagent_registry",

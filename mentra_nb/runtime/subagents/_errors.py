@@ -32,19 +32,19 @@ class SubagentError(AgentError):
 
 
 class SubagentLimitReached(SubagentError):
-    pass
+    """A spawn would pass `SubagentLimits` (agents, concurrency or depth)."""
 
 
 class UnknownSubagent(SubagentError, LookupError):
-    pass
+    """No subagent at that path in this tree."""
 
 
 class SubagentMailboxFull(SubagentError):
-    pass
+    """The recipient's mailbox already holds `MAX_MAILBOX_ITEMS` items."""
 
 
 class InvalidPreviewCursor(SubagentError, ValueError):
-    pass
+    """A preview's `before=` cursor that does not point into that child's transcript."""
 
 
 class SubagentCheckpointError(ConfigError):

@@ -18,6 +18,8 @@ __all__ = ["PickerRemoved", "PickerUpdated", "SubagentEvent", "SubagentNotice"]
 
 
 class PickerUpdated(BaseModel):
+    """The tree changed: the picker's new state."""
+
     model_config = ConfigDict(defer_build=True, frozen=True)
 
     kind: Literal["picker_updated"] = "picker_updated"
@@ -35,6 +37,8 @@ class PickerRemoved(BaseModel):
 
 
 class SubagentNotice(BaseModel):
+    """Something the user should see about the tree (a failure), as a one-line notice."""
+
     model_config = ConfigDict(defer_build=True, frozen=True)
 
     kind: Literal["notice"] = "notice"
@@ -45,3 +49,4 @@ class SubagentNotice(BaseModel):
 
 
 SubagentEvent = Annotated[PickerUpdated | PickerRemoved | SubagentNotice, Field(discriminator="kind")]
+"""Any event of the subagent tree, told apart by its `kind` field."""

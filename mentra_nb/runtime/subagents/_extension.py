@@ -48,6 +48,7 @@ INTERRUPT_GRACE_S = 10.0  # how long interrupt_agent waits for the child's run t
 INTERRUPTED_REASON = "interrupted: its turn was stopped and rolled back; followup_task restarts it"
 CLOSED_REASON = "interrupted: the runtime closed during its turn; followup_task restarts it"
 HEADLESS_REFUSAL = "headless subagents cannot approve mutations"
+"""The start of the error result a child's call gets under `SubagentLimits(approvals="deny")`."""
 
 
 class SubagentsExtension(RuntimeExtension):

@@ -38,6 +38,8 @@ class SubagentInfo(SubagentSummary):
 
 
 class PickerOption(BaseModel):
+    """One child in the picker: its path, status, model and what waits for the user."""
+
     model_config = ConfigDict(defer_build=True, frozen=True)
 
     label: str  # last path segment

@@ -30,6 +30,7 @@ from mentra_nb.store.base import Store
 __all__ = ["PREVIEW_MAX_BYTES", "PreviewPage", "preview_page"]
 
 PREVIEW_MAX_BYTES = 8 * 1024 * 1024
+"""The most bytes of transcript one preview page reads."""
 _BATCH = 64  # messages read per store query while looking for a turn's start
 _CURSOR = re.compile(r"^older:(\d{1,12})$")
 

@@ -61,7 +61,7 @@ from mentra_nb.runtime.subagents._picker import (
 )
 from mentra_nb.runtime.subagents._tree import (
     ROOT_PATH,
-    STATE_KEY,
+    TREE,
     Mail,
     SubagentRecord,
     SubagentStatus,
@@ -69,6 +69,7 @@ from mentra_nb.runtime.subagents._tree import (
     TreeDraft,
     WaitingCall,
     bounded_text,
+    stored_tree,
 )
 from mentra_nb.store.base import Store
 
@@ -138,12 +139,12 @@ class SubagentRegistry:
             if existing.tree.agents:
                 self._emit(existing, self._status_event(existing))
             return existing.tree
-        raw = store.load_state(root_id, STATE_KEY)
+        raw = stored_tree(store, root_id)
         try:
             tree = SubagentTree.model_validate(raw) if raw is not None else SubagentTree()
         except ValidationError as err:
             raise SubagentCheckpointError(
-                f"the subagent state of agent {root_id} (state key {STATE_KEY}) is unreadable: "
+                f"the subagent state of agent {root_id} (record {TREE.name}) is unreadable: "
                 f"{err.errors()[0]['msg']} at {'.'.join(map(str, err.errors()[0]['loc']))}"
             ) from err
         tree.validate_limits(max_agents=limits.max_agents, root_id=root_id)
@@ -154,7 +155,7 @@ class SubagentRegistry:
             drop_approval_notices(draft, path)  # the calls were answered by crash recovery
         tree = draft.freeze()
         if cut_off:
-            store.save_state(root_id, STATE_KEY, tree.model_dump(mode="json"), token=token)
+            TREE.put(store, root_id, tree, agent_id=root_id, token=token)
         root = _Root(root_id=root_id, store=store, token=token, limits=limits, tree=tree,
                      summaries=summaries_for(tree), on_commit=on_commit)
         self._roots[root_id] = root
@@ -520,7 +521,7 @@ class SubagentRegistry:
         return output
 
     def _persist(self, root: _Root, tree: SubagentTree) -> None:
-        root.store.save_state(root.root_id, STATE_KEY, tree.model_dump(mode="json"), token=root.token)
+        TREE.put(root.store, root.root_id, tree, agent_id=root.root_id, token=root.token)
 
     def _swap(self, root: _Root, tree: SubagentTree, live: dict[str, LiveChild],
               notices: Sequence[SubagentNotice] = ()) -> None:

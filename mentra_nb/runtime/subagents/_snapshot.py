@@ -13,6 +13,7 @@ __all__ = ["SubagentSnapshot", "SubagentStatus", "SubagentSummary"]
 
 
 SubagentStatus = Literal["pending_init", "running", "interrupted", "completed", "errored"]
+"""A subagent's status in its tree."""
 
 
 class SubagentSummary(BaseModel):

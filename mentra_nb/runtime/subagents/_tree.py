@@ -12,7 +12,7 @@ reader on any thread (a widget, a preview) always sees a tree that is on disk.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,12 +22,14 @@ from mentra_nb.runtime.subagents._errors import (
     UnknownSubagent,
 )
 from mentra_nb.runtime.subagents._snapshot import SubagentStatus
+from mentra_nb.store.base import Store
+from mentra_nb.store.records import RecordKind
 
 __all__ = [
     "MAX_MAILBOX_ITEMS",
     "MAX_MESSAGE_BYTES",
     "ROOT_PATH",
-    "STATE_KEY",
+    "TREE",
     "Mail",
     "SubagentRecord",
     "SubagentStatus",
@@ -36,12 +38,14 @@ __all__ = [
     "WaitingCall",
     "bounded_text",
     "is_active",
+    "stored_tree",
 ]
 
-STATE_KEY = "subagents.v1"
 ROOT_PATH = "/root"
 MAX_MAILBOX_ITEMS = 256
+"""The most items a subagent mailbox holds."""
 MAX_MESSAGE_BYTES = 24_000
+"""The most bytes of a message between subagents; a longer last message is cut."""
 ELLIPSIS = "…"
 
 
@@ -116,6 +120,8 @@ class Mail(BaseModel):
 
 
 class SubagentTree(BaseModel):
+    """A root agent's subagents as stored with the root: the children and the mailbox."""
+
     model_config = ConfigDict(defer_build=True, frozen=True)
 
     agents: dict[str, SubagentRecord] = Field(default_factory=dict)
@@ -146,6 +152,19 @@ class SubagentTree(BaseModel):
                 f"{MAX_MAILBOX_ITEMS}; open it with AgentConfig(subagents=SubagentLimits("
                 f"max_agents={len(self.agents) + 1})) or higher"
             )
+
+
+# The tree of a root agent: one record of the root's (scope: its id), written
+# whole at every commit, fenced by the root's lease.
+TREE = RecordKind("subagents.tree", SubagentTree)
+
+
+def stored_tree(store: Store, root_id: str) -> dict[str, Any] | None:
+    """The stored tree of `root_id` as JSON (None when it has none): what was last
+    committed, unvalidated, for a reader that must see a tree it cannot open."""
+    found = store.read_records(TREE.name, scope=root_id)
+    value = found[0].value if found else None
+    return value if isinstance(value, dict) else None
 
 
 class TreeDraft:

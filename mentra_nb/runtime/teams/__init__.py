@@ -7,7 +7,8 @@
 A package shaped like `subagents`: free functions taking the agent (`_api`),
 the extension that plugs teams into a runtime (`_extension`), and behind them
 the team itself (`_team`), what keeps a teammate working (`_actor`), how mail
-reaches the model (`_inbox`) and the team tools (`_tools`).
+reaches the model (`_inbox`), the team tools (`_tools`) and the rows the team
+keeps in the store as records (`mail`).
 """
 
 from mentra_nb.runtime.teams._api import (
@@ -34,22 +35,42 @@ from mentra_nb.runtime.teams._inbox import (
 from mentra_nb.runtime.teams._snapshot import TeammateInfo, TeamMemberStatus, TeamSnapshot
 from mentra_nb.runtime.teams._team import (
     LEAD_ONLY_TOOLS,
-    MEMBER_STATE_KEY,
     Team,
     post_mail,
     teammate_system_prompt,
 )
 from mentra_nb.runtime.teams._tools import lead_tools, teammate_tools
+from mentra_nb.runtime.teams.mail import (
+    MAIL,
+    MEMBERS,
+    REQUESTS,
+    MemberState,
+    TeamMail,
+    TeamMailState,
+    TeamMessage,
+    TeamMessageKind,
+    TeamRequest,
+    TeamRequestStatus,
+)
 
 __all__ = [
     "INBOX_MARKER",
     "LEAD_ONLY_TOOLS",
-    "MEMBER_STATE_KEY",
+    "MAIL",
+    "MEMBERS",
+    "REQUESTS",
+    "MemberState",
     "Team",
     "TeamConfig",
     "TeamExtension",
     "TeamInbox",
+    "TeamMail",
+    "TeamMailState",
     "TeamMemberStatus",
+    "TeamMessage",
+    "TeamMessageKind",
+    "TeamRequest",
+    "TeamRequestStatus",
     "TeamSnapshot",
     "TeammateInfo",
     "approve_request",

@@ -5,7 +5,7 @@ then runs wake cycles in a task on the runtime's event loop: one run after
 another while the teammate has unread mail, each run starting with nothing but
 its injected `<team-inbox>`. Between wakes it has no task at all. The teammate's status
 follows: working during the cycle, then idle; failed{error} when a run fails
-(its mail was requeued, so the next wake retries it); shutdown after a cycle
+(its mail was requeued, so the next wake that brings new mail retries it); shutdown after a cycle
 that ends with an approved shutdown, which also ends the actor.
 """
 
@@ -44,6 +44,9 @@ class TeammateActor:
         # by an error result: its first cycle continues that run.
         self._continue = continue_first
         self._woken = False  # a wake not yet served by a cycle
+        # After a run failed or was cancelled: the unread count its requeued mail left.
+        # Wakes that bring no mail beyond it are not served (see _nothing_new).
+        self._unread_when_stopped: int | None = None
         self._started = False
         self._ended = False
         # The wake cycles in progress, if any. An idle actor has no task: nothing
@@ -107,6 +110,8 @@ class TeammateActor:
         try:
             while self._woken and not self._ended:
                 self._woken = False
+                if self._nothing_new():
+                    continue
                 if not await self._cycle():
                     self._ended = True
         except Exception:
@@ -149,12 +154,14 @@ class TeammateActor:
             except asyncio.CancelledError:
                 if services.closed or _cancelling():
                     raise
-                # The user cancelled this run (its mail was requeued); wait for the next wake
+                # The user cancelled this run (its mail was requeued); wait for new mail
                 # instead of starting the same work again at once.
+                self._stopped_with_mail_requeued()
                 self._set_status(TeamMemberStatus.idle())
                 return True
             except Exception as err:
                 message = str(err) if isinstance(err, MentraError) else f"{type(err).__name__}: {err}"
+                self._stopped_with_mail_requeued()
                 self._set_status(TeamMemberStatus.failed(message))
                 return True
         if services.closed:
@@ -165,6 +172,23 @@ class TeammateActor:
         if worked or team.status_of(agent.name).name == "working":
             self._set_status(TeamMemberStatus.idle())
         return True
+
+    def _stopped_with_mail_requeued(self) -> None:
+        self._unread_when_stopped = self.team.unread(self.agent.name, refresh=True)
+
+    def _nothing_new(self) -> bool:
+        """Whether this wake brings no mail the failed or cancelled run did not have.
+
+        Such wakes come at once: the mail watch sees the requeue in the store (and may
+        have seen the post that run had claimed). Serving them retried a failing
+        provider in a tight loop, about 17 calls a second, each possibly billed; the
+        teammate now stays failed (or idle) until new mail arrives or it is revived."""
+        if self._unread_when_stopped is None:
+            return False
+        if self.team.unread(self.agent.name, refresh=True) <= self._unread_when_stopped:
+            return True
+        self._unread_when_stopped = None
+        return False
 
     def _set_status(self, status: TeamMemberStatus) -> None:
         self.team.set_status(self.agent.name, status)

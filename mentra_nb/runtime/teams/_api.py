@@ -18,7 +18,7 @@ from mentra_nb.providers.base import ModelInfo
 from mentra_nb.runtime._services import AgentHandle
 from mentra_nb.runtime.teams._inbox import TeamInbox, team_of
 from mentra_nb.runtime.teams._snapshot import TeammateInfo
-from mentra_nb.store.base import TeamRequest, TeamRequestStatus
+from mentra_nb.runtime.teams.mail import TeamRequest, TeamRequestStatus
 
 __all__ = [
     "approve_request",

@@ -31,18 +31,21 @@ from mentra_nb.runtime._envelopes import envelope_json
 from mentra_nb.runtime._extensions import AgentExtension
 from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._services import AgentHandle
+from mentra_nb.runtime.teams import mail as _mail
 from mentra_nb.runtime.teams._team import Team
+from mentra_nb.runtime.teams.mail import TeamMail
 from mentra_nb.runtime.tools import Tool
-from mentra_nb.store.base import TeamMail
 
 __all__ = ["INBOX_MARKER", "TeamInbox", "format_inbox", "holds_inbox", "team_of"]
 
 log = logging.getLogger("mentra_nb.runtime")
 
 INBOX_MARKER = "<team-inbox>"
+"""The tag that opens team mail in a transcript (`<team-inbox>[…]</team-inbox>`)."""
 
 
 def format_inbox(mail: list[TeamMail]) -> str:
+    """Unread team mail as the one user message a round starts with."""
     # No teammate's text can close the inbox and forge mail after it.
     body = envelope_json([m.message.for_model() for m in mail])
     return f"{INBOX_MARKER}\n{body}\n</team-inbox>"
@@ -94,10 +97,10 @@ class TeamInbox(AgentExtension):
         """Claim this member's pending mail for the message written next in its transcript."""
         agent = self.agent
         services = agent.services
-        if services.store.count_team_mail(self.team.id, agent.name) == 0:
+        if _mail.count_mail(services.store, self.team.id, agent.name) == 0:
             return []  # a read, so a quiet round takes no write lock
-        mail = services.store.claim_team_mail(
-            self.team.id, agent.name, agent_id=agent.id, transcript_seq=agent.state.history_len,
+        mail = _mail.claim_mail(
+            services.store, self.team.id, agent.name, agent_id=agent.id, transcript_seq=agent.state.history_len,
             token=services.token,
         )
         self.team.mail_changed(agent.name)
@@ -115,7 +118,7 @@ class TeamInbox(AgentExtension):
         agent = self.agent
         services = agent.services
         try:
-            inflight = services.store.inflight_team_mail(agent.id)
+            inflight = _mail.inflight_mail(services.store, agent.id)
             if not inflight:
                 return
             history = agent.state.transcript
@@ -128,7 +131,7 @@ class TeamInbox(AgentExtension):
             for seq, group in claimed.items():
                 kept = seq is not None and seq < len(history) and _delivers(history[seq], group, secrets)
                 (ack if kept else requeue).extend(mail.id for mail in group)
-            services.store.settle_team_mail(agent.id, ack=ack, requeue=requeue, token=services.token)
+            _mail.settle_mail(services.store, agent.id, ack=ack, requeue=requeue, token=services.token)
         except MentraError as err:
             # Left inflight, it is settled again when the agent is next loaded.
             log.warning("could not settle the team mail of %s: %s", agent.name, err)

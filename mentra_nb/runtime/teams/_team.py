@@ -9,7 +9,7 @@ A team is named by its lead's id. Teammates are full persisted agents (kind
 loop; members talk through durable mail in the store (`_inbox.py`) and
 protocol requests (`shutdown`, `plan_approval` or any name) that the
 addressee approves or rejects. A teammate's status (idle / working /
-failed{error} / shutdown) is stored under the state key `team.member.v1`.
+failed{error} / shutdown) is a `teams.member` record (`mail.py`).
 
 `TeamExtension` (`_extension.py`) is one of the runtime's default extensions.
 After every resume path it revives each resumed lead's teammates that did not
@@ -42,14 +42,21 @@ from mentra_nb.runtime._recovery import INTERRUPTED_TOOL_RESULT
 from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._services import AgentHandle, Services
 from mentra_nb.runtime._tracing import note_mail_to
+from mentra_nb.runtime.teams import mail as _mail
 from mentra_nb.runtime.teams._actor import TeammateActor
 from mentra_nb.runtime.teams._config import TeamConfig
 from mentra_nb.runtime.teams._snapshot import TeammateInfo, TeamMemberStatus
-from mentra_nb.store.base import LeaseRecord, Store, TeamMessage, TeamRequest, TeamRequestStatus
+from mentra_nb.runtime.teams.mail import (
+    MEMBERS,
+    MemberState,
+    TeamMessage,
+    TeamRequest,
+    TeamRequestStatus,
+)
+from mentra_nb.store.base import LeaseRecord, Store
 
 __all__ = [
     "LEAD_ONLY_TOOLS",
-    "MEMBER_STATE_KEY",
     "TEAMMATE_TOOL_NAMES",
     "Direction",
     "Team",
@@ -59,8 +66,8 @@ __all__ = [
 
 log = logging.getLogger("mentra_nb.runtime")
 
-MEMBER_STATE_KEY = "team.member.v1"
 LEAD_ONLY_TOOLS = ("team_spawn", "team_broadcast")
+"""The team tools only a lead is offered."""
 TEAMMATE_TOOL_NAMES = (
     "team_send", "team_read_inbox", "team_request", "team_respond", "team_list_requests", "idle",
 )
@@ -73,6 +80,7 @@ _LEASE_EXPIRY_MARGIN = 0.05
 
 
 def teammate_system_prompt(name: str, role: str, lead: str, lead_system: str | None) -> str:
+    """A teammate's system prompt: its name, role and lead, then the lead's own instructions."""
     prompt = (
         f"You are {name}, the {role} of a team led by {lead}. You work on your own and reach "
         "the team only through the team tools.\n"
@@ -150,13 +158,14 @@ class Team:
             for record in self.store.list_agents(parent_id=self.id):
                 if record.kind != "teammate":
                     continue
-                state = self.store.load_state(record.id, MEMBER_STATE_KEY) or {}
-                status = TeamMemberStatus.model_validate(state.get("status") or {"name": "idle"})
+                stored = MEMBERS.get(self.store, record.id)
+                state = stored.value if stored is not None else MemberState()
+                status = TeamMemberStatus.model_validate(state.status or {"name": "idle"})
                 # Creation order, so if a name ever had two rows the newest wins.
                 members[record.name] = _Member(
                     agent_id=record.id, name=record.name, role=record.role or "",
                     model=record.model, status=status,
-                    spawned_at=float(state.get("spawned_at") or record.created_at),
+                    spawned_at=float(state.spawned_at or record.created_at),
                 )
             self._members = members
         return self._members
@@ -195,11 +204,10 @@ class Team:
 
     def _save_member(self, member: _Member) -> None:
         try:
-            self.store.save_state(
-                member.agent_id, MEMBER_STATE_KEY,
-                {"status": member.status.model_dump(mode="json"), "spawned_at": member.spawned_at},
-                token=self.services.token,
-            )
+            MEMBERS.put(self.store, member.agent_id,
+                        MemberState(status=member.status.model_dump(mode="json"),
+                                    spawned_at=member.spawned_at),
+                        agent_id=member.agent_id, token=self.services.token)
         except MentraError as err:
             log.warning("could not save the team status of %s: %s", member.name, err)
 
@@ -217,7 +225,7 @@ class Team:
     def unread(self, name: str, *, refresh: bool = False) -> int:
         if refresh or name not in self._unread:
             try:
-                self._unread[name] = self.store.count_team_mail(self.id, name)
+                self._unread[name] = _mail.count_mail(self.store, self.id, name)
             except MentraError:
                 return self._unread.get(name, 0)
         return self._unread[name]
@@ -366,7 +374,7 @@ class Team:
         return any(
             r.protocol == "shutdown" and r.status == "approved" and r.recipient == member.name
             and (r.resolved_at or 0) >= member.spawned_at
-            for r in self.store.list_team_requests(self.id)
+            for r in _mail.list_requests(self.store, self.id)
         )
 
     # --- mail --------------------------------------------------------------------------
@@ -418,7 +426,7 @@ class Team:
         lead = self.lead
         if lead is None or lead.services.closed:
             return
-        pending = self.store.list_team_mail(self.id, self.lead_name, "pending")
+        pending = _mail.list_mail(self.store, self.id, self.lead_name, "pending")
         if not pending:
             return  # the usual case: one indexed read, no member list loaded
         insiders = {self.lead_name, *self.members}
@@ -451,7 +459,7 @@ class Team:
         self._check_sender(sender)
         to = self._recipient(sender, to)
         _require_content(content)
-        self.store.post_team_mail(self.id, to, _message("message", sender, self._scrub(content)))
+        _mail.queue_mail(self.store, self.id, to, _message("message", sender, self._scrub(content)))
         self._delivered(to)
 
     def broadcast(self, sender: str, content: str) -> list[str]:
@@ -464,7 +472,7 @@ class Team:
             if name != sender and (name == self.lead_name or self.members[name].status.name != "shutdown")
         ]
         for name in recipients:
-            self.store.post_team_mail(self.id, name, _message("broadcast", sender, content))
+            _mail.queue_mail(self.store, self.id, name, _message("broadcast", sender, content))
         for name in recipients:
             self._delivered(name)
         return recipients
@@ -488,7 +496,7 @@ class Team:
             type="request", sender=sender, content=content, timestamp=int(request.created_at),
             request_id=request.id, protocol=protocol,
         )
-        self.store.create_team_request(request, message)
+        _mail.create_request(self.store, request, message)
         self._delivered(to)
         return request
 
@@ -511,8 +519,8 @@ class Team:
             type="response", sender=responder, content=reason or "", timestamp=int(time.time()),
             request_id=request.id, protocol=request.protocol, approve=approve,
         )
-        resolved = self.store.resolve_team_request(
-            self.id, request_id, approve=approve, reason=reason, response=response
+        resolved = _mail.resolve_request(
+            self.store, self.id, request_id, approve=approve, reason=reason, response=response
         )
         if resolved is None:
             raise AgentError(f"request {request_id} was answered meanwhile; only pending requests can be answered")
@@ -523,7 +531,7 @@ class Team:
         return resolved
 
     def _request(self, request_id: str) -> TeamRequest:
-        for request in self.store.list_team_requests(self.id):
+        for request in _mail.list_requests(self.store, self.id):
             if request.id == request_id:
                 return request
         raise AgentNotFound(
@@ -537,7 +545,7 @@ class Team:
     ) -> list[TeamRequest]:
         """Requests `member` sent or received, narrowed by the filters."""
         found = []
-        for r in self.store.list_team_requests(self.id):
+        for r in _mail.list_requests(self.store, self.id):
             if direction == "inbound" and r.recipient != member:
                 continue
             if direction == "outbound" and r.sender != member:
@@ -595,7 +603,7 @@ def post_mail(store: Store, team_id: str, recipient: str, sender: str, content: 
     _check_outside_sender(store, team_id, sender)
     message = TeamMessage(type="message", sender=sender, timestamp=int(time.time()),
                           content=scrub(content, known_secrets(workspace)), posted_by_runtime=runtime_id)
-    return store.post_team_mail(team_id, recipient, message)
+    return _mail.queue_mail(store, team_id, recipient, message)
 
 
 def _check_outside_sender(store: Store, team_id: str, sender: str) -> None:

@@ -192,10 +192,12 @@ LEAD_TOOL_NAMES = ("team_spawn", "team_send", "team_broadcast", "team_read_inbox
 
 
 def lead_tools() -> list[Tool]:
+    """The team tools a lead is offered."""
     return [_tools()[name] for name in LEAD_TOOL_NAMES]
 
 
 def teammate_tools() -> list[Tool]:
+    """The team tools a teammate is offered."""
     return [_tools()[name] for name in TEAMMATE_TOOL_NAMES]
 
 
