@@ -220,6 +220,8 @@ def test_a_job_made_outside_an_event_loop_waits_to_be_started(tmp_path: Path) ->
     agent = rt.spawn("clf", "test")
     job = agent.map([{"t": "a"}, {"t": "b"}], prompt="{t}", name="later")
     assert isinstance(job, BatchJob) and job.progress().waiting == 2
+    with pytest.raises(ConfigError, match="nothing runs it: in a notebook use %mentra map"):
+        job.join(timeout=1)  # would wait forever
 
     async def finish() -> None:
         await job.wait()

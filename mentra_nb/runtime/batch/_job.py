@@ -244,6 +244,10 @@ class BatchJob:
         awaits `wait()`). Never from the event loop that drives it."""
         if self._loop is not None and self._loop.is_running() and _running_loop() is self._loop:
             raise ConfigError("job.join() would block the event loop that runs the job; await job.wait()")
+        if self._driver is None and self.state == "running":
+            raise ConfigError(
+                f"job '{self.name}' was made outside an event loop, so nothing runs it: in a notebook "
+                "use %mentra map (it runs the job on the runtime's thread); in async code, await job.wait()")
         if not self._stopped.wait(timeout):
             raise TimeoutError(f"job '{self.name}' is still running after {timeout} s")
         return self
