@@ -103,8 +103,11 @@ export class Reveal {
     if (!this.frame) this.frame = requestAnimationFrame(this.step);
   }
 
-  /** @param {number} now */
-  step = (now) => {
+  // The time is read here, not taken from the frame's timestamp: `start` is a
+  // performance.now() reading, and a host's frame clock may start elsewhere (jsdom's
+  // is seconds behind it, which stalled the reveal by as much).
+  step = () => {
+    const now = performance.now();
     this.frame = 0;
     const done = Math.min(1, (now - this.start) / this.span);
     let length = this.from + Math.round((this.target.length - this.from) * done);

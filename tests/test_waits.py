@@ -32,7 +32,7 @@ def _short_waits(tree: ast.AST) -> list[tuple[int, str]]:
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             on_asyncio = isinstance(func, ast.Attribute) and getattr(func.value, "id", "") == "asyncio"
             limits = [k.value for k in node.keywords if k.arg == "timeout"]
-            if on_asyncio and name == "wait_for" and len(node.args) > 1:
+            if ((on_asyncio and name == "wait_for") or name in {"until", "wait_until", "poll"}) and len(node.args) > 1:
                 limits.append(node.args[1])
             elif on_asyncio and name == "timeout" and node.args:
                 limits.append(node.args[0])
@@ -72,5 +72,6 @@ def test_no_test_waits_less_than_30_seconds_for_a_condition(path):
 def test_the_check_finds_a_short_wait():
     tree = ast.parse("async def f():\n    await wait_until(ready, timeout=5)\n"
                      "    await asyncio.wait_for(task, 2)\n"
-                     "def wait_for(predicate, timeout=10.0): ...\n")
-    assert sorted(line for line, _ in _short_waits(tree)) == [2, 3, 4]
+                     "def wait_for(predicate, timeout=10.0): ...\n"
+                     "until(ready, 10)\n")
+    assert sorted(line for line, _ in _short_waits(tree)) == [2, 3, 4, 5]

@@ -23,6 +23,7 @@ PAGES: dict[str, tuple[str, ...]] = {
     "reference/runtime.md": ("mentra_nb.runtime", "mentra_nb.runtime.events",
                              "mentra_nb.runtime.tools", "mentra_nb.runtime.images"),
     "reference/extensions.md": ("mentra_nb.runtime.cost", "mentra_nb.runtime.teams",
+                                "mentra_nb.runtime.teams.mail",
                                 "mentra_nb.runtime.subagents", "mentra_nb.runtime.mcp",
                                 "mentra_nb.runtime.batch"),
     "reference/notebook.md": ("mentra_nb.notebook", "mentra_nb.notebook.turn",

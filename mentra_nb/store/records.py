@@ -59,8 +59,11 @@ __all__ = [
 
 # The states a queued record moves through (any other state is the kind's own).
 PENDING = "pending"
+"""A queued record's state: waiting to be claimed."""
 CLAIMED = "claimed"
+"""A queued record's state: claimed by one claimer, not yet settled."""
 DONE = "done"
+"""A queued record's state once settled (any other state name may be used too)."""
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -146,6 +149,7 @@ class Settle(_Op):
 
 
 RecordOp = Put | Update | Delete | Claim | Settle
+"""One operation of a `Store.write_records` batch."""
 
 
 # --- typed access -------------------------------------------------------------------

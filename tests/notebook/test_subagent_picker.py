@@ -123,12 +123,12 @@ def streaming_child(host, db_path):
     root = host.call(lambda: rt.spawn("lead", "anthropic:root", config=AgentConfig(subagents=True)))
     view = SubagentPickerView(root, host)
     turn = host.submit(root.send("go"))
-    until(lambda: [(o["label"], o["status"]) for o in view.options] == [("alpha", "running")], 10)
+    until(lambda: [(o["label"], o["status"]) for o in view.options] == [("alpha", "running")])
     view._on_browser_message(view, {"kind": "open", "path": "/root/alpha"}, [])
     for event in (MessageStarted(id="c1", model="child"), ContentBlockStarted.text(0),
                   ContentBlockDelta.text(0, "half a sentence")):
         host.call_soon(control.send, event)
-    until(lambda: view.preview_live == "half a sentence", 10)
+    until(lambda: view.preview_live == "half a sentence")
     return rt, view, turn, control
 
 
@@ -140,7 +140,7 @@ def test_a_running_childs_preview_shows_its_live_text(host, db_path):
         host.call_soon(control.send, event)
     host.call_soon(control.close)
     assert turn.result(10).text == "done"
-    until(lambda: view.preview_live == "", 10)
+    until(lambda: view.preview_live == "")
     host.submit(rt.aclose()).result(10)
 
 
@@ -151,7 +151,7 @@ def test_an_interrupted_childs_preview_shows_its_stopped_task_and_status(host, d
     view._on_browser_message(view, {"kind": "interrupt", "path": "/root/alpha"}, [])
     assert turn.result(10).text == "done"
     view._on_browser_message(view, {"kind": "open", "path": "/root/alpha"}, [])
-    until(lambda: view.preview.get("status") == "interrupted", 10)
+    until(lambda: view.preview.get("status") == "interrupted")
     items = view.preview["items"]
     assert [(i["role"], i["kind"]) for i in items] == [("user", "text"), ("user", "notice")]
     assert items[0]["html"].strip() == "<p>Write it</p>"

@@ -56,6 +56,7 @@ class StoredServers(BaseModel):
 # One record per runtime id (its scope). No lease fences it: it belongs to the
 # notebook, whichever kernel writes.
 SERVERS = RecordKind("mcp.servers", StoredServers)
+"""The record kind of a runtime's configured MCP servers: one record per runtime id."""
 
 
 def extension_of(runtime: HasServices) -> tuple[Services, MCPExtension]:

@@ -157,6 +157,7 @@ class SubagentTree(BaseModel):
 # The tree of a root agent: one record of the root's (scope: its id), written
 # whole at every commit, fenced by the root's lease.
 TREE = RecordKind("subagents.tree", SubagentTree)
+"""The record kind of a root agent's subagent tree and mailbox: one record per root."""
 
 
 def stored_tree(store: Store, root_id: str) -> dict[str, Any] | None:

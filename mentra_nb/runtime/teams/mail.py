@@ -48,8 +48,11 @@ __all__ = [
 ]
 
 TeamMessageKind = Literal["message", "broadcast", "request", "response"]
+"""What team mail is: a message, a broadcast, a protocol request or a response."""
 TeamMailState = Literal["pending", "inflight", "acked"]
+"""Where team mail is: `pending`, `inflight` (read by a run not yet committed) or `acked`."""
 TeamRequestStatus = Literal["pending", "approved", "rejected"]
+"""Where a protocol request stands."""
 
 
 class TeamMessage(BaseModel):
@@ -112,8 +115,11 @@ class MemberState(BaseModel):
 
 
 MAIL = RecordKind("teams.mail", TeamMessage)
+"""The record kind of team mail: scoped by team (its lead's id), one lane per recipient."""
 REQUESTS = RecordKind("teams.request", TeamRequest)
+"""The record kind of a team's protocol requests (`plan_approval`, `shutdown`, …)."""
 MEMBERS = RecordKind("teams.member", MemberState)
+"""The record kind of a teammate's membership: its team, role and status."""
 
 # Mail's states as the records queue names them.
 _MAIL_STATES: dict[str, TeamMailState] = {PENDING: "pending", CLAIMED: "inflight", DONE: "acked"}
@@ -147,6 +153,7 @@ def claim_mail(store: Store, team_id: str, recipient: str, *, agent_id: str, tra
 
 
 def count_mail(store: Store, team_id: str, recipient: str, state: TeamMailState = "pending") -> int:
+    """How much of `recipient`'s mail in the team is in `state` (unread: pending)."""
     return MAIL.count(store, team_id, lane=recipient, state=_RECORD_STATES[state])
 
 
