@@ -177,41 +177,41 @@ async def test_a_failed_row_says_why_and_retry_failed_runs_it_again(rt: Runtime)
     assert [m.role for m in fork.history] == [Role.USER, Role.ASSISTANT]  # a fresh fork, not the failed one
 
 
-async def test_pause_stops_starting_rows_and_resume_goes_on(rt: Runtime) -> None:
-    slow = Runtime.empty(store=rt.store, providers=[TestProvider(chunk_delay=0.01)], runtime_id="slow")
-    try:
-        agent = slow.spawn("clf", "test")
-        job = agent.map([{"n": i} for i in range(20)], prompt="count {n}", concurrency=1, name="p")
-        await until(lambda: job.progress().done >= 2, "two rows done")
-        job.pause()
-        await job.wait()
-        paused = job.progress()
-        assert paused.state == "paused" and paused.running == 0
-        assert 2 <= paused.done <= 3 and paused.waiting == 20 - paused.done
-        await job.resume().wait()
-        assert job.progress().done == 20 and job.state == "finished"
-    finally:
-        await slow.aclose()
+@pytest.fixture
+async def slow(rt: Runtime) -> AsyncIterator[Runtime]:
+    """A runtime on the same file whose model takes a while per row (rows stay in flight)."""
+    runtime = Runtime.empty(store=rt.store, providers=[TestProvider(chunk_delay=0.01)], runtime_id="slow")
+    yield runtime
+    await runtime.aclose()
 
 
-async def test_cancel_stops_the_job_and_keeps_what_was_done(rt: Runtime) -> None:
-    slow = Runtime.empty(store=rt.store, providers=[TestProvider(chunk_delay=0.01)], runtime_id="slow")
-    try:
-        agent = slow.spawn("clf", "test")
-        job = agent.map([{"n": i} for i in range(20)], prompt="count {n}", concurrency=2, name="c")
-        await until(lambda: job.progress().done >= 2, "two rows done")
-        job.cancel()
-        await job.wait()
-        cancelled = job.progress()
-        assert cancelled.state == "cancelled" and cancelled.running == 0 and cancelled.waiting == 0
-        assert cancelled.done >= 2 and cancelled.done + cancelled.cancelled == 20
-        assert job.retry_failed() == cancelled.cancelled
-        await job.wait()
-        assert job.progress().done == 20
-        names = [r.name for r in slow.list_persisted_agents() if r.forked_from == agent.id]
-        assert sorted(names) == sorted(f"c-{i}" for i in range(20))
-    finally:
-        await slow.aclose()
+async def test_pause_stops_starting_rows_and_resume_goes_on(slow: Runtime) -> None:
+    job = slow.spawn("clf", "test").map([{"n": i} for i in range(20)], prompt="count {n}",
+                                        concurrency=1, name="p")
+    await until(lambda: job.progress().done >= 2, "two rows done")
+    job.pause()
+    await job.wait()
+    paused = job.progress()
+    assert paused.state == "paused" and paused.running == 0
+    assert 2 <= paused.done <= 3 and paused.waiting == 20 - paused.done
+    await job.resume().wait()
+    assert job.progress().done == 20 and job.state == "finished"
+
+
+async def test_cancel_stops_the_job_and_keeps_what_was_done(slow: Runtime) -> None:
+    agent = slow.spawn("clf", "test")
+    job = agent.map([{"n": i} for i in range(20)], prompt="count {n}", concurrency=2, name="c")
+    await until(lambda: job.progress().done >= 2, "two rows done")
+    job.cancel()
+    await job.wait()
+    cancelled = job.progress()
+    assert cancelled.state == "cancelled" and cancelled.running == 0 and cancelled.waiting == 0
+    assert cancelled.done >= 2 and cancelled.done + cancelled.cancelled == 20
+    assert job.retry_failed() == cancelled.cancelled
+    await job.wait()
+    assert job.progress().done == 20
+    names = [r.name for r in slow.list_persisted_agents() if r.forked_from == agent.id]
+    assert sorted(names) == sorted(f"c-{i}" for i in range(20))
 
 
 def test_a_job_made_outside_an_event_loop_waits_to_be_started(tmp_path: Path) -> None:
