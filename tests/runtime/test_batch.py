@@ -198,6 +198,18 @@ async def test_pause_stops_starting_rows_and_resume_goes_on(slow: Runtime) -> No
     assert job.progress().done == 20 and job.state == "finished"
 
 
+async def test_cancelling_a_paused_job_cancels_its_waiting_rows(slow: Runtime) -> None:
+    job = slow.spawn("clf", "test").map([{"n": i} for i in range(10)], prompt="count {n}",
+                                        concurrency=1, name="pc")
+    await until(lambda: job.progress().done >= 1, "a row done")
+    job.pause()
+    await job.wait()
+    job.cancel()
+    cancelled = job.progress()
+    assert cancelled.state == "cancelled" and cancelled.waiting == 0
+    assert cancelled.done + cancelled.cancelled == 10
+
+
 async def test_cancel_stops_the_job_and_keeps_what_was_done(slow: Runtime) -> None:
     agent = slow.spawn("clf", "test")
     job = agent.map([{"n": i} for i in range(20)], prompt="count {n}", concurrency=2, name="c")

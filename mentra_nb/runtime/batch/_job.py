@@ -278,8 +278,8 @@ class BatchJob:
         """Stop the job: running rows are cancelled (their forks roll back) and every
         row not finished is marked cancelled. Its results so far stay."""
         self._set_state("cancelled", "cancelled by the user")
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._cancel_tasks)
+        if self._driver is not None and not self._driver.done() and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._cancel_tasks)  # the driver marks the rows when they stopped
         else:
             self._mark_unfinished_cancelled()
 
