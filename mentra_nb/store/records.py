@@ -149,7 +149,7 @@ class Settle(_Op):
 
 
 RecordOp = Put | Update | Delete | Claim | Settle
-"""One operation of a `Store.write_records` batch."""
+"""One operation of a `Store.write_records` call."""
 
 
 # --- typed access -------------------------------------------------------------------

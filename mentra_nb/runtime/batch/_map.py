@@ -25,10 +25,12 @@ from mentra_nb.store.records import Delete
 __all__ = ["JOB_NAME_RULE", "Prompt", "make_job"]
 
 Prompt = str | Callable[[dict[str, Any]], str]
+"""A row's prompt: a template of its columns (`"Classify: {text}"`) or a function of the row."""
 
 # A row's fork is "<job>-<index>", which must be an agent name (at most 64 characters).
 _JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,47}")
 JOB_NAME_RULE = "1-48 letters, digits, '_', '.' or '-', starting with a letter or digit"
+"""What a job's name may be (each row's fork is named `<job>-<index>`)."""
 
 
 def make_job(agent: RowAgent, rows: Any, prompt: Prompt, *, output: type[BaseModel] | None,

@@ -35,6 +35,8 @@ FAILED = "failed"
 CANCELLED = "cancelled"
 
 JobState = Literal["running", "paused", "cancelled", "finished", "budget"]
+"""Where a job stands: driven (`running`), `paused`, `cancelled`, `finished`, or stopped
+by its `budget`."""
 
 
 class JobSpec(BaseModel):
@@ -76,7 +78,10 @@ class RowState(BaseModel):
 
 
 JOB = RecordKind("batch.job", JobSpec)
+"""A job's spec: scope the runtime id, key the job's name."""
 ROW = RecordKind("batch.row", RowState)
+"""One input row of a job: scope the job's id, key its index (`row_key`), queued
+(pending, claimed) until it is done, failed or cancelled."""
 
 
 def row_key(index: int) -> str:
