@@ -5,6 +5,7 @@ import { ClampWatcher, appendTranscript, approvalBox, button, codeText, element,
 import { Sources, addMessageActions, forkOriginLabel, setEditable } from "./time_travel.js";
 import { keepCutTurn } from "./cut_turn.js";
 import { keepNotebookIdentity, hookNotebookSaves } from "./saved_state.js";
+import { shareLiveViews } from "./shared_views.js";
 
 /**
  * @typedef {import("./wire.js").Status} Status
@@ -263,6 +264,7 @@ const modelStreams = new WeakMap();
 /** @param {{model: Model}} context */
 export function initialize({ model }) {
   hookNotebookSaves(/** @type {any} */ (model).widget_manager);
+  shareLiveViews(model); // (shared_views.js)
   keepNotebookIdentity(/** @type {any} */ (model).widget_manager, /** @type {any} */ (model).get("notebook"));
   const stream = new ModelStream();
   modelStreams.set(model, stream);

@@ -117,7 +117,7 @@ export function hookNotebookSaves(manager) {
       const notebook = context.model;
       const live = manager.get_state_sync({ drop_defaults: true });
       saving = live;
-      refreshSavedCopies(notebook, live);
+      if (writesSharedOutputs(notebook)) refreshSavedCopies(notebook, live);
       // The file shows none of our widgets (withoutLiveViews): no placeholder is
       // needed for them, and a notebook saved by an earlier version loses its own.
       const metadata = placeholderMetadata(notebook.getMetadata("widgets"), live, new Set());
@@ -232,6 +232,20 @@ export function withoutLiveViews(json, live = {}) {
 const REATTACH = Symbol.for("mentra-nb.reattach");
 
 /**
+ * Whether this page may change outputs it did not receive from the kernel itself
+ * (write saved copies, put widgets back). Always, unless the notebook is shared
+ * (real-time collaboration): then only the collaborator with the lowest client id
+ * (Yjs awareness), since two pages replacing the same output at once leave both
+ * replacements in the shared document.
+ * @param {any} notebook the document's model
+ */
+export function writesSharedOutputs(notebook) {
+  const awareness = notebook?.sharedModel?.awareness;
+  if (!notebook?.collaborative || !awareness?.getStates) return true;
+  return Math.min(...awareness.getStates().keys()) === awareness.clientID;
+}
+
+/**
  * Once the views' models have been restored (a page reload while the kernel
  * runs), put back the widget outputs a save left out, for the models the kernel
  * still holds; a new kernel holds none of them, so a reopened notebook keeps
@@ -240,7 +254,7 @@ const REATTACH = Symbol.for("mentra-nb.reattach");
  */
 function scheduleReattach(manager) {
   const context = /** @type {any} */ (manager.context);
-  if (context[REATTACH]) return;
+  if (context[REATTACH] || !writesSharedOutputs(context.model)) return;
   context[REATTACH] = setTimeout(() => {
     context[REATTACH] = 0;
     reattachLiveViews(manager).catch((error) => console.warn("mentra-nb: could not restore a live view", error));

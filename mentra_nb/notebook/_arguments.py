@@ -512,11 +512,22 @@ def parse_line(line: str) -> Command:
     if command is None:
         raise ParseError(f"unknown command '{name}'; the commands are: {_command_words()}\n"
                          "usage: %mentra help")
+    if _takes_comments(command):
+        args = _split(line, command.usage(), comments=True)[len(words) - len(args):]
     return _build(command, args)
 
 
 def parse_cell(line: str) -> CellArgs:
-    return _build(CellArgs, _split(line, CellArgs.usage("%%mentra")), prefix="%%mentra")  # type: ignore[return-value]
+    words = _split(line, CellArgs.usage("%%mentra"), comments=True)
+    return _build(CellArgs, words, prefix="%%mentra")  # type: ignore[return-value]
+
+
+def _takes_comments(command: type[Command]) -> bool:
+    """Whether a `# comment` ends the line, as in Python: IPython passes it to a line
+    magic with the rest, and `%mentra spawn writer  # the drafter` is how people write.
+    Not where the rest of the line is free text (a message may say 'see #42') or a
+    command line of its own."""
+    return command.rest is None and command.argv is None
 
 
 def help_text(topic: str | None = None) -> str:
@@ -538,9 +549,9 @@ def help_text(topic: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def _split(line: str, usage: str) -> list[str]:
+def _split(line: str, usage: str, *, comments: bool = False) -> list[str]:
     try:
-        return shlex.split(line)
+        return shlex.split(line, comments=comments)
     except ValueError as err:
         raise ParseError(f"cannot read the line ({err}); close your quotes\nusage: {usage}") from None
 

@@ -45,6 +45,16 @@ def test_spawn_without_a_model_uses_the_offline_test_model_and_says_so(ip, capsy
     assert agent.name == "writer" and agent.model.key == "test:default"
 
 
+def test_a_trailing_comment_ends_a_magic_line_but_not_a_message(ip, session):
+    # IPython hands a line magic the whole line, comment included; the docs' first
+    # cell `%mentra spawn writer  # …` was a usage error.
+    mentra(ip, "spawn writer --tools ''   # the drafter, offline")
+    assert session.agent("writer").config.tools == []
+    mentra_cell(ip, "writer --wait  # answers at once", "say hi")
+    turn = mentra(ip, "send writer --wait see issue #42 # not a comment")
+    assert turn.text.endswith("see issue #42 # not a comment")  # the test model echoes it
+
+
 def test_spawn_takes_model_system_and_tools(ip):
     agent = mentra(ip, "spawn analyst --model test:precise --system 'Be brief.' --tools read_file,glob")
     assert agent.model.key == "test:precise"
