@@ -161,6 +161,34 @@ class MentraMagics(Magics):
             print(f"mentra: {cells}")
         return agent
 
+    def _do_map(self, command: args.MapArgs) -> runtime.BatchJob:
+        shell = self.shell
+        assert shell is not None  # a magic runs in a shell
+        if command.rows not in shell.user_ns:
+            raise UsageError(f"no kernel variable '{command.rows}': give the name of a DataFrame or a list "
+                             f"of dicts\nusage: {args.MapArgs.usage()}")
+        rows = shell.user_ns[command.rows]
+        output = self._output_model(command.output)
+        agent = self.session.agent(command.agent)
+        try:
+            # On the runtime's thread: the job starts there and runs while cells go on.
+            job: runtime.BatchJob = self.session.call(lambda: runtime.batch.map_rows(
+                agent, rows, command.prompt, output=output, concurrency=command.concurrency,
+                max_cost_usd=command.max_cost, name=command.name, replace=command.replace))
+        except ConfigError as err:
+            raise UsageError(f"{err}\nusage: {args.MapArgs.usage()}") from None
+        if command.into is not None:
+            into, user_ns = command.into, shell.user_ns
+
+            def publish(stopped: runtime.BatchJob) -> None:
+                user_ns[into] = stopped.results()
+
+            job.on_stop(publish)
+            if job.state != "running":  # attached to a job that already stopped
+                user_ns[into] = job.results()
+        display(self.session.batch_view(job))
+        return job
+
     def _do_approve(self, command: args.ApproveArgs) -> None:
         self.session.approve(self.session.agent(command.agent), command.call_id, always=command.always)
 

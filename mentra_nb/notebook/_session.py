@@ -42,12 +42,14 @@ from mentra_nb.notebook._kernel_tools import KERNEL_TOOL_NAMES, kernel_tools, py
 from mentra_nb.notebook._notebook_identity import adopt_command, stored_nearby
 from mentra_nb.notebook._waiting import wait_for
 from mentra_nb.notebook.agent_view import AgentView, TurnScope
+from mentra_nb.notebook.batch_view import BatchView
 from mentra_nb.notebook.turn import Turn
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime import (
     FILE_TOOL_NAMES,
     Agent,
     AgentConfig,
+    BatchJob,
     MCPServer,
     Runtime,
     Tool,
@@ -663,6 +665,10 @@ class NotebookSession:
             view = TeamView(lead, self.host)
             self._teams[lead.id] = view
         return view
+
+    def batch_view(self, job: BatchJob) -> BatchView:
+        """A view of `job`'s progress (each `%mentra map` cell shows its own)."""
+        return BatchView(job, self.host)
 
     def view(self, agent: Agent) -> AgentView:
         """The one long-lived view of `agent` (displaying it again shows the same widget)."""
