@@ -24,7 +24,7 @@ export const PLACEHOLDER_ESM = "// mentra-nb: this view was live in a kernel; th
 
 /**
  * Whether a saved model is one of our views: a live one's state (every view syncs
- * `_mentra_view`, "agent", "team" or "picker": mentra_nb/notebook/_widget.py), or a
+ * `_mentra_view`, "agent", "team", "picker" or "batch": mentra_nb/notebook/_widget.py), or a
  * placeholder. Another anywidget's state is never touched.
  * @param {SavedModel} saved
  */
@@ -179,12 +179,12 @@ export const TAG = "mentra";
 
 // The `text/plain` line of a live view's widget output, under its markdown copy
 // (mentra_nb/notebook/_widget.py `_display_with_fallback`), and of a turn view's.
-const COPIED_LABEL = /^(AgentView|TeamView|SubagentPickerView)\(.*\) · live view; /;
+const COPIED_LABEL = /^(AgentView|TeamView|SubagentPickerView|BatchView)\(.*\) · live view; /;
 const TURN_LABEL = /^AgentView\([^)]*, turn \d+/;
 
 /**
  * Whether a serialised widget output is one of our live views', and which kind:
- * "copied" (a full view, team or picker, whose markdown copy is the output just
+ * "copied" (a full view, team, picker or batch view, whose markdown copy is the output just
  * above it) or "turn" (a turn view, whose own bundle holds its markdown). Known by
  * the model's state while it lives, else (its kernel gone) by the output's line.
  * @param {any} output

@@ -29,7 +29,7 @@ TAG = "mentra"  # the metadata key keeping the widget output a markdown output s
 # The `text/plain` line of a live view's widget output, under its markdown copy
 # (mentra_nb/notebook/_widget.py `_display_with_fallback`), and of a turn view's:
 # the same patterns as js/saved_state.js.
-COPIED_LABEL = re.compile(r"^(AgentView|TeamView|SubagentPickerView)\(.*\) · live view; ")
+COPIED_LABEL = re.compile(r"^(AgentView|TeamView|SubagentPickerView|BatchView)\(.*\) · live view; ")
 TURN_LABEL = re.compile(r"^AgentView\([^)]*, turn \d+")
 
 

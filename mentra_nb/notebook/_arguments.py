@@ -40,6 +40,7 @@ __all__ = [
     "HistoryArgs",
     "InterruptArgs",
     "ListAgentsArgs",
+    "MapArgs",
     "McpAddArgs",
     "McpListArgs",
     "McpRemoveArgs",
@@ -271,6 +272,26 @@ class CostArgs(Command):
     agent: AgentName | None = None
 
 
+class MapArgs(Command):
+    command = "map"
+    summary = ("run NAME over the rows of DF (a DataFrame or list of dicts in the kernel), each row a fork "
+               "of NAME: --prompt is a template of the columns ({column}); --output MODEL: typed answers; "
+               "shows the job's progress and returns the job; --into VAR: its results DataFrame goes into "
+               "VAR whenever it stops; rerun, it attaches to the stored job (--replace: start over)")
+    positionals = ("agent", "rows")
+    metavars = {"agent": "NAME", "rows": "DF", "prompt": "TEXT", "output": "MODEL", "concurrency": "N",
+                "max_cost": "USD", "into": "VAR", "name": "JOB"}
+    agent: AgentName
+    rows: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    prompt: str = Field(min_length=1)
+    output: str | None = None
+    concurrency: int = Field(default=16, ge=1)
+    max_cost: float | None = Field(default=None, ge=0)
+    into: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    name: str | None = None
+    replace: bool = False
+
+
 # --- time travel ------------------------------------------------------------------
 
 
@@ -482,7 +503,7 @@ class CellArgs(Command):
 COMMANDS: dict[str, type[Command]] = {
     c.command: c for c in (SpawnArgs, SendArgs, ListAgentsArgs, ResumeArgs, ApproveArgs, DenyArgs,
                            ShowArgs, TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
-                           ExplainArgs,
+                           ExplainArgs, MapArgs,
                            ForkArgs, RewindArgs, UndoArgs, HistoryArgs, ExportArgs, RmArgs,
                            DbArgs, AdoptArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
                            AliasArgs, HelpArgs)

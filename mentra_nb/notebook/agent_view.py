@@ -279,7 +279,9 @@ class AgentView(MentraWidget):
                          scope={} if turn is None else {"kind": "turn", "first": turn.first},
                          notebook=notebook or {}, **state)
         self.on_msg(self._on_browser_message)
-        host.call(self._attach)
+        # Not waited for: whatever the caller asks of the runtime next runs after it,
+        # and `_attach` catches up with what changed since the state was read.
+        host.call_soon(self._attach)
 
     # --- runtime side (runs on the runtime thread) --------------------------------
 
@@ -728,13 +730,9 @@ class AgentView(MentraWidget):
 
     # --- static outputs -----------------------------------------------------------
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        # Displayed: the browser gets the transcript now, without asking for it (a
-        # busy kernel would answer a hello only after the cells queued before it).
-        self._host.call_soon(self._greet_on_display)
-        return super()._repr_mimebundle_(**kwargs)
-
-    def _greet_on_display(self) -> None:
+    def _displayed(self) -> None:
+        """Displayed: the browser gets the transcript now, without asking for it (a
+        busy kernel would answer a hello only after the cells queued before it)."""
         items = self.items  # rendered now: from here on each new message is sent as it comes
         turn = self._turn
         if (turn is not None and not items and not self._ended

@@ -34,6 +34,17 @@ def test_a_full_view_is_saved_as_its_markdown_copy_keeping_the_widget_output_in_
     assert cell["outputs"][0]["metadata"]["mentra"]["view"] == FULL_VIEW
 
 
+def test_a_batch_view_is_saved_as_its_markdown_copy():
+    progress = {"output_type": "display_data", "metadata": {}, "data": {
+        "text/plain": "**Batch job `reviews`**", "text/markdown": "**Batch job `reviews`**"}}
+    view = {"output_type": "display_data", "metadata": {}, "data": {
+        VIEW_MIME: {"model_id": "b1", "version_major": 2, "version_minor": 1}, "text/markdown": "",
+        "text/plain": "BatchView(reviews) · live view; saved as the markdown above"}}
+    [cell] = _saved([[progress, view]])["cells"]
+    assert [o["data"] for o in cell["outputs"]] == [progress["data"]]
+    assert cell["outputs"][0]["metadata"]["mentra"]["view"] == view
+
+
 def test_a_running_turn_keeps_its_markdown_and_loses_its_widget():
     [cell] = _saved([[TURN_VIEW]])["cells"]
     [output] = cell["outputs"]
