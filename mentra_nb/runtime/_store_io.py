@@ -53,6 +53,9 @@ class StoreIO:
         """`call()`'s result, after the earlier calls of `key` (an agent's id) ended."""
         if not self.off_loop:
             return call()
+        # A cancel already on its way is delivered here, before the write starts
+        # (an uncontended lock would not yield to it).
+        await asyncio.sleep(0)
         lock = self._order.get(key)
         if lock is None:
             lock = self._order[key] = asyncio.Lock()
