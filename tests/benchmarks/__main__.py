@@ -1,7 +1,7 @@
 """Run the benchmarks, print their tables, and write RESULTS.md.
 
     python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost wire
-                                               postgres fork lag
+                                               postgres fork lag loopstall
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from tests.benchmarks import (
     bench_fork,
     bench_import,
     bench_lag,
+    bench_loop_stall,
     bench_postgres,
     bench_resume,
     bench_storage,
@@ -36,6 +37,7 @@ BENCHMARKS = {
     "postgres": bench_postgres.run,
     "fork": bench_fork.run,
     "lag": bench_lag.run,
+    "loopstall": bench_loop_stall.run,
 }
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
