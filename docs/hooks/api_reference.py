@@ -101,9 +101,10 @@ def documented_at() -> dict[tuple[str, str], str]:
 
 
 def _is_definition(obj: object) -> bool:
-    """Classes, functions and type aliases are one object wherever they are exported;
-    constants (strings, tuples) are documented where each module names them."""
-    return isinstance(obj, type) or callable(obj) or hasattr(obj, "__origin__")
+    """Classes, functions, type aliases and other objects are one object wherever they
+    are exported; values (strings, numbers, tuples), which equal values may share, are
+    documented where each module names them."""
+    return not isinstance(obj, (str, bytes, int, float, complex, tuple, frozenset, type(None)))
 
 
 def _module_block(module: str, names: list[str]) -> str:

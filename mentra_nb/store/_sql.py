@@ -1,10 +1,14 @@
 """The SQL both stores run, written once: queries use `?` for a parameter and
-`?j` for a JSON parameter, and a `Dialect` says how its engine spells those,
-how it locks rows a claim takes, and how it hands JSON columns back.
+`?j` for a JSON parameter (so no statement holds a literal `?` or `%`), and a
+`Dialect` says how its engine spells those, how it locks rows, how it hands JSON
+columns back, and, for migrations, its column types, JSON builder and clock.
 
-Everything here runs inside a store's own transaction on a cursor-like object
-(`execute(sql, params)` returning something with `fetchone`, `fetchall` and
-`rowcount`): sqlite3's cursor and psycopg's connection both are.
+Here: the records operations (`write_records` and its reads' filter and row),
+and the migrations both schemas take (`leases_table`, `team_tables`,
+`records_table`, `feature_rows_to_records`). `_sql_store.SqlStore` holds the
+rest of the operations. Everything runs inside a store's own transaction on a
+cursor-like object (`execute(sql, params)` returning something with `fetchone`,
+`fetchall` and `rowcount`): sqlite3's cursor and psycopg's connection both are.
 """
 
 from __future__ import annotations

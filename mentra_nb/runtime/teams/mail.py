@@ -119,7 +119,7 @@ MAIL = RecordKind("teams.mail", TeamMessage)
 REQUESTS = RecordKind("teams.request", TeamRequest)
 """The record kind of a team's protocol requests (`plan_approval`, `shutdown`, …)."""
 MEMBERS = RecordKind("teams.member", MemberState)
-"""The record kind of a teammate's membership: its team, role and status."""
+"""The record kind of a teammate's team state: its status and when it was spawned."""
 
 # Mail's states as the records queue names them.
 _MAIL_STATES: dict[str, TeamMailState] = {PENDING: "pending", CLAIMED: "inflight", DONE: "acked"}
