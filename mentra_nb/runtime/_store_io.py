@@ -1,7 +1,7 @@
 """`StoreIO`: how code on the runtime's event loop waits for the store.
 
 A store on a local disk answers in microseconds, so its calls run directly on
-the loop (a thread hop would cost more than the write). A store across a network
+the loop (a thread hop would take longer than the write). A store across a network
 (`PostgresStore`: `store.network` is true) answers in one or more round trips,
 and while one agent waited for its database every agent's stream and every view
 of the runtime froze. So for such a store a call runs on a thread of the

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import statistics
 import tempfile
 import threading
 import time

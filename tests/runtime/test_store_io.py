@@ -9,6 +9,8 @@ import asyncio
 import threading
 from typing import Any
 
+import pytest
+
 from mentra_nb import AgentStatus, PostgresStore, Runtime, SqliteStore
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime._store_io import StoreIO
@@ -73,10 +75,8 @@ async def test_a_cancel_during_a_write_leaves_memory_and_the_store_agreeing(pg_d
         agent.cancel()
         await asyncio.sleep(0)  # the cancel reaches the run while its write is held
         store.gate.set()
-        try:
+        with pytest.raises(asyncio.CancelledError):
             await run
-        except asyncio.CancelledError:
-            pass
         stored = store.load_agent(agent.id)
         assert stored is not None and stored.run is None
         # The write started, so the run began and was then rolled back: in both places.
