@@ -5,7 +5,7 @@ the loop (a thread hop would take longer than the write). A store across a netwo
 (`PostgresStore`: `store.network` is true) answers in one or more round trips,
 and while one agent waited for its database every agent's stream and every view
 of the runtime froze. So for such a store a call runs on a thread of the
-runtime's own (a few: one per connection the store's pool is likely to lend)
+runtime's own (`THREADS`)
 and the loop awaits it, free to stream the other agents meanwhile.
 
 The guarantees of the direct calls are kept:
@@ -35,9 +35,10 @@ __all__ = ["StoreIO"]
 
 T = TypeVar("T")
 
-# Threads for one runtime's store calls: PostgresStore's pool lends 4 connections by
-# default, one of them often to the lease heartbeat.
-THREADS = 3
+# Threads for one runtime's store calls: as many agents' writes at once (each waits
+# for round trips, not for the CPU). PostgresStore's pool lends 10 connections by
+# default: these, the loop's reads and the lease heartbeat.
+THREADS = 8
 
 
 class StoreIO:

@@ -179,7 +179,7 @@ class PostgresStore(SqlStore):
     let libpq find it in `PGPASSWORD` or `~/.pgpass` (`PGPASSFILE`).
     `schema` puts the tables in that schema (created when missing) instead of
     the first schema of the role's `search_path`. `min_size`/`max_size` size
-    the connection pool (a kernel needs few: up to three for the runtime's store
+    the connection pool (a kernel needs few: up to eight for the runtime's store
     threads, one for the loop's reads, one for the heartbeat; mail listens on a
     connection of its own). `prepare_threshold=N`
     prepares a query on the server after N runs (psycopg's setting), None never
@@ -201,7 +201,7 @@ class PostgresStore(SqlStore):
         *,
         schema: str | None = None,
         min_size: int = 1,
-        max_size: int = 6,
+        max_size: int = 10,
         prepare_threshold: int | Literal["auto"] | None = "auto",
         listen_url: str | None = None,
         connect_timeout: float = 10.0,
