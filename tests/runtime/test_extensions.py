@@ -186,7 +186,8 @@ async def test_rt_post_goes_to_the_first_extension_that_carries_mail(db_path):
 
 def test_default_extensions_are_the_registered_ones_in_order(reviews):
     names = [type(e).__name__ for e in default_extensions()]
-    assert names == ["CostExtension", "TeamExtension", "SubagentsExtension", "MCPExtension", "CellsExtension",
+    assert names == ["CostExtension", "TeamExtension", "SubagentsExtension", "MCPExtension", "BatchExtension",
+                     "CellsExtension",
                      "ReviewExtension"]
 
 
