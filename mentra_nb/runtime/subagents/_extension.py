@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from mentra_nb.errors import ConfigError, MentraError
 from mentra_nb.messages import Message
@@ -33,6 +33,7 @@ from mentra_nb.runtime.events import (
     ToolApprovalRequested,
     ToolApprovalResolved,
 )
+from mentra_nb.runtime.subagents import _api
 from mentra_nb.runtime.subagents import mail as _mail
 from mentra_nb.runtime.subagents._config import SubagentConfig
 from mentra_nb.runtime.subagents._errors import SubagentError, SubagentLimitReached, UnknownSubagent
@@ -64,6 +65,19 @@ class SubagentsExtension(RuntimeExtension):
 
     config = SubagentConfig
     snapshot = SubagentSnapshot
+    # The `subagents` functions as methods of the root (`root.list_subagents()`), as
+    # the team functions are methods of a lead.
+    agent_api: ClassVar[dict[str, Any]] = {
+        "list_subagents": _api.list_subagents,
+        "subagent": _api.subagent,
+        "subagent_picker": _api.subagent_picker,
+        "watch_subagents": _api.watch_subagents,
+        "preview_subagent": _api.preview,
+        "interrupt_subagent": _api.interrupt_subagent,
+        "pending_subagent_approvals": _api.pending_approvals,
+        "approve_subagent_call": _api.approve_call,
+        "deny_subagent_call": _api.deny_call,
+    }
 
     def __init__(self, registry: SubagentRegistry | None = None) -> None:
         self.registry = registry or SubagentRegistry()
@@ -107,12 +121,16 @@ class SubagentsExtension(RuntimeExtension):
 
     def mail_arrived(self) -> None:
         self.registry.mail_changed()
-        # Posted mail for a child that is not running starts it, as a follow-up would.
         for root_id in self.registry.root_ids():
-            posted = {m.recipient for m in self.registry.pending_mail(root_id)
-                      if not m.sender.startswith(ROOT_PATH)}
-            for path in sorted(posted - {ROOT_PATH}):
-                self._wake(root_id, path)
+            self._wake_for_posted(root_id)
+
+    def _wake_for_posted(self, root_id: str) -> None:
+        """Posted mail (`rt.post`) for a child that is not running starts it, as a
+        follow-up would; mail from its tree waits for one (the spec's send_message)."""
+        posted = {m.recipient for m in self.registry.pending_mail(root_id)
+                  if not m.sender.startswith(ROOT_PATH)}
+        for path in sorted(posted - {ROOT_PATH}):
+            self._wake(root_id, path)
 
     def _wake(self, root_id: str, path: str) -> None:
         record = self.registry.tree(root_id).agents.get(path)
@@ -201,6 +219,9 @@ class SubagentsExtension(RuntimeExtension):
             self.registry.finished(root_id, path, status, text, notify_parent=not closing)
         except MentraError as err:
             log.warning("could not record that subagent %s ended (%s): %s", path, status, err)
+        if not closing:
+            # Mail posted while this run was in its last round waits for no signal.
+            self._wake_for_posted(root_id)
 
     def run_task(self, root_id: str, path: str) -> asyncio.Task[None] | None:
         """The task driving the child at `path`, while it runs."""
