@@ -24,7 +24,6 @@ hands it to its loop thread).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from mentra_nb.errors import AgentError, ConfigError
 from mentra_nb.runtime._agent import Agent
@@ -34,11 +33,8 @@ from mentra_nb.runtime.subagents._errors import UnknownSubagent
 from mentra_nb.runtime.subagents._events import SubagentEvent
 from mentra_nb.runtime.subagents._picker import SubagentInfo, SubagentPickerState
 from mentra_nb.runtime.subagents._preview import PREVIEW_MAX_BYTES, PreviewPage, preview_page
-from mentra_nb.runtime.subagents._registry import SubagentRegistry
+from mentra_nb.runtime.subagents._registry import RegistryOwner, SubagentRegistry
 from mentra_nb.runtime.subagents._tree import SubagentStatus
-
-if TYPE_CHECKING:
-    from mentra_nb.runtime.subagents._extension import SubagentsExtension
 
 __all__ = [
     "approve_call",
@@ -57,11 +53,8 @@ __all__ = [
 def subagent_registry(owner: HasServices) -> SubagentRegistry:
     """The registry holding every open tree of a runtime (`owner`: the runtime or
     one of its agents)."""
-    # Imported here: the extension registers these functions as agent methods.
-    from mentra_nb.runtime.subagents._extension import SubagentsExtension
-
     services = owner.services
-    extension: SubagentsExtension | None = services.extension(SubagentsExtension)
+    extension = services.extension(RegistryOwner)  # the SubagentsExtension
     if extension is None:
         raise ConfigError(
             f"runtime '{services.runtime_id}' has no SubagentsExtension installed; pass one in "

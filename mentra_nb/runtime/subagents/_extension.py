@@ -40,7 +40,7 @@ from mentra_nb.runtime.subagents._errors import SubagentError, SubagentLimitReac
 from mentra_nb.runtime.subagents._fork import ForkTurns, fork_history
 from mentra_nb.runtime.subagents._mailbox import new_mail_id, render_mail
 from mentra_nb.runtime.subagents._preamble import child_config
-from mentra_nb.runtime.subagents._registry import SubagentRegistry
+from mentra_nb.runtime.subagents._registry import RegistryOwner, SubagentRegistry
 from mentra_nb.runtime.subagents._snapshot import SubagentSnapshot, SubagentStatus
 from mentra_nb.runtime.subagents._tools import subagent_tool_specs, subagent_tools
 from mentra_nb.runtime.subagents._tree import ROOT_PATH, TREE, Mail, SubagentTree, legacy_mailbox
@@ -60,7 +60,7 @@ HEADLESS_REFUSAL = "headless subagents cannot approve mutations"
 """The start of the error result a child's call gets under `SubagentLimits(approvals="deny")`."""
 
 
-class SubagentsExtension(RuntimeExtension):
+class SubagentsExtension(RuntimeExtension, RegistryOwner):
     """The runtime-wide half: one registry, and the tasks driving children."""
 
     config = SubagentConfig

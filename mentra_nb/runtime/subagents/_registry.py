@@ -69,7 +69,7 @@ from mentra_nb.runtime.subagents._tree import (
 )
 from mentra_nb.store.base import Store
 
-__all__ = ["LiveChild", "SubagentRegistry"]
+__all__ = ["LiveChild", "RegistryOwner", "SubagentRegistry"]
 
 log = logging.getLogger("mentra_nb.runtime.subagents")
 
@@ -106,6 +106,14 @@ Change = Callable[[TreeDraft, dict[str, LiveChild]], Any]
 # Given the draft and the first write's error, make the draft durable-safe and
 # return (what to say if the retry fails too, the notice to show now).
 Repair = Callable[[TreeDraft, Exception], tuple[str, SubagentNotice]]
+
+
+class RegistryOwner:
+    """What holds a runtime's registry (`SubagentsExtension`): the `_api` functions
+    find the registry by this type, so they need not import the extension, which
+    offers them as agent methods."""
+
+    registry: SubagentRegistry
 
 
 class SubagentRegistry:
