@@ -1,10 +1,12 @@
 // AgentView: one agent's status, transcript, live stream and controls.
 // Plain ES module for anywidget; types are JSDoc, checked with `tsc --checkJs`.
 
-import { ClampWatcher, appendTranscript, approvalBox, button, codeText, element, holdsAnswers, subscribe, toolLabel } from "./dom.js";
+import { hookCellMarks } from "./cell_marks.js";
+import { ClampWatcher, appendTranscript, approvalBox, button, cellLink, codeText, element, holdsAnswers, subscribe, toolLabel } from "./dom.js";
 import { Sources, addMessageActions, forkOriginLabel, setEditable } from "./time_travel.js";
 import { keepCutTurn } from "./cut_turn.js";
 import { keepNotebookIdentity, hookNotebookSaves } from "./saved_state.js";
+import { shareLiveViews } from "./shared_views.js";
 
 /**
  * @typedef {import("./wire.js").Status} Status
@@ -263,6 +265,7 @@ const modelStreams = new WeakMap();
 /** @param {{model: Model}} context */
 export function initialize({ model }) {
   hookNotebookSaves(/** @type {any} */ (model).widget_manager);
+  shareLiveViews(model); // (shared_views.js)
   keepNotebookIdentity(/** @type {any} */ (model).widget_manager, /** @type {any} */ (model).get("notebook"));
   const stream = new ModelStream();
   modelStreams.set(model, stream);
@@ -357,7 +360,10 @@ class AgentViewRender {
     this.resumeBox = element("div", "mentra-resumable");
     this.travelNotice = element("div", "mentra-time-travel-notice");
     this.controls = buildControls();
-    this.root.append(this.head.header, this.body.scroll, this.approvalsBox, this.resumeBox,
+    // The cells this view's turns changed (cell_marks.js), each a link to its cell.
+    this.cellsChanged = element("div", "mentra-cells-changed");
+    this.cellsChanged.hidden = true;
+    this.root.append(this.head.header, this.cellsChanged, this.body.scroll, this.approvalsBox, this.resumeBox,
       this.travelNotice, this.controls.controls);
     el.append(this.root);
 
@@ -369,6 +375,8 @@ class AgentViewRender {
     this.watcher = new ClampWatcher();
     this.controller = new AbortController();
     this.signal = this.controller.signal;
+    hookCellMarks(/** @type {any} */ (model).widget_manager,
+      () => /** @type {HTMLElement|null} */ (el.isConnected ? el.closest(".jp-Notebook") : null), this.signal);
     /** @type {""|"now"|"round"} a stop clicked here, shown before the kernel confirms it */
     this.stopClicked = "";
     this.connected = true;
@@ -444,6 +452,7 @@ class AgentViewRender {
       appendTranscript(transcript, live.items.slice(from), this.calls, this.watcher);
     }
     this.renderedItems = live.items.length;
+    this.listChangedCells();
     earlier.hidden = live.earlier <= 0;
     earlier.disabled = false;
     earlier.textContent = `Show ${live.earlier} earlier message${live.earlier === 1 ? "" : "s"}`;
@@ -611,6 +620,16 @@ class AgentViewRender {
   onViewsChanged = (event) => {
     if (/** @type {CustomEvent} */ (event).detail === this.model.get("agent_name")) this.renderApprovals();
   };
+
+  listChangedCells() {
+    const { cellsChanged } = this;
+    const ids = [...new Set([...this.body.transcript.querySelectorAll(".mentra-cell-link")]
+      .map((link) => /** @type {HTMLElement} */ (link).dataset.cell ?? ""))].filter(Boolean);
+    cellsChanged.hidden = ids.length === 0;
+    if (cellsChanged.dataset.cells === ids.join(" ")) return;
+    cellsChanged.dataset.cells = ids.join(" ");
+    cellsChanged.replaceChildren(element("span", "", "cells changed:"), ...ids.map((id) => cellLink(id, id)));
+  }
 
   announce = () => document.dispatchEvent(new CustomEvent(VIEWS_CHANGED, { detail: this.model.get("agent_name") }));
 

@@ -2,6 +2,8 @@
 // `npm run build` bundles them into each widget's single module in
 // mentra_nb/static/ (anywidget loads one module, where relative imports cannot resolve).
 
+import { changedCell } from "./cell_marks.js";
+
 /**
  * @typedef {import("./wire.js").Item} Item
  * @typedef {{on(event: string, handler: (...args: any[]) => void): void,
@@ -86,6 +88,8 @@ export function appendTranscript(container, items, calls, watcher = null) {
         ? element("div", "mentra-notice-item", "… the first 4,000 characters of the result (agent.history has all of it)")
         : null;
       const shown = resultImages(item);
+      const cell = host ? changedCell(host.dataset.tool ?? "", host.dataset.input ?? "", item.content ?? "") : "";
+      if (host && cell) host.append(cellLink(cell, `go to cell ${cell}`));
       if (host) {
         host.append(result);
         if (cut) host.append(cut);
@@ -130,6 +134,9 @@ export function appendTranscript(container, items, calls, watcher = null) {
       fold.append(element("summary", "", `tool call: ${toolLabel(item.name ?? "")}`));
       fold.append(codeText("", item.input ?? ""));
       node.append(fold);
+      // (a cell tool's result links to the cell it changed: cell_marks.js)
+      fold.dataset.tool = item.name ?? "";
+      fold.dataset.input = item.input ?? "";
       if (item.id) calls.set(item.id, fold);
     } else if (item.kind === "image") {
       const img = /** @type {HTMLImageElement} */ (element("img"));
@@ -483,4 +490,26 @@ export function subscribe(model, subscriptions) {
   return () => {
     for (const [event, handler] of subscriptions) model.off(event, handler);
   };
+}
+
+/**
+ * A link that scrolls the notebook to cell `id` (a deleted cell's is disabled).
+ * @param {string} id
+ * @param {string} label
+ */
+export function cellLink(id, label) {
+  const link = button("mentra-cell-link", label, "minimal");
+  link.dataset.cell = id;
+  link.title = `Scroll to cell ${id}`;
+  link.addEventListener("click", () => {
+    const node = /** @type {HTMLElement|null} */ (document.querySelector(`[data-mentra-cell-id="${CSS.escape(id)}"]`));
+    if (!node) {
+      link.title = `cell ${id} is not in the notebook any more`;
+      return;
+    }
+    node.scrollIntoView({ block: "center" });
+    node.classList.add("mentra-cell-flash");
+    setTimeout(() => node.classList.remove("mentra-cell-flash"), 1200);
+  });
+  return link;
 }

@@ -24,7 +24,7 @@ export const PLACEHOLDER_ESM = "// mentra-nb: this view was live in a kernel; th
 
 /**
  * Whether a saved model is one of our views: a live one's state (every view syncs
- * `_mentra_view`, "agent", "team" or "picker": mentra_nb/notebook/_widget.py), or a
+ * `_mentra_view`, "agent", "team", "picker" or "batch": mentra_nb/notebook/_widget.py), or a
  * placeholder. Another anywidget's state is never touched.
  * @param {SavedModel} saved
  */
@@ -117,7 +117,7 @@ export function hookNotebookSaves(manager) {
       const notebook = context.model;
       const live = manager.get_state_sync({ drop_defaults: true });
       saving = live;
-      refreshSavedCopies(notebook, live);
+      if (writesSharedOutputs(notebook)) refreshSavedCopies(notebook, live);
       // The file shows none of our widgets (withoutLiveViews): no placeholder is
       // needed for them, and a notebook saved by an earlier version loses its own.
       const metadata = placeholderMetadata(notebook.getMetadata("widgets"), live, new Set());
@@ -179,12 +179,12 @@ export const TAG = "mentra";
 
 // The `text/plain` line of a live view's widget output, under its markdown copy
 // (mentra_nb/notebook/_widget.py `_display_with_fallback`), and of a turn view's.
-const COPIED_LABEL = /^(AgentView|TeamView|SubagentPickerView)\(.*\) · live view; /;
+const COPIED_LABEL = /^(AgentView|TeamView|SubagentPickerView|BatchView)\(.*\) · live view; /;
 const TURN_LABEL = /^AgentView\([^)]*, turn \d+/;
 
 /**
  * Whether a serialised widget output is one of our live views', and which kind:
- * "copied" (a full view, team or picker, whose markdown copy is the output just
+ * "copied" (a full view, team, picker or batch view, whose markdown copy is the output just
  * above it) or "turn" (a turn view, whose own bundle holds its markdown). Known by
  * the model's state while it lives, else (its kernel gone) by the output's line.
  * @param {any} output
@@ -232,6 +232,20 @@ export function withoutLiveViews(json, live = {}) {
 const REATTACH = Symbol.for("mentra-nb.reattach");
 
 /**
+ * Whether this page may change outputs it did not receive from the kernel itself
+ * (write saved copies, put widgets back). Always, unless the notebook is shared
+ * (real-time collaboration): then only the collaborator with the lowest client id
+ * (Yjs awareness), since two pages replacing the same output at once leave both
+ * replacements in the shared document.
+ * @param {any} notebook the document's model
+ */
+export function writesSharedOutputs(notebook) {
+  const awareness = notebook?.sharedModel?.awareness;
+  if (!notebook?.collaborative || !awareness?.getStates) return true;
+  return Math.min(...awareness.getStates().keys()) === awareness.clientID;
+}
+
+/**
  * Once the views' models have been restored (a page reload while the kernel
  * runs), put back the widget outputs a save left out, for the models the kernel
  * still holds; a new kernel holds none of them, so a reopened notebook keeps
@@ -240,7 +254,7 @@ const REATTACH = Symbol.for("mentra-nb.reattach");
  */
 function scheduleReattach(manager) {
   const context = /** @type {any} */ (manager.context);
-  if (context[REATTACH]) return;
+  if (context[REATTACH] || !writesSharedOutputs(context.model)) return;
   context[REATTACH] = setTimeout(() => {
     context[REATTACH] = 0;
     reattachLiveViews(manager).catch((error) => console.warn("mentra-nb: could not restore a live view", error));

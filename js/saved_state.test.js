@@ -91,6 +91,24 @@ describe("hookNotebookSaves", () => {
     expect(model.toJSON().cells[0].outputs).toHaveLength(2);
   });
 
+  it("leaves a batch view's widget output out by its line when its model is gone", () => {
+    const handlers = [];
+    const cells = [{ outputs: [
+      { output_type: "display_data", data: { "text/markdown": "**Batch job `reviews`** of `clf`: finished" } },
+      { output_type: "display_data", data: { [VIEW_MIME]: { model_id: "gone" },
+        "text/plain": "BatchView(reviews) · live view; saved as the markdown above" } },
+    ] }];
+    const model = { getMetadata: () => ({}), setMetadata: () => {}, cells: [],
+      toJSON: () => structuredClone({ cells, metadata: {} }) };
+    const context = { saveState: { connect: (fn) => handlers.push(fn) }, model };
+    hookNotebookSaves({ context, get_state_sync: () => ({ state: {} }) });
+    handlers[0](context, "started");
+    const [copy, ...rest] = model.toJSON().cells[0].outputs;
+    expect(rest).toHaveLength(0);
+    expect(copy.data["text/markdown"]).toContain("Batch job");
+    handlers[0](context, "completed");
+  });
+
   it("does nothing where the manager has no document (VS Code, a static page)", () => {
     expect(() => hookNotebookSaves(undefined)).not.toThrow();
     expect(() => hookNotebookSaves({ get_state_sync: () => ({}) })).not.toThrow();

@@ -3,6 +3,7 @@
 
 import { ClampWatcher, approvalBox, button, element, renderTranscript, subscribe, toolLabel } from "./dom.js";
 import { hookNotebookSaves } from "./saved_state.js";
+import { shareLiveViews } from "./shared_views.js";
 
 /**
  * @typedef {import("./wire.js").PickerOption} Option
@@ -150,6 +151,7 @@ function render({ model, el }) {
 /** @param {{model: Model}} context */
 function initialize({ model }) {
   hookNotebookSaves(/** @type {any} */ (model).widget_manager); // (saved_state.js)
+  shareLiveViews(model); // (shared_views.js)
 }
 
 export default { initialize, render };

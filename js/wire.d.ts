@@ -14,6 +14,12 @@ export type Approval = { id: string; ref: string; name: string; input: string };
 
 export type Badge = { count?: number; text?: string; tone?: string };
 
+export type BatchFailure = { index: number; agent: string; error: string };
+
+export type BatchProgress = { state: string; agent: string; total: number; done: number; running: number; failed: number; waiting: number; cancelled: number; tokens: number; cost: string; rows_per_minute: number; eta: string; note: string; throttled: number };
+
+export type BatchRow = { index?: number; agent?: string; items?: Array<Item> };
+
 export type DeltaMessage = { s: number; t?: string; h?: string; u?: Record<string, string> };
 
 export type ForkOrigin = { parent?: string; at?: number };
@@ -94,3 +100,10 @@ export type PickerSent =
   | { kind: "approve_call"; path: string; call_id: string; always?: boolean }
   | { kind: "deny_call"; path: string; call_id: string; reason?: string };
 export type PickerModel = WidgetModel<PickerTraits, PickerSent>;
+
+// --- BatchView ---
+export type BatchViewTraits = { job_name: string; progress: BatchProgress; failures: Array<BatchFailure>; row: BatchRow; notice: string };
+export type BatchViewSent =
+  | { kind: "open_row"; index: number }
+  | { kind: "close_row" };
+export type BatchViewModel = WidgetModel<BatchViewTraits, BatchViewSent>;

@@ -29,7 +29,7 @@ from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-__all__ = ["code_span", "fenced", "inert_markdown", "inert_text"]
+__all__ = ["code_span", "fenced", "inert_markdown", "inert_text", "plain_paragraphs"]
 
 # Read as the live view reads it (mentra_nb/notebook/_markdown_html.py).
 _parser = (MarkdownIt("commonmark", {"html": False})
@@ -62,6 +62,27 @@ _MATH_ENVIRONMENT = re.compile(r"\\begin\{([^}]*)\}")
 # What nbconvert takes for the start of maths anywhere in the source, code spans
 # included: code holding one is written as text instead.
 _MATH_OPENERS = re.compile(r"\$\$|\\\\[\[(]|\\begin\{")
+
+
+# A line of prose with no markup: it opens with a letter (no block starts so, and
+# no indentation) and holds no character that any markup (inline, a table, an
+# entity) starts with, nor a control character (`\r` included).
+_PLAIN_LINE = re.compile(r"[^\W\d_][^\x00-\x1f\x7f\\`*_\[\]|~$#&<>!]*")
+
+
+def plain_paragraphs(text: str) -> list[str] | None:
+    """`text`'s paragraphs (their lines joined by `\\n`) when it is prose with no
+    markup, which CommonMark reads exactly as written; None otherwise.
+
+    Saves the parser where most of a transcript's text needs none (prompts, many
+    replies): resuming a notebook of fifty agents shows thousands of messages."""
+    paragraphs = text.split("\n\n")
+    for paragraph in paragraphs:
+        for line in paragraph.split("\n"):
+            # (A paragraph's lines lose their trailing whitespace: only lines without any qualify.)
+            if _PLAIN_LINE.fullmatch(line) is None or line[-1].isspace():
+                return None
+    return paragraphs
 
 
 def _normalise_newlines(text: str) -> str:
@@ -106,6 +127,13 @@ def inert_markdown(text: str, label: str = "") -> str:
     `label` (markdown the caller wrote, such as `**assistant**:`) leads the
     first paragraph, or stands as its own paragraph when the reply opens with
     another block (a fence, a heading, a list)."""
+    plain = plain_paragraphs(text)
+    if plain is not None:  # what the parser would write, without the parser
+        return "\n\n".join([f"{label} {plain[0]}" if label else plain[0], *plain[1:]])
+    return _parsed_inert_markdown(text, label)
+
+
+def _parsed_inert_markdown(text: str, label: str) -> str:
     tree = SyntaxTreeNode(_parser.parse(_normalise_newlines(text)))
     blocks = [_block(node) for node in tree.children]
     blocks = [b for b in blocks if b]

@@ -25,10 +25,12 @@ PAGES: dict[str, tuple[str, ...]] = {
     "reference/extensions.md": ("mentra_nb.runtime.cost", "mentra_nb.runtime.teams",
                                 "mentra_nb.runtime.teams.mail",
                                 "mentra_nb.runtime.subagents", "mentra_nb.runtime.subagents.mail",
-                                "mentra_nb.runtime.mcp"),
+                                "mentra_nb.runtime.mcp", "mentra_nb.runtime.cell_tools",
+                                "mentra_nb.runtime.batch"),
     "reference/notebook.md": ("mentra_nb.notebook", "mentra_nb.notebook.turn",
                               "mentra_nb.notebook.agent_view", "mentra_nb.notebook.team_view",
-                              "mentra_nb.notebook.subagent_picker"),
+                              "mentra_nb.notebook.subagent_picker", "mentra_nb.notebook.batch_view",
+                              "mentra_nb.server_extension"),
     "reference/store.md": ("mentra_nb.store", "mentra_nb.store.base", "mentra_nb.store.records",
                            "mentra_nb.store.sqlite", "mentra_nb.store.postgres",
                            "mentra_nb.store.locations"),
@@ -102,9 +104,10 @@ def documented_at() -> dict[tuple[str, str], str]:
 
 
 def _is_definition(obj: object) -> bool:
-    """Classes, functions and type aliases are one object wherever they are exported;
-    constants (strings, tuples) are documented where each module names them."""
-    return isinstance(obj, type) or callable(obj) or hasattr(obj, "__origin__")
+    """Classes, functions, type aliases and other objects are one object wherever they
+    are exported; values (strings, numbers, tuples), which equal values may share, are
+    documented where each module names them."""
+    return not isinstance(obj, (str, bytes, int, float, complex, tuple, frozenset, type(None)))
 
 
 def _module_block(module: str, names: list[str]) -> str:

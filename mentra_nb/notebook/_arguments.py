@@ -40,6 +40,7 @@ __all__ = [
     "HistoryArgs",
     "InterruptArgs",
     "ListAgentsArgs",
+    "MapArgs",
     "McpAddArgs",
     "McpListArgs",
     "McpRemoveArgs",
@@ -117,7 +118,8 @@ class SpawnArgs(Command):
                "--python/--shell: enable those tools, each call approved by you; --read-only: no tool that "
                "changes anything; --auto-approve: tools that run without asking, globs like mcp__time__*; "
                "--mcp: the MCP servers whose tools it gets; --max-cost/--max-tokens: its budget in dollars "
-               "and in tokens)")
+               "and in tokens; --cells/--no-cells: whether it reads, writes and runs the notebook's cells, "
+               "in JupyterLab and Notebook 7 (default: yes, except on the offline test model))")
     positionals = ("agent",)
     metavars = {"agent": "NAME", "model": "PROVIDER:MODEL", "system": "TEXT", "tools": "A,B",
                 "auto_approve": "A,B", "mcp": "SERVER,SERVER", "max_cost": "USD", "max_tokens": "N"}
@@ -137,8 +139,21 @@ class SpawnArgs(Command):
     max_cost: float | None = None
     max_tokens: int | None = None
     replace: bool = False
+    cells: bool = False
+    no_cells: bool = False
 
     _tools = field_validator("tools", "auto_approve", "mcp", mode="before")(_split_commas)
+
+    @model_validator(mode="after")
+    def _cells_or_not(self) -> SpawnArgs:
+        if self.cells and self.no_cells:
+            raise ValueError("--cells and --no-cells contradict each other; give one")
+        return self
+
+    @property
+    def cells_setting(self) -> bool | None:
+        """AgentConfig.cells: True, False, or None (the default: decided by the model)."""
+        return True if self.cells else False if self.no_cells else None
 
 
 class SendArgs(Command):
@@ -254,6 +269,26 @@ class CostArgs(Command):
     positionals = ("agent",)
     metavars = {"agent": "NAME"}
     agent: AgentName | None = None
+
+
+class MapArgs(Command):
+    command = "map"
+    summary = ("run NAME over the rows of DF (a DataFrame or list of dicts in the kernel), each row a fork "
+               "of NAME: --prompt is a template of the columns ({column}); --output MODEL: typed answers; "
+               "shows the job's progress and returns the job; --into VAR: its results DataFrame goes into "
+               "VAR whenever it stops; rerun, it attaches to the stored job (--replace: start over)")
+    positionals = ("agent", "rows")
+    metavars = {"agent": "NAME", "rows": "DF", "prompt": "TEXT", "output": "MODEL", "concurrency": "N",
+                "max_cost": "USD", "into": "VAR", "name": "JOB"}
+    agent: AgentName
+    rows: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    prompt: str = Field(min_length=1)
+    output: str | None = None
+    concurrency: int = Field(default=16, ge=1)
+    max_cost: float | None = Field(default=None, ge=0)
+    into: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    name: str | None = None
+    replace: bool = False
 
 
 # --- time travel ------------------------------------------------------------------
@@ -454,7 +489,7 @@ class CellArgs(Command):
 COMMANDS: dict[str, type[Command]] = {
     c.command: c for c in (SpawnArgs, SendArgs, ListAgentsArgs, ResumeArgs, ApproveArgs, DenyArgs,
                            ShowArgs, TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
-                           ExplainArgs,
+                           ExplainArgs, MapArgs,
                            ForkArgs, RewindArgs, HistoryArgs, ExportArgs, RmArgs,
                            DbArgs, AdoptArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
                            AliasArgs, HelpArgs)
@@ -491,11 +526,22 @@ def parse_line(line: str) -> Command:
     if command is None:
         raise ParseError(f"unknown command '{name}'; the commands are: {_command_words()}\n"
                          "usage: %mentra help")
+    if _takes_comments(command):
+        args = _split(line, command.usage(), comments=True)[len(words) - len(args):]
     return _build(command, args)
 
 
 def parse_cell(line: str) -> CellArgs:
-    return _build(CellArgs, _split(line, CellArgs.usage("%%mentra")), prefix="%%mentra")  # type: ignore[return-value]
+    words = _split(line, CellArgs.usage("%%mentra"), comments=True)
+    return _build(CellArgs, words, prefix="%%mentra")  # type: ignore[return-value]
+
+
+def _takes_comments(command: type[Command]) -> bool:
+    """Whether a `# comment` ends the line, as in Python: IPython passes it to a line
+    magic with the rest, and `%mentra spawn writer  # the drafter` is how people write.
+    Not where the rest of the line is free text (a message may say 'see #42') or a
+    command line of its own."""
+    return command.rest is None and command.argv is None
 
 
 def help_text(topic: str | None = None) -> str:
@@ -517,9 +563,9 @@ def help_text(topic: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def _split(line: str, usage: str) -> list[str]:
+def _split(line: str, usage: str, *, comments: bool = False) -> list[str]:
     try:
-        return shlex.split(line)
+        return shlex.split(line, comments=comments)
     except ValueError as err:
         raise ParseError(f"cannot read the line ({err}); close your quotes\nusage: {usage}") from None
 

@@ -12,6 +12,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from traitlets import Dict, TraitError, Unicode, observe, validate
 
+from mentra_nb._collector import collector_paused
 from mentra_nb._lazy import lazy_import
 from mentra_nb.errors import AgentNotFound, AwaitingApproval, ConfigError, MentraError
 from mentra_nb.notebook._display import display
@@ -145,7 +146,7 @@ class MentraMagics(Magics):
                                          subagents=command.subagents, team=command.team,
                                          read_only=command.read_only, auto_approve=command.auto_approve or [],
                                          mcp_servers=servers, max_cost_usd=command.max_cost,
-                                         max_tokens_total=command.max_tokens)
+                                         max_tokens_total=command.max_tokens, cells=command.cells_setting)
         except ConfigError as err:
             raise UsageError(f"{err}\nusage: {args.SpawnArgs.usage()}") from None
         agent, attached = session.spawn_or_attach(command.agent, model, config,
@@ -155,7 +156,38 @@ class MentraMagics(Magics):
             print(f"mentra: {note}")
         if attached:
             print(f"mentra: {attached}")
+        cells = session.cells_notice(agent)
+        if cells:
+            print(f"mentra: {cells}")
         return agent
+
+    def _do_map(self, command: args.MapArgs) -> runtime.BatchJob:
+        shell = self.shell
+        assert shell is not None  # a magic runs in a shell
+        if command.rows not in shell.user_ns:
+            raise UsageError(f"no kernel variable '{command.rows}': give the name of a DataFrame or a list "
+                             f"of dicts\nusage: {args.MapArgs.usage()}")
+        rows = shell.user_ns[command.rows]
+        output = self._output_model(command.output)
+        agent = self.session.agent(command.agent)
+        try:
+            # On the runtime's thread: the job starts there and runs while cells go on.
+            job: runtime.BatchJob = self.session.call(lambda: runtime.batch.map_rows(
+                agent, rows, command.prompt, output=output, concurrency=command.concurrency,
+                max_cost_usd=command.max_cost, name=command.name, replace=command.replace))
+        except ConfigError as err:
+            raise UsageError(f"{err}\nusage: {args.MapArgs.usage()}") from None
+        if command.into is not None:
+            into, user_ns = command.into, shell.user_ns
+
+            def publish(stopped: runtime.BatchJob) -> None:
+                user_ns[into] = stopped.results()
+
+            job.on_stop(publish)
+            if job.state != "running":  # attached to a job that already stopped
+                user_ns[into] = job.results()
+        display(self.session.batch_view(job))
+        return job
 
     def _do_approve(self, command: args.ApproveArgs) -> None:
         self.session.approve(self.session.agent(command.agent), command.call_id, always=command.always)
@@ -326,6 +358,13 @@ class MentraMagics(Magics):
                   "%config MentraMagics.prices adds one)")
 
     def _do_resume(self, command: args.ResumeArgs) -> None:
+        # What resuming makes lives on (the modules the first command imports, the
+        # agents, their views): the collector would walk it over and over, a full
+        # collection among the walks (mentra_nb/_collector.py).
+        with collector_paused():
+            self._resume(command)
+
+    def _resume(self, command: args.ResumeArgs) -> None:
         if command.agent and command.all:
             raise UsageError(f"give NAME or --all, not both\nusage: {args.ResumeArgs.usage()}")
         # Opt-in tools are not remembered across kernels: the user enables them again.

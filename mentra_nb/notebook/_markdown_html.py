@@ -26,19 +26,23 @@ browser needs no markdown, highlighting or maths library.
 from __future__ import annotations
 
 import html
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from latex2mathml.converter import convert as latex_to_mathml
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
-from pygments.lexers import get_lexer_by_name
-from pygments.token import STANDARD_TYPES
-from pygments.util import ClassNotFound
+
+from mentra_nb._inert_markdown import plain_paragraphs
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
+
+# Pygments, latex2mathml and ElementTree are imported by the first code fence or
+# maths that needs them: most transcripts need neither, and `%mentra resume` of a
+# notebook pays for every import (about 15 ms of the ~200 ms it imports here).
 
 __all__ = ["HIGHLIGHTED", "render_markdown"]
 
@@ -104,6 +108,8 @@ def _token_map(code: str, lexer: Any) -> str:
 
 
 def _short_name(token_type: Any) -> str:
+    from pygments.token import STANDARD_TYPES
+
     while token_type is not None:
         name = STANDARD_TYPES.get(token_type)
         if name is not None:
@@ -114,6 +120,9 @@ def _short_name(token_type: Any) -> str:
 
 @lru_cache(maxsize=64)
 def _lexer(language: str) -> Any:
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+
     try:
         return get_lexer_by_name(language, stripnl=False, ensurenl=False)
     except ClassNotFound:
@@ -122,6 +131,8 @@ def _lexer(language: str) -> Any:
 
 def _clean(node: ET.Element) -> ET.Element:
     """A copy of a MathML tree with only allowed elements and attributes."""
+    import xml.etree.ElementTree as ET
+
     tag = node.tag.removeprefix(f"{{{_MATHML}}}")
     if tag not in _MATH_ELEMENTS:
         raise ValueError(f"unexpected element {tag!r} in MathML")
@@ -140,6 +151,10 @@ def _math(latex: str, options: dict[str, Any]) -> str:
 
 @lru_cache(maxsize=512)
 def _typeset(latex: str, display: bool) -> str:
+    import xml.etree.ElementTree as ET
+
+    from latex2mathml.converter import convert as latex_to_mathml
+
     source = html.escape(latex)
     try:
         if len(latex) > MAX_MATH_CHARS:
@@ -191,6 +206,13 @@ _md.add_render_rule("link_open", _link_open)
 
 def render_markdown(text: str) -> str:
     """`text` (a model's or a user's markdown) as safe HTML for the widgets."""
+    plain = plain_paragraphs(text)
+    if plain is not None:  # what markdown-it would write, without parsing
+        return "".join(f"<p>{escapeHtml(paragraph)}</p>\n" for paragraph in plain)
+    return _parsed_html(text)
+
+
+def _parsed_html(text: str) -> str:
     env: dict[str, Any] = {}
     tokens = _md.parse(text, env)
     _past_the_budget_as_code(tokens)

@@ -8,11 +8,12 @@ store work, never for an agent's turn.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -21,12 +22,14 @@ from mentra_nb.errors import (
     AgentBusy,
     AgentExists,
     AgentNotFound,
+    AwaitingApproval,
     ConfigError,
     MCPServerError,
     MentraError,
     StoreError,
 )
 from mentra_nb.messages import ContentBlock
+from mentra_nb.notebook._cell_bridge import CellBridge
 from mentra_nb.notebook._cell_history import CellHistory
 from mentra_nb.notebook._discovery import (
     EXPLICIT_SOURCE,
@@ -37,23 +40,29 @@ from mentra_nb.notebook._discovery import (
 from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook._kernel_tools import KERNEL_TOOL_NAMES, kernel_tools, python_tool
 from mentra_nb.notebook._notebook_identity import adopt_command, stored_nearby
+from mentra_nb.notebook._waiting import wait_for
 from mentra_nb.notebook.agent_view import AgentView, TurnScope
-from mentra_nb.notebook.subagent_picker import SubagentPickerView
-from mentra_nb.notebook.team_view import TeamView
+from mentra_nb.notebook.batch_view import BatchView
 from mentra_nb.notebook.turn import Turn
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime import (
     FILE_TOOL_NAMES,
     Agent,
     AgentConfig,
+    BatchJob,
     MCPServer,
     Runtime,
     Tool,
     mcp,
     shell_tool,
 )
+from mentra_nb.runtime.cell_tools import cells_enabled
 from mentra_nb.store import AgentRecord, open_store
 from mentra_nb.store.sqlite import stored_agent_names
+
+if TYPE_CHECKING:
+    from mentra_nb.notebook.subagent_picker import SubagentPickerView
+    from mentra_nb.notebook.team_view import TeamView
 
 __all__ = ["NotebookSession"]
 
@@ -73,7 +82,10 @@ def _kernel_label() -> str | None:
 OPT_IN_TOOLS = ("python", "shell")
 OFFLINE_MODEL = "test"
 # The settings `%mentra spawn` sets, compared when a rerun attaches to a stored agent.
-SPAWN_SETTINGS = ("system", "tools", "subagents", "team", "read_only", "auto_approve", "mcp_servers")
+SPAWN_SETTINGS = ("system", "tools", "subagents", "team", "read_only", "auto_approve", "mcp_servers", "cells")
+# How long `%mentra spawn` waits, once per kernel, for the page to say whether it can
+# edit cells (it answers in milliseconds; where no page answers, this is the cost).
+PAGE_HELLO_SECONDS = 2.0
 
 
 def _setting(value: object) -> str:
@@ -114,6 +126,7 @@ class NotebookSession:
         self._pickers: dict[str, SubagentPickerView] = {}
         self._teams: dict[str, TeamView] = {}
         self._user_tools: set[str] = set()  # names registered with `register_tool`
+        self._bridge: CellBridge | None = None  # the notebook bridge, made with the runtime
 
     # --- the runtime --------------------------------------------------------------
 
@@ -123,6 +136,8 @@ class NotebookSession:
             location = self.location
             workspace = self.workspace
             self._prepare_folder(location)
+            # Opened from this (the cell's) thread: the page answers over its comm.
+            bridge = self.cell_bridge
 
             def open_runtime() -> Runtime:
                 return Runtime(
@@ -134,10 +149,31 @@ class NotebookSession:
                            *(self._opt_in_tool(n) for n in sorted(self._opt_in))],
                     owner_label=_kernel_label(),
                     workspace=workspace,
+                    notebook=bridge,
                 )
 
             self._runtime = self.host.call(open_runtime)
         return self._runtime
+
+    @property
+    def cell_bridge(self) -> CellBridge:
+        """The notebook bridge: the agents' way to the notebook's cells (_cell_bridge.py)."""
+        if self._bridge is None:
+            self._bridge = CellBridge()
+        return self._bridge
+
+    def cells_available(self, timeout: float = PAGE_HELLO_SECONDS) -> bool:
+        """Whether the notebook's page can edit cells (JupyterLab 4, Notebook 7): waits
+        up to `timeout` seconds, once per kernel, for the page's first word."""
+        return self.cell_bridge.wait_for_page(timeout)
+
+    def cells_notice(self, agent: Agent) -> str | None:
+        """The one line `%mentra spawn` prints when `agent` is to work in cells and
+        cannot here (None: it can, or it is not to)."""
+        if not cells_enabled(agent) or self.cells_available():
+            return None
+        return (f"'{agent.name}' gets no cell tools here ({self.cell_bridge.unavailable()}); "
+                "everything else works")
 
     @staticmethod
     def _prepare_folder(location: StoreLocation) -> None:
@@ -268,6 +304,9 @@ class NotebookSession:
         if self._runtime is not None:
             self.host.submit(self._runtime.aclose()).result(30)
             self._runtime = None
+        if self._bridge is not None:
+            self._bridge.close()
+            self._bridge = None
         self.host.stop()
         use_namespace(None)
 
@@ -517,7 +556,7 @@ class NotebookSession:
         """Send `text` (or content blocks: a prompt with a figure) to `agent` as `send`
         does, with a view of this turn alone (made before the run starts, so it
         misses nothing of it)."""
-        self._check_idle(agent)
+        self._wait_until_idle(agent)
         snapshot = agent.snapshot
         view = AgentView(agent, self.host, notebook=self.notebook_identity(),
                          turn=TurnScope(first=snapshot.history_len, generation=snapshot.run_generation + 1))
@@ -525,22 +564,48 @@ class NotebookSession:
 
     def send(self, agent: Agent, text: str | list[ContentBlock], *,
              output: type[BaseModel] | None = None) -> Turn:
-        """Start a run of `agent` on `text` (a typed one with `output`); returns at once."""
-        self._check_idle(agent)
+        """Start a run of `agent` on `text` (a typed one with `output`); returns at once
+        (after the agent's run in progress, if any, has ended: see `_wait_until_idle`)."""
+        self._wait_until_idle(agent)
         self.last_agent = agent.name
         generation = agent.snapshot.run_generation + 1
         return Turn(agent.name, generation, self.host.submit(agent.run(text, output=output)),
                     output_type=output,
                     waiting_calls=lambda: self.host.call(lambda: agent.snapshot.pending_approvals))
 
-    def _check_idle(self, agent: Agent) -> None:
-        if agent.is_running:
-            # Say so now, in the cell, rather than through a Turn that fails later.
-            raise AgentBusy(
-                f"agent '{agent.name}' is still working on run {agent.snapshot.run_generation}; "
-                f"wait for it (turn.result()), or %mentra stop {agent.name} / %mentra interrupt "
-                f"{agent.name} first"
-            )
+    def _wait_until_idle(self, agent: Agent) -> None:
+        """A cell that sends to an agent still on a run waits for that run to end, then
+        sends: cells run in order (Run All, a cell run while the last one's turn
+        streams) as they do without agents. The views stay answerable meanwhile
+        (`_waiting`); an interrupt ends the wait with nothing sent."""
+        said = False
+        while (running := self.host.call(lambda: agent.current_run)) is not None:
+            generation = agent.snapshot.run_generation
+            if self.host.in_loop_thread:  # (code on the runtime's own loop cannot block it)
+                raise AgentBusy(f"agent '{agent.name}' is still working on run {generation}; "
+                                "await agent.current_run first")
+            if not said:
+                print(f"mentra: '{agent.name}' is still on run {generation}; this cell sends when it "
+                      f"ends (Stop in its view ends it now; an interrupt sends nothing)", flush=True)
+                said = True
+            try:
+                wait_for(self.host.submit(asyncio.wait([running])), None,
+                         asked=lambda: self._asked_of(agent))
+            except KeyboardInterrupt:
+                raise KeyboardInterrupt(f"the cell stopped waiting; nothing was sent to '{agent.name}', "
+                                        f"which goes on with run {generation}") from None
+            except AwaitingApproval as asked:
+                raise AgentBusy(f"{asked}; nothing was sent: run this cell again once run "
+                                f"{generation} has ended") from None
+
+    def _asked_of(self, agent: Agent) -> str | None:
+        """The approval `agent`'s run waits for, said for a cell; None: none."""
+        calls = self.host.call(lambda: agent.snapshot.pending_approvals)
+        if not calls:
+            return None
+        what = ", ".join(f"{c.tool_name} ({c.reference})" for c in calls)
+        return (f"'{agent.name}' waits for your approval of {what} in its view (or %mentra approve "
+                f"{agent.name} {calls[0].reference})")
 
     def stop(self, agent: Agent, *, now: bool = False) -> None:
         self.host.call(lambda: agent.stop(now=now))
@@ -584,6 +649,9 @@ class NotebookSession:
         """The one long-lived subagent picker of `agent`."""
         picker = self._pickers.get(agent.id)
         if picker is None:
+            # Imported on first use, as the team view is: resuming imports neither.
+            from mentra_nb.notebook.subagent_picker import SubagentPickerView
+
             picker = SubagentPickerView(agent, self.host)
             self._pickers[agent.id] = picker
         return picker
@@ -592,9 +660,15 @@ class NotebookSession:
         """The one long-lived team view of `lead`."""
         view = self._teams.get(lead.id)
         if view is None:
+            from mentra_nb.notebook.team_view import TeamView
+
             view = TeamView(lead, self.host)
             self._teams[lead.id] = view
         return view
+
+    def batch_view(self, job: BatchJob) -> BatchView:
+        """A view of `job`'s progress (each `%mentra map` cell shows its own)."""
+        return BatchView(job, self.host)
 
     def view(self, agent: Agent) -> AgentView:
         """The one long-lived view of `agent` (displaying it again shows the same widget)."""

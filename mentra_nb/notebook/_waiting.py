@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 from mentra_nb.errors import AwaitingApproval
 
-__all__ = ["wait_for"]
+__all__ = ["cell_is_waiting", "pump_comms_until", "wait_for"]
 
 log = logging.getLogger("mentra_nb.notebook")
 
@@ -56,6 +56,17 @@ COMM_MESSAGES = frozenset({"comm_open", "comm_msg", "comm_close"})
 HANDOVER_SECONDS = 10.0
 
 
+# Whether the main thread is inside `wait_for` now: a cell run asked of the front
+# end then queues behind the waiting cell (its execute request is held), so the
+# cell tools say so at once instead of waiting for a turn that waits for them.
+_waiting = threading.Event()
+
+
+def cell_is_waiting() -> bool:
+    """Whether a cell holds the kernel's main thread waiting for a turn."""
+    return _waiting.is_set()
+
+
 def wait_for(future: concurrent.futures.Future[T], timeout: float | None, *,
              asked: Callable[[], str | None] | None = None) -> T:
     """`future.result(timeout)`, with the views answerable meanwhile (see the module).
@@ -64,6 +75,27 @@ def wait_for(future: concurrent.futures.Future[T], timeout: float | None, *,
     what the turn waits for (None: nothing)."""
     if future.done() or threading.current_thread() is not threading.main_thread():
         return future.result(timeout)
+    _waiting.set()
+    try:
+        return _wait_on_main_thread(future, timeout, asked)
+    finally:
+        _waiting.clear()
+
+
+def pump_comms_until(future: concurrent.futures.Future[T], timeout: float) -> T:
+    """`future.result(timeout)` on the main thread with the comm messages that arrive
+    meanwhile handled (ipykernel 7; elsewhere a plain wait): how a cell waits for
+    the page's answer to something it just asked. Not a turn's wait: cell runs are
+    not refused meanwhile."""
+    pump = ShellPump.for_this_thread() if threading.current_thread() is threading.main_thread() else None
+    if pump is None:
+        return future.result(timeout)
+    with pump:
+        return _poll(future, time.monotonic() + timeout, pump.take_queued)
+
+
+def _wait_on_main_thread(future: concurrent.futures.Future[T], timeout: float | None,
+                         asked: Callable[[], str | None] | None) -> T:
     pump = ShellPump.for_this_thread()
     deadline = None if timeout is None else time.monotonic() + timeout
     if pump is not None:

@@ -76,6 +76,10 @@ class MentraWidget(anywidget.AnyWidget):
     # Which of our views this is ("agent", "team", "picker"): how the browser knows
     # our models among a notebook's widgets when it saves the notebook.
     _mentra_view = traitlets.Unicode("").tag(sync=True)
+    # No Layout widget: our views style themselves (mentra.css), and ipywidgets'
+    # default opens a second comm for one with every view (fifty more comm_opens when
+    # a notebook of fifty agents resumes). Front ends read None as "no layout".
+    layout = traitlets.Any(None, allow_none=True).tag(sync=True)
     # The output a saved notebook keeps for this view (a full view's markdown copy, an
     # ended turn): the page writes it in when the notebook is saved, where the kernel's
     # display updates no longer reach (outputs loaded by a page reload carry no
@@ -165,7 +169,12 @@ class MentraWidget(anywidget.AnyWidget):
             self._markdown_memo = (key, markdown)
         return markdown
 
+    def _displayed(self) -> None:
+        """The widget is being displayed (runtime thread); widgets that send their
+        browser what it needs then (an AgentView's transcript) override this."""
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        self._host.call_soon(self._displayed)
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
         if data is not None:
@@ -178,9 +187,18 @@ class MentraWidget(anywidget.AnyWidget):
     def _display_with_fallback(self, label: str) -> None:
         """Display the widget below its static markdown (see the module's docstring);
         `label`: the widget output's text/plain, which must not go stale."""
-        markdown = self._host.call(self._current_markdown)
-        data = self._widget_bundle()
+        def prepare() -> str:
+            # One trip to the runtime's thread per display, and its work done while
+            # this thread waits: a busy runtime thread makes every hand-off between
+            # threads (each display's flush of stdout) wait for the GIL.
+            self._displayed()
+            return self._current_markdown()
+
+        markdown = self._host.call(prepare)
         fallback = show(_fallback_bundle(markdown))
+        view: Any = anywidget.AnyWidget._repr_mimebundle_(self)  # the widget's view, nothing else
+        data = {**(view[0] if isinstance(view, tuple) else view), "text/plain": repr(self),
+                "text/markdown": markdown}
         if fallback is not None:  # in a kernel: the markdown is the output above
             with self._fallbacks_lock:
                 # The newest places only: a cell run again drops its old output, whose

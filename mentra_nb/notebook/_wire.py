@@ -18,6 +18,7 @@ from typing_extensions import TypedDict
 
 __all__ = [
     "AGENT_VIEW_WIRE",
+    "BATCH_VIEW_WIRE",
     "PICKER_WIRE",
     "TEAM_VIEW_WIRE",
     "WidgetWire",
@@ -244,6 +245,43 @@ class SubagentApproval(Approval):
     path: str
 
 
+class BatchProgress(TypedDict):
+    state: str
+    agent: str
+    total: int
+    done: int
+    running: int
+    failed: int
+    waiting: int
+    cancelled: int
+    tokens: int
+    cost: str
+    rows_per_minute: int
+    eta: str
+    note: str
+    throttled: int
+
+
+class BatchFailure(TypedDict):
+    index: int
+    agent: str
+    error: str
+
+
+class BatchRow(TypedDict):
+    index: NotRequired[int]
+    agent: NotRequired[str]
+    items: NotRequired[list[Item]]
+
+
+class BatchTraits(TypedDict):
+    job_name: str
+    progress: BatchProgress
+    failures: list[BatchFailure]
+    row: BatchRow
+    notice: str
+
+
 class PickerTraits(TypedDict):
     root_name: str
     badge: Badge
@@ -266,3 +304,4 @@ class WidgetWire:
 AGENT_VIEW_WIRE = WidgetWire("AgentView", AgentViewTraits, AgentViewCustom)
 TEAM_VIEW_WIRE = WidgetWire("TeamView", TeamViewTraits, TeammatePreview)
 PICKER_WIRE = WidgetWire("Picker", PickerTraits, None)
+BATCH_VIEW_WIRE = WidgetWire("BatchView", BatchTraits, None)

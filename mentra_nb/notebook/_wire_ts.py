@@ -22,6 +22,7 @@ from pydantic import TypeAdapter
 from mentra_nb.notebook import _wire
 from mentra_nb.notebook._widget import BrowserMessages, MentraWidget
 from mentra_nb.notebook.agent_view import AgentView
+from mentra_nb.notebook.batch_view import BatchView
 from mentra_nb.notebook.subagent_picker import SubagentPickerView
 from mentra_nb.notebook.team_view import TeamView
 
@@ -34,6 +35,7 @@ VIEWS: list[tuple[_wire.WidgetWire, type[MentraWidget]]] = [
     (_wire.AGENT_VIEW_WIRE, AgentView),
     (_wire.TEAM_VIEW_WIRE, TeamView),
     (_wire.PICKER_WIRE, SubagentPickerView),
+    (_wire.BATCH_VIEW_WIRE, BatchView),
 ]
 
 HEADER = """\

@@ -271,7 +271,9 @@ class AgentView(MentraWidget):
                          scope={} if turn is None else {"kind": "turn", "first": turn.first},
                          notebook=notebook or {}, **state)
         self.on_msg(self._on_browser_message)
-        host.call(self._attach)
+        # Not waited for: whatever the caller asks of the runtime next runs after it,
+        # and `_attach` catches up with what changed since the state was read.
+        host.call_soon(self._attach)
 
     # --- runtime side (runs on the runtime thread) --------------------------------
 
@@ -700,13 +702,9 @@ class AgentView(MentraWidget):
 
     # --- static outputs -----------------------------------------------------------
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        # Displayed: the browser gets the transcript now, without asking for it (a
-        # busy kernel would answer a hello only after the cells queued before it).
-        self._host.call_soon(self._greet_on_display)
-        return super()._repr_mimebundle_(**kwargs)
-
-    def _greet_on_display(self) -> None:
+    def _displayed(self) -> None:
+        """Displayed: the browser gets the transcript now, without asking for it (a
+        busy kernel would answer a hello only after the cells queued before it)."""
         items = self.items  # rendered now: from here on each new message is sent as it comes
         turn = self._turn
         if (turn is not None and not items and not self._ended
@@ -860,9 +858,19 @@ def _by_reference(item: dict[str, Any], streamed: list[str]) -> dict[str, Any]:
     return {**{k: v for k, v in item.items() if k != "html"}, "html_parts": parts}
 
 
+# The cell tools' questions carry code or a diff: shown as it reads, not as a JSON string.
+_VERBATIM_FIELDS = {"edit_cell": "diff", "run_cell": "code", "delete_cell": "source"}
+
+
 def approval_item(pending: PendingApproval) -> Approval:
     """A paused tool call as the widgets show it (its input bounded)."""
-    text = json.dumps(pending.input, indent=2, ensure_ascii=False)
+    field = _VERBATIM_FIELDS.get(pending.tool_name)
+    verbatim = pending.input.get(field) if field else None
+    if isinstance(verbatim, str):
+        rest = {k: v for k, v in pending.input.items() if k != field}
+        text = f"{json.dumps(rest, ensure_ascii=False)}\n{field}:\n{verbatim}"
+    else:
+        text = json.dumps(pending.input, indent=2, ensure_ascii=False)
     if len(text) > APPROVAL_INPUT_CHARS:
         text = f"{text[:APPROVAL_INPUT_CHARS]}\n… [{len(text) - APPROVAL_INPUT_CHARS} more characters]"
     return {"id": pending.tool_use_id, "ref": pending.reference, "name": pending.tool_name, "input": text}

@@ -2,13 +2,13 @@
 
 The public face of the package; the implementation lives in `_`-prefixed
 modules. `events` and `tools` are public modules (event types, tool authoring),
-and `cost`, `teams`, `subagents` and `mcp` are the extension packages (free
+and `cost`, `teams`, `subagents`, `mcp` and `cell_tools` are the extension packages (free
 functions taking the agent or the runtime), registered below in the order they
 act on each round. The docs' Architecture page (docs/maintainers/architecture.md)
 describes the shape.
 """
 
-from mentra_nb.runtime import cost, mcp, subagents, teams
+from mentra_nb.runtime import batch, cell_tools, cost, mcp, subagents, teams
 from mentra_nb.runtime._agent import Agent, MessageInput, OwningRuntime
 from mentra_nb.runtime._approvals import APPROVAL_INTERRUPTED_RESULT
 from mentra_nb.runtime._config import AgentConfig
@@ -44,6 +44,7 @@ from mentra_nb.runtime._snapshot import (
 )
 from mentra_nb.runtime._state import AgentState
 from mentra_nb.runtime._turn_loop import STOPPED_TOOL_RESULT, StopKind
+from mentra_nb.runtime.batch import BatchExtension, BatchJob
 from mentra_nb.runtime.cost import (
     CostConfig,
     CostExtension,
@@ -96,6 +97,8 @@ __all__ = [
     "AgentSnapshot",
     "AgentState",
     "AgentStatus",
+    "BatchExtension",
+    "BatchJob",
     "BoundedOutput",
     "CostConfig",
     "CostExtension",
@@ -137,6 +140,8 @@ __all__ = [
     "Workspace",
     "WorkspaceRefusal",
     "agent_name_problem",
+    "batch",
+    "cell_tools",
     "cost",
     "default_extensions",
     "file_tools",
@@ -157,6 +162,8 @@ __all__ = [
 # The built-in extensions, in the order they act on each round: budgets first (a run
 # they stop has not yet taken any mail), teams (so a team inbox precedes other
 # injected messages), subagents (only for agents with `AgentConfig(subagents=...)`),
-# MCP (only for agents with `AgentConfig(mcp_servers=[...])`).
-for _builtin in (CostExtension, TeamExtension, SubagentsExtension, MCPExtension):
+# MCP (only for agents with `AgentConfig(mcp_servers=[...])`), batch jobs (`agent.map`), cell
+# tools (only in a runtime given a notebook: `Runtime(notebook=...)`).
+for _builtin in (CostExtension, TeamExtension, SubagentsExtension, MCPExtension, BatchExtension,
+                 cell_tools.CellsExtension):
     register_extension(_builtin)

@@ -56,7 +56,7 @@ from mentra_nb.runtime._extension_fields import (
 )
 from mentra_nb.runtime._services import AgentHandle, Services
 from mentra_nb.runtime.tools import Tool
-from mentra_nb.store.base import AgentRecord
+from mentra_nb.store.base import AgentRecord, Store
 
 __all__ = [
     "AgentExtension",
@@ -133,6 +133,13 @@ class RuntimeExtension:
 
     def after_resume(self, runtime_id: str, agents: Sequence[AgentHandle]) -> None:
         """A resume path loaded these agents (leads and those they started) of `runtime_id`."""
+
+    def agents_left_stored(self, store: Store, runtime_id: str,
+                           records: Sequence[AgentRecord]) -> set[str]:
+        """Ids among the lead agents `records` of `runtime_id` that this extension loads
+        itself when it needs them (e.g. the many forks one of its jobs runs): `rt.resume` leaves them
+        in the store instead of loading them."""
+        return set()
 
     def mail_arrived(self) -> None:
         """Mail may have been posted for agents of this runtime, by this process or

@@ -45,7 +45,7 @@ from mentra_nb.errors import ConfigError
 from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime.tools import Tool, ToolDurability, ToolOutput, tool
 
-__all__ = ["FILE_TOOL_NAMES", "SECRET_FILES", "Workspace", "WorkspaceRefusal", "file_tools"]
+__all__ = ["FILE_TOOL_NAMES", "SECRET_FILES", "Workspace", "WorkspaceRefusal", "exact_replacement", "file_tools"]
 
 FILE_TOOL_NAMES = ("read_file", "list_dir", "glob", "grep", "write_file", "edit_file")
 """The names of the built-in file tools."""
@@ -541,28 +541,39 @@ def file_tools(workspace: str | os.PathLike[str] | Workspace) -> list[Tool]:
                 text = handle.read().decode("utf-8")
         except UnicodeDecodeError:
             raise WorkspaceRefusal(f"'{path}' is not UTF-8 text; edit_file edits UTF-8 files only") from None
-        count = text.count(old)
-        if count == 0:
-            hint = ""
-            if old.strip() and old.strip() in text:
-                hint = " (it matches once leading/trailing whitespace is removed: copy the exact whitespace)"
-            raise WorkspaceRefusal(
-                f"old was not found in '{path}'{hint}; read_file shows the current text, copy it exactly"
-            )
-        if count > 1 and not replace_all:
-            lines = _match_lines(text, old)
-            shown = ", ".join(str(n) for n in lines[:10]) + (", …" if len(lines) > 10 else "")
-            raise WorkspaceRefusal(
-                f"old matches {count} times in '{path}' (lines {shown}), so the edit is ambiguous; add "
-                "surrounding lines to old so it matches once, or set replace_all=true to change all"
-            )
-        first_line = text[: text.index(old)].count("\n") + 1
-        updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+        updated, count, first_line = exact_replacement(text, old, new, where=f"'{path}'", reader="read_file",
+                                                       replace_all=replace_all)
         target.write_bytes(updated.encode("utf-8"))
         times = f"{count} occurrences" if replace_all and count > 1 else "1 occurrence"
         return f"replaced {times} in '{ws.relative(target)}' (first at line {first_line})"
 
     return [read_file, list_dir, glob, grep, write_file, edit_file]
+
+
+def exact_replacement(text: str, old: str, new: str, *, where: str, reader: str,
+                      replace_all: bool = False, offers_replace_all: bool = True) -> tuple[str, int, int]:
+    """`text` with `old` replaced by `new`, how many times it matched and the line of
+    the first match; refuses (`WorkspaceRefusal`) when `old` matches nowhere, or more
+    than once without `replace_all`. `where` names the text and `reader` the tool
+    that shows it, for the model. (edit_file's rule; edit_cell's too.)"""
+    count = text.count(old)
+    if count == 0:
+        hint = ""
+        if old.strip() and old.strip() in text:
+            hint = " (it matches once leading/trailing whitespace is removed: copy the exact whitespace)"
+        raise WorkspaceRefusal(f"old was not found in {where}{hint}; {reader} shows the current text, "
+                               "copy it exactly")
+    if count > 1 and not replace_all:
+        lines = _match_lines(text, old)
+        shown = ", ".join(str(n) for n in lines[:10]) + (", …" if len(lines) > 10 else "")
+        more = ", or set replace_all=true to change all" if offers_replace_all else ""
+        raise WorkspaceRefusal(
+            f"old matches {count} times in {where} (lines {shown}), so the edit is ambiguous; add "
+            f"surrounding lines to old so it matches once{more}"
+        )
+    first_line = text[: text.index(old)].count("\n") + 1
+    updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    return updated, count, first_line
 
 
 def _match_lines(text: str, old: str) -> list[int]:

@@ -404,6 +404,19 @@ class Runtime:
             self._leases.held.discard(agent_id)
             raise
 
+    async def release_agent(self, agent_id: str) -> None:
+        """Stop driving agent `agent_id` without changing it: it leaves this runtime
+        and its lease is released (`rt.resume_agent(agent_id)` loads it again).
+        Refused while it runs; nothing to do if this runtime does not drive it."""
+        agent = self._agents.get(agent_id)
+        if agent is None:
+            return
+        if agent.is_running:
+            raise AgentBusy(f"agent '{agent.name}' is running; wait for its run to end, or stop it first")
+        await self._close_agents([agent])
+        self.store.release_leases(self._leases.token, [agent.id])
+        self._leases.held.discard(agent.id)
+
     def _adopt(self, persisted: PersistedAgent) -> Agent:
         agent = Agent(self, persisted, self._extensions)  # the extensions attach themselves
         self._agents[agent.id] = agent
@@ -458,11 +471,11 @@ class Runtime:
         """Resume the lead agents persisted under `runtime_id` (default: this runtime's);
         the agents they started are revived by their extensions (and not returned)."""
         runtime_id = runtime_id or self.runtime_id
-        leads = [
-            self._load(record.id)
-            for record in self.store.list_agents(runtime_id)
-            if record.kind == "agent"
-        ]
+        records = [r for r in self.store.list_agents(runtime_id) if r.kind == "agent"]
+        left: set[str] = set()
+        for extension in self._extensions:
+            left |= extension.agents_left_stored(self.store, runtime_id, records)
+        leads = [self._load(record.id) for record in records if record.id not in left]
         self._after_resume(runtime_id, leads)
         return leads
 

@@ -274,7 +274,7 @@ class TurnLoop:
 
     def _scrubbed(self, messages: Sequence[Message]) -> list[Message]:
         """Messages that are not the model's, without the secrets the runtime knows:
-        a prompt may quote a cell that displayed a key, mail may carry one."""
+        a prompt may quote output that showed a key, mail may carry one."""
         if not messages:
             return []
         secrets = known_secrets(self.agent.services.workspace_root)
@@ -420,25 +420,25 @@ class TurnLoop:
         available = {t.spec.name: t for t in self.tools()}
         results: dict[str, ToolResultBlock] = {}
         running: list[ToolUseBlock] = []
-        batch: list[ToolUseBlock] = []
+        together: list[ToolUseBlock] = []
 
-        async def run_batch() -> None:
-            outcomes = await asyncio.gather(*(self._run_one(u, available, invalid, running) for u in batch))
-            for use, result in zip(batch, outcomes, strict=True):
+        async def run_together() -> None:
+            outcomes = await asyncio.gather(*(self._run_one(u, available, invalid, running) for u in together))
+            for use, result in zip(together, outcomes, strict=True):
                 results[use.id] = result
-            batch.clear()
+            together.clear()
 
         for use in uses:
             tool = available.get(use.name)
             if tool is not None and tool.spec.read_only and use.id not in invalid:
-                batch.append(use)
+                together.append(use)
                 continue
-            if batch:
-                await run_batch()
-            batch.append(use)
-            await run_batch()
-        if batch:
-            await run_batch()
+            if together:
+                await run_together()
+            together.append(use)
+            await run_together()
+        if together:
+            await run_together()
         return [results[u.id] for u in uses]
 
     async def _run_one(self, use: ToolUseBlock, available: dict[str, Tool], invalid: dict[str, str],

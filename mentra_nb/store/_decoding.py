@@ -6,59 +6,22 @@ garbage. With the collector on, those allocations trigger collection after
 collection, each walking the growing heap: reading back 50 transcripts of
 1,000 messages spent about 70 % of its time in the collector. Nothing decoded
 here can form a reference cycle, so the collector is paused while a batch is
-decoded.
-
-Resumed, the collector would still walk the new objects in young collections,
-which can find nothing among them, before they reach the oldest generation
-(where full collections walk them like any long-lived object). A large batch
-is moved there at once instead, by `gc.freeze()` then `gc.unfreeze()`, whose
-documented effect together is to put every tracked object in the oldest
-generation, without a walk (a tenth of a long read-back's time, plus the cache
-it spoiled). Young garbage of the rest of the process, if any, is then reclaimed
-by the next full collection rather than a young one. An application that froze
-objects of its own keeps them frozen: the young generations are collected
-instead.
+decoded (`mentra_nb._collector`).
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from functools import cache
 from operator import itemgetter
 from typing import Any
 
 from pydantic import TypeAdapter
 
+from mentra_nb._collector import collector_paused
 from mentra_nb.messages import Message
 
-__all__ = ["collector_paused", "decode_message_arrays", "decode_messages"]
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector (if it runs) for the block; if the block
-    left more young objects than ten young collections hold, move them to the
-    oldest generation before resuming (see the module's docstring)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            young, middle, _ = gc.get_threshold()
-            if young and gc.get_count()[0] >= young * max(middle, 1):
-                _age_young_objects()
-            gc.enable()
-
-
-def _age_young_objects() -> None:
-    if gc.get_freeze_count():  # not ours to unfreeze
-        gc.collect(1)
-        return
-    gc.freeze()
-    gc.unfreeze()
+__all__ = ["decode_message_arrays", "decode_messages"]
 
 
 def decode_messages(rows: Iterable[Sequence[Any]], column: int = 0) -> list[Message]:

@@ -4,16 +4,16 @@ method to `Store`.
 An extension declares each kind of record it keeps once, with the pydantic model
 its payload must match:
 
-    JOBS = RecordKind("batch.jobs", Job)
+    JOBS = RecordKind("myext.jobs", Job)
 
 and reads and writes through the kind, which validates every payload both ways:
 
-    JOBS.append(store, batch_id, Job(row=3), lane="worker-pool", state=PENDING)
-    [job] = JOBS.claim(store, batch_id, "worker-pool", claimer=agent_id, token=token, limit=1)
+    JOBS.append(store, pool_id, Job(row=3), lane="worker-pool", state=PENDING)
+    [job] = JOBS.claim(store, pool_id, "worker-pool", claimer=agent_id, token=token, limit=1)
     JOBS.settle(store, agent_id, done=[job.seq], token=token)
 
 A record lives under (kind, scope, key): `scope` is whose it is (an agent's id,
-whose deletion deletes it; a runtime id, a batch's), `key` names it in the scope
+whose deletion deletes it; a runtime id, a pool's), `key` names it in the scope
 ("" for a kind's one record per scope). The store numbers every record (`seq`,
 increasing: insertion order). `lane` and `state` are for queues: a record put
 with `state=PENDING` waits in its scope's `lane` until a claim moves it to
@@ -22,10 +22,10 @@ claiming at once each get other rows) and a settle moves it to DONE (or any
 state) or back to PENDING.
 
 Several operations run as one transaction through `store.write_records([...])`
-(build them with a kind's `*_op` methods); with `agent_id=`/`token=` the batch
+(build them with a kind's `*_op` methods); with `agent_id=`/`token=` the list
 is fenced by that agent's lease like every core write (`LeaseLost`). A `Put`
 that finds its key taken (`replace=False`) or an `Update` whose record is
-missing or not in `expect_state` refuses the whole batch (`RecordConflict`).
+missing or not in `expect_state` refuses the whole list (`RecordConflict`).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class StoredRecord(BaseModel):
     updated_at: float = 0.0
 
 
-# --- operations of a `write_records` batch ---------------------------------------
+# --- operations of a `write_records` call ----------------------------------------
 
 
 class _Op(BaseModel):
@@ -149,7 +149,7 @@ class Settle(_Op):
 
 
 RecordOp = Put | Update | Delete | Claim | Settle
-"""One operation of a `Store.write_records` batch."""
+"""One operation of a `Store.write_records` call."""
 
 
 # --- typed access -------------------------------------------------------------------
@@ -193,7 +193,7 @@ _KINDS: dict[str, type[BaseModel]] = {}
 
 class RecordKind(Generic[M]):
     """A kind of record an extension keeps: `name` is dotted and starts with the
-    extension's name ("batch.jobs"); `model` is what every payload must match.
+    extension's name ("myext.jobs"); `model` is what every payload must match.
     A name can be declared once per process (again only with the same model)."""
 
     def __init__(self, name: str, model: type[M]) -> None:
@@ -235,7 +235,7 @@ class RecordKind(Generic[M]):
                               f"not a {type(value).__name__}")
         return value.model_dump(mode="json")
 
-    # --- operations, for a batch ---------------------------------------------------
+    # --- operations, for write_records -----------------------------------------------
 
     def put_op(self, scope: str, value: M, key: str = "", *, lane: str = "", state: str = "",
                replace: bool = True) -> Put:

@@ -1,7 +1,7 @@
 """Run the benchmarks, print their tables, and write RESULTS.md.
 
     python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost wire
-                                               postgres fork lag
+                                               postgres fork lag cells batch
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import traceback
 from pathlib import Path
 
 from tests.benchmarks import (
+    bench_batch,
+    bench_cells,
     bench_concurrency,
     bench_cost,
     bench_fork,
@@ -36,6 +38,8 @@ BENCHMARKS = {
     "postgres": bench_postgres.run,
     "fork": bench_fork.run,
     "lag": bench_lag.run,
+    "cells": bench_cells.run,
+    "batch": bench_batch.run,
 }
 RESULTS = Path(__file__).with_name("RESULTS.md")
 

@@ -14,10 +14,7 @@ delta of the reply, at 60 and at 300 tokens/s.
 
 from __future__ import annotations
 
-import shutil
 import statistics
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from tests.benchmarks.report import Table
@@ -112,46 +109,26 @@ def _stream(nb: Any, cell: int, reply: int, text: str) -> tuple[list[list[float]
 
 def measure() -> list[dict[str, Any]]:
     """One JupyterLab, one chromium: the turn's lags at each pace."""
-    from playwright.sync_api import sync_playwright
-
-    from tests.browser.conftest import CHROMIUM_ARGS
-    from tests.browser.lab_server import LabServer
+    from tests.benchmarks.lab_page import lab_page
     from tests.browser.notebook_page import NotebookPage
 
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        raise RuntimeError("Debian's chromium is not installed: apt-get install -y chromium")
     texts = [_text(tokens) for _rate, tokens in PACES]
     scripts = ", ".join(f"text_stream({text!r}, chunks={tokens}, delay={1 / rate!r})"
                         for text, (rate, tokens) in zip(texts, PACES, strict=True))
     cells = [SETUP.format(scripts=f"[{scripts}]"), "%mentra spawn writer --model paced:m",
              *(f"%%mentra writer\nreply {i}" for i in range(len(PACES)))]
     results = []
-    with tempfile.TemporaryDirectory(prefix="mentra-bench-lag-") as tmp:
-        root = Path(tmp) / "notebooks"
-        root.mkdir()
-        server = LabServer(root, Path(tmp) / "state", Path(tmp) / "lab.log")
+    with lab_page("mentra-bench-lag-") as (server, page):
+        nb = NotebookPage(page, server, "lag.ipynb").open(cells)
         try:
-            server.start()
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-                try:
-                    page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
-                    page.set_default_timeout(60_000)
-                    nb = NotebookPage(page, server, "lag.ipynb").open(cells)
-                    try:
-                        nb.run_cell(0)
-                        nb.run_cell(1)
-                        for i, (text, (rate, tokens)) in enumerate(zip(texts, PACES, strict=True)):
-                            stamps, shown = _stream(nb, 2 + i, i, text)
-                            results.append({"rate": rate, "tokens": tokens, "chars": len(text),
-                                            "lags": _lags(stamps, shown), "updates": len(shown)})
-                    finally:
-                        nb.close()
-                finally:
-                    browser.close()
+            nb.run_cell(0)
+            nb.run_cell(1)
+            for i, (text, (rate, tokens)) in enumerate(zip(texts, PACES, strict=True)):
+                stamps, shown = _stream(nb, 2 + i, i, text)
+                results.append({"rate": rate, "tokens": tokens, "chars": len(text),
+                                "lags": _lags(stamps, shown), "updates": len(shown)})
         finally:
-            server.stop()
+            nb.close()
     return results
 
 

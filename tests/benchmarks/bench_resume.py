@@ -4,7 +4,8 @@ In process: `Runtime(...).resume()` on a fresh store object (leases, recovery;
 transcripts are read lazily), then with every transcript read, vs loading the
 same conversations from LangGraph's SqliteSaver (`get_state` per thread) and
 the OpenAI Agents SDK's SQLiteSession (`get_items` per session). In a kernel:
-the time until `%mentra resume` returns, views included.
+the time until `%mentra resume` returns, and until every view it shows has
+its transcript's last page.
 
 Grids: 10 → 50 agents and 100 → 1,000 messages. Linear growth is 5x and 10x.
 """
@@ -272,38 +273,94 @@ def _growth(times: dict[tuple[int, int], float], axis: str) -> str:
     return ", ".join(f"{big / small:.1f}x at {label}" for small, big, label in pairs)
 
 
+KERNEL_REPEAT = 3
+
+
 def in_kernel(folder: Path) -> Table:
+    import compileall
+    import shutil
+
     from tests.kernels import Kernel
 
+    # Installed packages carry bytecode (pip compiles on install); a source checkout
+    # under PYTHONDONTWRITEBYTECODE would time the compiler (as in bench_import).
+    compileall.compile_dir(Path(__file__).resolve().parents[2] / "mentra_nb", quiet=1)
     table = Table(
-        "Resume in a kernel: until `%mentra resume` returns (views included)",
-        ["agents x messages", "%load_ext s", "%mentra resume s", "µs/message", "vs 10 x 100"],
+        "Resume in a kernel: until `%mentra resume` returns, and until every view has its transcript",
+        ["agents x messages", "%load_ext s", "%mentra resume s", "every view's transcript s",
+         "kernel CPU s", "µs/message", "vs 10 x 100"],
     )
     times: dict[tuple[int, int], float] = {}
     for agents, messages in GRID:
         case = folder / f"kernel-{agents}-{messages}"
         case.mkdir()
-        build_ours(case / "analysis.mentra.sqlite", agents, messages)
-        kernel = Kernel(case)
-        try:
-            started = time.perf_counter()
-            kernel.run("%load_ext mentra_nb")
-            loaded = time.perf_counter() - started
-            started = time.perf_counter()
-            out = kernel.run("%mentra resume", timeout=600)
-            seconds = time.perf_counter() - started
-            assert out.count("mentra: resumed") == agents, out[:500]
-        finally:
-            kernel.close()
-        times[(agents, messages)] = seconds
-        table.add(f"{agents} x {messages:,}", loaded, seconds, seconds / (agents * messages) * 1e6,
-                  ratio(times[GRID[0]], seconds))
+        build_ours(case / "built.sqlite", agents, messages)
+        runs: list[tuple[float, float, float, float]] = []
+        for _ in range(KERNEL_REPEAT):
+            # A fresh copy each time: the first resume takes the agents' leases.
+            shutil.copy(case / "built.sqlite", case / "analysis.mentra.sqlite")
+            kernel = Kernel(case)
+            try:
+                runs.append(_resume_in(kernel, agents))
+            finally:
+                kernel.close()
+            for stale in case.glob("analysis.mentra.sqlite*"):
+                stale.unlink()
+            shutil.rmtree(case / ".mentra", ignore_errors=True)
+        loaded, returned, ready, cpu = min(runs, key=lambda r: r[2])
+        times[(agents, messages)] = ready
+        table.add(f"{agents} x {messages:,}", loaded, returned, ready, cpu, ready / (agents * messages) * 1e6,
+                  ratio(times[GRID[0]], ready))
     table.notes += [
         f"growth 10 → 50 agents (linear = 5x): {_growth(times, 'agents')}",
         f"growth 100 → 1,000 messages (linear = 10x): {_growth(times, 'messages')}",
-        "one run each (a kernel start per case); through jupyter_client like a notebook server",
+        "returns: the cell's `idle` on iopub; every view's transcript: the last view's first page "
+        "of messages (its `items` message) on iopub, or the return if later; a view is usable then",
+        "kernel CPU: user + system time of the kernel's process (all its threads) until then, "
+        "which another process's load on this shared machine changes less than the wall time",
+        f"best of {KERNEL_REPEAT} kernels each (by the transcript column); through jupyter_client like a "
+        "notebook server; mentra_nb's bytecode is compiled first, as pip does on install",
+        "target: every view's transcript at 50 x 1,000 ≤ 0.5 s",
     ]
     return table
+
+
+def _resume_in(kernel: Any, agents: int) -> tuple[float, float, float, float]:
+    """(%load_ext s, until `%mentra resume` returned s, until every view had its
+    transcript s, the kernel process's CPU s meanwhile)."""
+    import psutil
+
+    started = time.perf_counter()
+    kernel.run("%load_ext mentra_nb")
+    loaded = time.perf_counter() - started
+    client = kernel.client
+    process = psutil.Process(kernel.manager.provisioner.pid)
+    cpu = process.cpu_times()
+    started = time.perf_counter()
+    msg_id = client.execute("%mentra resume")
+    returned: float | None = None
+    greeted: dict[str, float] = {}  # comm id -> when its first page arrived
+    resumed = 0
+    while returned is None or len(greeted) < agents:
+        message = client.get_iopub_msg(timeout=600)
+        kind, content = message["msg_type"], message["content"]
+        now = time.perf_counter() - started
+        if kind == "stream" and message["parent_header"].get("msg_id") == msg_id:
+            resumed += content["text"].count("mentra: resumed")
+        elif kind == "error":
+            raise AssertionError(f"%mentra resume failed: {content['ename']}: {content['evalue']}")
+        elif kind == "status" and content["execution_state"] == "idle" and \
+                message["parent_header"].get("msg_id") == msg_id:
+            returned = now
+        elif kind == "comm_msg" and content["data"].get("method") == "custom":
+            custom = content["data"]["content"]
+            if custom.get("kind") == "items" and custom.get("start") == 0:
+                greeted.setdefault(content["comm_id"], now)
+    used = process.cpu_times()
+    client.get_shell_msg(timeout=60)
+    assert resumed == agents, f"resumed {resumed} of {agents}"
+    return (loaded, returned, max(returned, *greeted.values()),
+            used.user + used.system - cpu.user - cpu.system)
 
 
 def run() -> list[Table]:

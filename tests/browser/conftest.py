@@ -62,12 +62,12 @@ def artifacts() -> Path:
 
 @contextlib.contextmanager
 def serve(base: Path, app: Literal["jupyterlab", "notebook"] = "jupyterlab",
-          python: str = sys.executable) -> Iterator[LabServer]:
+          python: str = sys.executable, collaborative: bool = False) -> Iterator[LabServer]:
     """A server on a fresh copy of notebooks/ under `base`, stopped whatever happens."""
     root = base / "notebooks"
     copy_notebooks(REPO / "notebooks", root)
     server = LabServer(root, base / "state", ARTIFACTS / f"{app}-{base.name}.log", app=app,
-                       python=python)
+                       python=python, collaborative=collaborative)
     try:
         server.start()
         yield server
@@ -87,6 +87,14 @@ def notebook7_server(tmp_path_factory: pytest.TempPathFactory,
                      artifacts: Path) -> Iterator[LabServer]:
     _chromium()
     with serve(tmp_path_factory.mktemp("nb7"), app="notebook") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def rtc_server(tmp_path_factory: pytest.TempPathFactory, artifacts: Path) -> Iterator[LabServer]:
+    """JupyterLab with real-time collaboration (jupyter-collaboration) on."""
+    _chromium()
+    with serve(tmp_path_factory.mktemp("rtc"), collaborative=True) as server:
         yield server
 
 
@@ -175,3 +183,9 @@ def notebook(page, lab_server: LabServer, request: pytest.FixtureRequest):
 def notebook7(page, notebook7_server: LabServer, request: pytest.FixtureRequest):
     """A notebook in Jupyter Notebook 7."""
     yield from open_notebook(page, notebook7_server, request)
+
+
+@pytest.fixture
+def notebook_rtc(page, rtc_server: LabServer, request: pytest.FixtureRequest):
+    """A notebook in JupyterLab with real-time collaboration on."""
+    yield from open_notebook(page, rtc_server, request)

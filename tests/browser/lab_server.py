@@ -46,12 +46,14 @@ def _free_port() -> int:
 class LabServer:
     """`jupyter lab` (or, with `app="notebook"`, Notebook 7) serving `root`;
     `url(path)` opens a notebook with the token. `python` is the interpreter
-    whose Jupyter (and kernel) serves: this venv's, or an installed wheel's."""
+    whose Jupyter (and kernel) serves: this venv's, or an installed wheel's.
+    `collaborative`: real-time collaboration (jupyter-collaboration) on."""
 
     def __init__(self, root: Path, state: Path, log_path: Path, *,
                  app: Literal["jupyterlab", "notebook"] = "jupyterlab",
-                 python: str = sys.executable) -> None:
+                 python: str = sys.executable, collaborative: bool = False) -> None:
         self.root = root
+        self.collaborative = collaborative
         self.app = app
         self.python = python
         self.state = state
@@ -72,6 +74,11 @@ class LabServer:
         folders = {name: self.state / name for name in ("workspaces", "config", "data", "runtime")}
         for folder in folders.values():
             folder.mkdir(parents=True, exist_ok=True)
+        # The server extension an installed mentra-nb enables (its config file lands in
+        # the environment's etc/jupyter; an editable install does not put it there).
+        extension = "jupyter_server_config.d/mentra_nb.json"
+        (folders["config"] / extension).parent.mkdir(exist_ok=True)
+        shutil.copy(REPO / "jupyter-config" / extension, folders["config"] / extension)
         env = {
             **os.environ,
             "JUPYTER_CONFIG_DIR": str(folders["config"]),
@@ -102,6 +109,10 @@ class LabServer:
             # Kernels must not outlive the test run, even if it is interrupted.
             "--MappingKernelManager.cull_idle_timeout=0",
         ]
+        # jupyter-collaboration (the test extra) turns real-time collaboration on in
+        # every server; only the RTC tests want it (tests/browser/test_collaboration.py).
+        if not self.collaborative:
+            command.append("--YDocExtension.disable_rtc=True")
         if self.app == "jupyterlab":
             command += [
                 "--LabApp.extension_manager=readonly",  # the PyPI-backed one would search the registry

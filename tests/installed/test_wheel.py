@@ -64,3 +64,21 @@ def test_the_installed_wheel_streams_a_reply_and_shows_its_agent_view(installed_
     deltas, reply_text = streamed
     assert len(deltas) > 1 and "".join(deltas) == reply_text
     assert "Hello from an installed wheel" in reply_text
+
+
+def test_the_installed_wheel_enables_its_jupyter_server_extension(installed_wheel, tmp_path):
+    """Issue 36.3: the server saves notebooks with our views in their saved form
+    (mentra_nb/server_extension.py), so the wheel must enable it on install."""
+    import os
+    import re
+
+    bin_dir = installed_wheel.parent  # (`jupyter server` is looked up on PATH)
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_PREFER_ENV_PATH": "1",
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONPATH": ""}
+    env.pop("VIRTUAL_ENV", None)
+    listed = subprocess.run([str(installed_wheel), "-m", "jupyter", "server", "extension", "list"],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", listed.stdout + listed.stderr)
+    assert str(bin_dir.parent / "etc" / "jupyter") in text, text
+    assert "mentra_nb.server_extension enabled" in text, text
+    assert re.search(r"mentra_nb\.server_extension +OK", text), text

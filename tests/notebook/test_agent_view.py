@@ -625,3 +625,12 @@ def test_one_agents_flood_of_maths_is_typeset_within_a_budget_while_another_agen
     assert reply["html"].count("<math") == MAX_MATH_SPANS
     assert reply["html"].count("<code>x_{") == count - MAX_MATH_SPANS
     assert [i["role"] for i in replay_as_the_browser_does(quick_sent)] == ["user", "assistant"]
+
+
+def test_a_view_opens_one_comm_and_no_layout_widget(host):
+    # ipywidgets' default made a Layout widget, with a comm_open of its own, for every
+    # view: fifty more when a notebook of fifty agents resumes. Ours style themselves.
+    agent = spawn(host, TestProvider())
+    view = AgentView(agent, host)
+    assert view.layout is None  # (DOMWidget's default: a new Layout widget)
+    assert view.get_state()["layout"] is None

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import gc
+import io
+import threading
 import time
 
 import pytest
@@ -23,8 +27,9 @@ from mentra_nb import (
     UnknownProvider,
 )
 from mentra_nb.notebook._arguments import COMMANDS
+from mentra_nb.notebook._session import NotebookSession
 from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream
-from tests.conftest import wait_until
+from tests.conftest import WAIT_LIMIT, wait_until
 from tests.notebook.conftest import mentra, mentra_cell
 
 
@@ -43,6 +48,16 @@ def test_spawn_without_a_model_uses_the_offline_test_model_and_says_so(ip, capsy
     agent = mentra(ip, "spawn writer")
     assert "uses the offline test model" in capsys.readouterr().out
     assert agent.name == "writer" and agent.model.key == "test:default"
+
+
+def test_a_trailing_comment_ends_a_magic_line_but_not_a_message(ip, session):
+    # IPython hands a line magic the whole line, comment included; the docs' first
+    # cell `%mentra spawn writer  # …` was a usage error.
+    mentra(ip, "spawn writer --tools ''   # the drafter, offline")
+    assert session.agent("writer").config.tools == []
+    mentra_cell(ip, "writer --wait  # answers at once", "say hi")
+    turn = mentra(ip, "send writer --wait see issue #42 # not a comment")
+    assert turn.text.endswith("see issue #42 # not a comment")  # the test model echoes it
 
 
 def test_spawn_takes_model_system_and_tools(ip):
@@ -155,6 +170,40 @@ def test_a_cell_returns_at_once_and_the_turn_can_be_awaited(ip, session):
     assert asyncio.run(wait()).text == "streamed reply"
 
 
+def test_a_cell_sent_to_a_busy_agent_waits_for_its_run_then_sends(ip, session):
+    # Run All: `%%mentra writer` returns at once, and the next cell sends to writer
+    # while it still streams. It waits for that run instead of failing (AgentBusy).
+    script, control = controlled_stream()
+    session.runtime.providers.register(ScriptedProvider("scripted", [script, text_stream("second")]))
+    agent = mentra(ip, "spawn writer --model scripted:m")
+    first = mentra_cell(ip, "writer", "first")
+
+    class Said(io.StringIO):
+        waiting = threading.Event()
+
+        def write(self, text: str) -> int:
+            if "still on run 1" in text:
+                self.waiting.set()
+            return super().write(text)
+
+    said = Said()
+
+    def finish_the_first_run_once_the_cell_waits() -> None:
+        assert said.waiting.wait(WAIT_LIMIT)
+        for event in text_stream("first reply").events:
+            session.host.call_soon(control.send, event)
+
+    releaser = threading.Thread(target=finish_the_first_run_once_the_cell_waits)
+    releaser.start()
+    with contextlib.redirect_stdout(said):
+        reply = mentra_cell(ip, "writer --wait", "second")
+    releaser.join()
+    assert "this cell sends when it ends" in said.getvalue()
+    assert first.result(5).text == "first reply"
+    assert reply.text == "second" and reply.turn.run_generation == 2
+    assert [m.text for m in agent.history] == ["first", "first reply", "second", "second"]
+
+
 def test_prompt_errors_are_usage_errors(ip):
     mentra(ip, "spawn writer")
     with pytest.raises(UsageError, match=r"names \{missing\}.*--no-interpolate"):
@@ -263,6 +312,27 @@ def test_resume_brings_stored_agents_back_in_a_new_session(ip, tmp_path, capsys)
     assert "AgentView(writer, test:default, finished, 2 messages)" in out
     with pytest.raises(Exception, match="no stored agent named 'ghost'.*stored: writer"):
         mentra(ip, "resume ghost")
+
+
+def test_resume_makes_its_views_with_the_garbage_collector_paused(ip, monkeypatch):
+    # Everything resuming makes lives on; with the collector on, a resume of fifty long
+    # agents spent a third of its time walking it (mentra_nb/_collector.py).
+    mentra(ip, "spawn writer")
+    mentra(ip, "spawn reviewer")
+    notebook.unload_ipython_extension(ip)
+    notebook.load_ipython_extension(ip)
+    collecting = []
+    view = NotebookSession.view
+
+    def watched_view(self, agent):
+        collecting.append(gc.isenabled())
+        return view(self, agent)
+
+    monkeypatch.setattr(NotebookSession, "view", watched_view)
+    assert gc.isenabled()
+    mentra(ip, "resume")
+    assert collecting == [False, False]
+    assert gc.isenabled()
 
 
 def test_loading_twice_keeps_one_session_runtime_and_leases(ip, session):

@@ -43,6 +43,7 @@ BREAKAGES = [
     ("agent_view.js", 'model.send({ kind: "send", text })', 'model.send({ kind: "send", message: text })'),
     ("team_view.js", '{ kind: "close", view: this.viewId }', '{ kind: "close", name: this.viewId }'),
     ("subagent_picker.js", 'model.get("preview_live")', 'model.get("preview_text")'),
+    ("batch_view.js", 'model.send({ kind: "close_row" })', 'model.send({ kind: "close_rows" })'),
 ]
 
 

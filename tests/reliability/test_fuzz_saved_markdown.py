@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
 from mentra_nb import ContentBlock, Message
-from mentra_nb.notebook._markdown_html import render_markdown
+from mentra_nb._inert_markdown import _parsed_inert_markdown, inert_markdown, plain_paragraphs
+from mentra_nb.notebook._markdown_html import _parsed_html, render_markdown
 from mentra_nb.notebook._rendering import md_block, transcript_markdown
 from mentra_nb.runtime._export import ExportHeader, export_transcript
 from tests.saved_markup import gfm, live_markup, visible_text
@@ -115,3 +116,33 @@ def test_every_model_string_in_an_export_is_inert(text, name, media_type):
     notebook = json.loads(export_transcript(header, messages, "ipynb"))
     for cell in notebook["cells"]:
         assert_inert(cell["source"])
+
+
+# Prose: paragraphs of lines of words; half of them with one character spliced in
+# somewhere that starts markup, a control character or unusual whitespace.
+_WORD = st.sampled_from(["Hello", "world", "Turn", "é", "x", "Ünïcode", "日本"])
+_FILLER = st.sampled_from([" ", " ", ".", ",", ":", "'", '"', "(", ")", "%", "/", "3", "😀", "\u00a0"])
+_LINE = st.tuples(_WORD, st.lists(st.one_of(_WORD, _FILLER), max_size=12)).map(lambda t: t[0] + "".join(t[1]))
+_PARAGRAPHS = st.lists(st.lists(_LINE, min_size=1, max_size=3).map("\n".join), min_size=1, max_size=3).map("\n\n".join)
+_SPOILER = st.sampled_from(["\n", "\n\n\n", "\r", "\r\n", "\t", " ", "  \n", "\u2028", "\x85", "\x00", "- ", "+ ",
+                            "=", "1. ", "2) ", "*", "_", "`", "&", "<", ">", "!", "[", "]", "|", "~", "$", "# ", "\\",
+                            "    ", "3"])
+PROSE = st.tuples(_PARAGRAPHS, st.one_of(st.none(), st.tuples(_SPOILER, st.integers(0, 300)))).map(
+    lambda t: t[0] if t[1] is None else t[0][:t[1][1]] + t[1][0] + t[0][t[1][1]:])
+
+
+@FUZZ
+@given(text=PROSE, label=st.sampled_from(["", "**user**:"]))
+def test_prose_without_markup_is_written_as_the_parser_would(text, label):
+    # Plain prose skips markdown-it (resuming fifty agents renders thousands of
+    # messages); what it skips must not change a byte of what is written.
+    assert inert_markdown(text, label) == _parsed_inert_markdown(text, label)
+    assert render_markdown(text) == _parsed_html(text)
+
+
+def test_prose_without_markup_needs_no_parser():
+    assert plain_paragraphs("Turn 3: what's the churn?\nThanks (all) 50% \"x\".\n\nBye.") == [
+        "Turn 3: what's the churn?\nThanks (all) 50% \"x\".", "Bye."]
+    for markup in ("- a list", "1. first", "**bold**", "a  \nhard break", "code `x`", "# title", "    indented",
+                   "tab\there", "a\r\nb", "a\n\n\nb", "", "R&D", "a <b>", "$x$", "see [1]", "3 apples"):
+        assert plain_paragraphs(markup) is None, markup

@@ -1,0 +1,92 @@
+"""What a batch job keeps in the store: its spec (one `batch.job` record per job,
+scope the runtime id, key the job's name) and one `batch.row` record per input row
+(scope the job's id, key the row's index), queued through the store's records:
+
+    waiting (PENDING) --claim--> running (CLAIMED) --> done | failed | cancelled
+                 ^-------------- requeue (a crash, a 429, retry_failed) --'
+
+A row's result is written in the same transaction that moves it out of CLAIMED, so
+a row is counted once whatever happens around it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from mentra_nb.store.records import CLAIMED, DONE, PENDING, RecordKind
+
+__all__ = [
+    "CANCELLED",
+    "CLAIMED",
+    "DONE",
+    "FAILED",
+    "JOB",
+    "PENDING",
+    "ROW",
+    "JobSpec",
+    "JobState",
+    "RowState",
+    "row_key",
+]
+
+FAILED = "failed"
+CANCELLED = "cancelled"
+
+JobState = Literal["running", "paused", "cancelled", "finished", "budget"]
+"""Where a job stands: driven (`running`), `paused`, `cancelled`, `finished`, or stopped
+by its `budget`."""
+
+
+class JobSpec(BaseModel):
+    """A job as stored: everything a resumed runtime needs to go on with it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    name: str
+    agent_id: str  # the agent whose forks run the rows
+    agent_name: str
+    fork_index: int  # every row forks the agent's history at this many messages
+    output: str | None = None  # the output model as "module:qualname", if any
+    concurrency: int
+    max_cost_usd: float | None = None
+    total: int
+    fingerprint: str  # of the rows' prompts and the output model: a rerun of the same cell matches
+    state: JobState = "running"
+    note: str = ""  # why the job stopped (a budget, a cancel), for people
+    created_at: float
+
+
+class RowState(BaseModel):
+    """One input row: its prompt (rendered when the job was created, so a resumed job
+    needs no callable) and, once it ran, its result."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    prompt: str
+    agent_name: str  # the fork that runs (ran) it
+    output: dict[str, Any] | None = None  # the typed answer's fields
+    text: str | None = None  # the final answer's text
+    error: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    attempts: int = 0  # runs started (a crash's or a 429's rerun included)
+
+
+JOB = RecordKind("batch.job", JobSpec)
+"""A job's spec: scope the runtime id, key the job's name."""
+ROW = RecordKind("batch.row", RowState)
+"""One input row of a job: scope the job's id, key its index (`row_key`), queued
+(pending, claimed) until it is done, failed or cancelled."""
+
+
+def row_key(index: int) -> str:
+    """Keys sort as the rows do."""
+    return f"{index:09d}"
+
+
+__all__ += ["CLAIMED", "DONE", "PENDING"]
