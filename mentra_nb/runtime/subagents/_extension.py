@@ -114,6 +114,8 @@ class SubagentsExtension(RuntimeExtension, RegistryOwner):
             raise ConfigError(
                 f"the sender {sender!r} cannot post to a subagent: give a name that is not a path "
                 "of the tree (paths are how its agents sign their mail), e.g. sender='user'")
+        if not isinstance(content, str) or not content.strip():
+            raise ConfigError("rt.post needs some content for the subagent to read; got none")
         root_id, path = _locate_stored(services, record)
         mail = Mail(id=new_mail_id(), sender=sender, recipient=path,
                     text=scrub(content, known_secrets(services.workspace_root)))
@@ -233,6 +235,7 @@ class SubagentsExtension(RuntimeExtension, RegistryOwner):
         await asyncio.gather(*self._runs.values(), return_exceptions=True)
         for root_id in self.registry.root_ids():
             self.registry.remove_root(root_id)
+        self._roots.clear()
 
 
 class _ChildRun:
