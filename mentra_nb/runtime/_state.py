@@ -236,9 +236,9 @@ class AgentState:
         if not messages:
             return
         history = self._history()  # read before the write, or the read would hold them too
-        batch = list(messages)
-        await self._write(lambda: self._store.append_messages(self.agent_id, batch, token=self._token))
-        history.extend(batch)
+        added = list(messages)
+        await self._write(lambda: self._store.append_messages(self.agent_id, added, token=self._token))
+        history.extend(added)
         self.changed()
 
     def stream_from(self, assembler: MessageAssembler) -> None:
