@@ -629,6 +629,13 @@ class AgentViewRender {
     if (cellsChanged.dataset.cells === ids.join(" ")) return;
     cellsChanged.dataset.cells = ids.join(" ");
     cellsChanged.replaceChildren(element("span", "", "cells changed:"), ...ids.map((id) => cellLink(id, id)));
+    if (this.model.get("scope")?.kind !== "turn") return;
+    // Undo: the kernel reverts the cell changes from this turn on (a cell the user
+    // changed since is left alone) and rewinds the conversation; `notice` says what it did.
+    const undo = element("button", "mentra-undo-cells", "Undo");
+    undo.title = "Revert the cells changed from this turn on and rewind the conversation to before it";
+    undo.addEventListener("click", () => this.model.send({ kind: "undo_turn" }), { signal: this.signal });
+    cellsChanged.append(undo);
   }
 
   announce = () => document.dispatchEvent(new CustomEvent(VIEWS_CHANGED, { detail: this.model.get("agent_name") }));

@@ -104,6 +104,29 @@ describe("AgentView", () => {
     expect(model.sent.at(-1)).toEqual({ kind: "earlier", before: 70 });
   });
 
+  it("offers Undo beside a turn's changed cells, which asks the kernel to undo the turn; a whole view has none", () => {
+    const inserted = [
+      { index: 0, role: "user", kind: "text", html: "<p>add a cell</p>" },
+      { index: 1, role: "assistant", kind: "tool_use", id: "t1", name: "insert_cell", input: '{"source": "y = 2"}' },
+      { index: 2, role: "user", kind: "tool_result", id: "t1", content: "inserted code cell a1 at position 2" },
+    ];
+    const model = new FakeModel({ ...STATE, scope: { kind: "turn", first: 0 } });
+    render({ model, el });
+    transcript(model, 1, inserted);
+    const undo = /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-cells-changed button.mentra-undo-cells"));
+    expect(undo.textContent).toBe("Undo");
+    undo.click();
+    expect(model.sent.at(-1)).toEqual({ kind: "undo_turn" });
+
+    const whole = new FakeModel({ ...STATE, scope: {} });
+    const other = document.createElement("div");
+    document.body.append(other);
+    render({ model: whole, el: other });
+    transcript(whole, 1, inserted);
+    expect(other.querySelector(".mentra-cells-changed")?.textContent).toContain("a1");
+    expect(other.querySelector(".mentra-undo-cells")).toBeNull();
+  });
+
   it("shows an unknown cost as such and no cost text when none is set", () => {
     const model = new FakeModel({ ...STATE, cost: "cost unknown" });
     render({ model, el });

@@ -73,7 +73,8 @@ export type AgentViewSent =
   | { kind: "deny"; call_id: string; reason?: string }
   | { kind: "fork"; at: number; name: string }
   | { kind: "edit_source"; index: number }
-  | { kind: "edit"; index: number; text: string };
+  | { kind: "edit"; index: number; text: string }
+  | { kind: "undo_turn" };
 export type AgentViewReceived = StreamMessage | DeltaMessage | SourceMessage;
 export type AgentViewModel = WidgetModel<AgentViewTraits, AgentViewSent>;
 

@@ -57,6 +57,7 @@ __all__ = [
     "SubagentsArgs",
     "TeamArgs",
     "TeammateArgs",
+    "UndoArgs",
     "help_text",
     "parse_cell",
     "parse_line",
@@ -310,11 +311,24 @@ class ForkArgs(Command):
 class RewindArgs(Command):
     command = "rewind"
     summary = ("NAME's history becomes its first N messages for the next turn; what followed is kept "
-               "as a branch (agent.branches(), agent.switch_branch(id))")
+               "as a branch (agent.branches(), agent.switch_branch(id)); --with-cells: the cell changes "
+               "it made after message N are reverted too")
     positionals = ("agent", "to")
     metavars = {"agent": "NAME", "to": "N"}
     agent: AgentName
     to: int = Field(ge=0)
+    with_cells: bool = False
+
+
+class UndoArgs(Command):
+    command = "undo"
+    summary = ("undo NAME's last turn (--to N: everything after message N): the cell changes it made are "
+               "reverted, a cell you changed since is left alone and named, and the conversation is "
+               "rewound (what followed is kept as a branch)")
+    positionals = ("agent",)
+    metavars = {"agent": "NAME", "to": "N"}
+    agent: AgentName
+    to: int | None = Field(default=None, ge=0)
 
 
 class HistoryArgs(Command):
@@ -490,7 +504,7 @@ COMMANDS: dict[str, type[Command]] = {
     c.command: c for c in (SpawnArgs, SendArgs, ListAgentsArgs, ResumeArgs, ApproveArgs, DenyArgs,
                            ShowArgs, TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
                            ExplainArgs, MapArgs,
-                           ForkArgs, RewindArgs, HistoryArgs, ExportArgs, RmArgs,
+                           ForkArgs, RewindArgs, UndoArgs, HistoryArgs, ExportArgs, RmArgs,
                            DbArgs, AdoptArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
                            AliasArgs, HelpArgs)
 }

@@ -450,11 +450,25 @@ class MentraMagics(Magics):
 
     def _do_rewind(self, command: args.RewindArgs) -> None:
         agent = self.session.agent(command.agent)
+        if command.with_cells:
+            self._undo(agent, command.to)
+            return
         before = agent.snapshot.history_len
         self.session.call(lambda: agent.rewind(command.to))
-        kept = f"; the {before - command.to} after it stay a branch (%mentra history {agent.name})" \
-            if before > command.to else ""
-        print(f"mentra: '{agent.name}' goes on from its first {command.to} messages{kept}")
+        print(_rewound(agent.name, before, command.to))
+        pending = self.session.cell_changes_after(agent, command.to)
+        if pending:
+            print(f"mentra: the {pending} cell change(s) it made after message {command.to} stay in the "
+                  f"notebook; %mentra undo {agent.name} --to {command.to} reverts them")
+
+    def _do_undo(self, command: args.UndoArgs) -> None:
+        self._undo(self.session.agent(command.agent), command.to)
+
+    def _undo(self, agent: Agent, to: int | None) -> None:
+        before = agent.snapshot.history_len
+        to, cells = self.session.undo(agent, to)
+        print(_rewound(agent.name, before, to))
+        print(f"mentra: cells: {cells.summary()}")
 
     def _do_history(self, command: args.HistoryArgs) -> None:
         agent = self.session.agent(command.agent)
@@ -634,3 +648,8 @@ class MentraMagics(Magics):
             return context.interpolate(prompt, shell.user_ns, self.session.cells)
         except context.PromptFieldError as err:
             raise UsageError(str(err)) from None
+
+
+def _rewound(name: str, before: int, to: int) -> str:
+    kept = f"; the {before - to} after it stay a branch (%mentra history {name})" if before > to else ""
+    return f"mentra: '{name}' goes on from its first {to} messages{kept}"

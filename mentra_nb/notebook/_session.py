@@ -40,7 +40,7 @@ from mentra_nb.notebook._discovery import (
 from mentra_nb.notebook._host import RuntimeHost
 from mentra_nb.notebook._kernel_tools import KERNEL_TOOL_NAMES, kernel_tools, python_tool
 from mentra_nb.notebook._notebook_identity import adopt_command, stored_nearby
-from mentra_nb.notebook._waiting import wait_for
+from mentra_nb.notebook._waiting import pump_comms_until, wait_for
 from mentra_nb.notebook.agent_view import AgentView, TurnScope
 from mentra_nb.notebook.batch_view import BatchView
 from mentra_nb.notebook.turn import Turn
@@ -56,7 +56,13 @@ from mentra_nb.runtime import (
     mcp,
     shell_tool,
 )
-from mentra_nb.runtime.cell_tools import cells_enabled
+from mentra_nb.runtime.cell_tools import (
+    CellsUndone,
+    cell_changes_after,
+    cells_enabled,
+    last_prompt,
+    rewind_with_cells,
+)
 from mentra_nb.store import AgentRecord, open_store
 from mentra_nb.store.sqlite import stored_agent_names
 
@@ -86,6 +92,9 @@ SPAWN_SETTINGS = ("system", "tools", "subagents", "team", "read_only", "auto_app
 # How long `%mentra spawn` waits, once per kernel, for the page to say whether it can
 # edit cells (it answers in milliseconds; where no page answers, this is the cost).
 PAGE_HELLO_SECONDS = 2.0
+# An undo makes one request to the page per cell change (each answered in milliseconds,
+# or given up after 30 s); this bounds the whole.
+UNDO_SECONDS = 300.0
 
 
 def _setting(value: object) -> str:
@@ -633,6 +642,20 @@ class NotebookSession:
                 f"or delete it with %mentra rm {new}"
             )
         return self.host.call(lambda: source.fork(new, at)), None
+
+    def undo(self, agent: Agent, to: int | None) -> tuple[int, CellsUndone]:
+        """`rewind_with_cells`: `agent` goes back to its first `to` messages (None: to
+        before its last prompt) and its cell changes after them are reverted through
+        this notebook's page; returns `to` and what happened to the cells. The cell
+        handles its comm messages meanwhile: the page answers over them."""
+        self.cells_available()  # a page that has not spoken yet gets its chance first
+        if to is None:
+            to = self.host.call(lambda: last_prompt(agent))
+        return to, pump_comms_until(self.host.submit(rewind_with_cells(agent, to)), UNDO_SECONDS)
+
+    def cell_changes_after(self, agent: Agent, to: int) -> int:
+        """How many of `agent`'s cell changes after message `to` no undo reverted yet."""
+        return self.host.call(lambda: cell_changes_after(agent.services.store, agent.id, to))
 
     def delete(self, name: str, *, with_forks: bool) -> list[str]:
         """Delete stored agent `name` (and what `rt.delete_agent` takes with it);

@@ -78,6 +78,7 @@ from mentra_nb.runtime import (
     TeamSnapshot,
     spending,
 )
+from mentra_nb.runtime.cell_tools import rewind_with_cells
 
 if TYPE_CHECKING:
     from mentra_nb.notebook._host import RuntimeHost
@@ -168,6 +169,13 @@ class _Edit(BrowserMessage):
     kind: Literal["edit"]
     index: int = Field(ge=0)
     text: str = Field(min_length=1, max_length=100_000)
+
+
+class _UndoTurn(BrowserMessage):
+    """"Undo" in a turn's view: revert the cell changes made from this turn on and
+    rewind the conversation to before it."""
+
+    kind: Literal["undo_turn"]
 
 
 class _Approve(BrowserMessage):
@@ -667,10 +675,17 @@ class AgentView(MentraWidget):
     def _on_edit(self, message: _Edit) -> None:
         self._host.submit(self._agent.edit(message.index, message.text)).add_done_callback(self._report_edit)
 
+    def _on_undo_turn(self, _message: _UndoTurn) -> None:
+        first = self.scope.get("first")
+        if not isinstance(first, int):
+            return  # the whole conversation's view has no turn to undo (and no button)
+        self._host.submit(rewind_with_cells(self._agent, first)).add_done_callback(
+            lambda future: self._report_undo(first, future))
+
     browser_messages = BrowserMessages({
         _Hello: _on_hello, _Earlier: _on_earlier, _Stop: _on_stop, _Interrupt: _on_interrupt, _Send: _on_send,
         _Resume: _on_resume, _Approve: _on_approve, _Deny: _on_deny, _Fork: _on_fork,
-        _EditSource: _on_edit_source, _Edit: _on_edit,
+        _EditSource: _on_edit_source, _Edit: _on_edit, _UndoTurn: _on_undo_turn,
     })
 
     # --- time travel from the browser (runs on the runtime thread) -----------------
@@ -690,6 +705,19 @@ class AgentView(MentraWidget):
         text = history[index].text if index < len(history) else ""
         source: SourceMessage = {"kind": "source", "index": index, "text": text}
         self.send(source)
+
+    def _report_undo(self, first: int, future: Any) -> None:
+        if future.cancelled():
+            return
+        error = future.exception()
+        if isinstance(error, MentraError):
+            self.notice = f"could not undo: {error}"
+        elif error is not None:
+            log.warning("an undo sent from %s's widget failed: %s", self._agent.name, error)
+            self.notice = f"could not undo: {error}"
+        else:
+            self.notice = f"undone: the conversation goes on from its first {first} messages; " \
+                          f"cells: {future.result().summary()}"
 
     def _report_edit(self, future: Any) -> None:
         if future.cancelled():

@@ -137,7 +137,8 @@ def _works_in_the_notebook(nb: NotebookPage) -> None:
 
     # The touched cells are marked (metadata and a badge); saved and reloaded, they still are.
     expect(nb.page.locator(".mentra-cell-badge")).to_have_count(5)
-    # (The server saves the shared document by itself, so no save is pressed here.)
+    nb.page.locator(".jp-NotebookPanel .jp-Notebook").first.click()  # the notebook has the focus
+    nb.page.keyboard.press("Control+s")
 
     def saved_marks():
         try:

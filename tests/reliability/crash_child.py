@@ -15,8 +15,8 @@ knows what may be in the file and what must not be):
     COMMIT <agent> <generation> <index> <sha1 of the message JSON>
     RUNEND <agent> <generation>             a run finished (its turn is complete)
     MAIL <content>                          mail to the teammate was queued
-    SUBMAIL {"root", "id", "sender", …}      an item entered a subagent mailbox (written)
-    SUBGONE <root id> <mail id>             an item left it (its recipient read it)
+    SUBMAIL {"root", "id", "sender", …}      subagent mail was queued (written)
+    SUBGONE <root id> <mail id>             … and settled as read (its recipient's run kept it)
     REQUESTING {"id", "protocol", …}         a team request is about to be written
     REQUEST {"id", "protocol", …}            … and was written (with its mail)
     RESOLVING <request id>                  an answer is about to be written
@@ -69,11 +69,11 @@ from mentra_nb.providers.events import (
     MessageStopped,
     ProviderEvent,
 )
-from mentra_nb.runtime.subagents import TREE
+from mentra_nb.runtime.subagents.mail import MAIL as SUBAGENT_MAIL
 from mentra_nb.runtime.teams import REQUESTS
 from mentra_nb.runtime.teams._inbox import INBOX_MARKER
 from mentra_nb.store import PostgresStore, SqliteStore, is_postgres_url
-from mentra_nb.store.records import Put, RecordOp, Update
+from mentra_nb.store.records import Claim, Put, RecordOp, Settle, Update
 from mentra_nb.testing import ok_stream
 from tests.children import say, until_killed
 
@@ -111,7 +111,7 @@ class Reporting:
 
     def __init__(self, location: str) -> None:
         super().__init__(location)  # type: ignore[call-arg]
-        self._mailboxes: dict[str, dict[str, dict[str, Any]]] = {}
+        self._mail: dict[int, tuple[str, str]] = {}  # seq of subagent mail → (root id, mail id)
 
     def write_records(self, ops: Sequence[RecordOp], *, agent_id: str | None = None,
                       token: str | None = None) -> list[Any]:
@@ -128,20 +128,19 @@ class Reporting:
         for op in answers:
             say("RESOLVED " + json.dumps({"id": op.key, "status": op.value["status"],
                                           "reason": op.value["reason"]}))
-        for op in ops:
-            if isinstance(op, Put) and op.kind == TREE.name:
-                self._report_mailbox(op.scope, op.value)
+        for op, result in zip(ops, results, strict=True):
+            if op.kind != SUBAGENT_MAIL.name:
+                continue
+            if isinstance(op, Put) and op.value["kind"] != "approval":  # withdrawn when answered
+                self._mail[result.seq] = (op.scope, op.key)
+                say("SUBMAIL " + json.dumps({"root": op.scope, **op.value}))
+            elif isinstance(op, Claim):  # mail queued before this process, e.g. by a crashed one
+                self._mail.update({r.seq: (r.scope, r.key) for r in result})
+            elif isinstance(op, Settle):
+                for seq in op.done:
+                    if seq in self._mail:
+                        say("SUBGONE {} {}".format(*self._mail[seq]))
         return results
-
-    def _report_mailbox(self, agent_id: str, value: dict[str, Any]) -> None:
-        before = self._mailboxes.get(agent_id, {})
-        now = {mail["id"]: mail for mail in value.get("mailbox", [])}
-        for mail_id, mail in now.items():
-            if mail_id not in before:
-                say("SUBMAIL " + json.dumps({"root": agent_id, **mail}))
-        for mail_id in before.keys() - now.keys():
-            say(f"SUBGONE {agent_id} {mail_id}")
-        self._mailboxes[agent_id] = now
 
 
 def _request_fields(value: dict[str, Any]) -> str:

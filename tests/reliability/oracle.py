@@ -7,7 +7,8 @@
 recovery matrix of design.md independently of `mentra_nb.runtime._recovery`, so
 the crash suite checks the product against the spec, not against itself.
 `read_trees`, `read_requests` and `read_request_mail` read the subagent trees
-(records of kind `subagents.tree`) and the team protocol requests with their mail
+with their unread mail (records of kinds `subagents.tree`, `subagents.mail`) and
+the team protocol requests with their mail
 (`teams.request`, `teams.mail`);
 `mailbox_problems` and `request_problems` say what in them breaks a promise
 the killed process made (design.md, "Teams" and "Subagents").
@@ -28,7 +29,6 @@ from typing import Any
 from mentra_nb import INTERRUPTED_TOOL_RESULT, Message, Role, TextBlock, ToolResultBlock
 
 __all__ = [
-    "MAILBOX_LIMIT",
     "StoredAgent",
     "after_recovery",
     "delivered_mail",
@@ -41,8 +41,8 @@ __all__ = [
 ]
 
 TREE_KIND = "subagents.tree"
+SUBAGENT_MAIL_KIND = "subagents.mail"
 ROOT = "/root"
-MAILBOX_LIMIT = 256
 # A delivered mailbox item: an internal user message that opens with its id.
 _MAIL_MARKER = re.compile(r'^<subagent_(?:message|update) id="(m[0-9a-f]{16})"')
 REQUEST_FIELDS = ("team_id", "protocol", "sender", "recipient", "content")
@@ -177,10 +177,17 @@ def after_recovery(agent: StoredAgent) -> tuple[list[Message], str, Message | No
 
 
 def read_trees(db: Path | str) -> dict[str, dict[str, Any]]:
-    """Root agent id → its stored subagent tree {"agents": {path: record}, "mailbox": [item]}."""
+    """Root agent id → its stored subagent tree {"agents": {path: record}, "mailbox": [item]},
+    where the mailbox is the tree's mail not read yet (pending, or claimed by a run
+    that has not settled it), oldest first."""
     with _reading(db) as conn:
         rows = conn.execute("SELECT scope, value FROM records WHERE kind = ?", (TREE_KIND,)).fetchall()
-        return {agent_id: json.loads(value) for agent_id, value in rows}
+        trees = {agent_id: {"mailbox": [], **json.loads(value)} for agent_id, value in rows}
+        mail = conn.execute("SELECT scope, value FROM records WHERE kind = ? AND state <> 'done' "
+                            "ORDER BY seq", (SUBAGENT_MAIL_KIND,)).fetchall()
+        for root_id, value in mail:
+            trees.setdefault(root_id, {"agents": {}, "mailbox": []})["mailbox"].append(json.loads(value))
+        return trees
 
 
 def delivered_mail(transcript: list[Message]) -> Counter[str]:
@@ -206,8 +213,7 @@ def mailbox_problems(
     transcripts: dict[str, list[Message]], reported: dict[str, dict[str, Any]],
     gone: set[tuple[str, str]],
 ) -> list[str]:
-    """What breaks the mailbox contract: more than 256 items, an item twice, an
-    item from or for an agent that does not exist, mail delivered twice into a
+    """What breaks the mailbox contract: an item twice, an item from or for an agent that does not exist, mail delivered twice into a
     transcript, or a reported item neither in the mailbox nor delivered.
 
     `agents`: the stored agents by id; `transcripts`: the durable transcript of
@@ -219,8 +225,6 @@ def mailbox_problems(
         mailbox = tree.get("mailbox", [])
         if root_id not in agents:
             problems.append(f"a subagent tree for agent {root_id}, which does not exist")
-        if len(mailbox) > MAILBOX_LIMIT:
-            problems.append(f"the mailbox of {root_id} holds {len(mailbox)} items (> {MAILBOX_LIMIT})")
         twice = [i for i, n in Counter(m["id"] for m in mailbox).items() if n > 1]
         if twice:
             problems.append(f"mailbox items stored twice: {twice}")

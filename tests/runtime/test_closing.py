@@ -16,6 +16,7 @@ import pytest
 
 from mentra_nb import AgentConfig, MentraError, Runtime, SqliteStore, TeamMemberStatus
 from mentra_nb.runtime.subagents import list_subagents, pending_approvals, stored_tree
+from mentra_nb.runtime.subagents import mail as subagent_mail
 from mentra_nb.testing import ScriptedProvider, controlled_stream, text_stream
 from tests.conftest import wait_until
 from tests.subagents.helpers import RoutedProvider, call, start_text
@@ -82,7 +83,7 @@ async def test_aclose_stops_teammates_and_subagents_and_releases_every_lease(db_
     stored = stored_tree(rt.store, lead.id)
     assert {path: r["status"] for path, r in stored["agents"].items()} == {
         "/root/reader": "interrupted", "/root/writer": "interrupted"}
-    assert [m["kind"] for m in stored["mailbox"]] == []
+    assert subagent_mail.pending_mail(rt.store, lead.id) == []
 
 
 async def dropped_busy_runtime(db_path, tmp_path) -> tuple[weakref.ref, str]:

@@ -14,10 +14,10 @@ from mentra_nb.runtime.subagents import (
     approve_call,
     list_subagents,
     pending_approvals,
-    stored_tree,
     subagent,
     subagent_picker,
 )
+from mentra_nb.runtime.subagents import mail as subagent_mail
 from mentra_nb.testing import controlled_stream, text_stream
 from tests.conftest import WAIT_LIMIT, wait_until
 from tests.subagents.helpers import RoutedProvider, call, mail_texts, run_tool, tool_results
@@ -97,15 +97,15 @@ async def test_an_approval_answered_before_the_parent_reads_leaves_no_stale_noti
     await root.send("Get out.txt written")  # the root's turn ends; nobody reads its mail yet
     release()
     await wait_until(lambda: pending_approvals(root) != [])
-    assert [m["kind"] for m in stored_tree(rt.store, root.id)["mailbox"]] == ["approval"]
+    assert [m.kind for m in subagent_mail.pending_mail(rt.store, root.id)] == ["approval"]
 
     [(path, waiting)] = pending_approvals(root)
     approve_call(root, path, waiting.reference)
     await wait_until(lambda: list_subagents(root)[0].status == "completed")
 
     # Only the result is left for the root: the notice of the answered call was withdrawn.
-    mailbox = stored_tree(rt.store, root.id)["mailbox"]
-    assert [(m["kind"], m["status"]) for m in mailbox] == [("update", "completed")]
+    mailbox = subagent_mail.pending_mail(rt.store, root.id)
+    assert [(m.kind, m.status) for m in mailbox] == [("update", "completed")]
     await rt.aclose()
 
 

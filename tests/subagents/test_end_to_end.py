@@ -15,6 +15,7 @@ from mentra_nb.runtime.subagents import (
     subagent_picker,
     watch_subagents,
 )
+from mentra_nb.runtime.subagents import mail as subagent_mail
 from mentra_nb.testing import controlled_stream, error_stream, text_stream, tool_use_stream
 from tests.conftest import WAIT_LIMIT, wait_until
 from tests.subagents.helpers import (
@@ -81,7 +82,8 @@ async def test_children_run_in_parallel_and_their_results_reach_the_root_by_mail
     assert statuses(root) == {"/root/child_a": "completed", "/root/child_b": "completed"}
     assert [i.last_message for i in list_subagents(root)] == ["A: fine", "B: fine"]
     # Read mail is acknowledged once the root's run committed it.
-    assert stored_tree(rt.store, root.id)["mailbox"] == []
+    assert subagent_mail.pending_mail(rt.store, root.id) == []
+    assert subagent_mail.inflight_mail(rt.store, root.id) == []
     # Children are real persisted agents with their own transcripts.
     child_a = subagent(root, "/root/child_a")
     stored = rt.store.load_agent(child_a.id)
@@ -242,4 +244,5 @@ async def test_closing_the_runtime_interrupts_children_without_notices(db_path):
     await rt.aclose()
     state = stored_tree(SqliteStore(db_path), root.id)
     assert state["agents"]["/root/forever"]["status"] == "interrupted"
-    assert state["mailbox"] == []  # a crash would not have told the root either
+    # A crash would not have told the root either.
+    assert subagent_mail.pending_mail(SqliteStore(db_path), root.id) == []

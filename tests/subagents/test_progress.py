@@ -86,7 +86,7 @@ def test_a_finish_reported_twice_counts_once(db_path):
     registry.finished(root_id, "/root/a", "errored", "late failure report")
 
     assert [(r["status"], r["last_message"]) for r in registry.list(root_id)] == [("completed", "result")]
-    assert [(m.kind, m.status, m.text) for m in registry.tree(root_id).mailbox] == [
+    assert [(m.kind, m.status, m.text) for m in registry.pending_mail(root_id)] == [
         ("update", "completed", "result")]
     assert store.state_saves == writes  # nothing changed, nothing written
 

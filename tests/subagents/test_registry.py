@@ -10,17 +10,16 @@ import pytest
 
 from mentra_nb import AgentConfig, ConfigError, StoreError
 from mentra_nb.runtime.subagents import (
-    MAX_MAILBOX_ITEMS,
     PickerUpdated,
     SubagentCheckpointError,
     SubagentError,
     SubagentLimits,
-    SubagentMailboxFull,
     SubagentNotice,
     SubagentRegistry,
     UnknownSubagent,
     stored_tree,
 )
+from mentra_nb.runtime.subagents import mail as subagent_mail
 from mentra_nb.runtime.subagents._tree import bounded_text
 from tests.conftest import WAIT_LIMIT
 from tests.subagents.helpers import standalone_registry
@@ -130,18 +129,16 @@ async def test_followup_restart_counts_against_concurrency(db_path):
     await rt.aclose()
 
 
-async def test_finish_notices_evict_the_oldest_mail_but_messages_are_refused(db_path):
+async def test_unread_mail_has_no_cap_and_a_finish_notice_evicts_nothing(db_path):
     registry, root_id, store, _events, rt = standalone_registry(db_path, WIDE)
     seed(registry, root_id, "/root/a", status="pending_init")
-    for index in range(MAX_MAILBOX_ITEMS):
+    for index in range(300):  # more than the 256 the mailbox once held, dropping or refusing the rest
         registry.queue_message(root_id, "/root/a", "/root", f"note {index}")
-    with pytest.raises(SubagentMailboxFull, match="mailbox is full \\(256 unread items\\)"):
-        registry.queue_message(root_id, "/root/a", "/root", "one too many")
     registry.finished(root_id, "/root/a", "completed", "result")
-    mailbox = registry.tree(root_id).mailbox
-    assert len(mailbox) == MAX_MAILBOX_ITEMS
-    assert mailbox[0].text == "note 1" and (mailbox[-1].kind, mailbox[-1].text) == ("update", "result")
-    assert len(stored_tree(store.inner, root_id)["mailbox"]) == MAX_MAILBOX_ITEMS
+    stored = subagent_mail.pending_mail(store.inner, root_id, "/root")
+    assert [m.text for m in stored] == [*(f"note {i}" for i in range(300)), "result"]
+    assert (stored[-1].kind, stored[-1].status) == ("update", "completed")
+    assert "mailbox" not in stored_tree(store.inner, root_id)
     await rt.aclose()
 
 
@@ -202,7 +199,7 @@ async def test_a_failed_retry_still_commits_and_says_so(db_path):
 
 
 async def test_wait_sleeps_until_mail_arrives(db_path):
-    registry, root_id, _store, _events, rt = standalone_registry(db_path, WIDE)
+    registry, root_id, store, _events, rt = standalone_registry(db_path, WIDE)
     seed(registry, root_id, "/root/a", "/root/b", status="pending_init")
     waiting = asyncio.create_task(registry.wait(root_id, "/root", 5.0))
     await asyncio.sleep(0.01)
@@ -212,10 +209,12 @@ async def test_wait_sleeps_until_mail_arrives(db_path):
     registry.finished(root_id, "/root/b", "completed", "b's result")
     async with asyncio.timeout(WAIT_LIMIT):
         assert await waiting == ["/root/b"]
-    # Mail already delivered to the caller does not count as unread.
-    [mail] = registry.pending_mail(root_id, "/root")
+    # Mail claimed by the caller's running turn (delivered to it) does not count as unread.
+    [mail] = subagent_mail.claim_mail(store.inner, root_id, "/root", [], agent_id=root_id,
+                                      token=rt._leases.token)
+    assert mail.text == "b's result"
     async with asyncio.timeout(WAIT_LIMIT):
-        assert await registry.wait(root_id, "/root", 0.05, exclude={mail.id}) == []
+        assert await registry.wait(root_id, "/root", 0.05) == []
     await rt.aclose()
 
 

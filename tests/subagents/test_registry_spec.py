@@ -21,6 +21,8 @@ from mentra_nb.runtime.subagents import (
     UnknownSubagent,
     stored_tree,
 )
+from mentra_nb.runtime.subagents import mail as subagent_mail
+from mentra_nb.runtime.subagents._mailbox import render_mail
 from mentra_nb.runtime.subagents._picker import picker_for
 from tests.conftest import WAIT_LIMIT
 from tests.subagents.helpers import standalone_registry
@@ -103,16 +105,18 @@ async def test_reserve_enforces_configured_agent_limit_including_root(db_path):
 
 async def test_mail_is_retained_until_its_checkpoint_marker_is_acknowledged(db_path):
     registry, root_id, store, _events, rt = standalone_registry(db_path)
-
-    def durable_mailbox() -> list:
-        return stored_tree(store.inner, root_id)["mailbox"]
-
+    token = rt._leases.token
     registry.queue_message(root_id, "/root/child", "/root", "done")
-    pending = registry.receive_mail(root_id, "/root", set())
-    assert [m.text for m in pending] == ["done"]
-    assert len(durable_mailbox()) == 1
-    registry.receive_mail(root_id, "/root", {pending[0].id})
-    assert durable_mailbox() == []
+    [mail] = subagent_mail.claim_mail(store.inner, root_id, "/root", [], agent_id=root_id, token=token)
+    assert mail.text == "done"
+    # A run that did not keep its marker gives it back.
+    subagent_mail.settle_mail(store.inner, root_id, [], token=token)
+    assert [m.id for m in registry.pending_mail(root_id, "/root")] == [mail.id]
+    # A run whose transcript holds the marker has read it: it is gone for good.
+    [again] = subagent_mail.claim_mail(store.inner, root_id, "/root", [], agent_id=root_id, token=token)
+    subagent_mail.settle_mail(store.inner, root_id, [render_mail(again)], token=token)
+    assert registry.pending_mail(root_id, "/root") == []
+    assert subagent_mail.inflight_mail(store.inner, root_id) == []
     await rt.aclose()
 
 
@@ -141,8 +145,8 @@ async def test_terminal_persist_failure_is_retried_as_a_durable_error(db_path):
     assert rendered_error
     assert updates == ["/root/child"]
     # The parent's notice tells the same story as the tree.
-    [notice] = durable["mailbox"]
-    assert (notice["status"], notice["kind"]) == ("errored", "update")
+    [notice] = registry.pending_mail(root_id, "/root")
+    assert (notice.status, notice.kind) == ("errored", "update")
     await rt.aclose()
 
 

@@ -16,6 +16,7 @@ from mentra_nb.runtime.subagents import (
     subagent,
     subagent_picker,
 )
+from mentra_nb.runtime.subagents import mail as subagent_mail
 from mentra_nb.testing import controlled_stream, text_stream, tool_use_stream
 from tests.conftest import WAIT_LIMIT, clear_leases, wait_until
 from tests.subagents.helpers import (
@@ -86,7 +87,8 @@ async def test_restart_interrupts_running_children_and_followup_revives_them(db_
     assert provider.requests("a")[0].messages == [Message.user("Task a"), Message.user("Finish A now")]
     assert {i.path: i.status for i in list_subagents(root)} == {
         "/root/a": "completed", "/root/b": "completed"}
-    assert stored_tree(rt2.store, root.id)["mailbox"] == []
+    assert subagent_mail.pending_mail(rt2.store, root.id) == []
+    assert subagent_mail.inflight_mail(rt2.store, root.id) == []
 
     # The frozen first runtime, shut down at last, must not touch the new state.
     settled = stored_tree(rt2.store, root.id)
@@ -98,22 +100,24 @@ async def test_restart_interrupts_running_children_and_followup_revives_them(db_
 async def test_mail_delivered_into_a_run_lost_in_a_crash_is_delivered_again(db_path):
     root_stream, root_control = controlled_stream()
     rt1, root1, provider1 = await first_life(db_path, root_steps=[root_stream])
-    [notice] = stored_tree(rt1.store, root1.id)["mailbox"]
+    [notice] = subagent_mail.pending_mail(rt1.store, root1.id)
     sending = asyncio.create_task(root1.send("Anything new?"))
     await wait_until(lambda: root1.status == AgentStatus.streaming())
     start_text(root_control, "Let me th")  # the root is mid-stream, mail injected, then: crash
     await wait_until(lambda: root1.snapshot.current_text == "Let me th")
-    assert f'id="{notice["id"]}"' in mail_texts(provider1.requests("root")[-1])[0]
+    assert f'id="{notice.id}"' in mail_texts(provider1.requests("root")[-1])[0]
 
     clear_leases(db_path)
     provider = RoutedProvider(root=[text_stream("b is done")])
     rt2 = Runtime.empty(store=SqliteStore(db_path), providers=[provider])
     [root] = rt2.resume()
-    assert [m["id"] for m in stored_tree(rt2.store, root.id)["mailbox"]] == [notice["id"]]
+    # Claimed by the lost run, it is pending again once the root is loaded.
+    assert [m.id for m in subagent_mail.pending_mail(rt2.store, root.id)] == [notice.id]
     await root.resume()  # replays "Anything new?"
     [redelivered] = mail_texts(provider.requests("root")[0])
-    assert f'id="{notice["id"]}"' in redelivered
-    assert stored_tree(rt2.store, root.id)["mailbox"] == []
+    assert f'id="{notice.id}"' in redelivered
+    assert subagent_mail.pending_mail(rt2.store, root.id) == []
+    assert subagent_mail.inflight_mail(rt2.store, root.id) == []
 
     sending.cancel()
     await asyncio.gather(sending, return_exceptions=True)
@@ -145,7 +149,8 @@ async def test_mail_whose_marker_survived_a_crash_is_not_delivered_twice(db_path
     await root.resume()  # continues after the interrupted tool call
     # The transcript kept the delivery, so the model sees it once, not twice.
     assert len(mail_texts(provider.requests("root")[0])) == 1
-    assert stored_tree(rt2.store, root.id)["mailbox"] == []
+    assert subagent_mail.pending_mail(rt2.store, root.id) == []
+    assert subagent_mail.inflight_mail(rt2.store, root.id) == []
 
     sending.cancel()
     await asyncio.gather(sending, return_exceptions=True)

@@ -33,7 +33,8 @@ class CellChange(BaseModel):
     `run_generation` and `message_index` (the agent's history length when the
     change was made) place it in the conversation, so an undo to a checkpoint
     reverts exactly the changes made after it; `after` tells whether the user
-    changed the cell since."""
+    changed the cell since. `previous` is, for a delete, the id of the cell that
+    was just above it (None: it was the first), so undo puts it back there."""
 
     model_config = ConfigDict(defer_build=True, frozen=True)
 
@@ -44,6 +45,7 @@ class CellChange(BaseModel):
     agent: str
     run_generation: int
     message_index: int
+    previous: str | None = None
     at: float = Field(default_factory=time.time)
 
 

@@ -226,10 +226,12 @@ def _cell_tools(agent: AgentHandle, workspace: NotebookWorkspace) -> list[Tool]:
     def mark() -> CellMark:
         return CellMark(agent=agent.name, run=agent.state.run_generation)
 
-    def record(name: str, cell_id: str, before: CellSide | None, after: CellSide | None) -> None:
+    def record(name: str, cell_id: str, before: CellSide | None, after: CellSide | None,
+               previous: str | None = None) -> None:
         services = agent.services
         change = CellChange(cell_id=cell_id, tool=name, before=before, after=after, agent=agent.name,
-                            run_generation=agent.state.run_generation, message_index=agent.state.history_len)
+                            run_generation=agent.state.run_generation, message_index=agent.state.history_len,
+                            previous=previous)
         record_cell_change(services.store, agent.id, change, token=services.token)
 
     def inserted_by_agent(cell_id: str) -> bool:
@@ -351,8 +353,11 @@ def _cell_tools(agent: AgentHandle, workspace: NotebookWorkspace) -> list[Tool]:
             refusal = await approved("delete_cell", {"cell": cell, "kind": current.kind, "source": current.source})
             if refusal is not None:
                 return ToolOutput(content=refusal, is_error=True)
+            # The cell above it now (the user may have moved cells meanwhile): undo puts it back there.
+            ids = [c.id for c in await workspace.cells()]
+            previous = ids[ids.index(cell) - 1] if cell in ids and ids.index(cell) > 0 else None
             gone = await workspace.delete(cell)
-            record("delete_cell", cell, CellSide(source=gone.source, kind=gone.kind), None)
+            record("delete_cell", cell, CellSide(source=gone.source, kind=gone.kind), None, previous)
         except (WorkspaceUnavailable, WorkspaceRefusal) as err:
             return ToolOutput(content=str(err), is_error=True)
         return f"deleted cell {cell}"

@@ -29,7 +29,6 @@ from mentra_nb.runtime.subagents._errors import (
     SubagentCheckpointError,
     SubagentError,
     SubagentLimitReached,
-    SubagentMailboxFull,
     UnknownSubagent,
 )
 from mentra_nb.runtime.subagents._events import (
@@ -48,7 +47,6 @@ from mentra_nb.runtime.subagents._preview import PREVIEW_MAX_BYTES, PreviewPage
 from mentra_nb.runtime.subagents._registry import SubagentRegistry
 from mentra_nb.runtime.subagents._snapshot import SubagentSnapshot, SubagentSummary
 from mentra_nb.runtime.subagents._tree import (
-    MAX_MAILBOX_ITEMS,
     MAX_MESSAGE_BYTES,
     TREE,
     Mail,
@@ -60,7 +58,6 @@ from mentra_nb.runtime.subagents._tree import (
 
 __all__ = [
     "HEADLESS_REFUSAL",
-    "MAX_MAILBOX_ITEMS",
     "MAX_MESSAGE_BYTES",
     "PREVIEW_MAX_BYTES",
     "TREE",
@@ -78,7 +75,6 @@ __all__ = [
     "SubagentInfo",
     "SubagentLimitReached",
     "SubagentLimits",
-    "SubagentMailboxFull",
     "SubagentNotice",
     "SubagentPickerState",
     "SubagentRecord",

@@ -1,5 +1,10 @@
 """The Python face of a root agent's subagents, for the notebook and for scripts.
 
+Each function is also a method of the root agent (registered by
+`SubagentsExtension`, as the team functions are): `root.list_subagents()`,
+`root.preview_subagent(path)`, `root.interrupt_subagent(path)`, … The free
+functions stay the typed way in:
+
     from mentra_nb.runtime import subagents
     subagents.list_subagents(lead)                 # [SubagentInfo, …] in path order
     subagents.subagent_picker(lead)                # SubagentPickerState | None (empty tree)
@@ -26,10 +31,9 @@ from mentra_nb.runtime._services import AgentHandle, HasServices
 from mentra_nb.runtime._snapshot import PendingApproval
 from mentra_nb.runtime.subagents._errors import UnknownSubagent
 from mentra_nb.runtime.subagents._events import SubagentEvent
-from mentra_nb.runtime.subagents._extension import SubagentsExtension
 from mentra_nb.runtime.subagents._picker import SubagentInfo, SubagentPickerState
 from mentra_nb.runtime.subagents._preview import PREVIEW_MAX_BYTES, PreviewPage, preview_page
-from mentra_nb.runtime.subagents._registry import SubagentRegistry
+from mentra_nb.runtime.subagents._registry import RegistryOwner, SubagentRegistry
 from mentra_nb.runtime.subagents._tree import SubagentStatus
 
 __all__ = [
@@ -50,7 +54,7 @@ def subagent_registry(owner: HasServices) -> SubagentRegistry:
     """The registry holding every open tree of a runtime (`owner`: the runtime or
     one of its agents)."""
     services = owner.services
-    extension = services.extension(SubagentsExtension)
+    extension = services.extension(RegistryOwner)  # the SubagentsExtension
     if extension is None:
         raise ConfigError(
             f"runtime '{services.runtime_id}' has no SubagentsExtension installed; pass one in "

@@ -4,7 +4,6 @@
     └── SubagentError              a subagent operation was refused
         ├── SubagentLimitReached   max_agents / max_concurrency / max_depth
         ├── UnknownSubagent        no such path (or no tree for that root)
-        ├── SubagentMailboxFull    256 unread items are waiting
         └── InvalidPreviewCursor   a preview cursor that no page handed out
     ConfigError
     └── SubagentCheckpointError    a stored tree that breaks the limits or the format
@@ -22,7 +21,6 @@ __all__ = [
     "SubagentCheckpointError",
     "SubagentError",
     "SubagentLimitReached",
-    "SubagentMailboxFull",
     "UnknownSubagent",
 ]
 
@@ -37,10 +35,6 @@ class SubagentLimitReached(SubagentError):
 
 class UnknownSubagent(SubagentError, LookupError):
     """No subagent at that path in this tree."""
-
-
-class SubagentMailboxFull(SubagentError):
-    """The recipient's mailbox already holds `MAX_MAILBOX_ITEMS` items."""
 
 
 class InvalidPreviewCursor(SubagentError, ValueError):

@@ -7,6 +7,12 @@ offered the six subagent tools, and mail is delivered before each of its model
 steps. Its children are real agents of the same runtime (kind "subagent",
 their own transcripts in the store) that inherit its config, and run as
 asyncio tasks on the runtime's loop, so a spawning tool call returns at once.
+
+Mail between the agents of a tree is queued as records (`subagents.mail`):
+each agent claims its own at the start of a round and settles it when the run
+ends (and when it is loaded after a crash) by what its transcript kept.
+`rt.post` to a subagent queues mail the same way; a child that is not running
+is started for it, as `followup_task` would.
 """
 
 from __future__ import annotations
@@ -14,11 +20,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
-from mentra_nb.errors import AgentError, MentraError
+from mentra_nb.errors import ConfigError, MentraError
 from mentra_nb.messages import Message
 from mentra_nb.runtime._extensions import AgentExtension, RuntimeExtension
+from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._services import AgentHandle, Services
 from mentra_nb.runtime.events import (
     AgentEvent,
@@ -26,15 +33,17 @@ from mentra_nb.runtime.events import (
     ToolApprovalRequested,
     ToolApprovalResolved,
 )
+from mentra_nb.runtime.subagents import _api
+from mentra_nb.runtime.subagents import mail as _mail
 from mentra_nb.runtime.subagents._config import SubagentConfig
 from mentra_nb.runtime.subagents._errors import SubagentError, SubagentLimitReached, UnknownSubagent
 from mentra_nb.runtime.subagents._fork import ForkTurns, fork_history
-from mentra_nb.runtime.subagents._mailbox import mail_markers, render_mail
+from mentra_nb.runtime.subagents._mailbox import new_mail_id, render_mail
 from mentra_nb.runtime.subagents._preamble import child_config
-from mentra_nb.runtime.subagents._registry import SubagentRegistry
+from mentra_nb.runtime.subagents._registry import RegistryOwner, SubagentRegistry
 from mentra_nb.runtime.subagents._snapshot import SubagentSnapshot, SubagentStatus
 from mentra_nb.runtime.subagents._tools import subagent_tool_specs, subagent_tools
-from mentra_nb.runtime.subagents._tree import ROOT_PATH
+from mentra_nb.runtime.subagents._tree import ROOT_PATH, TREE, Mail, SubagentTree, legacy_mailbox
 from mentra_nb.runtime.tools import Tool
 from mentra_nb.store.base import AgentRecord
 
@@ -51,14 +60,28 @@ HEADLESS_REFUSAL = "headless subagents cannot approve mutations"
 """The start of the error result a child's call gets under `SubagentLimits(approvals="deny")`."""
 
 
-class SubagentsExtension(RuntimeExtension):
+class SubagentsExtension(RuntimeExtension, RegistryOwner):
     """The runtime-wide half: one registry, and the tasks driving children."""
 
     config = SubagentConfig
     snapshot = SubagentSnapshot
+    # The `subagents` functions as methods of the root (`root.list_subagents()`), as
+    # the team functions are methods of a lead.
+    agent_api: ClassVar[dict[str, Any]] = {
+        "list_subagents": _api.list_subagents,
+        "subagent": _api.subagent,
+        "subagent_picker": _api.subagent_picker,
+        "watch_subagents": _api.watch_subagents,
+        "preview_subagent": _api.preview,
+        "interrupt_subagent": _api.interrupt_subagent,
+        "pending_subagent_approvals": _api.pending_approvals,
+        "approve_subagent_call": _api.approve_call,
+        "deny_subagent_call": _api.deny_call,
+    }
 
     def __init__(self, registry: SubagentRegistry | None = None) -> None:
         self.registry = registry or SubagentRegistry()
+        self._roots: dict[str, AgentHandle] = {}  # the open roots, to reach their services
         self._runs: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._handles: dict[tuple[str, str], _ChildRun] = {}
 
@@ -67,24 +90,65 @@ class SubagentsExtension(RuntimeExtension):
 
     def attach(self, agent: AgentHandle) -> AgentExtension | None:
         if agent.kind == "subagent":
-            return SubagentAgentExtension(self, agent, location=None)
-        limits = SubagentConfig.of(agent.config).subagents
-        if limits is None:
-            return None
-        services = agent.services
-        self.registry.initialize(
-            agent.id, store=services.store, token=services.token, limits=limits,
-            on_commit=agent.state.changed,
-        )
-        return SubagentAgentExtension(self, agent, location=(agent.id, ROOT_PATH))
+            extension = SubagentAgentExtension(self, agent, location=None)
+        else:
+            limits = SubagentConfig.of(agent.config).subagents
+            if limits is None:
+                return None
+            services = agent.services
+            self.registry.initialize(
+                agent.id, store=services.store, token=services.token, limits=limits,
+                on_commit=agent.state.changed,
+            )
+            extension = SubagentAgentExtension(self, agent, location=(agent.id, ROOT_PATH))
+            self._roots[agent.id] = agent
+        # The agent was just loaded (and crash-recovered): mail its last process
+        # claimed is done if the transcript kept it, pending again if not.
+        extension.settle()
+        return extension
 
     def post_mail(self, services: Services, record: AgentRecord, sender: str, content: str) -> int | None:
         if record.kind != "subagent":
             return None
-        raise AgentError(
-            f"'{record.name}' is a subagent: its parent drives it. Post to its root agent "
-            "instead, which can pass the message on"
-        )
+        if not isinstance(sender, str) or not sender.strip() or sender.startswith("/"):
+            raise ConfigError(
+                f"the sender {sender!r} cannot post to a subagent: give a name that is not a path "
+                "of the tree (paths are how its agents sign their mail), e.g. sender='user'")
+        if not isinstance(content, str) or not content.strip():
+            raise ConfigError("rt.post needs some content for the subagent to read; got none")
+        root_id, path = _locate_stored(services, record)
+        mail = Mail(id=new_mail_id(), sender=sender, recipient=path,
+                    text=scrub(content, known_secrets(services.workspace_root)))
+        return _mail.queue_mail(services.store, root_id, mail).seq
+
+    def mail_arrived(self) -> None:
+        self.registry.mail_changed()
+        for root_id in self.registry.root_ids():
+            self._wake_for_posted(root_id)
+
+    def _wake_for_posted(self, root_id: str) -> None:
+        """Posted mail (`rt.post`) for a child that is not running starts it, as a
+        follow-up would; mail from its tree waits for one (the spec's send_message)."""
+        posted = {m.recipient for m in self.registry.pending_mail(root_id)
+                  if not m.sender.startswith(ROOT_PATH)}
+        for path in sorted(posted - {ROOT_PATH}):
+            self._wake(root_id, path)
+
+    def _wake(self, root_id: str, path: str) -> None:
+        record = self.registry.tree(root_id).agents.get(path)
+        if record is None or record.is_active or record.status == "errored" or record.agent_id is None:
+            return
+        owner = self._roots.get(root_id)
+        if owner is None:
+            return
+        services = owner.services
+        try:
+            child = services.live_agent(record.agent_id) or services.load_agent(record.agent_id)
+            opening = [child.resumable_turn] if child.resumable_turn is not None else []
+            self.start(root_id, path, child, opening, restart=True)
+        except MentraError as err:  # e.g. the concurrency limit: the mail waits for a follow-up
+            log.warning("posted mail for subagent %s waits: %s", path, err)
+
 
     def start(self, root_id: str, path: str, child: AgentHandle, opening: list[Message], *,
               restart: bool = False) -> None:
@@ -157,6 +221,9 @@ class SubagentsExtension(RuntimeExtension):
             self.registry.finished(root_id, path, status, text, notify_parent=not closing)
         except MentraError as err:
             log.warning("could not record that subagent %s ended (%s): %s", path, status, err)
+        if not closing:
+            # Mail posted while this run was in its last round waits for no signal.
+            self._wake_for_posted(root_id)
 
     def run_task(self, root_id: str, path: str) -> asyncio.Task[None] | None:
         """The task driving the child at `path`, while it runs."""
@@ -168,6 +235,7 @@ class SubagentsExtension(RuntimeExtension):
         await asyncio.gather(*self._runs.values(), return_exceptions=True)
         for root_id in self.registry.root_ids():
             self.registry.remove_root(root_id)
+        self._roots.clear()
 
 
 class _ChildRun:
@@ -194,10 +262,6 @@ class SubagentAgentExtension(AgentExtension):
         self.agent = agent
         self._location = location
         self._tools: list[Tool] | None = None
-        self._delivered: set[str] = set()  # mail ids injected into the current run
-        self._to_ack: set[str] = set()  # durable markers not yet removed from the mailbox
-        self._scanned = False
-        self._run_start: int | None = None
 
     @property
     def registry(self) -> SubagentRegistry:
@@ -260,43 +324,34 @@ class SubagentAgentExtension(AgentExtension):
         if location is None:
             return []
         root_id, path = location
-        history = self.agent.state.transcript
-        if self._run_start is None:
-            self._run_start = len(history)
-        if not self._scanned:
-            # Mail delivered before a crash or close, kept by the transcript.
-            self._scanned = True
-            self._to_ack |= mail_markers(history)
+        agent = self.agent
+        services = agent.services
         try:
-            pending = self.registry.receive_mail(root_id, path, frozenset(self._to_ack))
-            self._to_ack.clear()
-        except UnknownSubagent:
+            mail = _mail.claim_mail(services.store, root_id, path, agent.state.transcript,
+                                    agent_id=agent.id, token=services.token)
+        except MentraError as err:  # the mail stays pending for the next round
+            log.warning("could not read the mail of %s: %s", path, err)
             return []
-        except MentraError as err:
-            # Acknowledging failed; deliver anyway and acknowledge next time.
-            log.warning("could not acknowledge the mail of %s: %s", path, err)
-            pending = [m for m in self.registry.pending_mail(root_id, path) if m.id not in self._to_ack]
-        fresh = [m for m in pending if m.id not in self._delivered]
-        self._delivered.update(m.id for m in fresh)
-        return [render_mail(m) for m in fresh]
+        return [render_mail(m) for m in mail]
 
     def after_run(self, succeeded: bool) -> None:
-        if self._run_start is None:
-            return
-        # The run is over and the history is what the store keeps (rolled back or
-        # not): mail whose marker survived is read; the rest is delivered again.
-        durable = mail_markers(self.agent.state.transcript[self._run_start :]) & self._delivered
-        self._to_ack |= durable
-        self._delivered.clear()
-        self._run_start = None
-        location = self.location()
-        if location is None or not self._to_ack:
-            return
+        # Settled from the transcript rather than from `succeeded`: what the store
+        # keeps (rolled back or not) says which mail was read.
+        self.settle()
+
+    def settle(self) -> None:
+        """Settle the mail this agent claimed by what its transcript holds."""
+        agent = self.agent
+        services = agent.services
         try:
-            self.registry.receive_mail(location[0], location[1], frozenset(self._to_ack))
-            self._to_ack.clear()
+            requeued = _mail.settle_mail(services.store, agent.id, agent.state.transcript,
+                                         token=services.token)
         except MentraError as err:
-            log.warning("could not acknowledge the mail of %s: %s", location[1], err)
+            # Left claimed, it is settled again when the agent next runs or loads.
+            log.warning("could not settle the subagent mail of %s: %s", agent.name, err)
+            return
+        if requeued:
+            self.registry.mail_changed()
 
     def snapshot_fields(self) -> dict[str, Any]:
         location = self.location()
@@ -397,7 +452,27 @@ class SubagentAgentExtension(AgentExtension):
 
     async def wait(self, max_wait: float) -> list[str]:
         root_id, caller = self.require_location()
-        return await self.registry.wait(root_id, caller, max_wait, exclude=frozenset(self._delivered))
+        return await self.registry.wait(root_id, caller, max_wait)
+
+
+def _locate_stored(services: Services, record: AgentRecord) -> tuple[str, str]:
+    """(root id, path) of the stored subagent `record`, from the store (its tree may
+    be driven by another process)."""
+    root = record
+    while root.kind == "subagent" and root.parent_id is not None:
+        parent = services.store.load_agent(root.parent_id, transcript=False)
+        if parent is None:
+            break
+        root = parent.record
+    found = services.store.read_records(TREE.name, scope=root.id)
+    if root.kind != "subagent" and found and isinstance(found[0].value, dict):
+        tree = SubagentTree.model_validate(legacy_mailbox(found[0].value)[0])
+        path = next((p for p, r in tree.agents.items() if r.agent_id == record.id), None)
+        if path is not None:
+            return root.id, path
+    raise UnknownSubagent(
+        f"subagent '{record.name}' ({record.id}) is in no stored subagent tree, so no one would "
+        "read mail posted to it; post to its root agent instead")
 
 
 def _agent_name(task_name: str) -> str:

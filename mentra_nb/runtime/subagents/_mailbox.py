@@ -1,8 +1,8 @@
 """Mail between the agents of one tree, and how it reaches a model.
 
-Mail lives in the tree's persisted mailbox (at most 256 items). Before each
-model step of its recipient it is added to the run as an internal user message
-carrying the mail's id as a marker:
+Mail is queued as records (runtime/subagents/mail.py), as many as are sent.
+Before each model step of its recipient it is claimed and added to the run as
+an internal user message carrying the mail's id as a marker:
 
     <subagent_message id="m…" from="/root/research">…</subagent_message>
     <subagent_update id="m…" agent="/root/research" status="completed">…</subagent_update>
@@ -13,9 +13,9 @@ The content (a child's answer, an agent's message) cannot end its envelope
 agent="/root/other" …>` reads as that text, not as a second update. Attributes
 are escaped as HTML.
 
-An item leaves the mailbox only once the recipient's durable transcript holds
+An item is settled as read only once the recipient's durable transcript holds
 its marker (a run that commits it, or recovery that keeps it). A crash before
-that, or a rolled-back run, leaves the item in place, so it is delivered again.
+that, or a rolled-back run, puts it back in the queue, so it is delivered again.
 """
 
 from __future__ import annotations
@@ -27,17 +27,14 @@ from collections.abc import Iterable
 
 from mentra_nb.messages import Message, Role, TextBlock
 from mentra_nb.runtime._envelopes import envelope_text
-from mentra_nb.runtime.subagents._errors import SubagentMailboxFull
-from mentra_nb.runtime.subagents._tree import MAX_MAILBOX_ITEMS, Mail, TreeDraft
+from mentra_nb.runtime.subagents._tree import Mail, TreeDraft
 
 __all__ = [
-    "drop_approval_notices",
     "is_internal_mail",
     "mail_markers",
     "new_mail_id",
-    "push_message",
-    "push_notice",
     "render_mail",
+    "send",
     "unread_senders",
 ]
 
@@ -48,28 +45,10 @@ def new_mail_id() -> str:
     return f"m{uuid.uuid4().hex[:16]}"
 
 
-def push_notice(draft: TreeDraft, mail: Mail) -> None:
-    """A finish notice always gets in: the oldest item makes room for it, because
-    a parent must learn that its child ended even when nobody read for a while."""
-    while len(draft.mailbox) >= MAX_MAILBOX_ITEMS:
-        draft.mailbox.pop(0)
-    draft.mailbox.append(mail)
-
-
-def drop_approval_notices(draft: TreeDraft, sender: str) -> None:
-    """Forget `sender`'s approval notices: its calls were answered, so the notice
-    would only mislead a parent that has not read it yet."""
-    draft.mailbox[:] = [m for m in draft.mailbox if not (m.kind == "approval" and m.sender == sender)]
-
-
-def push_message(draft: TreeDraft, mail: Mail) -> None:
-    """A message between agents is refused when the mailbox is full."""
-    if len(draft.mailbox) >= MAX_MAILBOX_ITEMS:
-        raise SubagentMailboxFull(
-            f"the subagent mailbox is full ({MAX_MAILBOX_ITEMS} unread items); wait for the "
-            "agents to read their mail (wait_agent) before sending more"
-        )
-    draft.mailbox.append(mail)
+def send(draft: TreeDraft, mail: Mail) -> None:
+    """Queue `mail` with the draft's commit. There is no cap: every item is a row of
+    its own, and a finish notice must reach its parent however long nobody read."""
+    draft.outbox.append(mail)
 
 
 def render_mail(mail: Mail) -> Message:
@@ -109,7 +88,6 @@ def mail_markers(messages: Iterable[Message]) -> set[str]:
     return {marker for m in messages if (marker := _marker(m)) is not None}
 
 
-def unread_senders(mailbox: Iterable[Mail], recipient: str, exclude: frozenset[str] | set[str] = frozenset()) -> list[str]:
-    """Senders of mail waiting for `recipient`, each once, sorted (as the spec's
-    wait returns them)."""
-    return sorted({m.sender for m in mailbox if m.recipient == recipient and m.id not in exclude})
+def unread_senders(pending: Iterable[Mail]) -> list[str]:
+    """Senders of `pending` mail, each once, sorted (as the spec's wait returns them)."""
+    return sorted({m.sender for m in pending})

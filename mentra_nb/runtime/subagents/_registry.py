@@ -31,6 +31,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import ValidationError
 
+from mentra_nb.runtime.subagents import mail as _mail
 from mentra_nb.runtime.subagents._config import SubagentLimits
 from mentra_nb.runtime.subagents._errors import (
     SubagentCheckpointError,
@@ -44,13 +45,7 @@ from mentra_nb.runtime.subagents._events import (
     SubagentEvent,
     SubagentNotice,
 )
-from mentra_nb.runtime.subagents._mailbox import (
-    drop_approval_notices,
-    new_mail_id,
-    push_message,
-    push_notice,
-    unread_senders,
-)
+from mentra_nb.runtime.subagents._mailbox import new_mail_id, send, unread_senders
 from mentra_nb.runtime.subagents._picker import (
     SubagentInfo,
     SubagentPickerState,
@@ -69,11 +64,12 @@ from mentra_nb.runtime.subagents._tree import (
     TreeDraft,
     WaitingCall,
     bounded_text,
+    legacy_mailbox,
     stored_tree,
 )
 from mentra_nb.store.base import Store
 
-__all__ = ["LiveChild", "SubagentRegistry"]
+__all__ = ["LiveChild", "RegistryOwner", "SubagentRegistry"]
 
 log = logging.getLogger("mentra_nb.runtime.subagents")
 
@@ -112,6 +108,14 @@ Change = Callable[[TreeDraft, dict[str, LiveChild]], Any]
 Repair = Callable[[TreeDraft, Exception], tuple[str, SubagentNotice]]
 
 
+class RegistryOwner:
+    """What holds a runtime's registry (`SubagentsExtension`): the `_api` functions
+    find the registry by this type, so they need not import the extension, which
+    offers them as agent methods."""
+
+    registry: SubagentRegistry
+
+
 class SubagentRegistry:
     """Trees keyed by root agent id. One registry per runtime (installed by
     `SubagentsExtension`); tests may build one directly."""
@@ -130,7 +134,9 @@ class SubagentRegistry:
 
         A child that was pending or running when the tree was stored was cut off
         by a crash or a closed runtime: it becomes `interrupted`, with no active
-        turn, and that is written back before anyone sees the tree.
+        turn, and that is written back before anyone sees the tree. A tree stored
+        with its mail inside (before mail became records) has that mail queued as
+        records in the same write.
         """
         existing = self._roots.get(root_id)
         if existing is not None:
@@ -141,6 +147,7 @@ class SubagentRegistry:
             return existing.tree
         raw = stored_tree(store, root_id)
         try:
+            raw, legacy = legacy_mailbox(raw) if raw is not None else (None, [])
             tree = SubagentTree.model_validate(raw) if raw is not None else SubagentTree()
         except ValidationError as err:
             raise SubagentCheckpointError(
@@ -149,13 +156,15 @@ class SubagentRegistry:
             ) from err
         tree.validate_limits(max_agents=limits.max_agents, root_id=root_id)
         draft = tree.draft()
+        draft.outbox.extend(legacy)
         cut_off = [path for path, record in draft.agents.items() if record.is_active]
         for path in cut_off:
             draft.update(path, status="interrupted", active_turn=None, awaiting_approval=[])
-            drop_approval_notices(draft, path)  # the calls were answered by crash recovery
+            # The calls were answered by crash recovery.
+            self._withdraw_approval_notices(store, root_id, draft, path)
         tree = draft.freeze()
-        if cut_off:
-            TREE.put(store, root_id, tree, agent_id=root_id, token=token)
+        if cut_off or legacy:
+            self._write(store, root_id, token, tree, draft)
         root = _Root(root_id=root_id, store=store, token=token, limits=limits, tree=tree,
                      summaries=summaries_for(tree), on_commit=on_commit)
         self._roots[root_id] = root
@@ -224,8 +233,9 @@ class SubagentRegistry:
                     return root_id, path
         return None
 
-    def pending_mail(self, root_id: str, recipient: str) -> builtins.list[Mail]:
-        return [m for m in self._root(root_id).tree.mailbox if m.recipient == recipient]
+    def pending_mail(self, root_id: str, recipient: str | None = None) -> builtins.list[Mail]:
+        """Mail of the tree not yet read (by `recipient`), oldest first."""
+        return _mail.pending_mail(self._root(root_id).store, root_id, recipient)
 
     # --- observing ----------------------------------------------------------------
 
@@ -344,18 +354,18 @@ class SubagentRegistry:
             text = bounded_text(last_message) if last_message is not None else record.last_message
             draft.update(path, status=status, active_turn=None, last_message=text,
                          awaiting_approval=[])
-            drop_approval_notices(draft, path)
+            self._withdraw_approval_notices(self._root(root_id).store, root_id, draft, path)
             live.pop(path, None)
             if notify_parent:
-                push_notice(draft, Mail(id=notice_id, sender=path, recipient=record.parent,
+                send(draft, Mail(id=notice_id, sender=path, recipient=record.parent,
                                         kind="update", status=status, text=text or ""))
 
         def repair(draft: TreeDraft, error: Exception) -> tuple[str, SubagentNotice]:
             failure = bounded_text(f"subagent state persistence failed: {error}")
             draft.update(path, status="errored", last_message=failure)
-            draft.mailbox[:] = [
+            draft.outbox[:] = [
                 m.model_copy(update={"status": "errored", "text": failure}) if m.id == notice_id else m
-                for m in draft.mailbox
+                for m in draft.outbox
             ]
             notice = SubagentNotice(root_id=root_id, path=path, text=f"`{path}`: {failure}")
             return f"`{path}`: retrying the errored state failed too", notice
@@ -384,8 +394,8 @@ class SubagentRegistry:
             if record is None or not record.is_active or any(w.call == call for w in record.awaiting_approval):
                 return _Unchanged(None)
             draft.update(path, awaiting_approval=[*record.awaiting_approval, WaitingCall(call=call, tool=tool)])
-            push_notice(draft, Mail(id=new_mail_id(), sender=path, recipient=record.parent,
-                                    kind="approval", text=tool))
+            send(draft, Mail(id=new_mail_id(), sender=path, recipient=record.parent,
+                             kind="approval", text=tool))
 
         self._mutate(root_id, change)
 
@@ -398,8 +408,8 @@ class SubagentRegistry:
                 return _Unchanged(None)
             waiting = [w for w in record.awaiting_approval if w.call != call]
             draft.update(path, awaiting_approval=waiting)
-            if not waiting:
-                drop_approval_notices(draft, path)  # not read yet, and no longer true
+            if not waiting:  # notices not read yet are no longer true
+                self._withdraw_approval_notices(self._root(root_id).store, root_id, draft, path)
 
         self._mutate(root_id, change)
 
@@ -423,45 +433,39 @@ class SubagentRegistry:
     # --- mail ----------------------------------------------------------------------
 
     def queue_message(self, root_id: str, sender: str, recipient: str, text: str) -> str:
-        """Leave `text` for `recipient`; refused when the mailbox is full. Returns the mail id."""
+        """Leave `text` for `recipient` (a path of the tree). Returns the mail id."""
         mail = Mail(id=new_mail_id(), sender=sender, recipient=recipient, text=text)
 
         def change(draft: TreeDraft, live: dict[str, LiveChild]) -> None:
             if recipient != ROOT_PATH:
                 self._record(draft, recipient)
-            push_message(draft, mail)
+            send(draft, mail)
 
         self._mutate(root_id, change)
         return mail.id
 
-    def receive_mail(self, root_id: str, recipient: str, acknowledged: set[str] | frozenset[str]) -> builtins.list[Mail]:
-        """Drop the `acknowledged` items (their markers are in their recipient's
-        durable transcript), then return the mail still waiting for `recipient`."""
+    def mail_changed(self) -> None:
+        """Mail was queued or requeued outside a tree commit: waiters look again."""
+        self._notify()
 
-        def change(draft: TreeDraft, live: dict[str, LiveChild]) -> Any:
-            kept = [m for m in draft.mailbox if m.id not in acknowledged]
-            changed = len(kept) != len(draft.mailbox)
-            draft.mailbox[:] = kept
-            pending = [m for m in kept if m.recipient == recipient]
-            return pending if changed else _Unchanged(pending)
+    def _withdraw_approval_notices(self, store: Store, root_id: str, draft: TreeDraft, sender: str) -> None:
+        """Forget `sender`'s approval notices that nobody read: its calls were
+        answered, so a notice would only mislead its parent."""
+        draft.outbox[:] = [m for m in draft.outbox if not (m.kind == "approval" and m.sender == sender)]
+        draft.withdrawn.extend(m.id for m in _mail.pending_mail(store, root_id)
+                               if m.kind == "approval" and m.sender == sender)
 
-        received: builtins.list[Mail] = self._mutate(root_id, change)
-        return received
-
-    async def wait(
-        self, root_id: str, path: str, max_wait: float,
-        exclude: set[str] | frozenset[str] = frozenset(),
-    ) -> builtins.list[str]:
-        """Senders of mail waiting for `path` (not counting `exclude`, already
-        delivered), as soon as there is some; `[]` at once when no other agent of
-        the tree is active, or when `max_wait` seconds pass without mail."""
+    async def wait(self, root_id: str, path: str, max_wait: float) -> builtins.list[str]:
+        """Senders of unread mail for `path` (mail its running turn was handed is
+        read), as soon as there is some; `[]` at once when no other agent of the
+        tree is active, or when `max_wait` seconds pass without mail."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait
         while True:
             change = self.next_change()  # armed before checking, so no wake-up is lost
             try:
                 tree = self._root(root_id).tree
-                senders = unread_senders(tree.mailbox, path, exclude)
+                senders = unread_senders(self.pending_mail(root_id, path))
                 if senders:
                     return senders
                 if not any(r.is_active for p, r in tree.agents.items() if p != path):
@@ -499,7 +503,7 @@ class SubagentRegistry:
             return output.value
         candidate = draft.freeze()
         try:
-            self._persist(root, candidate)
+            self._persist(root, candidate, draft)
         except Exception as error:
             if on_failure == "abort":
                 raise
@@ -511,7 +515,7 @@ class SubagentRegistry:
             candidate = draft.freeze()
             notices = [failure]
             try:
-                self._persist(root, candidate)
+                self._persist(root, candidate, draft)
             except Exception as retry_error:
                 log.error("subagent state of %s could not be saved: %s", root_id, retry_error)
                 notices.append(SubagentNotice(root_id=root_id, text=f"{retry_message}: {retry_error}"))
@@ -520,8 +524,18 @@ class SubagentRegistry:
         self._swap(root, candidate, live)
         return output
 
-    def _persist(self, root: _Root, tree: SubagentTree) -> None:
-        TREE.put(root.store, root.root_id, tree, agent_id=root.root_id, token=root.token)
+    def _persist(self, root: _Root, tree: SubagentTree, draft: TreeDraft) -> None:
+        self._write(root.store, root.root_id, root.token, tree, draft)
+
+    @staticmethod
+    def _write(store: Store, root_id: str, token: str, tree: SubagentTree, draft: TreeDraft) -> None:
+        """The tree and the mail its change sends or withdraws, in one transaction
+        fenced by the root's lease."""
+        store.write_records([
+            TREE.put_op(root_id, tree),
+            *(_mail.queue_op(root_id, mail) for mail in draft.outbox),
+            *(_mail.delete_op(root_id, mail_id) for mail_id in draft.withdrawn),
+        ], agent_id=root_id, token=token)
 
     def _swap(self, root: _Root, tree: SubagentTree, live: dict[str, LiveChild],
               notices: Sequence[SubagentNotice] = ()) -> None:

@@ -1,8 +1,11 @@
-"""The subagent tree of one root agent, as persisted under state key `subagents.v1`.
+"""The subagent tree of one root agent, as persisted in its `subagents.tree` record.
 
     SubagentTree
       agents:  path → SubagentRecord   ("/root/<task>/<task>…", in path order)
-      mailbox: [Mail, …]               (at most 256 items, oldest first)
+
+The tree's mail is not part of it: each item is a `subagents.mail` record
+(runtime/subagents/mail.py). Trees stored before that kept a `mailbox` list;
+`legacy_mailbox` takes it out when such a tree is opened.
 
 Committed trees are never mutated: a change copies the tree into a `TreeDraft`,
 edits the draft, persists it, and only then replaces the committed tree. So a
@@ -26,7 +29,6 @@ from mentra_nb.store.base import Store
 from mentra_nb.store.records import RecordKind
 
 __all__ = [
-    "MAX_MAILBOX_ITEMS",
     "MAX_MESSAGE_BYTES",
     "ROOT_PATH",
     "TREE",
@@ -38,12 +40,11 @@ __all__ = [
     "WaitingCall",
     "bounded_text",
     "is_active",
+    "legacy_mailbox",
     "stored_tree",
 ]
 
 ROOT_PATH = "/root"
-MAX_MAILBOX_ITEMS = 256
-"""The most items a subagent mailbox holds."""
 MAX_MESSAGE_BYTES = 24_000
 """The most bytes of a message between subagents; a longer last message is cut."""
 ELLIPSIS = "…"
@@ -105,7 +106,7 @@ class SubagentRecord(BaseModel):
 
 
 class Mail(BaseModel):
-    """An item in the root's mailbox: a message between agents, a finish notice
+    """An item of a tree's mail (a `subagents.mail` record): a message between agents, a finish notice
     (`kind="update"`) a child leaves for its parent, or the notice that a child's
     call waits for the user's approval (`kind="approval"`, `text` the tool's name)."""
 
@@ -120,16 +121,15 @@ class Mail(BaseModel):
 
 
 class SubagentTree(BaseModel):
-    """A root agent's subagents as stored with the root: the children and the mailbox."""
+    """A root agent's subagents as stored with the root."""
 
     model_config = ConfigDict(defer_build=True, frozen=True)
 
     agents: dict[str, SubagentRecord] = Field(default_factory=dict)
-    mailbox: list[Mail] = Field(default_factory=list)
 
     def draft(self) -> TreeDraft:
-        # Shallow copies: records and mail are frozen, so sharing them is safe.
-        return TreeDraft(dict(self.agents), list(self.mailbox))
+        # A shallow copy: records are frozen, so sharing them is safe.
+        return TreeDraft(dict(self.agents))
 
     @property
     def active_count(self) -> int:
@@ -144,12 +144,11 @@ class SubagentTree(BaseModel):
 
     def validate_limits(self, *, max_agents: int, root_id: str) -> None:
         """A stored tree must fit the limits it is opened with (the root counts)."""
-        if len(self.agents) >= max_agents or len(self.mailbox) > MAX_MAILBOX_ITEMS:
+        if len(self.agents) >= max_agents:
             raise SubagentCheckpointError(
                 f"subagent checkpoint exceeds safety limits: agent {root_id} has "
-                f"{len(self.agents)} stored subagents and {len(self.mailbox)} mailbox items, but "
-                f"max_agents is {max_agents} (including root) and the mailbox holds "
-                f"{MAX_MAILBOX_ITEMS}; open it with AgentConfig(subagents=SubagentLimits("
+                f"{len(self.agents)} stored subagents, but max_agents is {max_agents} (including "
+                f"root); open it with AgentConfig(subagents=SubagentLimits("
                 f"max_agents={len(self.agents) + 1})) or higher"
             )
 
@@ -157,7 +156,7 @@ class SubagentTree(BaseModel):
 # The tree of a root agent: one record of the root's (scope: its id), written
 # whole at every commit, fenced by the root's lease.
 TREE = RecordKind("subagents.tree", SubagentTree)
-"""The record kind of a root agent's subagent tree and mailbox: one record per root."""
+"""The record kind of a root agent's subagent tree: one record per root."""
 
 
 def stored_tree(store: Store, root_id: str) -> dict[str, Any] | None:
@@ -168,12 +167,23 @@ def stored_tree(store: Store, root_id: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-class TreeDraft:
-    """A tree being changed; `freeze()` turns it back into a `SubagentTree`."""
+def legacy_mailbox(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Mail]]:
+    """A stored tree split into the tree and the mail it kept inside itself before
+    mail became records (an empty list for a tree stored since)."""
+    tree = dict(raw)
+    mailbox = tree.pop("mailbox", None) or []
+    return tree, [Mail.model_validate(item) for item in mailbox]
 
-    def __init__(self, agents: dict[str, SubagentRecord], mailbox: list[Mail]) -> None:
+
+class TreeDraft:
+    """A tree being changed; `freeze()` turns it back into a `SubagentTree`. Mail
+    the change sends (`outbox`) or withdraws (`withdrawn`, ids of pending mail)
+    is written in the same transaction as the tree."""
+
+    def __init__(self, agents: dict[str, SubagentRecord]) -> None:
         self.agents = agents
-        self.mailbox = mailbox
+        self.outbox: list[Mail] = []
+        self.withdrawn: list[str] = []
 
     @property
     def active_count(self) -> int:
@@ -192,6 +202,4 @@ class TreeDraft:
 
     def freeze(self) -> SubagentTree:
         # Path order, as the picker and list_agents show it.
-        return SubagentTree.model_construct(
-            agents=dict(sorted(self.agents.items())), mailbox=list(self.mailbox)
-        )
+        return SubagentTree.model_construct(agents=dict(sorted(self.agents.items())))
