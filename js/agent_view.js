@@ -441,7 +441,7 @@ class AgentViewRender {
 
   // New messages are appended; a rollback (items replaced from an earlier index) re-renders.
   renderItems() {
-    const { live, model, body: { transcript, earlier } } = this;
+    const { live, body: { transcript, earlier } } = this;
     const from = live.changedFrom;
     if (from !== this.renderedItems) {
       this.watcher.clear();
@@ -456,11 +456,17 @@ class AgentViewRender {
     earlier.hidden = live.earlier <= 0;
     earlier.disabled = false;
     earlier.textContent = `Show ${live.earlier} earlier message${live.earlier === 1 ? "" : "s"}`;
-    addMessageActions(transcript, live.items, {
-      agentName: model.get("agent_name") ?? "", send: (request) => model.send(request), sources: this.sources,
-      editable: !this.running() && this.connected, signal: this.signal });
+    this.renderActions();
     this.follow();
   }
+
+  renderActions = () => {
+    const { model } = this;
+    addMessageActions(this.body.transcript, this.live.items, {
+      agentName: model.get("agent_name") ?? "", send: (request) => model.send(request), sources: this.sources,
+      editable: !this.running() && this.connected, signal: this.signal,
+      changedAt: model.get("changed_cells_at") ?? [] });
+  };
 
   renderLive = () => {
     const { live, body } = this;
@@ -629,13 +635,6 @@ class AgentViewRender {
     if (cellsChanged.dataset.cells === ids.join(" ")) return;
     cellsChanged.dataset.cells = ids.join(" ");
     cellsChanged.replaceChildren(element("span", "", "cells changed:"), ...ids.map((id) => cellLink(id, id)));
-    if (this.model.get("scope")?.kind !== "turn") return;
-    // Undo: the kernel reverts the cell changes from this turn on (a cell the user
-    // changed since is left alone) and rewinds the conversation; `notice` says what it did.
-    const undo = element("button", "mentra-undo-cells", "Undo");
-    undo.title = "Revert the cells changed from this turn on and rewind the conversation to before it";
-    undo.addEventListener("click", () => this.model.send({ kind: "undo_turn" }), { signal: this.signal });
-    cellsChanged.append(undo);
   }
 
   announce = () => document.dispatchEvent(new CustomEvent(VIEWS_CHANGED, { detail: this.model.get("agent_name") }));
@@ -670,6 +669,7 @@ class AgentViewRender {
       ["change:resumable", this.renderResumable],
       ["change:fork_origin", this.renderHeader],
       ["change:notice", this.renderNotice],
+      ["change:changed_cells_at", this.renderActions],
       ...(this.shared ? [] : [/** @type {[string, (m: StreamMessage|DeltaMessage) => void]} */ (["msg:custom", this.stream.receive])]),
     ]);
     this.stream.views.add(this.onStream);

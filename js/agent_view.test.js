@@ -104,27 +104,48 @@ describe("AgentView", () => {
     expect(model.sent.at(-1)).toEqual({ kind: "earlier", before: 70 });
   });
 
-  it("offers Undo beside a turn's changed cells, which asks the kernel to undo the turn; a whole view has none", () => {
-    const inserted = [
+  it("offers Undo on each turn of the conversation that changed cells, which asks the kernel to undo that turn", () => {
+    const turns = [
       { index: 0, role: "user", kind: "text", html: "<p>add a cell</p>" },
       { index: 1, role: "assistant", kind: "tool_use", id: "t1", name: "insert_cell", input: '{"source": "y = 2"}' },
       { index: 2, role: "user", kind: "tool_result", id: "t1", content: "inserted code cell a1 at position 2" },
+      { index: 3, role: "assistant", kind: "text", html: "<p>done</p>" },
+      { index: 4, role: "user", kind: "text", html: "<p>just talk</p>" },
+      { index: 5, role: "assistant", kind: "text", html: "<p>ok</p>" },
+      { index: 6, role: "user", kind: "text", html: "<p>edit it</p>" },
+      { index: 7, role: "assistant", kind: "tool_use", id: "t2", name: "edit_cell", input: "{}" },
+      { index: 8, role: "user", kind: "tool_result", id: "t2", content: "edited a1" },
     ];
-    const model = new FakeModel({ ...STATE, scope: { kind: "turn", first: 0 } });
+    // The changes were made while the history had 2 and 8 messages: in the turns from 0 and from 6.
+    const model = new FakeModel({ ...STATE, scope: {}, changed_cells_at: [2, 8] });
     render({ model, el });
-    transcript(model, 1, inserted);
-    const undo = /** @type {HTMLButtonElement} */ (el.querySelector(".mentra-cells-changed button.mentra-undo-cells"));
+    transcript(model, 1, turns);
+    const undoOn = () => [...el.querySelectorAll(".mentra-message-actions")]
+      .filter((row) => row.querySelector(".mentra-undo-cells")).map((row) => Number(/** @type {HTMLElement} */ (row).dataset.index));
+    expect(undoOn()).toEqual([0, 6]);
+    const undo = /** @type {HTMLButtonElement} */ (el.querySelector('.mentra-message-actions[data-index="6"] .mentra-undo-cells'));
     expect(undo.textContent).toBe("Undo");
     undo.click();
-    expect(model.sent.at(-1)).toEqual({ kind: "undo_turn" });
+    expect(model.sent.at(-1)).toEqual({ kind: "undo", first: 6 });
 
-    const whole = new FakeModel({ ...STATE, scope: {} });
-    const other = document.createElement("div");
-    document.body.append(other);
-    render({ model: whole, el: other });
-    transcript(whole, 1, inserted);
-    expect(other.querySelector(".mentra-cells-changed")?.textContent).toContain("a1");
-    expect(other.querySelector(".mentra-undo-cells")).toBeNull();
+    model.set("changed_cells_at", [2]);  // the kernel after that undo
+    expect(undoOn()).toEqual([0]);
+    model.set("status", { name: "streaming" });  // an undo rewinds: not while the agent runs
+    expect(/** @type {HTMLButtonElement} */ (el.querySelector(".mentra-undo-cells")).disabled).toBe(true);
+    model.set("changed_cells_at", []);
+    expect(undoOn()).toEqual([]);
+  });
+
+  it("offers no Undo in a turn's view, which is replaced by its markdown when the turn ends", () => {
+    const model = new FakeModel({ ...STATE, scope: { kind: "turn", first: 0 }, changed_cells_at: [] });
+    render({ model, el });
+    transcript(model, 1, [
+      { index: 0, role: "user", kind: "text", html: "<p>add a cell</p>" },
+      { index: 1, role: "assistant", kind: "tool_use", id: "t1", name: "insert_cell", input: "{}" },
+      { index: 2, role: "user", kind: "tool_result", id: "t1", content: "inserted code cell a1 at position 2" },
+    ]);
+    expect(el.querySelector(".mentra-cells-changed")?.textContent).toContain("a1");
+    expect(el.querySelector(".mentra-undo-cells")).toBeNull();
   });
 
   it("shows an unknown cost as such and no cost text when none is set", () => {

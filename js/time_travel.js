@@ -8,7 +8,7 @@ import { button as jpButton, element } from "./dom.js";
  * @typedef {import("./dom.js").Item} Item
  * @typedef {{parent?: string, at?: number}} ForkOrigin
  * @typedef {{kind: "fork", at: number, name: string} | {kind: "edit", index: number, text: string}
- *   | {kind: "edit_source", index: number}} Request
+ *   | {kind: "edit_source", index: number} | {kind: "undo", first: number}} Request
  * @typedef {{kind: "source", index: number, text: string}} Source
  */
 
@@ -66,16 +66,39 @@ export function forkPoint(items, index) {
 }
 
 /**
+ * The first messages of the turns in `items` that changed cells: a turn begins at
+ * a user message that answers no tool call, and owns the changes made while the
+ * history had more messages than its first and at most as many as the next turn's
+ * first (`changedAt`: each change's history length, from the kernel).
+ * @param {Item[]} items
+ * @param {number[]} changedAt
+ * @returns {Set<number>}
+ */
+export function turnsThatChangedCells(items, changedAt) {
+  const answers = new Set(items.filter((i) => i.kind === "tool_result").map((i) => i.index));
+  const firsts = items.filter((i) => i.role === "user" && !answers.has(i.index)).map((i) => i.index);
+  /** @type {Set<number>} */
+  const turns = new Set();
+  for (const at of changedAt) {
+    const first = Math.max(-1, ...firsts.filter((f) => f < at));
+    if (first >= 0) turns.add(first);  // (-1: the turn is on a page not loaded)
+  }
+  return turns;
+}
+
+/**
  * Put an actions row after the last rendered block of each committed message in
  * `container` (blocks carry `data-index`; the row shows on hover or focus):
- * "Fork from here" on every message, and "Edit" on the user's own text. Rows from
- * an earlier call are replaced, so call it after every render.
+ * "Fork from here" on every message, "Edit" on the user's own text, and "Undo" on
+ * the first message of a turn that changed cells (`changedAt`). Rows from an
+ * earlier call are replaced, so call it after every render.
  * @param {HTMLElement} container
  * @param {Item[]} items
  * @param {{agentName: string, send: (request: Request) => void, sources: Sources, editable: boolean,
- *   signal: AbortSignal}} options
+ *   signal: AbortSignal, changedAt?: number[]}} options
  */
-export function addMessageActions(container, items, { agentName, send, sources, editable, signal }) {
+export function addMessageActions(container, items, { agentName, send, sources, editable, signal, changedAt = [] }) {
+  const undoable = turnsThatChangedCells(items, changedAt);
   for (const row of container.querySelectorAll(":scope > .mentra-message-actions")) row.remove();
   /** @type {Map<number, Element>} */
   const lastBlock = new Map();
@@ -99,17 +122,26 @@ export function addMessageActions(container, items, { agentName, send, sources, 
       edit.addEventListener("click", () => openEditForm(row, index, sources, send, signal), { signal });
       row.append(edit);
     }
+    if (undoable.has(index)) {
+      // The kernel reverts the cells changed from this turn on (a cell the user
+      // changed since is left alone) and rewinds; the view's notice says what it did.
+      const undo = button("mentra-undo-cells", "Undo",
+        "Revert the cells this turn and later ones changed, and rewind the conversation to before this turn");
+      undo.disabled = !editable;
+      undo.addEventListener("click", () => send({ kind: "undo", first: index }), { signal });
+      row.append(undo);
+    }
     node.after(row);
   }
 }
 
 /**
- * Turn the "Edit" buttons on or off (off while the agent runs: an edit rewinds it).
+ * Turn the "Edit" and "Undo" buttons on or off (off while the agent runs: both rewind it).
  * @param {HTMLElement} container
  * @param {boolean} editable
  */
 export function setEditable(container, editable) {
-  for (const edit of container.querySelectorAll(".mentra-message-actions .mentra-edit")) {
+  for (const edit of container.querySelectorAll(".mentra-message-actions :is(.mentra-edit, .mentra-undo-cells)")) {
     /** @type {HTMLButtonElement} */ (edit).disabled = !editable;
   }
 }

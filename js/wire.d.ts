@@ -61,7 +61,7 @@ export type Usage = { input_tokens?: number; output_tokens?: number };
 export type WireItem = { index: number; role: string; kind: string; html?: string; id?: string; name?: string; input?: string; content?: string; truncated?: boolean; is_error?: boolean; media_type?: string; data?: string; images?: Array<Image>; html_parts?: Array<string | [number, number, number]> };
 
 // --- AgentView ---
-export type AgentViewTraits = { agent_name: string; model_key: string; status: Status; run_generation: number; usage: Usage; cost: string; pending_tools: Array<PendingTool>; progress: string; approvals: Array<Approval>; resumable: Resumable; scope: Scope; fork_origin: ForkOrigin; notice: string; notebook: Record<string, unknown> };
+export type AgentViewTraits = { agent_name: string; model_key: string; status: Status; run_generation: number; usage: Usage; cost: string; pending_tools: Array<PendingTool>; progress: string; approvals: Array<Approval>; resumable: Resumable; scope: Scope; fork_origin: ForkOrigin; changed_cells_at: Array<number>; notice: string; notebook: Record<string, unknown> };
 export type AgentViewSent =
   | { kind: "hello" }
   | { kind: "earlier"; before: number }
@@ -74,7 +74,7 @@ export type AgentViewSent =
   | { kind: "fork"; at: number; name: string }
   | { kind: "edit_source"; index: number }
   | { kind: "edit"; index: number; text: string }
-  | { kind: "undo_turn" };
+  | { kind: "undo"; first: number };
 export type AgentViewReceived = StreamMessage | DeltaMessage | SourceMessage;
 export type AgentViewModel = WidgetModel<AgentViewTraits, AgentViewSent>;
 

@@ -107,6 +107,7 @@ class AgentViewTraits(TypedDict):
     resumable: Resumable
     scope: Scope
     fork_origin: ForkOrigin
+    changed_cells_at: list[int]
     notice: str
     notebook: dict[str, object]
 

@@ -78,7 +78,7 @@ from mentra_nb.runtime import (
     TeamSnapshot,
     spending,
 )
-from mentra_nb.runtime.cell_tools import rewind_with_cells
+from mentra_nb.runtime.cell_tools import changed_at, rewind_with_cells
 
 if TYPE_CHECKING:
     from mentra_nb.notebook._host import RuntimeHost
@@ -171,11 +171,12 @@ class _Edit(BrowserMessage):
     text: str = Field(min_length=1, max_length=100_000)
 
 
-class _UndoTurn(BrowserMessage):
-    """"Undo" in a turn's view: revert the cell changes made from this turn on and
-    rewind the conversation to before it."""
+class _Undo(BrowserMessage):
+    """"Undo" on the turn whose first message is `first`: revert the cell changes
+    made from that turn on and rewind the conversation to before it."""
 
-    kind: Literal["undo_turn"]
+    kind: Literal["undo"]
+    first: int = Field(ge=0)
 
 
 class _Approve(BrowserMessage):
@@ -228,7 +229,11 @@ class AgentView(MentraWidget):
     scope = traitlets.Dict().tag(sync=True)
     # A fork's origin for its header, {"parent": name, "at": messages it began with}; {} otherwise.
     fork_origin = traitlets.Dict().tag(sync=True)
-    # What the last "Fork from here" or "Edit" click did, or why it could not ("" at first).
+    # Where the agent's cell changes no undo reverted were made (their message
+    # indexes, ascending): the conversation's view offers Undo on the turns they
+    # fall in. [] in a turn's view (its turn is over before Undo could act).
+    changed_cells_at: traitlets.List[int] = traitlets.List().tag(sync=True)
+    # What the last "Fork from here", "Edit" or "Undo" click did, or why it could not ("" at first).
     notice = traitlets.Unicode("").tag(sync=True)
 
     # Where this notebook's agents are kept ({"id": runtime id, "state": file}): the
@@ -266,6 +271,8 @@ class AgentView(MentraWidget):
         self._latest_progress = ""  # the newest report, which `progress` shows when due
         self._timer: asyncio.TimerHandle | None = None
         self._cost_key: tuple[object, ...] | None = None
+        self._changed_key: tuple[int, int] | None = None  # (history length, rewinds) `changed_cells_at` is of
+        self._changed_at: list[int] = []
         self._tree_cost = ""
         # The agent's state goes with the widget's opening, not in an update right
         # after it (a turn view is opened by every cell that sends).
@@ -553,7 +560,19 @@ class AgentView(MentraWidget):
             "pending_tools": [p.model_dump() for p in snapshot.pending_tool_uses],
             "approvals": [approval_item(p) for p in snapshot.pending_approvals],
             "resumable": _resumable(self._agent),
+            "changed_cells_at": self._cells_changed_at(snapshot.history_len),
         }
+
+    def _cells_changed_at(self, history_len: int) -> list[int]:
+        """`changed_cells_at`, read from the store again only when the conversation
+        grew or was replaced (a cell change is followed by its tool's result)."""
+        if self._turn is not None:
+            return []
+        key = (history_len, self._replacements)
+        if key != self._changed_key:
+            services = self._agent.services
+            self._changed_at, self._changed_key = changed_at(services.store, self._agent.id), key
+        return self._changed_at
 
     def _replace_transcript(self) -> None:
         """A rewind, an edit or a switch of branch: the transcript is another one,
@@ -675,17 +694,15 @@ class AgentView(MentraWidget):
     def _on_edit(self, message: _Edit) -> None:
         self._host.submit(self._agent.edit(message.index, message.text)).add_done_callback(self._report_edit)
 
-    def _on_undo_turn(self, _message: _UndoTurn) -> None:
-        first = self.scope.get("first")
-        if not isinstance(first, int):
-            return  # the whole conversation's view has no turn to undo (and no button)
+    def _on_undo(self, message: _Undo) -> None:
+        first = message.first
         self._host.submit(rewind_with_cells(self._agent, first)).add_done_callback(
             lambda future: self._report_undo(first, future))
 
     browser_messages = BrowserMessages({
         _Hello: _on_hello, _Earlier: _on_earlier, _Stop: _on_stop, _Interrupt: _on_interrupt, _Send: _on_send,
         _Resume: _on_resume, _Approve: _on_approve, _Deny: _on_deny, _Fork: _on_fork,
-        _EditSource: _on_edit_source, _Edit: _on_edit, _UndoTurn: _on_undo_turn,
+        _EditSource: _on_edit_source, _Edit: _on_edit, _Undo: _on_undo,
     })
 
     # --- time travel from the browser (runs on the runtime thread) -----------------
@@ -718,6 +735,9 @@ class AgentView(MentraWidget):
         else:
             self.notice = f"undone: the conversation goes on from its first {first} messages; " \
                           f"cells: {future.result().summary()}"
+        # The undo is recorded after the rewind was seen: read where changes remain.
+        self._changed_key = None
+        self.changed_cells_at = self._cells_changed_at(self._agent.snapshot.history_len)
 
     def _report_edit(self, future: Any) -> None:
         if future.cancelled():

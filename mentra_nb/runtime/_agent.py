@@ -121,7 +121,7 @@ class Agent:
         self.forked_from = record.forked_from
         self.fork_index = record.fork_index
         self._state = AgentState(self.id, self.name, self._services.store, self._services.token,
-                                 persisted, lambda: self.snapshot)
+                                 persisted, lambda: self.snapshot, self._services.store_io)
         self._run_task: asyncio.Task[Message] | None = None
         self._stop_requested: StopKind | None = None
         self._stop_keeps_text: int | None = None  # Stop's cut of the reply being streamed, if any

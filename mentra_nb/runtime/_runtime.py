@@ -573,6 +573,7 @@ class Runtime:
         await asyncio.to_thread(self._mail.close)
         self._finalizer.detach()
         await self._parts.close()
+        self._services.store_io.close()
 
     async def __aenter__(self) -> Runtime:
         return self

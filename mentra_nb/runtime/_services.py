@@ -26,6 +26,7 @@ from mentra_nb.providers.registry import ProviderRegistry
 from mentra_nb.runtime._config import AgentConfig
 from mentra_nb.runtime._snapshot import ApprovalDecision
 from mentra_nb.runtime._state import AgentState
+from mentra_nb.runtime._store_io import StoreIO
 from mentra_nb.status import AgentStatus
 from mentra_nb.store.base import AgentKind, Store
 
@@ -104,6 +105,8 @@ class Services:
         # The built-in file tools' folder: its .env files hold secrets to scrub from tool results.
         self.workspace_root = workspace_root
         self.store = store
+        # How code on the runtime's loop waits for the store (off the loop for a network store).
+        self.store_io = StoreIO(store)
         self.token = token
         self.providers = providers
         self.create_agent = create_agent

@@ -7,11 +7,15 @@ below; each writes what it must to the store *before* memory changes (so what
 observers see is what a crash would leave behind) and then notifies observers
 once. Reads are plain properties.
 
-    state.begin_run(opening)                  # persisted; status awaiting_model
+    await state.begin_run(opening)            # persisted; status awaiting_model
     parts = state.live_parts("text")          # the stream's hot path appends here
-    state.commit_assistant(message, usage, next_status)
-    state.append_tool_results(message)
-    state.roll_back(baseline, status, opening)
+    await state.commit_assistant(message, usage, next_status)
+    await state.append_tool_results(message)
+    await state.roll_back(baseline, status, opening)
+
+The operations of a run are coroutines: their writes go through `StoreIO`,
+which for a network store awaits them off the event loop (this agent waits for
+its write; the runtime's other agents keep streaming).
 
 The hot path of a streamed reply stays a few list appends per delta: the turn
 loop asks `live_parts(kind)` once per content block and appends each delta to
@@ -30,6 +34,7 @@ from mentra_nb.messages import Message, Usage
 from mentra_nb.runtime._assembly import MessageAssembler
 from mentra_nb.runtime._observers import Observers
 from mentra_nb.runtime._snapshot import AgentSnapshot
+from mentra_nb.runtime._store_io import StoreIO
 from mentra_nb.runtime.events import (
     AgentEvent,
     AssistantMessageCommitted,
@@ -53,10 +58,11 @@ class AgentState:
     `milestones`: every event except the per-delta ones)."""
 
     def __init__(self, agent_id: str, name: str, store: Store, token: str, persisted: PersistedAgent,
-                 snapshot: Callable[[], AgentSnapshot]) -> None:
+                 snapshot: Callable[[], AgentSnapshot], io: StoreIO | None = None) -> None:
         self.agent_id = agent_id
         self._name = name
         self._store = store
+        self._io = io if io is not None else StoreIO(store)
         self._token = token
         self._snapshot = snapshot
         self.snapshots: Observers[AgentSnapshot] = Observers()
@@ -185,6 +191,7 @@ class AgentState:
         self.snapshots.close()
         self.events.close()
         self.milestones.close()
+        self._io.forget(self.agent_id)
 
     # --- operations ----------------------------------------------------------------
 
@@ -197,20 +204,15 @@ class AgentState:
         self.changed()
         return True
 
-    def begin_run(self, opening: Sequence[Message]) -> int:
+    async def begin_run(self, opening: Sequence[Message]) -> int:
         """Start the next run with its opening messages; returns the transcript
         length before them (what a rollback returns to)."""
         baseline = len(self._history())
         generation = self._run_generation + 1
         status = AgentStatus.awaiting_model()
-        self._store.begin_run(
-            self.agent_id,
-            RunRecord(generation=generation, baseline=baseline, started_at=time.time()),
-            list(opening),
-            status=status,
-            token=self._token,
-            clear_resumable=True,
-        )
+        run = RunRecord(generation=generation, baseline=baseline, started_at=time.time())
+        await self._write(lambda: self._store.begin_run(
+            self.agent_id, run, list(opening), status=status, token=self._token, clear_resumable=True))
         self._history().extend(opening)
         self._resumable = None
         self._run_generation = generation
@@ -219,13 +221,24 @@ class AgentState:
         return baseline
 
     def append_messages(self, messages: Sequence[Message]) -> None:
-        """Commit messages that are not the model's (a round's injected mail, a
-        forked child's inherited turns)."""
+        """Commit messages that are not the model's, outside a run (a fork's or a
+        forked child's inherited turns); in a run, `add_messages`."""
         if not messages:
             return
         history = self._history()  # read before the write, or the read would hold them too
         self._store.append_messages(self.agent_id, list(messages), token=self._token)
         history.extend(messages)
+        self.changed()
+
+    async def add_messages(self, messages: Sequence[Message]) -> None:
+        """Commit messages of a run that are not the model's (a round's injected
+        mail, feedback on a rejected answer)."""
+        if not messages:
+            return
+        history = self._history()  # read before the write, or the read would hold them too
+        added = list(messages)
+        await self._write(lambda: self._store.append_messages(self.agent_id, added, token=self._token))
+        history.extend(added)
         self.changed()
 
     def stream_from(self, assembler: MessageAssembler) -> None:
@@ -241,21 +254,22 @@ class AgentState:
         self._streaming_calls = None
         self._waiting_calls = pending
 
-    def checkpoint_pending(self, generation: int) -> None:
+    async def checkpoint_pending(self, generation: int) -> None:
         """Write the half-written reply (the store keeps the last one only)."""
-        self._store.checkpoint_pending(self.agent_id, self.pending_turn(generation), token=self._token)
+        pending = self.pending_turn(generation)
+        await self._write(lambda: self._store.checkpoint_pending(self.agent_id, pending, token=self._token))
 
-    def commit_assistant(self, message: Message, run_usage: Usage, next_status: AgentStatus, *,
+    async def commit_assistant(self, message: Message, run_usage: Usage, next_status: AgentStatus, *,
                          final: bool = False) -> None:
         """Commit the model's message with its usage; `final` also ends the run
         (one transaction)."""
         usage = self._usage + run_usage
         if final:
-            self._store.finish_run(self.agent_id, status=next_status, token=self._token,
-                                   append=[message], usage=usage)
+            await self._write(lambda: self._store.finish_run(
+                self.agent_id, status=next_status, token=self._token, append=[message], usage=usage))
         else:
-            self._store.commit_assistant(self.agent_id, message, usage=usage, status=next_status,
-                                         token=self._token)
+            await self._write(lambda: self._store.commit_assistant(
+                self.agent_id, message, usage=usage, status=next_status, token=self._token))
         self._history().append(message)
         self._usage = usage
         self._clear_live_text()
@@ -265,9 +279,9 @@ class AgentState:
         self.emit(UsageReported(**fields, usage=run_usage, total=usage))
         self.changed()
 
-    def append_tool_results(self, message: Message) -> None:
+    async def append_tool_results(self, message: Message) -> None:
         """Commit the results of a round's tool calls; none is pending any more."""
-        self._store.append_messages(self.agent_id, [message], token=self._token)
+        await self._write(lambda: self._store.append_messages(self.agent_id, [message], token=self._token))
         self._history().append(message)
         self.stream_ended([])
         self.emit(ToolResultsCommitted(agent_id=self.agent_id, run_generation=self._run_generation,
@@ -280,16 +294,16 @@ class AgentState:
         self.emit(event)
         self.changed()
 
-    def finish_run(self, status: AgentStatus) -> None:
+    async def finish_run(self, status: AgentStatus) -> None:
         """End the run keeping the transcript (a graceful stop); a store error raises."""
-        self._store.finish_run(self.agent_id, status=status, token=self._token)
+        await self._write(lambda: self._store.finish_run(self.agent_id, status=status, token=self._token))
         self.set_status(status)
 
-    def fail_run(self, status: AgentStatus) -> None:
+    async def fail_run(self, status: AgentStatus) -> None:
         """End a failed run keeping its transcript (e.g. max_rounds). A store error
         leaves the agent stale: memory is reset, recovery runs before its next run."""
         try:
-            self._store.finish_run(self.agent_id, status=status, token=self._token)
+            await self._write(lambda: self._store.finish_run(self.agent_id, status=status, token=self._token))
         except MentraError as err:
             log.warning("could not end the run of agent %s: %s", self._name, err)
             self._stale = True
@@ -302,13 +316,14 @@ class AgentState:
         self._reset_live()
         self.set_status(status)
 
-    def roll_back(self, baseline: int, status: AgentStatus, opening: Message | None) -> bool:
+    async def roll_back(self, baseline: int, status: AgentStatus, opening: Message | None) -> bool:
         """Undo the run back to `baseline`, keeping `opening` for `agent.resume()`.
         A store error leaves the agent stale (the store still holds the run) and
         returns False."""
         written = True
         try:
-            self._store.rollback_run(self.agent_id, status=status, resumable=opening, token=self._token)
+            await self._write(lambda: self._store.rollback_run(
+                self.agent_id, status=status, resumable=opening, token=self._token))
         except MentraError as err:
             log.warning("could not roll back the run of agent %s: %s", self._name, err)
             self._stale = True
@@ -343,6 +358,9 @@ class AgentState:
         self.changed()
 
     # --- internals -------------------------------------------------------------------
+
+    async def _write(self, call: Callable[[], None]) -> None:
+        await self._io.run(self.agent_id, call)
 
     def _history(self) -> list[Message]:
         if self._loaded_history is None:

@@ -139,7 +139,7 @@ class TurnLoop:
 
     async def _execute(self) -> Message:
         agent, state = self.agent, self.state
-        baseline = state.begin_run(self._scrubbed(self.opening))
+        baseline = await state.begin_run(self._scrubbed(self.opening))
         succeeded = False
         try:
             message = await self._rounds()
@@ -147,18 +147,18 @@ class TurnLoop:
             return message
         except asyncio.CancelledError:
             if self.stop_requested() == "now":
-                kept = self._stop_now(baseline)
+                kept = await self._stop_now(baseline)
                 if kept is not None:
                     task = asyncio.current_task()
                     if task is not None:
                         task.uncancel()  # the cancel was ours, and it is handled
                     succeeded = True
                     return kept
-            self._roll_back(baseline, AgentStatus.idle())
+            await self._roll_back(baseline, AgentStatus.idle())
             state.emit(RunCancelled(**self._event_fields()))
             raise
         except RunHalted as err:  # a limit: the work so far is kept
-            state.fail_run(AgentStatus.failed(str(err)))
+            await state.fail_run(AgentStatus.failed(str(err)))
             state.emit(RunFailed(**self._event_fields(), error=str(err), rolled_back=False))
             raise
         except LeaseLost as err:
@@ -168,7 +168,7 @@ class TurnLoop:
             raise
         except Exception as err:
             error = str(err) if isinstance(err, MentraError) else f"{type(err).__name__}: {err}"
-            self._roll_back(baseline, AgentStatus.failed(error))
+            await self._roll_back(baseline, AgentStatus.failed(error))
             state.emit(RunFailed(**self._event_fields(), error=error, rolled_back=True))
             raise
         finally:
@@ -187,23 +187,23 @@ class TurnLoop:
             await self._inject_round_messages()
             message, invalid_inputs = await self._stream_message()
             uses = message.tool_uses
-            if not uses and self.output is not None and not self._answer_valid(message):
+            if not uses and self.output is not None and not await self._answer_valid(message):
                 if self.stop_requested():
-                    state.finish_run(AgentStatus.finished())
+                    await state.finish_run(AgentStatus.finished())
                     state.emit(RunFinished(**self._event_fields(), message=message))
                     return message
                 state.set_status(AgentStatus.awaiting_model())
                 continue
             if not uses:
                 # The final message and the end of the run are one transaction.
-                self._commit_assistant(message, AgentStatus.finished(), final=True)
+                await self._commit_assistant(message, AgentStatus.finished(), final=True)
                 state.emit(RunFinished(**self._event_fields(), message=message))
                 return message
-            self._commit_assistant(message, AgentStatus.executing_tool(uses[0].id, uses[0].name))
+            await self._commit_assistant(message, AgentStatus.executing_tool(uses[0].id, uses[0].name))
             results = await self._run_tools(uses, invalid_inputs)
-            state.append_tool_results(Message(role=Role.USER, content=list(results)))
+            await state.append_tool_results(Message(role=Role.USER, content=list(results)))
             if self.stop_requested():
-                state.finish_run(AgentStatus.finished())
+                await state.finish_run(AgentStatus.finished())
                 state.emit(RunFinished(**self._event_fields(), message=message))
                 return message
             state.set_status(AgentStatus.awaiting_model())
@@ -213,7 +213,7 @@ class TurnLoop:
             "it continue, or raise max_rounds."
         )
 
-    def _answer_valid(self, message: Message) -> bool:
+    async def _answer_valid(self, message: Message) -> bool:
         """Validate a final answer against the typed output. A rejected one is
         committed with a user message listing its errors (the model tries again), or,
         once the retries are spent, with the run failing as OutputValidationError."""
@@ -224,7 +224,7 @@ class TurnLoop:
             return True
         except RejectedAnswer as rejected:
             self._rejected += 1
-            self._commit_assistant(message, AgentStatus.awaiting_model())
+            await self._commit_assistant(message, AgentStatus.awaiting_model())
             if self._rejected > self.output_retries:
                 raise OutputValidationError(
                     f"agent '{self.agent.name}' answered {self._rejected} times without a valid "
@@ -233,10 +233,10 @@ class TurnLoop:
                     "Send again, raise output_retries, or make the model's fields easier to fill.",
                     errors=rejected.errors, raw=rejected.raw,
                 ) from None
-            self.state.append_messages([output.feedback(rejected, self._rejected, self.output_retries)])
+            await self.state.add_messages([output.feedback(rejected, self._rejected, self.output_retries)])
             return False
 
-    def _stop_now(self, baseline: int) -> Message | None:
+    async def _stop_now(self, baseline: int) -> Message | None:
         """End a run that Stop cut: commit the text streamed so far as a truncated
         reply, or the cut tool calls with "stopped" results, and finish. None when
         nothing is worth keeping (the run is then rolled back like a cancel)."""
@@ -253,24 +253,24 @@ class TurnLoop:
                 self._usage = pricing.priced(self.agent.model.key, self._assembler.usage)
                 self._run_usage += self._usage
                 message = Message(role=Role.ASSISTANT, content=[TextBlock(text=text)], truncated=True)
-                self._commit_assistant(message, AgentStatus.finished(), final=True)
+                await self._commit_assistant(message, AgentStatus.finished(), final=True)
                 state.emit(RunFinished(**self._event_fields(), message=message))
                 return message
         elif last is not None and last.role is Role.ASSISTANT and last.tool_uses:
             # Cut while its tools ran: each call gets a result, so the transcript stays valid.
-            state.append_tool_results(Message(role=Role.USER, content=[
+            await state.append_tool_results(Message(role=Role.USER, content=[
                 _error(use, STOPPED_TOOL_RESULT) for use in last.tool_uses]))
         replies = [m for m in state.transcript[baseline:] if m.role is Role.ASSISTANT]
         if not replies:
             return None
-        state.finish_run(AgentStatus.finished())
+        await state.finish_run(AgentStatus.finished())
         state.emit(RunFinished(**self._event_fields(), message=replies[-1]))
         return replies[-1]
 
     async def _inject_round_messages(self) -> None:
         """Messages extensions add before each model call (e.g. mail for the agent)."""
         injected = [m for e in self.extensions for m in await e.before_round()]
-        self.state.append_messages(self._scrubbed(injected))
+        await self.state.add_messages(self._scrubbed(injected))
 
     def _scrubbed(self, messages: Sequence[Message]) -> list[Message]:
         """Messages that are not the model's, without the secrets the runtime knows:
@@ -408,10 +408,11 @@ class TurnLoop:
             self.state.emit_delta(ToolUseUpdated(**self._event_fields(), tool_use_id=pending.id,
                                                  name=pending.name, input_json=pending.input_json))
 
-    def _commit_assistant(self, message: Message, next_status: AgentStatus, *, final: bool = False) -> None:
+    async def _commit_assistant(self, message: Message, next_status: AgentStatus, *,
+                                final: bool = False) -> None:
         if self._checkpoint is not None:
             self._checkpoint.cancel()
-        self.state.commit_assistant(message, self._usage, next_status, final=final)
+        await self.state.commit_assistant(message, self._usage, next_status, final=final)
 
     # --- tools -------------------------------------------------------------------
 
@@ -525,8 +526,8 @@ class TurnLoop:
 
     # --- endings -----------------------------------------------------------------
 
-    def _roll_back(self, baseline: int, status: AgentStatus) -> None:
-        if self.state.roll_back(baseline, status, self.opening[0] if self.opening else None):
+    async def _roll_back(self, baseline: int, status: AgentStatus) -> None:
+        if await self.state.roll_back(baseline, status, self.opening[0] if self.opening else None):
             return
         # The store refused the rollback (a full disk) and still holds the run. Its
         # next load applies the recovery matrix, which keeps a committed tool call
@@ -588,6 +589,9 @@ class _PendingCheckpoint:
         self.interval = FIRST_CHECKPOINT
         self.due = time.monotonic() + FIRST_CHECKPOINT
         self.timer: asyncio.TimerHandle | None = None
+        # The write in flight: a task, as the store may answer off the loop. The
+        # state writes an agent's steps in order, so a commit after it lands after it.
+        self.writing: asyncio.Task[None] | None = None
 
     def request(self) -> None:
         """Note a change: the next checkpoint is written when it is due. While
@@ -600,15 +604,23 @@ class _PendingCheckpoint:
         self.cancel()
         self.interval = min(self.interval * 2, MAX_CHECKPOINT_INTERVAL)
         self.due = time.monotonic() + self.interval
+        self.writing = asyncio.get_running_loop().create_task(self._write())
+
+    async def _write(self) -> None:
         run = self.run
         try:
-            run.state.checkpoint_pending(run.generation)
+            await run.state.checkpoint_pending(run.generation)
         except MentraError as err:
             # Losing a checkpoint loses only uncommitted text, which a crash would
             # roll back anyway; the next commit reports a real store problem.
             log.warning("pending-turn checkpoint of agent %s failed: %s", run.agent.name, err)
 
     def cancel(self) -> None:
+        """No further checkpoint; one not yet started is dropped (what it would write
+        is about to be committed or rolled back), one being written ends first."""
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
+        if self.writing is not None:
+            self.writing.cancel()
+            self.writing = None

@@ -178,7 +178,11 @@ class RecordSignal(Protocol):
 @runtime_checkable
 class Store(Protocol):
     """Persistence for agents. `SqliteStore` is the embedded default; any other
-    implementation must pass `mentra_nb.testing.StoreConformance`."""
+    implementation must pass `mentra_nb.testing.StoreConformance`.
+
+    A store whose calls wait for a network (`PostgresStore`) sets a class
+    attribute `network = True`: a runtime then makes its calls off the event loop,
+    on threads of its own, so it must be safe to call from several threads."""
 
     # --- agents -------------------------------------------------------------
     def create_agent(self, record: AgentRecord, *, token: str) -> None:

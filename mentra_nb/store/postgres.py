@@ -179,8 +179,9 @@ class PostgresStore(SqlStore):
     let libpq find it in `PGPASSWORD` or `~/.pgpass` (`PGPASSFILE`).
     `schema` puts the tables in that schema (created when missing) instead of
     the first schema of the role's `search_path`. `min_size`/`max_size` size
-    the connection pool (a kernel needs few: one for the loop, one for the
-    heartbeat; mail listens on a connection of its own). `prepare_threshold=N`
+    the connection pool (a kernel needs few: up to eight for the runtime's store
+    threads, one for the loop's reads, one for the heartbeat; mail listens on a
+    connection of its own). `prepare_threshold=N`
     prepares a query on the server after N runs (psycopg's setting), None never
     does (what a transaction pooler such as PgBouncer needs); the default "auto"
     is 5 on a session of the connection's own, None through a transaction pooler.
@@ -191,6 +192,8 @@ class PostgresStore(SqlStore):
     """
 
     dialect = _sql.POSTGRES
+    # Calls take network round trips: a runtime makes them off its event loop (`StoreIO`).
+    network = True
 
     def __init__(
         self,
@@ -198,7 +201,7 @@ class PostgresStore(SqlStore):
         *,
         schema: str | None = None,
         min_size: int = 1,
-        max_size: int = 4,
+        max_size: int = 10,
         prepare_threshold: int | Literal["auto"] | None = "auto",
         listen_url: str | None = None,
         connect_timeout: float = 10.0,

@@ -1,7 +1,7 @@
 """Run the benchmarks, print their tables, and write RESULTS.md.
 
     python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost wire
-                                               postgres fork lag cells batch
+                                               postgres fork lag cells batch loopstall
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from tests.benchmarks import (
     bench_fork,
     bench_import,
     bench_lag,
+    bench_loop_stall,
     bench_postgres,
     bench_resume,
     bench_storage,
@@ -40,6 +41,7 @@ BENCHMARKS = {
     "lag": bench_lag.run,
     "cells": bench_cells.run,
     "batch": bench_batch.run,
+    "loopstall": bench_loop_stall.run,
 }
 RESULTS = Path(__file__).with_name("RESULTS.md")
 

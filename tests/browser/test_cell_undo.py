@@ -1,9 +1,10 @@
 """Issue 29.2 in JupyterLab 4 and Notebook 7: undo reverts the agent's cell changes through the page.
 
 A scripted model inserts a markdown and a code cell and edits the user's cell; the
-user then edits the agent's code cell; `%mentra undo writer` deletes the markdown
-cell, restores the user's cell and names the code cell the user changed, leaving
-it as it is. A second turn inserts another cell; after a real kernel restart
+user then edits the agent's code cell; undo deletes the markdown cell, restores
+the user's cell and names the code cell the user changed, leaving it as it is. In
+JupyterLab the user clicks Undo on the turn in the conversation's view (the spawn
+cell's), which says what it did; in Notebook 7 the user runs `%mentra undo writer`. A second turn inserts another cell; after a real kernel restart
 (Kernel → Restart Kernel…) and `%mentra resume`, undo deletes it, from the record
 in the state file.
 """
@@ -62,15 +63,15 @@ def _cell_id(nb: NotebookPage, index: int) -> str:
     return cell_id
 
 
-def test_undo_in_jupyterlab_leaves_the_users_edit_and_works_after_a_kernel_restart(notebook):
-    _undo_leaves_the_users_edit_and_works_after_a_kernel_restart(notebook)
+def test_undo_clicked_in_jupyterlab_leaves_the_users_edit_and_works_after_a_kernel_restart(notebook):
+    _undo_leaves_the_users_edit_and_works_after_a_kernel_restart(notebook, click=True)
 
 
 def test_undo_in_notebook_7_leaves_the_users_edit_and_works_after_a_kernel_restart(notebook7):
-    _undo_leaves_the_users_edit_and_works_after_a_kernel_restart(notebook7)
+    _undo_leaves_the_users_edit_and_works_after_a_kernel_restart(notebook7, click=False)
 
 
-def _undo_leaves_the_users_edit_and_works_after_a_kernel_restart(nb: NotebookPage) -> None:
+def _undo_leaves_the_users_edit_and_works_after_a_kernel_restart(nb: NotebookPage, *, click: bool) -> None:
     _notebook(nb.server.root / nb.name)
     nb.open_existing()
     nb.run_all(4)
@@ -90,9 +91,18 @@ def _undo_leaves_the_users_edit_and_works_after_a_kernel_restart(nb: NotebookPag
     nb.page.keyboard.type("  # mine")
     expect(nb.cell(9)).to_contain_text("y = x * 2  # mine")
 
-    nb.run_cell(6, wait=False)  # the undo cell: it moves up when the notes cell above it goes
-    out = _by_id(nb, "undo").locator(".jp-OutputArea")
-    expect(out).to_contain_text("'writer' goes on from its first 0 messages", timeout=60_000)
+    if click:  # Undo on the turn (its first message, 0) in the conversation's view
+        view = _by_id(nb, "spawn").locator(".mentra-agent")
+        undo = view.locator(".mentra-undo-cells")
+        expect(undo).to_have_count(1)  # one turn, which changed cells
+        view.locator('.mentra-message-actions[data-index="0"] .mentra-undo-cells').click()
+        out = view.locator(".mentra-time-travel-notice")
+        expect(out).to_contain_text("undone: the conversation goes on from its first 0 messages", timeout=60_000)
+        expect(undo).to_have_count(0)  # nothing left to undo
+    else:
+        nb.run_cell(6, wait=False)  # the undo cell: it moves up when the notes cell above it goes
+        out = _by_id(nb, "undo").locator(".jp-OutputArea")
+        expect(out).to_contain_text("'writer' goes on from its first 0 messages", timeout=60_000)
     expect(out).to_contain_text(f"deleted the cells it inserted: {notes}")
     expect(out).to_contain_text("restored: user-data")
     expect(out).to_contain_text(f"left alone, changed by you since: {mine}")

@@ -42,9 +42,9 @@ def stored(agent):
     return agent.services.store.load_agent(agent.id)
 
 
-def test_begin_run_persists_the_opening_and_notifies_once(watched):
+async def test_begin_run_persists_the_opening_and_notifies_once(watched):
     agent = watched.agent
-    baseline = agent.state.begin_run([Message.user("hello")])
+    baseline = await agent.state.begin_run([Message.user("hello")])
     assert baseline == 0
     assert stored(agent).transcript == [Message.user("hello")]
     assert stored(agent).run.generation == 1
@@ -53,12 +53,12 @@ def test_begin_run_persists_the_opening_and_notifies_once(watched):
     assert agent.state.run_generation == 1 and agent.state.history_len == 1
 
 
-def test_commit_assistant_adds_usage_and_publishes_one_snapshot(watched):
+async def test_commit_assistant_adds_usage_and_publishes_one_snapshot(watched):
     agent = watched.agent
-    agent.state.begin_run([Message.user("hello")])
+    await agent.state.begin_run([Message.user("hello")])
     watched.snapshots.clear()
     agent.state.live_parts("text").append("Hi")
-    agent.state.commit_assistant(Message.assistant("Hi"), Usage(output_tokens=2),
+    await agent.state.commit_assistant(Message.assistant("Hi"), Usage(output_tokens=2),
                                  AgentStatus.finished(), final=True)
     assert stored(agent).transcript[-1] == Message.assistant("Hi") and stored(agent).run is None
     assert stored(agent).record.usage == Usage(output_tokens=2) == agent.state.usage
@@ -67,30 +67,30 @@ def test_commit_assistant_adds_usage_and_publishes_one_snapshot(watched):
     assert [e.type for e in watched.events][-2:] == ["assistant_message_committed", "usage_reported"]
 
 
-def test_roll_back_returns_to_the_baseline_keeps_the_opening_and_notifies_once(watched):
+async def test_roll_back_returns_to_the_baseline_keeps_the_opening_and_notifies_once(watched):
     agent = watched.agent
     opening = Message.user("hello")
-    baseline = agent.state.begin_run([opening])
+    baseline = await agent.state.begin_run([opening])
     agent.state.live_parts("text").append("half a reply")
     watched.snapshots.clear()
-    agent.state.roll_back(baseline, AgentStatus.idle(), opening)
+    await agent.state.roll_back(baseline, AgentStatus.idle(), opening)
     assert stored(agent).transcript == [] and stored(agent).resumable_turn == opening
     assert agent.state.transcript == [] and agent.state.resumable_turn == opening
     assert [(s.status, s.current_text) for s in watched.snapshots] == [(AgentStatus.idle(), "")]
     assert not agent.state.stale
 
 
-def test_a_roll_back_the_store_refuses_leaves_the_state_stale(watched, monkeypatch):
+async def test_a_roll_back_the_store_refuses_leaves_the_state_stale(watched, monkeypatch):
     agent = watched.agent
     opening = Message.user("hello")
-    baseline = agent.state.begin_run([opening])
+    baseline = await agent.state.begin_run([opening])
     store = agent.services.store
 
     def refuse(*args, **kwargs):
         raise StoreError("disk full")
 
     monkeypatch.setattr(store, "rollback_run", refuse)
-    agent.state.roll_back(baseline, AgentStatus.failed("boom"), opening)
+    await agent.state.roll_back(baseline, AgentStatus.failed("boom"), opening)
     assert agent.state.stale
     assert agent.state.transcript == [] and agent.state.status == AgentStatus.failed("boom")
     assert stored(agent).transcript == [opening]  # the store still holds the run

@@ -33,8 +33,8 @@ from mentra_nb.store.records import Record, RecordKind, RecordStore
 if TYPE_CHECKING:
     from mentra_nb.runtime._agent import Agent
 
-__all__ = ["CELL_UNDOS", "CellUndo", "CellsUndone", "LeftAlone", "cell_changes_after", "last_prompt",
-           "revert_cell_changes", "rewind_with_cells"]
+__all__ = ["CELL_UNDOS", "CellUndo", "CellsUndone", "LeftAlone", "cell_changes_after", "changed_at",
+           "last_prompt", "revert_cell_changes", "rewind_with_cells"]
 
 
 class CellUndo(BaseModel):
@@ -101,6 +101,13 @@ def cell_changes_after(store: RecordStore, agent_id: str, after_message: int) ->
     """How many of the agent's cell changes made after its first `after_message`
     messages no undo has reverted (what `revert_cell_changes` would revert)."""
     return len(_not_undone(store, agent_id, after_message))
+
+
+def changed_at(store: RecordStore, agent_id: str) -> list[int]:
+    """Where in the conversation the agent's cell changes that no undo reverted
+    were made: their distinct `message_index`es, ascending. The conversation's view
+    offers Undo on the turns they fall in."""
+    return sorted({r.value.message_index for r in _not_undone(store, agent_id, -1)})
 
 
 def _agent_left(cell: NotebookCell, change: CellChange) -> bool:

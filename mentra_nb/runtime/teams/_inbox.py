@@ -90,9 +90,12 @@ class TeamInbox(AgentExtension):
 
     async def before_round(self) -> list[Message]:
         self.team.start_dormant_actors()
-        mail = self.claim()
+        # Through the runtime's StoreIO, in order with the agent's other writes:
+        # every round asks, and a network store must not hold the loop meanwhile.
+        mail = await self.agent.services.store_io.run(self.agent.id, self._claim_stored)
         if not mail:
             return []
+        self.team.mail_changed(self.agent.name)
         return [Message.user(format_plain(mail) if self._plain() else format_inbox(mail))]
 
     def _plain(self) -> bool:
@@ -101,16 +104,21 @@ class TeamInbox(AgentExtension):
 
     def claim(self) -> list[TeamMail]:
         """Claim this member's pending mail for the message written next in its transcript."""
+        mail = self._claim_stored()
+        if mail:
+            self.team.mail_changed(self.agent.name)
+        return mail
+
+    def _claim_stored(self) -> list[TeamMail]:
+        """The store's half of `claim` (safe on a store thread: it notifies no one)."""
         agent = self.agent
         services = agent.services
         if _mail.count_mail(services.store, self.team.id, agent.name) == 0:
             return []  # a read, so a quiet round takes no write lock
-        mail = _mail.claim_mail(
+        return _mail.claim_mail(
             services.store, self.team.id, agent.name, agent_id=agent.id, transcript_seq=agent.state.history_len,
             token=services.token,
         )
-        self.team.mail_changed(agent.name)
-        return mail
 
     def after_run(self, succeeded: bool) -> None:
         # Settled from the transcript rather than from `succeeded`: a run that hit
