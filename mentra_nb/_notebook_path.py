@@ -17,6 +17,7 @@ notebook session lends them with `use_namespace` when it starts.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -68,6 +69,23 @@ def runner_notebook(process: psutil.Process | None = None) -> tuple[Path, str] |
     (nbconvert starts each kernel in its notebook's folder); None when that is not
     exactly one, as for two notebooks of one folder: which one this kernel runs is
     not said anywhere."""
+    if process is not None:
+        return _runner_notebook(process)
+    # This process's answer is asked for on every run (the notebook's `.env` holds
+    # secrets to mask) and reading another process is slow; it stays the same while
+    # the parent and the folder do: a runner's command line does not change.
+    try:
+        return _this_runner_notebook(os.getppid(), os.getcwd())
+    except OSError:  # the folder was removed
+        return _runner_notebook(None)
+
+
+@functools.lru_cache(maxsize=4)
+def _this_runner_notebook(parent_pid: int, cwd: str) -> tuple[Path, str] | None:
+    return _runner_notebook(None)
+
+
+def _runner_notebook(process: psutil.Process | None) -> tuple[Path, str] | None:
     try:
         process = process or psutil.Process()
         parent = process.parent()

@@ -92,7 +92,9 @@ class Agent:
     """
 
     def __init__(self, runtime: OwningRuntime, persisted: PersistedAgent,
-                 extensions: Sequence[RuntimeExtension] = ()) -> None:
+                 extensions: Sequence[RuntimeExtension] = (), config: AgentConfig | None = None) -> None:
+        """`config`: the stored config already validated (a fork's, its source's copy),
+        which is then not validated again; else it is read from `persisted`."""
         record = persisted.record
         # Weak: an agent (and every task driving it) must not keep alive a runtime its
         # user dropped; that runtime's finaliser closes it (see _closing.py).
@@ -102,7 +104,7 @@ class Agent:
         self.name = record.name
         self.model = ModelInfo.parse(record.model)
         try:
-            self.config = AgentConfig.model_validate(record.config)
+            self.config = config if config is not None else AgentConfig.model_validate(record.config)
         except ValidationError as err:
             problem = err.errors(include_url=False, include_input=False)[0]
             raise StoreError(

@@ -10,6 +10,7 @@ messages of the transcript, so a resumed agent shows them.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -59,18 +60,7 @@ class OutputSpec(Generic[OutputType]):
                 f"{model!r}; for a list or a single value, wrap it: class Answer(BaseModel): items: list[str]"
             )
         self.model = model
-        try:
-            schema = model.model_json_schema()
-        except Exception as err:  # pydantic raises several kinds for types without a schema
-            raise ConfigError(f"output model {model.__name__} has no JSON schema: {err}") from None
-        schema = _resolve_top_ref(schema)
-        if schema.get("type") != "object":
-            raise ConfigError(f"output model {model.__name__} must be a JSON object (a RootModel is not)")
-        self.format = OutputFormat(
-            name=re.sub(r"[^A-Za-z0-9_-]", "_", model.__name__)[:64] or "answer",
-            json_schema=schema,
-            description=(model.__doc__ or "").strip() if model.__doc__ != BaseModel.__doc__ else "",
-        )
+        self.format = _output_format(model)
 
     @property
     def name(self) -> str:
@@ -108,6 +98,25 @@ class OutputSpec(Generic[OutputType]):
             + f"\nAnswer again with only the corrected JSON object for {self.name}, matching this "
             f"JSON schema:\n{schema}"
         )
+
+
+# A model class's schema does not change once the class exists, and building it
+# is most of what starting a typed run costs (a batch job starts one per row).
+# Bounded: a notebook that redefines its model makes a new class each time.
+@functools.lru_cache(maxsize=256)
+def _output_format(model: type[BaseModel]) -> OutputFormat:
+    try:
+        schema = model.model_json_schema()
+    except Exception as err:  # pydantic raises several kinds for types without a schema
+        raise ConfigError(f"output model {model.__name__} has no JSON schema: {err}") from None
+    schema = _resolve_top_ref(schema)
+    if schema.get("type") != "object":
+        raise ConfigError(f"output model {model.__name__} must be a JSON object (a RootModel is not)")
+    return OutputFormat(
+        name=re.sub(r"[^A-Za-z0-9_-]", "_", model.__name__)[:64] or "answer",
+        json_schema=schema,
+        description=(model.__doc__ or "").strip() if model.__doc__ != BaseModel.__doc__ else "",
+    )
 
 
 def _resolve_top_ref(schema: dict[str, Any]) -> dict[str, Any]:

@@ -19,8 +19,10 @@ ordinary words (a `.env` line `DEBUG=true` is no secret worth breaking text for)
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -35,18 +37,70 @@ _SECRET_NAME = re.compile(r"API_?KEY|TOKEN|SECRET|PASSW(?:OR)?D|CREDENTIAL|ACCES
 
 
 def known_secrets(workspace: Path | None = None) -> list[str]:
-    """The secret values to mask, longest first (so a key containing another is masked whole)."""
+    """The secret values to mask, longest first (so a key containing another is masked whole).
+
+    Every run asks (a batch job: once per row), so a `.env` file is parsed again
+    only when its stamp (`_stamp`) changed, and the workspace folder listed again
+    only when its own did; the environment is read every time."""
     values: set[str] = set()
     for name, value in os.environ.items():
-        if _SECRET_NAME.search(name):
+        if _is_secret_name(name):
             values.add(value.strip())
     dotenv_files: list[Path] = list(find_dotenv_files())
     if workspace is not None:
-        with contextlib.suppress(OSError):
-            dotenv_files += sorted(p for p in workspace.glob(".env*") if p.is_file())
+        stamp = _stamp(workspace)
+        dotenv_files += _workspace_dotenvs(workspace, stamp) if stamp is not None else _list_dotenvs(workspace)
     for path in dotenv_files:
-        values.update(v.strip() for v in read_dotenv(path).values())
+        stamp = _stamp(path)
+        values.update(_dotenv_secrets(path, stamp) if stamp is not None else _read_secrets(path))
     return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_secret_name(name: str) -> bool:
+    return _SECRET_NAME.search(name) is not None
+
+
+# Seconds within which a mtime is too recent to trust: a write in the same clock
+# tick as our read (coarse on most file systems, 2 s on FAT) can leave mtime and
+# size as they were, so such a file is read (a folder listed) every time.
+_RACY_SECONDS = 3
+
+
+def _stamp(path: Path) -> tuple[int, int, int, int] | None:
+    """What identifies one version of `path` (inode, size, mtime, ctime: a copy
+    that keeps the old mtime, `cp -p`, still changes ctime); None when it is
+    missing or so recent that it must be read again."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if time.time_ns() - st.st_mtime_ns < _RACY_SECONDS * 1_000_000_000:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+@functools.lru_cache(maxsize=64)
+def _dotenv_secrets(path: Path, stamp: tuple[int, int, int, int]) -> frozenset[str]:
+    """`path`'s values, parsed once per `stamp` (the stamp is the cache key)."""
+    return _read_secrets(path)
+
+
+def _read_secrets(path: Path) -> frozenset[str]:
+    return frozenset(v.strip() for v in read_dotenv(path).values())
+
+
+@functools.lru_cache(maxsize=16)
+def _workspace_dotenvs(workspace: Path, stamp: tuple[int, int, int, int]) -> tuple[Path, ...]:
+    """The workspace's `.env*` files, listed once per version of the folder (adding,
+    removing or renaming an entry changes its mtime)."""
+    return _list_dotenvs(workspace)
+
+
+def _list_dotenvs(workspace: Path) -> tuple[Path, ...]:
+    with contextlib.suppress(OSError):
+        return tuple(sorted(p for p in workspace.glob(".env*") if p.is_file()))
+    return ()
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:

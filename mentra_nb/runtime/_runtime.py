@@ -309,9 +309,12 @@ class Runtime:
         committed = stored.record.message_count  # a running agent: what it has committed
         at = committed if at is None else check_index(source.name, "fork(at=...)", at, committed)
         now = time.time()
+        # The source's config is valid already: a copy of it spares validating it again
+        # (a batch job forks once per row).
+        config = source.config.model_copy(deep=True)
         record = AgentRecord(
             id=uuid.uuid4().hex, runtime_id=self.runtime_id, name=new_name, model=source.model.key,
-            config=source.config.model_dump(mode="json"), created_at=now, updated_at=now,
+            config=config.model_dump(mode="json"), created_at=now, updated_at=now,
             message_count=at, forked_from=source.id, fork_index=at,
         )
         self._leases.acquire(record.id)
@@ -321,7 +324,7 @@ class Runtime:
             self.store.release_leases(self._leases.token, [record.id])
             self._leases.held.discard(record.id)
             raise
-        fork = self._adopt(PersistedAgent(record=record, transcript=[]))
+        fork = self._adopt(PersistedAgent(record=record, transcript=[]), config)
         repair = results_for_cut_calls(fork.last_message)
         if repair is not None:
             fork.state.append_messages([repair])
@@ -417,8 +420,8 @@ class Runtime:
         self.store.release_leases(self._leases.token, [agent.id])
         self._leases.held.discard(agent.id)
 
-    def _adopt(self, persisted: PersistedAgent) -> Agent:
-        agent = Agent(self, persisted, self._extensions)  # the extensions attach themselves
+    def _adopt(self, persisted: PersistedAgent, config: AgentConfig | None = None) -> Agent:
+        agent = Agent(self, persisted, self._extensions, config)  # the extensions attach themselves
         self._agents[agent.id] = agent
         return agent
 

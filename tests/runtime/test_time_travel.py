@@ -29,6 +29,7 @@ from mentra_nb import (
     ToolUseBlock,
     tool,
 )
+from mentra_nb.runtime import AgentConfig
 from mentra_nb.runtime.events import HistoryReplaced
 from mentra_nb.runtime.subagents import TREE, SubagentTree, stored_tree
 from mentra_nb.runtime.teams import TeamMessage
@@ -83,6 +84,24 @@ async def test_a_fork_starts_from_the_first_messages_and_leaves_the_source_alone
     assert source.history == before
     assert rt.store.lease_holder(fork.id).token == rt.store.lease_holder(source.id).token
     assert source.fork("everything").history == before  # at=None: the whole history
+    await rt.aclose()
+
+
+async def test_a_fork_takes_a_copy_of_its_sources_config_without_validating_it_again(db_path, monkeypatch):
+    rt = runtime(db_path)
+    source = rt.spawn("writer", "test", AgentConfig(system="Be brief.", max_rounds=7, hidden_tools=["grep"]))
+    validated: list[object] = []
+    validate = AgentConfig.model_validate.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(AgentConfig, "model_validate",
+                        classmethod(lambda cls, data, **kw: validated.append(data) or validate(cls, data, **kw)))
+    fork = source.fork("what-if")  # a batch job forks once per row: validating costs more than copying
+    assert validated == []
+    assert fork.config == source.config and fork.config is not source.config
+    fork.config.hidden_tools.append("read_file")  # its own copy, lists too
+    assert source.config.hidden_tools == ["grep"]
+    monkeypatch.undo()
+    stored = rt.store.load_agent(fork.id, transcript=False)
+    assert stored is not None and AgentConfig.model_validate(stored.record.config) == source.config
     await rt.aclose()
 
 

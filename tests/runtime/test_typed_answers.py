@@ -61,6 +61,29 @@ async def test_a_plain_send_asks_for_no_schema(db_path):
     await rt.aclose()
 
 
+async def test_a_model_class_schema_is_built_once_for_many_runs(db_path):
+    # A batch job starts a typed run per row; the schema is the same every time.
+    built: list[str] = []
+
+    class Counted(BaseModel):
+        vendor: str
+        total: float
+
+        @classmethod
+        def model_json_schema(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
+            built.append(cls.__name__)
+            return super().model_json_schema(*args, **kwargs)
+
+    rt = runtime(db_path, text_stream(GOOD), text_stream(GOOD), text_stream(GOOD))
+    agent = rt.spawn("w", "anthropic:m")
+    for _ in range(3):
+        assert await agent.send("Read it", output=Counted) == Counted(vendor="ACME", total=12.5)
+    assert built == ["Counted"]
+    requests = rt.providers.get("anthropic").requests
+    assert [r.output.json_schema if r.output else None for r in requests] == [Counted.model_json_schema()] * 3
+    await rt.aclose()
+
+
 @pytest.mark.parametrize("text", [
     f"```json\n{GOOD}\n```",
     f"Sure! Here it is:\n{GOOD}\nAnything else?",

@@ -451,3 +451,16 @@ async def test_rt_post_refuses_a_team_members_name_and_marks_the_runtime_that_po
     assert mail.message.for_model() == {"type": "message", "from": "ci", "content": "the nightly build failed",
                                         "timestamp": mail.message.timestamp, "posted_by_runtime": "nightly"}
     await rt.aclose()
+
+
+async def test_a_released_lead_without_teammates_leaves_its_team_behind(db_path):
+    # A batch job releases a fork per row: the mail watch must not check (nor run)
+    # thousands of leads this runtime no longer drives, on every wake.
+    rt = runtime(db_path, ScriptedProvider("anthropic", []))
+    lead = rt.spawn("lead", "anthropic:m")
+    team = team_of(lead)
+    await rt.release_agent(lead.id)
+    assert team.lead is None
+    again = rt.resume_agent(lead.id)  # driven again: a team of its own again
+    assert team_of(again) is not team and team_of(again).lead is again
+    await rt.aclose()

@@ -55,6 +55,14 @@ class TeamExtension(RuntimeExtension):
             team = self._teams[team_id] = Team(services, team_id)
         return team
 
+    def _lead_closed(self, team: Team) -> None:
+        """The team's lead left this runtime (released, retired, deleted): a team with
+        nothing running is forgotten, so mail is not checked for it on every wake
+        (a batch job releases a lead per row; resuming the lead attaches a new team)."""
+        if team.idle and self._teams.get(team.id) is team:
+            team.lead = None
+            del self._teams[team.id]
+
     def tool_names(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((*LEAD_TOOL_NAMES, *TEAMMATE_TOOL_NAMES)))
 
@@ -66,7 +74,7 @@ class TeamExtension(RuntimeExtension):
             team = self.team(agent.services, agent.parent_id)
         else:
             return None
-        inbox = TeamInbox(team, agent, team_tools_for)
+        inbox = TeamInbox(team, agent, team_tools_for, self._lead_closed)
         # The agent was just loaded (and crash-recovered): mail its last process
         # claimed is acked if the transcript kept it, requeued if it was rolled back.
         inbox.settle()

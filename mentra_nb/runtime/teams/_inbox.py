@@ -73,11 +73,17 @@ class TeamInbox(AgentExtension):
     snapshot fields."""
 
     def __init__(self, team: Team, agent: AgentHandle,
-                 tools: Callable[[Team, AgentHandle], list[Tool]]) -> None:
+                 tools: Callable[[Team, AgentHandle], list[Tool]],
+                 lead_closed: Callable[[Team], None]) -> None:
         self.team = team
         self.agent = agent
         # Given by the extension: the team tools find this inbox through their agent.
         self._tools = tools
+        self._lead_closed = lead_closed
+
+    async def aclose(self) -> None:
+        if self.team.lead is self.agent:
+            self._lead_closed(self.team)
 
     def tools(self) -> list[Tool]:
         return self._tools(self.team, self.agent)

@@ -563,6 +563,12 @@ class Team:
 
     # --- lifecycle -----------------------------------------------------------------------
 
+    @property
+    def idle(self) -> bool:
+        """Nothing of the team runs here: no teammate actor (alive or ended), none
+        waiting for a lease, no run of the lead for mail."""
+        return not self._actors and not self._awaiting_lease and (self._lead_run is None or self._lead_run.done())
+
     async def aclose(self) -> None:
         for actor in list(self._actors.values()):
             await actor.aclose()
