@@ -186,7 +186,9 @@ def test_a_streaming_turn_view_reads_well_in_light_and_dark_themes(notebook, req
     finally:
         set_theme(nb.page, "JupyterLab Light")
         nb.kernel.run("feed(ContentBlockStopped(index=0), MessageDelta(stop_reason='end_turn'), MessageStopped())")
-    expect(view.locator(".mentra-badge")).to_have_text("finished", timeout=30_000)
+    # The ended turn's view gives its place to the turn's transcript as markdown.
+    expect(nb.output(3).locator(".mentra-agent")).to_have_count(0, timeout=30_000)
+    expect(nb.output(3)).to_contain_text("turn 1 · finished")
 
 
 def test_a_long_reply_is_bounded_shows_more_and_its_markdown_renders(notebook):
