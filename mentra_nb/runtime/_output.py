@@ -101,7 +101,7 @@ class OutputSpec(Generic[OutputType]):
 
 
 # A model class's schema does not change once the class exists, and building it
-# is most of what starting a typed run costs (a batch job starts one per row).
+# is most of the work of starting a typed run (a job over many rows starts one per row).
 # Bounded: a notebook that redefines its model makes a new class each time.
 @functools.lru_cache(maxsize=256)
 def _output_format(model: type[BaseModel]) -> OutputFormat:

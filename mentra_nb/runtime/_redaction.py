@@ -39,7 +39,7 @@ _SECRET_NAME = re.compile(r"API_?KEY|TOKEN|SECRET|PASSW(?:OR)?D|CREDENTIAL|ACCES
 def known_secrets(workspace: Path | None = None) -> list[str]:
     """The secret values to mask, longest first (so a key containing another is masked whole).
 
-    Every run asks (a batch job: once per row), so a `.env` file is parsed again
+    Every run asks (a job over many rows: once per row), so a `.env` file is parsed again
     only when its stamp (`_stamp`) changed, and the workspace folder listed again
     only when its own did; the environment is read every time."""
     values: set[str] = set()

@@ -310,7 +310,7 @@ class Runtime:
         at = committed if at is None else check_index(source.name, "fork(at=...)", at, committed)
         now = time.time()
         # The source's config is valid already: a copy of it spares validating it again
-        # (a batch job forks once per row).
+        # (a job over many rows forks once per row).
         config = source.config.model_copy(deep=True)
         record = AgentRecord(
             id=uuid.uuid4().hex, runtime_id=self.runtime_id, name=new_name, model=source.model.key,
