@@ -17,6 +17,7 @@ import json
 import logging
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, NamedTuple
@@ -63,7 +64,7 @@ _END_RUN = ("UPDATE agents SET run_baseline = NULL, run_assistant_committed = ?,
             " pending_turn = NULL WHERE id = ?")
 
 
-class SqlStore:
+class SqlStore(ABC):
     """The shared half of `SqliteStore` and `PostgresStore` (see the module)."""
 
     dialect: _sql.Dialect
@@ -72,62 +73,76 @@ class SqlStore:
 
     # --- what a subclass provides ---------------------------------------------------
 
+    @abstractmethod
     def _transaction(self) -> AbstractContextManager[Any]:
         """One write transaction on a cursor-like object (`execute(sql, params)`)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _decoding(self, what: str) -> AbstractContextManager[None]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _now(self, cur: Any) -> float:
         """The time leases are judged by, in unix seconds."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _is_unique_violation(self, err: BaseException | None) -> bool:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _head(self, cur: Any, agent_id: str) -> Head:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _append(self, cur: Any, head: Head, start: int, generation: int,
                 messages: list[Message]) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _delete_rows(self, cur: Any, head: Head, start: int) -> None:
         """Delete the head branch's own rows from position `start` on."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _insert_branch(self, cur: Any, branch: str, agent_id: str, parent: str | None, at: int,
                        now: float) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _branch_length(self, cur: Any, branch: str) -> int:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _is_bare_pointer(self, cur: Any, branch: str) -> bool:
         """A branch with a parent, no rows of its own and no branch off it."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _collect_branches(self, cur: Any) -> None:
         """Delete branches no agent owns and no branch reads (their messages with
         them); trim an ownerless branch a fork still reads to what the fork reads."""
-        raise NotImplementedError
+        ...
 
     # SQL of the last position held by branch `b`'s own rows (NULL when none).
     _BRANCH_LAST_SEQ: str
 
+    @abstractmethod
     def _reading(self) -> AbstractContextManager[Any]:
         """A cursor-like object whose reads see one state of the store."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _checkpoint_rows(self, agent_id: str, branch_id: str | None, start: int,
                          end: int | None) -> list[tuple[Any, ...]]:
         """(position, message JSON bytes, run generation, created_at) of the head's
         (or `branch_id`'s) committed messages in `[start, end)`, in order."""
-        raise NotImplementedError
+        ...
 
     # --- plumbing -----------------------------------------------------------------------
 
@@ -455,6 +470,7 @@ class SqlStore:
     def _notify_queued(self, cur: Any) -> None:
         """Tell other processes, at commit, that a record was queued (when they can
         be told rather than poll)."""
+        return  # by default nobody is told: other processes poll (SQLite's data_version)
 
     def write_records(self, ops: Sequence[RecordOp], *, agent_id: str | None = None,
                       token: str | None = None) -> list[Any]:
