@@ -288,10 +288,12 @@ NOT_CORE = {
     "mentra_nb.runtime._envelopes": "the mail envelopes the team and subagent extensions share",
     "mentra_nb.runtime._tracing": "spans carry each usage's cost_usd and follow team mail",
 }
-# The store's SQL layer and records API serve every feature, so they name none either.
+# The store's contract, SQL layer and records API serve every feature, so they name
+# none either: an agent's kind is an open string each extension declares.
 CORE_MODULES = [
     *sorted(name for name, (path, _tree) in SOURCES.items()
             if path.parent == PACKAGE / "runtime" and name not in NOT_CORE),
+    "mentra_nb.store.base",
     "mentra_nb.store._sql_store",
     "mentra_nb.store.records",
 ]

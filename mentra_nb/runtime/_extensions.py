@@ -18,6 +18,10 @@ class, so the core names no feature. For a "reviews" extension:
   (`reviews.request_review(agent, ...)`); these names are the convenient one.
 - `runtime_options`: keyword arguments `Runtime(...)` accepts for it, each
   applied to the new runtime (`Runtime(review_board=[...])`).
+- `agent_kinds`: the kinds of agent it creates for other agents
+  (`services.create_agent(..., kind="reviewer", parent_id=...)`); a runtime
+  creates an agent only of kind "agent" (the user's) or one its extensions declare.
+  Mail between agents is a `Mailbox` (runtime/mail.py).
 
 At run time, for each agent it spawns or loads, the runtime asks every
 extension to `attach` an `AgentExtension`, which can:
@@ -111,6 +115,7 @@ class RuntimeExtension:
     agent_api: ClassVar[Mapping[str, Callable[..., Any] | property]] = {}
     runtime_api: ClassVar[Mapping[str, Callable[..., Any] | property]] = {}
     runtime_options: ClassVar[Mapping[str, Callable[[Any, Any], None]]] = {}
+    agent_kinds: ClassVar[tuple[str, ...]] = ()
 
     def attach(self, agent: AgentHandle) -> AgentExtension | None:
         return None

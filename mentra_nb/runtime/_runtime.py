@@ -266,6 +266,12 @@ class Runtime:
     ) -> Agent:
         """Persist a new agent of any kind (extensions create the agents they start here)."""
         self._ensure_open()
+        kinds = {"agent", *(k for extension in self._extensions for k in extension.agent_kinds)}
+        if kind not in kinds:
+            raise ConfigError(
+                f"unknown agent kind {kind!r}; this runtime's extensions declare: "
+                f"{', '.join(sorted(kinds))} (an extension declares its kinds in "
+                "RuntimeExtension.agent_kinds)")
         problem = agent_name_problem(name)
         if problem is not None:
             raise ConfigError(problem)

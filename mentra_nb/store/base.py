@@ -9,7 +9,7 @@ Each method is one transaction: it happens whole or not at all.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,6 +18,7 @@ from mentra_nb.status import AgentStatus, PendingToolUse
 from mentra_nb.store.records import RecordOp, StoredRecord
 
 __all__ = [
+    "AGENT_KIND_PATTERN",
     "AgentKind",
     "AgentRecord",
     "BranchRecord",
@@ -32,10 +33,15 @@ __all__ = [
 ]
 
 
-# "agent": a lead the user spawned (what `rt.resume()` returns); "teammate" and
-# "subagent" are agents other agents created, revived by their parent.
-AgentKind = Literal["agent", "teammate", "subagent"]
-"""What an agent is: a lead (`agent`), a `teammate` or a `subagent`."""
+AgentKind = str
+"""What an agent is: `"agent"` for one the user spawned (what `rt.resume()`
+returns); any other kind is an agent an extension started for another agent
+(its `parent_id`) and revives with it. Extensions declare their kinds
+(`RuntimeExtension.agent_kinds`), and a runtime refuses to create an agent of a
+kind none of its extensions declared. A kind is a lowercase word (`AGENT_KIND_PATTERN`)."""
+
+AGENT_KIND_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
+"""What an agent kind looks like: a lowercase word of at most 32 characters."""
 
 
 class AgentRecord(BaseModel):
@@ -49,8 +55,8 @@ class AgentRecord(BaseModel):
     model: str
     config: dict[str, Any] = Field(default_factory=dict)
     status: AgentStatus = Field(default_factory=AgentStatus.idle)
-    kind: AgentKind = "agent"
-    parent_id: str | None = None  # a teammate's lead, a subagent's parent
+    kind: AgentKind = Field(default="agent", pattern=AGENT_KIND_PATTERN)
+    parent_id: str | None = None  # the agent that started it (for a kind other than "agent")
     role: str | None = None
     run_generation: int = 0
     usage: Usage = Field(default_factory=Usage)
@@ -63,10 +69,6 @@ class AgentRecord(BaseModel):
     branch_id: str = ""
     forked_from: str | None = None
     fork_index: int | None = None
-
-    @property
-    def is_teammate(self) -> bool:
-        return self.kind == "teammate"
 
 
 class Checkpoint(BaseModel):
@@ -265,7 +267,7 @@ class Store(Protocol):
     def write_records(self, ops: Sequence[RecordOp], *, agent_id: str | None = None,
                       token: str | None = None) -> list[Any]:
         """Apply `ops` in order as one transaction, all or nothing (`RecordConflict`
-        refuses the whole batch); with `token`, only while it holds `agent_id`'s
+        refuses the whole list); with `token`, only while it holds `agent_id`'s
         lease. A result per op (see each op's class)."""
         ...
 

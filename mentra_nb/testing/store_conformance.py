@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from mentra_nb.errors import AgentExists, LeaseLost, LeaseUnavailable, RecordConflict, StoreError
 from mentra_nb.messages import ContentBlock, Message, Usage
+from mentra_nb.runtime.mail import Mailbox
 from mentra_nb.runtime.teams import mail as team_mail
 from mentra_nb.runtime.teams.mail import TeamMessage, TeamRequest
 from mentra_nb.status import AgentStatus, PendingToolUse
@@ -56,6 +57,7 @@ class _Job(BaseModel):
 # Record kinds of a made-up extension, as a real one declares its own.
 _NOTES = RecordKind("conformance.notes", _Note)
 _JOBS = RecordKind("conformance.jobs", _Job)
+_MAIL = Mailbox("conformance.mail", _Note)
 
 
 def _claim(runtime_id: str = "nb", *, pid: int | None = None, started_at: float | None = None,
@@ -159,7 +161,7 @@ class StoreConformance:
         _spawn(store, "b", "other")
         third, _ = _spawn(store, "c", "nb", kind="teammate", parent_id=first)
         assert [r.id for r in store.list_agents("nb")] == [first, third]
-        assert store.list_agents("nb")[1].is_teammate
+        assert store.list_agents("nb")[1].kind == "teammate"
         assert [r.name for r in store.list_agents()] == ["a", "b", "c"]
 
     def test_status_changes_are_persisted(self, store: Store, reopen: Callable[[], Store]) -> None:
@@ -543,43 +545,63 @@ class StoreConformance:
         assert _NOTES.list(again, agent_id) == [] and _JOBS.list(again) == []
         assert [r.value.text for r in _NOTES.list(again)] == ["the runtime's"]
 
-    # --- teams ---------------------------------------------------------------------------
+    # --- mail (runtime/mail.py: every extension's mail is records of one design) -------------
 
-    def test_team_mail_is_claimed_in_order_then_acked(self, store: Store, reopen: Callable[[], Store]) -> None:
+    def test_mail_is_claimed_in_order_then_settled_as_delivered(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
         lead, _ = _spawn(store, "lead")
-        alice, token = _spawn(store, "alice", kind="teammate", parent_id=lead)
-        first = team_mail.queue_mail(store, lead, "alice", TeamMessage(sender="lead", content="one"))
-        second = team_mail.queue_mail(store, lead, "alice", TeamMessage(sender="bob", content="two"))
-        team_mail.queue_mail(store, lead, "bob", TeamMessage(sender="lead", content="not alice's"))
-        assert team_mail.count_mail(store, lead, "alice") == 2
-        claimed = team_mail.claim_mail(store, lead, "alice", agent_id=alice, transcript_seq=4, token=token)
-        assert [(m.id, m.message.content) for m in claimed] == [(first, "one"), (second, "two")]
-        assert {(m.state, m.claimed_by, m.transcript_seq) for m in claimed} == {("inflight", alice, 4)}
-        assert team_mail.count_mail(store, lead, "alice") == 0
-        assert [m.id for m in team_mail.inflight_mail(reopen(), alice)] == [first, second]
-        team_mail.settle_mail(store, alice, ack=[first, second], requeue=[], token=token)
-        assert team_mail.inflight_mail(store, alice) == []
-        assert [m.state for m in team_mail.list_mail(store, lead, "alice")] == ["acked", "acked"]
-        assert team_mail.count_mail(store, lead, "bob") == 1
+        alice, token = _spawn(store, "alice", kind="helper", parent_id=lead)
+        first = _MAIL.queue(store, lead, "alice", _Note(text="one")).id
+        second = _MAIL.queue(store, lead, "alice", _Note(text="two")).id
+        _MAIL.queue(store, lead, "bob", _Note(text="not alice's"))
+        assert _MAIL.count(store, lead, "alice") == 2
+        claimed = _MAIL.claim(store, lead, "alice", claimer=alice, transcript_seq=4, token=token)
+        assert [(m.id, m.message.text) for m in claimed] == [(first, "one"), (second, "two")]
+        assert {(m.state, m.claimed_by, m.transcript_seq) for m in claimed} == {("claimed", alice, 4)}
+        assert _MAIL.count(store, lead, "alice") == 0
+        assert [m.id for m in _MAIL.inflight(reopen(), alice)] == [first, second]
+        settled = _MAIL.settle(store, alice, token=token, delivered=lambda letters: [m.id for m in letters])
+        assert settled == (2, 0)
+        assert _MAIL.inflight(store, alice) == []
+        assert [m.state for m in _MAIL.list(store, lead, "alice")] == ["done", "done"]
+        assert _MAIL.count(store, lead, "bob") == 1
 
-    def test_requeued_team_mail_is_pending_again_and_settling_twice_changes_nothing(self, store: Store) -> None:
+    def test_undelivered_mail_is_pending_again_and_settling_twice_changes_nothing(self, store: Store) -> None:
         lead, _ = _spawn(store, "lead")
-        alice, token = _spawn(store, "alice", kind="teammate", parent_id=lead)
-        mail_id = team_mail.queue_mail(store, lead, "alice", TeamMessage(sender="lead", content="x"))
-        team_mail.claim_mail(store, lead, "alice", agent_id=alice, transcript_seq=0, token=token)
-        team_mail.settle_mail(store, alice, ack=[], requeue=[mail_id], token=token)
-        [mail] = team_mail.list_mail(store, lead, "alice")
+        alice, token = _spawn(store, "alice", kind="helper", parent_id=lead)
+        _MAIL.queue(store, lead, "alice", _Note(text="x"))
+        _MAIL.claim(store, lead, "alice", claimer=alice, transcript_seq=0, token=token)
+        assert _MAIL.settle(store, alice, token=token, delivered=lambda letters: []) == (0, 1)
+        [mail] = _MAIL.list(store, lead, "alice")
         assert (mail.state, mail.claimed_by, mail.transcript_seq) == ("pending", None, None)
-        team_mail.settle_mail(store, alice, ack=[mail_id], requeue=[], token=token)  # no longer inflight
-        assert team_mail.list_mail(store, lead, "alice", "pending") == [mail]
+        everything = _MAIL.settle(store, alice, token=token, delivered=lambda letters: [m.id for m in letters])
+        assert everything == (0, 0)  # no longer claimed
+        assert _MAIL.list(store, lead, "alice", "pending") == [mail]
 
-    def test_claiming_team_mail_needs_the_claimers_lease(self, store: Store) -> None:
+    def test_mail_the_transcript_already_holds_is_settled_when_claimed(self, store: Store) -> None:
+        lead, token = _spawn(store, "lead")
+        held = _MAIL.queue(store, lead, "lead", _Note(text="read before"), key="m-held").id
+        _MAIL.queue(store, lead, "lead", _Note(text="new"), key="m-new")
+        claimed = _MAIL.claim(store, lead, "lead", claimer=lead, token=token,
+                              delivered=lambda letters: [m.id for m in letters if m.key == "m-held"])
+        assert [m.key for m in claimed] == ["m-new"]
+        assert [(m.key, m.state) for m in _MAIL.list(store, lead)] == [("m-held", "done"), ("m-new", "claimed")]
+        assert _MAIL.list(store, lead, state="done")[0].id == held
+
+    def test_claiming_mail_needs_the_claimers_lease(self, store: Store) -> None:
         lead, _ = _spawn(store, "lead")
-        alice, _ = _spawn(store, "alice", kind="teammate", parent_id=lead)
-        team_mail.queue_mail(store, lead, "alice", TeamMessage(sender="lead", content="x"))
+        alice, _ = _spawn(store, "alice", kind="helper", parent_id=lead)
+        _MAIL.queue(store, lead, "alice", _Note(text="x"))
         with pytest.raises(LeaseLost):
-            team_mail.claim_mail(store, lead, "alice", agent_id=alice, transcript_seq=0, token="not-the-holder")
-        assert team_mail.count_mail(store, lead, "alice") == 1
+            _MAIL.claim(store, lead, "alice", claimer=alice, transcript_seq=0, token="not-the-holder")
+        assert _MAIL.count(store, lead, "alice") == 1
+
+    def test_a_mail_key_is_taken_once_in_a_scope(self, store: Store) -> None:
+        _MAIL.queue(store, "team", "alice", _Note(text="x"), key="m-1")
+        with pytest.raises(RecordConflict):
+            _MAIL.queue(store, "team", "bob", _Note(text="y"), key="m-1")
+        assert [m.message.text for m in _MAIL.list(store, "team")] == ["x"]
 
     def test_mail_posted_through_another_handle_raises_the_mail_signal(
         self, store: Store, reopen: Callable[[], Store]
@@ -593,18 +615,20 @@ class StoreConformance:
             store.checkpoint_pending(agent_id, PendingTurn(run_generation=1, current_text="x"),
                                      token=token)
             assert not signal.wait(0.3), "a write that queued no mail raised the signal"
-            team_mail.queue_mail(other, agent_id, "writer", TeamMessage(sender="user", content="wake up"))
+            _MAIL.queue(other, agent_id, "writer", _Note(text="wake up"))
             assert signal.wait(10)
         finally:
             signal.close()
+
+    # --- teams ---------------------------------------------------------------------------
 
     def test_team_messages_round_trip_with_their_optional_fields(
         self, store: Store, reopen: Callable[[], Store]
     ) -> None:
         message = TeamMessage(type="response", sender="lead", content="no \u2603", timestamp=1700000000,
                               request_id="req-1", protocol="plan_approval", approve=False)
-        team_mail.queue_mail(store, "team", "alice", message)
-        [mail] = team_mail.list_mail(reopen(), "team")
+        team_mail.MAIL.queue(store, "team", "alice", message)
+        [mail] = team_mail.MAIL.list(reopen(), "team")
         assert mail.message == message
         assert mail.message.for_model() == {
             "type": "response", "from": "lead", "content": "no \u2603", "timestamp": 1700000000,
@@ -617,7 +641,7 @@ class StoreConformance:
         team_mail.create_request(store, request, TeamMessage(type="request", sender="alice",
                                                              content="the plan", request_id="req-1"))
         assert team_mail.list_requests(store, "team") == [request]
-        assert team_mail.list_mail(store, "team", "lead")[0].message.request_id == "req-1"
+        assert team_mail.MAIL.list(store, "team", "lead")[0].message.request_id == "req-1"
         response = TeamMessage(type="response", sender="lead", content="too risky",
                                request_id="req-1", approve=False)
         resolved = team_mail.resolve_request(store, "team", "req-1", approve=False,
@@ -625,11 +649,11 @@ class StoreConformance:
         assert resolved is not None
         assert (resolved.status, resolved.reason) == ("rejected", "too risky")
         assert resolved.resolved_at is not None
-        assert [m.message for m in team_mail.list_mail(store, "team", "alice")] == [response]
+        assert [m.message for m in team_mail.MAIL.list(store, "team", "alice")] == [response]
         # A second answer loses and queues nothing.
         assert team_mail.resolve_request(store, "team", "req-1", approve=True, reason=None,
                                          response=response) is None
-        assert len(team_mail.list_mail(store, "team", "alice")) == 1
+        assert len(team_mail.MAIL.list(store, "team", "alice")) == 1
         assert team_mail.list_requests(store, "team")[0].status == "rejected"
 
     def test_an_agent_profile_change_is_fenced_and_persisted(self, store: Store) -> None:
@@ -768,14 +792,14 @@ class StoreConformance:
     ) -> None:
         source, token = _conversation(store, 4)
         store.save_state(source, "k", {"v": 1}, token=token)
-        team_mail.queue_mail(store, source, "alice", TeamMessage(sender="lead", content="hi"))
+        _MAIL.queue(store, source, "alice", _Note(text="hi"))
         fork, fork_token = _fork(store, source, 3)
         store.delete_agents([source], token=token)
         again = reopen()
         assert again.load_agent(source) is None
         assert again.lease_holder(source) is None
         assert again.load_state(source, "k") is None
-        assert team_mail.list_mail(again, source) == []
+        assert _MAIL.list(again, source) == []
         assert [r.id for r in again.list_agents("nb")] == [fork]
         assert _texts(again, fork) == ["m0", "m1", "m2"]
         store.delete_agents([fork], token=fork_token)

@@ -53,7 +53,7 @@ async def test_mail_posted_on_one_host_wakes_a_plain_agent_on_the_other_as_a_use
         texts = [m.text for m in store.load_messages(writer_id)]
         assert texts == ["hello from host b", "echo: hello from host b"]
         # Acked once the run has ended (just after its last event): delivered exactly once.
-        until(lambda: [m.state for m in team_mail.list_mail(store, writer_id, "writer")] == ["acked"],
+        until(lambda: [m.state for m in team_mail.MAIL.list(store, writer_id, "writer")] == ["done"],
               timeout=30)
     finally:
         await rt.aclose()
@@ -74,7 +74,7 @@ async def test_mail_posted_for_a_teammate_reaches_its_inbox_on_the_other_host(
         [item] = json.loads(text.split(INBOX_MARKER, 1)[1].rsplit("</team-inbox>", 1)[0])
         assert (item["from"], item["content"]) == ("reviewer", "please review")
         child.wait_for("DONE mate", timeout=30)
-        until(lambda: [m.state for m in team_mail.list_mail(store, lead_id, "mate")] == ["acked"],
+        until(lambda: [m.state for m in team_mail.MAIL.list(store, lead_id, "mate")] == ["done"],
               timeout=30)
     finally:
         await rt.aclose()
@@ -180,7 +180,7 @@ async def test_mail_holding_a_secret_it_did_not_know_when_posted_is_delivered_ma
         writer = rt.spawn("writer", "scripted:m")
         monkeypatch.delenv("MENTRA_LATE_API_KEY", raising=False)
         poster.post("writer", f"the key is {key}")
-        assert key in team_mail.list_mail(store, writer.id)[0].message.content  # stored as posted
+        assert key in team_mail.MAIL.list(store, writer.id)[0].message.content  # stored as posted
         monkeypatch.setenv("MENTRA_LATE_API_KEY", key)  # known to the runtime from now on
         await poster.aclose()
         rt.resume_agent(writer.id)  # the mail is taken up here
@@ -189,7 +189,7 @@ async def test_mail_holding_a_secret_it_did_not_know_when_posted_is_delivered_ma
             assert time.monotonic() < deadline, "the posted mail never ran"
             await asyncio.sleep(0.01)
         assert [m.text for m in writer.history] == ["the key is [redacted]", "read it"]
-        until(lambda: [m.state for m in team_mail.list_mail(store, writer.id)] == ["acked"])
+        until(lambda: [m.state for m in team_mail.MAIL.list(store, writer.id)] == ["done"])
         assert len(provider.requests) == 1  # delivered once, not requeued for the masked text
     finally:
         await poster.aclose()

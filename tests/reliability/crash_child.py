@@ -129,7 +129,7 @@ class Reporting:
             say("RESOLVED " + json.dumps({"id": op.key, "status": op.value["status"],
                                           "reason": op.value["reason"]}))
         for op, result in zip(ops, results, strict=True):
-            if op.kind != SUBAGENT_MAIL.name:
+            if op.kind != SUBAGENT_MAIL.kind.name:
                 continue
             if isinstance(op, Put) and op.value["kind"] != "approval":  # withdrawn when answered
                 self._mail[result.seq] = (op.scope, op.key)

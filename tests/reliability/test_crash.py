@@ -349,8 +349,8 @@ async def test_a_killed_process_loses_nothing_it_committed(seed: int, setup: Set
         def settled() -> bool:
             mate = next((a for a in rt.agents if a.name == "mate"), None)
             return (mate is not None and not mate.is_running
-                    and team_mail.count_mail(store, team_id, "mate", "pending") == 0
-                    and team_mail.count_mail(store, team_id, "mate", "inflight") == 0)
+                    and team_mail.MAIL.count(store, team_id, "mate", "pending") == 0
+                    and team_mail.MAIL.count(store, team_id, "mate", "claimed") == 0)
 
         deadline = time.monotonic() + WAIT_LIMIT
         while not settled():

@@ -83,7 +83,7 @@ async def test_aclose_stops_teammates_and_subagents_and_releases_every_lease(db_
     stored = stored_tree(rt.store, lead.id)
     assert {path: r["status"] for path, r in stored["agents"].items()} == {
         "/root/reader": "interrupted", "/root/writer": "interrupted"}
-    assert subagent_mail.pending_mail(rt.store, lead.id) == []
+    assert subagent_mail.MAIL.pending(rt.store, lead.id) == []
 
 
 async def dropped_busy_runtime(db_path, tmp_path) -> tuple[weakref.ref, str]:

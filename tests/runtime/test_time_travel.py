@@ -305,10 +305,10 @@ async def test_a_fork_takes_no_teammates_subagents_approvals_or_mail(db_path):
     rt = runtime(db_path)
     lead = await conversation(rt, 1, "lead")
     TREE.put(rt.store, lead.id, SubagentTree(), agent_id=lead.id, token=rt.services.token)
-    team_mail.queue_mail(rt.store, lead.id, "lead", TeamMessage(sender="alice", content="unread"))
+    team_mail.MAIL.queue(rt.store, lead.id, "lead", TeamMessage(sender="alice", content="unread"))
     fork = lead.fork("fork")
     assert stored_tree(rt.store, lead.id) is not None and stored_tree(rt.store, fork.id) is None
-    assert team_mail.list_mail(rt.store, fork.id) == []
+    assert team_mail.MAIL.list(rt.store, fork.id) == []
     assert rt.store.list_agents("nb", parent_id=fork.id) == []
     assert fork.snapshot.pending_approvals == []
     await rt.aclose()

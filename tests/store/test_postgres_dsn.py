@@ -78,7 +78,7 @@ def test_the_url_carries_the_poolers_options_and_psycopg_never_sees_them(pg_dsn:
             assert conn.prepare_threshold == 0
         signal = store.record_signal()
         try:
-            team_mail.queue_mail(store, "team", "alice", _mail())
+            team_mail.MAIL.queue(store, "team", "alice", _mail())
             assert signal.wait(30)
         finally:
             signal.close()

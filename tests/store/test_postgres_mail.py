@@ -90,7 +90,7 @@ async def test_another_roles_flood_reaches_no_kernel_and_mail_still_wakes_the_ow
             conn.execute("SELECT mail_channel FROM mentra_schema")
         flood(other_role, "mentra_mail")  # the channel every kernel listened on
         assert await wakes.settled() == 0
-        team_mail.queue_mail(poster, "team", "alice", TeamMessage(sender="user", content="wake up"))
+        team_mail.MAIL.queue(poster, "team", "alice", TeamMessage(sender="user", content="wake up"))
         await wakes.until(1)
     finally:
         wakes.watcher.close()
@@ -111,7 +111,7 @@ async def test_a_burst_on_the_stores_own_channel_is_a_bounded_number_of_wakes(pg
         # One wake per burst as far as it has arrived, and wakes at least MIN_WAKE_SECONDS
         # apart: never one per notification (that was FLOOD callbacks).
         assert 1 <= count <= 2 + elapsed / MIN_WAKE_SECONDS, (count, elapsed)
-        team_mail.queue_mail(store, "team", "alice", TeamMessage(sender="user", content="wake up"))
+        team_mail.MAIL.queue(store, "team", "alice", TeamMessage(sender="user", content="wake up"))
         await wakes.until(count + 1)
     finally:
         wakes.watcher.close()
@@ -133,10 +133,10 @@ def test_a_schema_written_before_mail_channels_gets_its_own(pg_dsn: str) -> None
     try:
         [(version, channel)] = store._read("SELECT version, mail_channel FROM mentra_schema")
         assert version == POSTGRES_SCHEMA_VERSION and channel.startswith("mentra_mail_") and len(channel) == 44
-        assert [m.message.content for m in team_mail.list_mail(store, "team", "alice")] == ["old"]
+        assert [m.message.content for m in team_mail.MAIL.list(store, "team", "alice")] == ["old"]
         signal = store.record_signal()
         try:
-            team_mail.queue_mail(store, "team", "alice", TeamMessage(sender="user", content="new"))
+            team_mail.MAIL.queue(store, "team", "alice", TeamMessage(sender="user", content="new"))
             assert signal.wait(30)
         finally:
             signal.close()
@@ -170,7 +170,7 @@ def test_listening_through_a_transaction_pooler_is_said_once_and_mail_is_polled(
         assert len(said) == 1 and "listen_url" in said[0], said
         polled = signals[2]
         assert not polled.wait(ListenSignal.POLL_SECONDS * 2), "no mail, yet a signal"
-        team_mail.queue_mail(direct, "team", "alice", TeamMessage(sender="user", content="wake up"))
+        team_mail.MAIL.queue(direct, "team", "alice", TeamMessage(sender="user", content="wake up"))
         for signal in signals:
             deadline = time.monotonic() + 30
             while not signal.wait(0.1):

@@ -60,13 +60,13 @@ def test_a_schema_3_database_opens_and_its_feature_rows_become_records(pg_dsn: s
         [(version,)] = store._read("SELECT version FROM mentra_schema")
         assert version == POSTGRES_SCHEMA_VERSION
         assert [a.name for a in store.list_agents("nb")] == ["lead", "alice"]
-        mail = team_mail.list_mail(store, "lead1")
+        mail = team_mail.MAIL.list(store, "lead1")
         assert [(m.recipient, m.message.content, m.state, m.claimed_by, m.transcript_seq) for m in mail] == [
-            ("alice", "done one", "acked", "alice1", 2),
-            ("alice", "held", "inflight", "alice1", 2),
+            ("alice", "done one", "done", "alice1", 2),
+            ("alice", "held", "claimed", "alice1", 2),
             ("lead", "plan", "pending", None, None),
         ]
-        assert [m.id for m in team_mail.inflight_mail(store, "alice1")] == [mail[1].id]
+        assert [m.id for m in team_mail.MAIL.inflight(store, "alice1")] == [mail[1].id]
         requests = team_mail.list_requests(store, "lead1")
         # Oldest first, as the table was read (created_at, then insertion).
         assert [(r.id, r.status, r.reason, r.created_at) for r in requests] == [

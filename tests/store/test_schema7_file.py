@@ -32,18 +32,18 @@ def test_a_schema_7_file_opens_and_its_feature_rows_become_records(tmp_path):
         assert [(a.name, a.kind) for a in store.list_agents("nb")] == [("lead", "agent"), ("alice", "teammate")]
         assert [m.text for m in store.load_messages("lead0001")] == ["hello", "hi there"]
 
-        mail = team_mail.list_mail(store, "lead0001")
+        mail = team_mail.MAIL.list(store, "lead0001")
         assert [(m.recipient, m.message.content, m.state, m.claimed_by, m.transcript_seq) for m in mail] == [
-            ("alice", "first", "acked", "alice001", 3),
-            ("alice", "second", "inflight", "alice001", 3),
+            ("alice", "first", "done", "alice001", 3),
+            ("alice", "second", "claimed", "alice001", 3),
             ("lead", "pending for lead", "pending", None, None),
             ("lead", "plan A", "pending", None, None),
             ("alice", "stop", "pending", None, None),
             ("lead", "no", "pending", None, None),
         ]
         assert mail[3].message.request_id == "req-open" and mail[5].message.approve is False
-        assert [m.id for m in team_mail.inflight_mail(store, "alice001")] == [mail[1].id]
-        assert team_mail.count_mail(store, "lead0001", "lead") == 3
+        assert [m.id for m in team_mail.MAIL.inflight(store, "alice001")] == [mail[1].id]
+        assert team_mail.MAIL.count(store, "lead0001", "lead") == 3
 
         requests = team_mail.list_requests(store, "lead0001")
         assert [(r.id, r.protocol, r.status, r.reason) for r in requests] == [
@@ -76,9 +76,11 @@ def test_mail_of_a_migrated_file_is_claimed_settled_and_answered_as_new_mail_is(
 
         claim = _claim("nb")
         store.acquire_lease("alice001", claim, ttl=30)
-        [inflight] = team_mail.inflight_mail(store, "alice001")
-        team_mail.settle_mail(store, "alice001", ack=[], requeue=[inflight.id], token=claim.token)
-        claimed = team_mail.claim_mail(store, "lead0001", "alice", agent_id="alice001", transcript_seq=4,
+        [inflight] = team_mail.MAIL.inflight(store, "alice001")
+        # Its transcript does not hold it: back to pending.
+        assert team_mail.MAIL.settle(store, "alice001", token=claim.token,
+                                     delivered=lambda letters: []) == (0, 1)
+        claimed = team_mail.MAIL.claim(store, "lead0001", "alice", claimer="alice001", transcript_seq=4,
                                        token=claim.token)
         assert [m.message.content for m in claimed] == ["second", "stop"]
         from mentra_nb.runtime.teams import TeamMessage

@@ -33,7 +33,7 @@ async def main(db: str, phase: str) -> None:
     root = rt.spawn("lead", "anthropic:root", config=AgentConfig(subagents=True))
     await root.send("Delegate b")
     await reach(lambda: list_subagents(root)[0].status == "completed")
-    [notice] = subagent_mail.pending_mail(rt.store, root.id, "/root")
+    [notice] = subagent_mail.MAIL.pending(rt.store, root.id, "/root")
     asyncio.get_running_loop().create_task(root.send("Anything new?"))
     if phase == "streaming":
         await reach(lambda: len(provider.requests("root")) == 3)
@@ -41,7 +41,7 @@ async def main(db: str, phase: str) -> None:
         await reach(lambda: root.snapshot.current_text == "Hal")
     else:
         await reach(lambda: root.snapshot.status.name == "executing_tool")
-    [inflight] = subagent_mail.inflight_mail(rt.store, root.id)
+    [inflight] = subagent_mail.MAIL.inflight(rt.store, root.id)
     assert inflight.key == notice.id
     say(f"READY {root.id} {notice.id}")
     await until_killed()

@@ -97,14 +97,14 @@ async def test_an_approval_answered_before_the_parent_reads_leaves_no_stale_noti
     await root.send("Get out.txt written")  # the root's turn ends; nobody reads its mail yet
     release()
     await wait_until(lambda: pending_approvals(root) != [])
-    assert [m.kind for m in subagent_mail.pending_mail(rt.store, root.id)] == ["approval"]
+    assert [m.kind for m in subagent_mail.MAIL.pending(rt.store, root.id)] == ["approval"]
 
     [(path, waiting)] = pending_approvals(root)
     approve_call(root, path, waiting.reference)
     await wait_until(lambda: list_subagents(root)[0].status == "completed")
 
     # Only the result is left for the root: the notice of the answered call was withdrawn.
-    mailbox = subagent_mail.pending_mail(rt.store, root.id)
+    mailbox = subagent_mail.MAIL.pending(rt.store, root.id)
     assert [(m.kind, m.status) for m in mailbox] == [("update", "completed")]
     await rt.aclose()
 

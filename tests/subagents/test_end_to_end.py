@@ -82,8 +82,8 @@ async def test_children_run_in_parallel_and_their_results_reach_the_root_by_mail
     assert statuses(root) == {"/root/child_a": "completed", "/root/child_b": "completed"}
     assert [i.last_message for i in list_subagents(root)] == ["A: fine", "B: fine"]
     # Read mail is acknowledged once the root's run committed it.
-    assert subagent_mail.pending_mail(rt.store, root.id) == []
-    assert subagent_mail.inflight_mail(rt.store, root.id) == []
+    assert subagent_mail.MAIL.pending(rt.store, root.id) == []
+    assert subagent_mail.MAIL.inflight(rt.store, root.id) == []
     # Children are real persisted agents with their own transcripts.
     child_a = subagent(root, "/root/child_a")
     stored = rt.store.load_agent(child_a.id)
@@ -245,4 +245,4 @@ async def test_closing_the_runtime_interrupts_children_without_notices(db_path):
     state = stored_tree(SqliteStore(db_path), root.id)
     assert state["agents"]["/root/forever"]["status"] == "interrupted"
     # A crash would not have told the root either.
-    assert subagent_mail.pending_mail(SqliteStore(db_path), root.id) == []
+    assert subagent_mail.MAIL.pending(SqliteStore(db_path), root.id) == []

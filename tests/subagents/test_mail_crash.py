@@ -43,20 +43,20 @@ async def test_a_notice_inflight_in_a_killed_stream_is_delivered_again_after_res
     root_id, notice_id = killed("streaming")
     assert integrity(db_path) == "ok"
     store = SqliteStore(db_path)
-    [inflight] = subagent_mail.inflight_mail(store, root_id)
+    [inflight] = subagent_mail.MAIL.inflight(store, root_id)
     assert inflight.key == notice_id
 
     provider = RoutedProvider(root=[text_stream("b is done")])
     rt = Runtime.empty(store=SqliteStore(db_path), runtime_id="mail-crash", providers=[provider])
     [root] = rt.resume()
     # The run that read it was rolled back: the notice waits again.
-    assert [m.id for m in subagent_mail.pending_mail(rt.store, root_id)] == [notice_id]
+    assert [m.id for m in subagent_mail.MAIL.pending(rt.store, root_id)] == [notice_id]
     await asyncio.wait_for(root.resume(), WAIT_LIMIT)  # replays "Anything new?"
     [redelivered] = mail_texts(provider.requests("root")[0])
     assert f'id="{notice_id}"' in redelivered and "B done" in redelivered
     assert markers(rt.store, root_id) == [notice_id]
-    assert subagent_mail.pending_mail(rt.store, root_id) == []
-    assert subagent_mail.inflight_mail(rt.store, root_id) == []
+    assert subagent_mail.MAIL.pending(rt.store, root_id) == []
+    assert subagent_mail.MAIL.inflight(rt.store, root_id) == []
     await rt.aclose()
 
 
@@ -67,8 +67,8 @@ async def test_a_notice_a_killed_tool_call_already_read_is_not_delivered_twice(d
     rt = Runtime.empty(store=SqliteStore(db_path), runtime_id="mail-crash", providers=[provider])
     [root] = rt.resume()
     # Recovery kept the committed tool call and the notice before it: read, once.
-    assert subagent_mail.pending_mail(rt.store, root_id) == []
-    assert subagent_mail.inflight_mail(rt.store, root_id) == []
+    assert subagent_mail.MAIL.pending(rt.store, root_id) == []
+    assert subagent_mail.MAIL.inflight(rt.store, root_id) == []
     assert markers(rt.store, root_id) == [notice_id]
     assert root.history[-1] == Message.user(
         ToolResultBlock(tool_use_id="tool-1", content=INTERRUPTED_TOOL_RESULT, is_error=True))

@@ -44,10 +44,10 @@ async def test_rt_post_to_an_idle_subagent_starts_it_with_the_mail(db_path):
     assert delivered.endswith('from="nightly-job">Also check Y</subagent_message>')
     assert subagents.list_subagents(root)[0].last_message == "Y checked"
     # Read once, and the root has the child's new result waiting.
-    pending = subagent_mail.pending_mail(rt.store, root.id)
+    pending = subagent_mail.MAIL.pending(rt.store, root.id)
     assert [(m.recipient, m.kind, m.text) for m in pending] == [
         ("/root", "update", "B done"), ("/root", "update", "Y checked")]
-    assert subagent_mail.inflight_mail(rt.store, subagents.subagent(root, "/root/b").id) == []
+    assert subagent_mail.MAIL.inflight(rt.store, subagents.subagent(root, "/root/b").id) == []
     await rt.aclose()
 
 
@@ -55,7 +55,7 @@ async def test_rt_post_refuses_a_sender_that_signs_as_an_agent_of_the_tree(db_pa
     rt, _provider, root = await delegated(db_path)
     with pytest.raises(ConfigError, match="not a path of the tree"):
         rt.post("b", "Stop everything", sender="/root")
-    assert [m.kind for m in subagent_mail.pending_mail(rt.store, root.id)] == ["update"]
+    assert [m.kind for m in subagent_mail.MAIL.pending(rt.store, root.id)] == ["update"]
     await rt.aclose()
 
 

@@ -135,7 +135,7 @@ async def test_unread_mail_has_no_cap_and_a_finish_notice_evicts_nothing(db_path
     for index in range(300):  # more than the 256 the mailbox once held, dropping or refusing the rest
         registry.queue_message(root_id, "/root/a", "/root", f"note {index}")
     registry.finished(root_id, "/root/a", "completed", "result")
-    stored = subagent_mail.pending_mail(store.inner, root_id, "/root")
+    stored = subagent_mail.MAIL.pending(store.inner, root_id, "/root")
     assert [m.text for m in stored] == [*(f"note {i}" for i in range(300)), "result"]
     assert (stored[-1].kind, stored[-1].status) == ("update", "completed")
     assert "mailbox" not in stored_tree(store.inner, root_id)
@@ -210,9 +210,9 @@ async def test_wait_sleeps_until_mail_arrives(db_path):
     async with asyncio.timeout(WAIT_LIMIT):
         assert await waiting == ["/root/b"]
     # Mail claimed by the caller's running turn (delivered to it) does not count as unread.
-    [mail] = subagent_mail.claim_mail(store.inner, root_id, "/root", [], agent_id=root_id,
+    [mail] = subagent_mail.MAIL.claim(store.inner, root_id, "/root", claimer=root_id,
                                       token=rt._leases.token)
-    assert mail.text == "b's result"
+    assert mail.message.text == "b's result"
     async with asyncio.timeout(WAIT_LIMIT):
         assert await registry.wait(root_id, "/root", 0.05) == []
     await rt.aclose()

@@ -107,16 +107,17 @@ async def test_mail_is_retained_until_its_checkpoint_marker_is_acknowledged(db_p
     registry, root_id, store, _events, rt = standalone_registry(db_path)
     token = rt._leases.token
     registry.queue_message(root_id, "/root/child", "/root", "done")
-    [mail] = subagent_mail.claim_mail(store.inner, root_id, "/root", [], agent_id=root_id, token=token)
-    assert mail.text == "done"
+    [mail] = subagent_mail.MAIL.claim(store.inner, root_id, "/root", claimer=root_id, token=token)
+    assert mail.message.text == "done"
     # A run that did not keep its marker gives it back.
-    subagent_mail.settle_mail(store.inner, root_id, [], token=token)
-    assert [m.id for m in registry.pending_mail(root_id, "/root")] == [mail.id]
+    subagent_mail.MAIL.settle(store.inner, root_id, token=token, delivered=subagent_mail.delivered_in([]))
+    assert [m.id for m in registry.pending_mail(root_id, "/root")] == [mail.message.id]
     # A run whose transcript holds the marker has read it: it is gone for good.
-    [again] = subagent_mail.claim_mail(store.inner, root_id, "/root", [], agent_id=root_id, token=token)
-    subagent_mail.settle_mail(store.inner, root_id, [render_mail(again)], token=token)
+    [again] = subagent_mail.MAIL.claim(store.inner, root_id, "/root", claimer=root_id, token=token)
+    subagent_mail.MAIL.settle(store.inner, root_id, token=token,
+                              delivered=subagent_mail.delivered_in([render_mail(again.message)]))
     assert registry.pending_mail(root_id, "/root") == []
-    assert subagent_mail.inflight_mail(store.inner, root_id) == []
+    assert subagent_mail.MAIL.inflight(store.inner, root_id) == []
     await rt.aclose()
 
 

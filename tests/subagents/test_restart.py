@@ -87,8 +87,8 @@ async def test_restart_interrupts_running_children_and_followup_revives_them(db_
     assert provider.requests("a")[0].messages == [Message.user("Task a"), Message.user("Finish A now")]
     assert {i.path: i.status for i in list_subagents(root)} == {
         "/root/a": "completed", "/root/b": "completed"}
-    assert subagent_mail.pending_mail(rt2.store, root.id) == []
-    assert subagent_mail.inflight_mail(rt2.store, root.id) == []
+    assert subagent_mail.MAIL.pending(rt2.store, root.id) == []
+    assert subagent_mail.MAIL.inflight(rt2.store, root.id) == []
 
     # The frozen first runtime, shut down at last, must not touch the new state.
     settled = stored_tree(rt2.store, root.id)
@@ -100,7 +100,7 @@ async def test_restart_interrupts_running_children_and_followup_revives_them(db_
 async def test_mail_delivered_into_a_run_lost_in_a_crash_is_delivered_again(db_path):
     root_stream, root_control = controlled_stream()
     rt1, root1, provider1 = await first_life(db_path, root_steps=[root_stream])
-    [notice] = subagent_mail.pending_mail(rt1.store, root1.id)
+    [notice] = subagent_mail.MAIL.pending(rt1.store, root1.id)
     sending = asyncio.create_task(root1.send("Anything new?"))
     await wait_until(lambda: root1.status == AgentStatus.streaming())
     start_text(root_control, "Let me th")  # the root is mid-stream, mail injected, then: crash
@@ -112,12 +112,12 @@ async def test_mail_delivered_into_a_run_lost_in_a_crash_is_delivered_again(db_p
     rt2 = Runtime.empty(store=SqliteStore(db_path), providers=[provider])
     [root] = rt2.resume()
     # Claimed by the lost run, it is pending again once the root is loaded.
-    assert [m.id for m in subagent_mail.pending_mail(rt2.store, root.id)] == [notice.id]
+    assert [m.id for m in subagent_mail.MAIL.pending(rt2.store, root.id)] == [notice.id]
     await root.resume()  # replays "Anything new?"
     [redelivered] = mail_texts(provider.requests("root")[0])
     assert f'id="{notice.id}"' in redelivered
-    assert subagent_mail.pending_mail(rt2.store, root.id) == []
-    assert subagent_mail.inflight_mail(rt2.store, root.id) == []
+    assert subagent_mail.MAIL.pending(rt2.store, root.id) == []
+    assert subagent_mail.MAIL.inflight(rt2.store, root.id) == []
 
     sending.cancel()
     await asyncio.gather(sending, return_exceptions=True)
@@ -149,8 +149,8 @@ async def test_mail_whose_marker_survived_a_crash_is_not_delivered_twice(db_path
     await root.resume()  # continues after the interrupted tool call
     # The transcript kept the delivery, so the model sees it once, not twice.
     assert len(mail_texts(provider.requests("root")[0])) == 1
-    assert subagent_mail.pending_mail(rt2.store, root.id) == []
-    assert subagent_mail.inflight_mail(rt2.store, root.id) == []
+    assert subagent_mail.MAIL.pending(rt2.store, root.id) == []
+    assert subagent_mail.MAIL.inflight(rt2.store, root.id) == []
 
     sending.cancel()
     await asyncio.gather(sending, return_exceptions=True)

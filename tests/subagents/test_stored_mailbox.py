@@ -40,7 +40,7 @@ async def test_a_tree_stored_with_its_mailbox_opens_and_its_mail_is_delivered_on
     assert [(i.path, i.status) for i in list_subagents(root)] == [("/root/a", "completed")]
     # Moved out of the tree, into records, in one write.
     assert "mailbox" not in stored_tree(rt.store, ROOT_ID)
-    pending = subagent_mail.pending_mail(rt.store, ROOT_ID)
+    pending = subagent_mail.MAIL.pending(rt.store, ROOT_ID)
     assert [(m.id, m.sender, m.recipient, m.kind, m.text) for m in pending] == [
         (MESSAGE_ID, "/root", "/root/a", "message", "also check Y"),
         (NOTICE_ID, "/root/a", "/root", "update", "found X"),
@@ -50,11 +50,11 @@ async def test_a_tree_stored_with_its_mailbox_opens_and_its_mail_is_delivered_on
     [delivered] = mail_texts(provider.requests("model")[0])
     assert delivered.startswith(f'<subagent_update id="{NOTICE_ID}" agent="/root/a" status="completed">found X')
     # The root's mail is read; /root/a's waits for its next turn.
-    assert [m.id for m in subagent_mail.pending_mail(rt.store, ROOT_ID)] == [MESSAGE_ID]
+    assert [m.id for m in subagent_mail.MAIL.pending(rt.store, ROOT_ID)] == [MESSAGE_ID]
     await rt.aclose()
 
     # Opened again, nothing is moved twice.
     rt = Runtime.empty(store=SqliteStore(path), runtime_id="nb", providers=[RoutedProvider()])
     rt.resume()
-    assert [m.id for m in subagent_mail.pending_mail(rt.store, ROOT_ID)] == [MESSAGE_ID]
+    assert [m.id for m in subagent_mail.MAIL.pending(rt.store, ROOT_ID)] == [MESSAGE_ID]
     await rt.aclose()

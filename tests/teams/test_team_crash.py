@@ -48,7 +48,7 @@ async def test_mail_inflight_in_a_killed_stream_is_delivered_again_after_resume(
 
     provider = ScriptedProvider("anthropic", [text_stream("summary done")])
     rt = runtime(db_path, provider, runtime_id="team-crash")
-    [inflight] = team_mail.inflight_mail(rt.store, alice_id)
+    [inflight] = team_mail.MAIL.inflight(rt.store, alice_id)
     assert inflight.message.content == "Summarise the findings"
 
     [lead] = rt.resume()
@@ -62,7 +62,7 @@ async def test_mail_inflight_in_a_killed_stream_is_delivered_again_after_resume(
     transcript = rt.store.load_messages(alice_id)
     assert len(transcript) == 2 and transcript == alice.history
     assert holds_inbox(transcript[0]) and transcript[1] == Message.assistant("summary done")
-    assert [m.state for m in team_mail.list_mail(rt.store, lead_id, "alice")] == ["acked"]
+    assert [m.state for m in team_mail.MAIL.list(rt.store, lead_id, "alice")] == ["done"]
     await rt.aclose()
 
 
@@ -74,7 +74,7 @@ async def test_mail_a_killed_tool_call_already_answered_is_not_delivered_twice(c
     rt = runtime(db_path, provider, runtime_id="team-crash")
     [lead] = rt.resume()
     # Recovery kept the committed tool call, so the mail is in the transcript: acked.
-    assert [m.state for m in team_mail.list_mail(rt.store, lead_id, "alice")] == ["acked"]
+    assert [m.state for m in team_mail.MAIL.list(rt.store, lead_id, "alice")] == ["done"]
 
     # The revived teammate continues the run the crash interrupted.
     await wait_for_requests(provider, 1)

@@ -24,7 +24,7 @@ def test_a_schema_1_file_is_migrated_in_place_keeping_its_agents(db_path):
     store = SqliteStore(db_path)
     assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert [r.name for r in store.list_agents("nb")] == ["writer"]
-    team_mail.queue_mail(store, "a1", "alice", TeamMessage(sender="writer", content="hi"))
-    assert team_mail.count_mail(store, "a1", "alice") == 1
+    team_mail.MAIL.queue(store, "a1", "alice", TeamMessage(sender="writer", content="hi"))
+    assert team_mail.MAIL.count(store, "a1", "alice") == 1
     assert team_mail.list_requests(store, "a1") == []
     store.close()

@@ -53,7 +53,7 @@ async def test_broadcast_reaches_every_other_member_and_not_the_sender(db_path):
         [request] = requests_of(provider, name)
         [item] = inbox_items(latest_team_inbox_text(request))
         assert (item["type"], item["from"], item["content"]) == ("broadcast", "lead", "standup at 10")
-    assert team_mail.list_mail(rt.store, lead.id, "lead") == []
+    assert team_mail.MAIL.list(rt.store, lead.id, "lead") == []
     result = lead.history[2].tool_results[0]
     assert not result.is_error and result.content == "sent to alice, bob"
     await rt.aclose()
@@ -101,7 +101,7 @@ async def test_a_failed_teammate_run_requeues_its_mail_and_the_next_wake_recover
     lead.send_team_message("alice", "first task")
     await wait_for_teammate_status(lead, "alice", TeamMemberStatus.failed("connection cut"))
     assert alice.history == []  # the run was rolled back ...
-    [mail] = team_mail.list_mail(rt.store, lead.id, "alice")
+    [mail] = team_mail.MAIL.list(rt.store, lead.id, "alice")
     assert mail.state == "pending"  # ... and its mail went back to the queue
     assert teammate(lead, "alice").unread == 1 and teammate(lead, "alice").alive
     stored = MEMBERS.get(rt.store, alice.id)
@@ -112,7 +112,7 @@ async def test_a_failed_teammate_run_requeues_its_mail_and_the_next_wake_recover
     inbox, answer = alice.history
     assert [i["content"] for i in inbox_items(inbox.text)] == ["first task", "second task"]
     assert answer.text == "recovered"
-    assert {m.state for m in team_mail.list_mail(rt.store, lead.id, "alice")} == {"acked"}
+    assert {m.state for m in team_mail.MAIL.list(rt.store, lead.id, "alice")} == {"done"}
     assert teammate(lead, "alice").unread == 0
     await rt.aclose()
 
@@ -158,7 +158,7 @@ async def test_a_rejected_plan_keeps_the_teammate_working(db_path):
 
     [request] = lead.team_requests()
     assert (request.protocol, request.sender, request.content) == ("plan_approval", "alice", "delete the cache")
-    [mail] = team_mail.list_mail(rt.store, lead.id, "lead")  # the request also waits in the lead's inbox
+    [mail] = team_mail.MAIL.list(rt.store, lead.id, "lead")  # the request also waits in the lead's inbox
     assert (mail.message.type, mail.message.request_id, mail.message.protocol) == (
         "request", request.id, "plan_approval")
     rejected = lead.reject_request(request.id, "too risky; archive it instead")
@@ -201,7 +201,7 @@ async def test_an_approved_shutdown_ends_the_teammate_and_it_is_not_revived(db_p
     assert alice.last_message.text == "bye"
     stored = MEMBERS.get(rt.store, alice.id)
     assert stored is not None and stored.value.status == {"name": "shutdown", "error": None}
-    [answer] = team_mail.list_mail(rt.store, lead.id, "lead")
+    [answer] = team_mail.MAIL.list(rt.store, lead.id, "lead")
     assert (answer.message.type, answer.message.approve, answer.message.request_id) == (
         "response", True, request.id)
     with pytest.raises(AgentError, match="has shut down"):
@@ -328,7 +328,7 @@ async def test_the_idle_tool_ends_the_wake_cycle_without_another_model_call(db_p
     assert len(provider.requests) == 1
     assert alice.history[-1].tool_results[0].content.startswith("going idle")
     assert alice.status == AgentStatus.finished()
-    assert [m.state for m in team_mail.list_mail(rt.store, lead.id, "alice")] == ["acked"]
+    assert [m.state for m in team_mail.MAIL.list(rt.store, lead.id, "alice")] == ["done"]
     await rt.aclose()
 
 
@@ -363,7 +363,7 @@ async def test_cancelling_a_teammate_run_requeues_its_mail_and_keeps_the_actor(d
     alice.cancel()
     await wait_for_teammate_status(lead, "alice", TeamMemberStatus.idle())
     assert alice.history == []
-    assert [m.state for m in team_mail.list_mail(rt.store, lead.id, "alice")] == ["pending"]
+    assert [m.state for m in team_mail.MAIL.list(rt.store, lead.id, "alice")] == ["pending"]
     assert teammate(lead, "alice").alive  # the actor outlives a cancelled run
 
     lead.send_team_message("alice", "go on")
@@ -440,14 +440,14 @@ async def test_rt_post_refuses_a_team_members_name_and_marks_the_runtime_that_po
     for unusable in ("", "   ", "ci\n", "x" * 65):
         with pytest.raises(ConfigError, match="not a usable name"):
             rt.post("alice", "hi", sender=unusable)
-    assert team_mail.list_mail(rt.store, lead.id) == []  # nothing refused was queued
+    assert team_mail.MAIL.list(rt.store, lead.id) == []  # nothing refused was queued
     # Any other name goes, and the mail names the runtime that posted it.
     other = runtime(db_path, ScriptedProvider("anthropic"), runtime_id="nightly")
     try:
         other.post(lead.id, "the nightly build failed", sender="ci")
     finally:
         await other.aclose()
-    [mail] = team_mail.list_mail(rt.store, lead.id, "lead")
+    [mail] = team_mail.MAIL.list(rt.store, lead.id, "lead")
     assert mail.message.for_model() == {"type": "message", "from": "ci", "content": "the nightly build failed",
                                         "timestamp": mail.message.timestamp, "posted_by_runtime": "nightly"}
     await rt.aclose()

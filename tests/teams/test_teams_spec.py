@@ -89,7 +89,7 @@ async def test_resume_wakes_revived_teammate_for_persisted_inbox_work(db_path):
 
     # Mail arrives while no process runs the team.
     offline = SqliteStore(db_path)
-    team_mail.queue_mail(offline, lead_id, "alice", TeamMessage(
+    team_mail.MAIL.queue(offline, lead_id, "alice", TeamMessage(
         sender="lead", content="Handle this persisted inbox work after restart"))
     offline.close()
 
@@ -114,7 +114,7 @@ async def test_resume_wakes_revived_teammate_for_persisted_inbox_work(db_path):
     [item] = inbox_items(inbox)
     assert item["type"] == "message" and item["from"] == "lead"
     # Delivered by a run that committed: acked, and the lead holds alice's answer.
-    assert team_mail.list_mail(runtime.store, lead_id, "alice", "pending") == []
-    assert [m.message.content for m in team_mail.list_mail(runtime.store, lead_id, "lead")] == [
+    assert team_mail.MAIL.list(runtime.store, lead_id, "alice", "pending") == []
+    assert [m.message.content for m in team_mail.MAIL.list(runtime.store, lead_id, "lead")] == [
         "processed persisted inbox"]
     await runtime.aclose()

@@ -33,8 +33,8 @@ from mentra_nb.runtime.events import (
     ToolApprovalRequested,
     ToolApprovalResolved,
 )
+from mentra_nb.runtime.mail import Letter
 from mentra_nb.runtime.subagents import _api
-from mentra_nb.runtime.subagents import mail as _mail
 from mentra_nb.runtime.subagents._config import SubagentConfig
 from mentra_nb.runtime.subagents._errors import SubagentError, SubagentLimitReached, UnknownSubagent
 from mentra_nb.runtime.subagents._fork import ForkTurns, fork_history
@@ -44,6 +44,7 @@ from mentra_nb.runtime.subagents._registry import RegistryOwner, SubagentRegistr
 from mentra_nb.runtime.subagents._snapshot import SubagentSnapshot, SubagentStatus
 from mentra_nb.runtime.subagents._tools import subagent_tool_specs, subagent_tools
 from mentra_nb.runtime.subagents._tree import ROOT_PATH, TREE, Mail, SubagentTree, legacy_mailbox
+from mentra_nb.runtime.subagents.mail import MAIL, delivered_in
 from mentra_nb.runtime.tools import Tool
 from mentra_nb.store.base import AgentRecord
 
@@ -65,6 +66,7 @@ class SubagentsExtension(RuntimeExtension, RegistryOwner):
 
     config = SubagentConfig
     snapshot = SubagentSnapshot
+    agent_kinds = ("subagent",)
     # The `subagents` functions as methods of the root (`root.list_subagents()`), as
     # the team functions are methods of a lead.
     agent_api: ClassVar[dict[str, Any]] = {
@@ -119,7 +121,7 @@ class SubagentsExtension(RuntimeExtension, RegistryOwner):
         root_id, path = _locate_stored(services, record)
         mail = Mail(id=new_mail_id(), sender=sender, recipient=path,
                     text=scrub(content, known_secrets(services.workspace_root)))
-        return _mail.queue_mail(services.store, root_id, mail).seq
+        return MAIL.queue(services.store, root_id, path, mail, key=mail.id).id
 
     def mail_arrived(self) -> None:
         self.registry.mail_changed()
@@ -326,13 +328,20 @@ class SubagentAgentExtension(AgentExtension):
         root_id, path = location
         agent = self.agent
         services = agent.services
+        transcript = agent.state.transcript
+
+        def claim() -> list[Letter[Mail]]:
+            return MAIL.claim(services.store, root_id, path, claimer=agent.id, token=services.token,
+                              transcript_seq=agent.state.history_len,
+                              delivered=delivered_in(transcript))
+
         try:
-            mail = _mail.claim_mail(services.store, root_id, path, agent.state.transcript,
-                                    agent_id=agent.id, token=services.token)
+            # Through the runtime's StoreIO, in order with the agent's other writes.
+            letters = await services.store_io.run(agent.id, claim)
         except MentraError as err:  # the mail stays pending for the next round
             log.warning("could not read the mail of %s: %s", path, err)
             return []
-        return [render_mail(m) for m in mail]
+        return [render_mail(letter.message) for letter in letters]
 
     def after_run(self, succeeded: bool) -> None:
         # Settled from the transcript rather than from `succeeded`: what the store
@@ -344,13 +353,13 @@ class SubagentAgentExtension(AgentExtension):
         agent = self.agent
         services = agent.services
         try:
-            requeued = _mail.settle_mail(services.store, agent.id, agent.state.transcript,
-                                         token=services.token)
+            settled = MAIL.settle(services.store, agent.id, token=services.token,
+                                  delivered=delivered_in(agent.state.transcript))
         except MentraError as err:
             # Left claimed, it is settled again when the agent next runs or loads.
             log.warning("could not settle the subagent mail of %s: %s", agent.name, err)
             return
-        if requeued:
+        if settled.requeued:
             self.registry.mail_changed()
 
     def snapshot_fields(self) -> dict[str, Any]:

@@ -31,7 +31,6 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import ValidationError
 
-from mentra_nb.runtime.subagents import mail as _mail
 from mentra_nb.runtime.subagents._config import SubagentLimits
 from mentra_nb.runtime.subagents._errors import (
     SubagentCheckpointError,
@@ -67,6 +66,7 @@ from mentra_nb.runtime.subagents._tree import (
     legacy_mailbox,
     stored_tree,
 )
+from mentra_nb.runtime.subagents.mail import MAIL
 from mentra_nb.store.base import Store
 
 __all__ = ["LiveChild", "RegistryOwner", "SubagentRegistry"]
@@ -235,7 +235,7 @@ class SubagentRegistry:
 
     def pending_mail(self, root_id: str, recipient: str | None = None) -> builtins.list[Mail]:
         """Mail of the tree not yet read (by `recipient`), oldest first."""
-        return _mail.pending_mail(self._root(root_id).store, root_id, recipient)
+        return MAIL.pending(self._root(root_id).store, root_id, recipient)
 
     # --- observing ----------------------------------------------------------------
 
@@ -452,7 +452,7 @@ class SubagentRegistry:
         """Forget `sender`'s approval notices that nobody read: its calls were
         answered, so a notice would only mislead its parent."""
         draft.outbox[:] = [m for m in draft.outbox if not (m.kind == "approval" and m.sender == sender)]
-        draft.withdrawn.extend(m.id for m in _mail.pending_mail(store, root_id)
+        draft.withdrawn.extend(m.id for m in MAIL.pending(store, root_id)
                                if m.kind == "approval" and m.sender == sender)
 
     async def wait(self, root_id: str, path: str, max_wait: float) -> builtins.list[str]:
@@ -533,8 +533,8 @@ class SubagentRegistry:
         fenced by the root's lease."""
         store.write_records([
             TREE.put_op(root_id, tree),
-            *(_mail.queue_op(root_id, mail) for mail in draft.outbox),
-            *(_mail.delete_op(root_id, mail_id) for mail_id in draft.withdrawn),
+            *(MAIL.queue_op(root_id, mail.recipient, mail, key=mail.id) for mail in draft.outbox),
+            *(MAIL.withdraw_op(root_id, mail_id) for mail_id in draft.withdrawn),
         ], agent_id=root_id, token=token)
 
     def _swap(self, root: _Root, tree: SubagentTree, live: dict[str, LiveChild],

@@ -19,6 +19,7 @@ from mentra_nb.runtime._services import AgentHandle
 from mentra_nb.runtime.teams._inbox import TeamInbox, team_of
 from mentra_nb.runtime.teams._snapshot import TeammateInfo
 from mentra_nb.runtime.teams.mail import TeamRequest, TeamRequestStatus
+from mentra_nb.store.base import AgentRecord
 
 __all__ = [
     "approve_request",
@@ -60,8 +61,9 @@ def broadcast_team_message(lead: AgentHandle, content: str) -> list[str]:
     return team_of(lead).broadcast(lead.name, content)
 
 
-def is_teammate(agent: AgentHandle) -> bool:
-    """Whether `agent` is a teammate (not a lead, nor an agent outside any team)."""
+def is_teammate(agent: AgentHandle | AgentRecord) -> bool:
+    """Whether `agent` (live, or a stored `AgentRecord`) is a teammate: not a lead,
+    nor an agent outside any team."""
     return agent.kind == "teammate"
 
 

@@ -33,6 +33,7 @@ class TeamExtension(RuntimeExtension):
 
     config = TeamConfig
     snapshot = TeamSnapshot
+    agent_kinds = ("teammate",)
     agent_api: ClassVar[dict[str, Any]] = {
         "spawn_teammate": _api.spawn_teammate,
         "send_team_message": _api.send_team_message,

@@ -1,7 +1,8 @@
 """A team member's inbox in the turn loop: `<team-inbox>` injection, ack, requeue.
 
-At the start of every round the member's pending mail is claimed (pending →
-inflight) and added as one user message,
+Team mail is a `Mailbox` (runtime/mail.py). At the start of every round the
+member's pending mail is claimed (pending → claimed) and added as one user
+message,
 
     <team-inbox>
     [{"type": "message", "from": "lead", "content": "…", "timestamp": 1700000000}]
@@ -11,18 +12,18 @@ which the turn loop commits with the run (and rolls back with it). An agent
 with no teammates reads its mail (`rt.post` from another process) as a plain
 user message instead: the contents, oldest first, one paragraph each. Each claim
 records the transcript position its message is written at. When the run ends,
-and again whenever the agent is loaded after a crash, every inflight message is
+and again whenever the agent is loaded after a crash, the claimed mail is
 settled by looking at that position: if the transcript holds the inbox there
-the mail was delivered (acked); if a rollback removed it, it goes back to
+the mail was delivered (done); if a rollback removed it, it goes back to
 pending for the next wake. Mail is thus never lost and never delivered twice
-into one durable transcript; a crash between a commit and its ack can only
-repeat the ack.
+into one durable transcript; a crash between a commit and its settle can only
+repeat the settle.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mentra_nb.errors import AgentError, MentraError
@@ -31,9 +32,9 @@ from mentra_nb.runtime._envelopes import envelope_json
 from mentra_nb.runtime._extensions import AgentExtension
 from mentra_nb.runtime._redaction import known_secrets, scrub
 from mentra_nb.runtime._services import AgentHandle
-from mentra_nb.runtime.teams import mail as _mail
+from mentra_nb.runtime.mail import Letter
 from mentra_nb.runtime.teams._team import Team
-from mentra_nb.runtime.teams.mail import TeamMail
+from mentra_nb.runtime.teams.mail import MAIL, TeamMessage
 from mentra_nb.runtime.tools import Tool
 
 __all__ = ["INBOX_MARKER", "TeamInbox", "format_inbox", "holds_inbox", "team_of"]
@@ -44,14 +45,14 @@ INBOX_MARKER = "<team-inbox>"
 """The tag that opens team mail in a transcript (`<team-inbox>[…]</team-inbox>`)."""
 
 
-def format_inbox(mail: list[TeamMail]) -> str:
+def format_inbox(mail: Sequence[Letter[TeamMessage]]) -> str:
     """Unread team mail as the one user message a round starts with."""
     # No teammate's text can close the inbox and forge mail after it.
     body = envelope_json([m.message.for_model() for m in mail])
     return f"{INBOX_MARKER}\n{body}\n</team-inbox>"
 
 
-def format_plain(mail: list[TeamMail]) -> str:
+def format_plain(mail: Sequence[Letter[TeamMessage]]) -> str:
     """Mail as an agent without a team reads it: what a user would have typed."""
     return "\n\n".join(m.message.content for m in mail)
 
@@ -102,23 +103,18 @@ class TeamInbox(AgentExtension):
         """Whether this agent reads mail as plain user text: a lead with no team."""
         return self.agent.kind == "agent" and not self.team.has_members()
 
-    def claim(self) -> list[TeamMail]:
+    def claim(self) -> list[Letter[TeamMessage]]:
         """Claim this member's pending mail for the message written next in its transcript."""
         mail = self._claim_stored()
         if mail:
             self.team.mail_changed(self.agent.name)
         return mail
 
-    def _claim_stored(self) -> list[TeamMail]:
+    def _claim_stored(self) -> list[Letter[TeamMessage]]:
         """The store's half of `claim` (safe on a store thread: it notifies no one)."""
         agent = self.agent
-        services = agent.services
-        if _mail.count_mail(services.store, self.team.id, agent.name) == 0:
-            return []  # a read, so a quiet round takes no write lock
-        return _mail.claim_mail(
-            services.store, self.team.id, agent.name, agent_id=agent.id, transcript_seq=agent.state.history_len,
-            token=services.token,
-        )
+        return MAIL.claim(agent.services.store, self.team.id, agent.name, claimer=agent.id,
+                          token=agent.services.token, transcript_seq=agent.state.history_len)
 
     def after_run(self, succeeded: bool) -> None:
         # Settled from the transcript rather than from `succeeded`: a run that hit
@@ -132,25 +128,25 @@ class TeamInbox(AgentExtension):
         agent = self.agent
         services = agent.services
         try:
-            inflight = _mail.inflight_mail(services.store, agent.id)
-            if not inflight:
-                return
-            history = agent.state.transcript
-            ack: list[int] = []
-            requeue: list[int] = []
-            claimed: dict[int | None, list[TeamMail]] = {}
-            for mail in inflight:
-                claimed.setdefault(mail.transcript_seq, []).append(mail)
-            secrets = known_secrets(services.workspace_root)
-            for seq, group in claimed.items():
-                kept = seq is not None and seq < len(history) and _delivers(history[seq], group, secrets)
-                (ack if kept else requeue).extend(mail.id for mail in group)
-            _mail.settle_mail(services.store, agent.id, ack=ack, requeue=requeue, token=services.token)
+            settled = MAIL.settle(services.store, agent.id, token=services.token,
+                                  delivered=self._delivered)
         except MentraError as err:
-            # Left inflight, it is settled again when the agent is next loaded.
+            # Left claimed, it is settled again when the agent is next loaded.
             log.warning("could not settle the team mail of %s: %s", agent.name, err)
             return
-        self.team.mail_changed(agent.name)
+        if settled.done or settled.requeued:
+            self.team.mail_changed(agent.name)
+
+    def _delivered(self, claimed: Sequence[Letter[TeamMessage]]) -> set[int]:
+        """The claimed mail this agent's transcript holds where its claim put it."""
+        history = self.agent.state.transcript
+        groups: dict[int | None, list[Letter[TeamMessage]]] = {}
+        for letter in claimed:
+            groups.setdefault(letter.transcript_seq, []).append(letter)
+        secrets = known_secrets(self.agent.services.workspace_root)
+        return {letter.id for seq, group in groups.items()
+                if seq is not None and seq < len(history) and _delivers(history[seq], group, secrets)
+                for letter in group}
 
     def snapshot_fields(self) -> dict[str, Any]:
         fields: dict[str, Any] = {"pending_team_messages": self.team.unread(self.agent.name)}
@@ -159,7 +155,7 @@ class TeamInbox(AgentExtension):
         return fields
 
 
-def _delivers(message: Message, mail: list[TeamMail], secrets: list[str]) -> bool:
+def _delivers(message: Message, mail: Sequence[Letter[TeamMessage]], secrets: list[str]) -> bool:
     """Whether `message` (at the position `mail` was claimed for) is that mail. The
     turn loop scrubbed it when it was written: mail stored before a secret was known
     reads differently now, and must not be delivered again for that."""

@@ -47,6 +47,7 @@ from mentra_nb.runtime.teams._actor import TeammateActor
 from mentra_nb.runtime.teams._config import TeamConfig
 from mentra_nb.runtime.teams._snapshot import TeammateInfo, TeamMemberStatus
 from mentra_nb.runtime.teams.mail import (
+    MAIL,
     MEMBERS,
     MemberState,
     TeamMessage,
@@ -225,7 +226,7 @@ class Team:
     def unread(self, name: str, *, refresh: bool = False) -> int:
         if refresh or name not in self._unread:
             try:
-                self._unread[name] = _mail.count_mail(self.store, self.id, name)
+                self._unread[name] = MAIL.count(self.store, self.id, name)
             except MentraError:
                 return self._unread.get(name, 0)
         return self._unread[name]
@@ -426,11 +427,11 @@ class Team:
         lead = self.lead
         if lead is None or lead.services.closed:
             return
-        pending = _mail.list_mail(self.store, self.id, self.lead_name, "pending")
+        pending = MAIL.pending(self.store, self.id, self.lead_name)
         if not pending:
             return  # the usual case: one indexed read, no member list loaded
         insiders = {self.lead_name, *self.members}
-        if all(m.message.sender in insiders for m in pending):
+        if all(m.sender in insiders for m in pending):
             return
         self.mail_changed(self.lead_name)
         if self._lead_run is None or self._lead_run.done():
@@ -459,7 +460,7 @@ class Team:
         self._check_sender(sender)
         to = self._recipient(sender, to)
         _require_content(content)
-        _mail.queue_mail(self.store, self.id, to, _message("message", sender, self._scrub(content)))
+        MAIL.queue(self.store, self.id, to, _message("message", sender, self._scrub(content)))
         self._delivered(to)
 
     def broadcast(self, sender: str, content: str) -> list[str]:
@@ -472,7 +473,7 @@ class Team:
             if name != sender and (name == self.lead_name or self.members[name].status.name != "shutdown")
         ]
         for name in recipients:
-            _mail.queue_mail(self.store, self.id, name, _message("broadcast", sender, content))
+            MAIL.queue(self.store, self.id, name, _message("broadcast", sender, content))
         for name in recipients:
             self._delivered(name)
         return recipients
@@ -609,7 +610,7 @@ def post_mail(store: Store, team_id: str, recipient: str, sender: str, content: 
     _check_outside_sender(store, team_id, sender)
     message = TeamMessage(type="message", sender=sender, timestamp=int(time.time()),
                           content=scrub(content, known_secrets(workspace)), posted_by_runtime=runtime_id)
-    return _mail.queue_mail(store, team_id, recipient, message)
+    return MAIL.queue(store, team_id, recipient, message).id
 
 
 def _check_outside_sender(store: Store, team_id: str, sender: str) -> None:
