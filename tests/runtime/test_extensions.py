@@ -184,6 +184,40 @@ async def test_rt_post_goes_to_the_first_extension_that_carries_mail(db_path):
         await bare.aclose()
 
 
+class PairExtension(RuntimeExtension):
+    """Starts a `reviewer` agent next to a lead: a kind of agent of its own."""
+
+    agent_kinds = ("reviewer",)
+
+
+async def test_an_extension_declares_the_kinds_of_agent_it_creates(db_path):
+    rt = runtime(db_path, extensions=[PairExtension()])
+    try:
+        lead = rt.spawn("writer", "anthropic:m")
+        critic = rt.services.create_agent("critic", "anthropic:m", kind="reviewer", parent_id=lead.id)
+        assert (critic.kind, critic.parent_id) == ("reviewer", lead.id)
+    finally:
+        await rt.aclose()
+    again = runtime(db_path, extensions=[PairExtension()])
+    try:
+        assert [(r.name, r.kind) for r in again.list_persisted_agents()] == [
+            ("writer", "agent"), ("critic", "reviewer")]
+    finally:
+        await again.aclose()
+
+
+async def test_a_runtime_refuses_an_agent_kind_none_of_its_extensions_declared(db_path):
+    rt = runtime(db_path, extensions=[PairExtension()])
+    try:
+        lead = rt.spawn("writer", "anthropic:m")
+        with pytest.raises(ConfigError, match="unknown agent kind 'teammate'; this runtime's extensions "
+                                              "declare: agent, reviewer"):
+            rt.services.create_agent("alice", "anthropic:m", kind="teammate", parent_id=lead.id)
+        assert [r.name for r in rt.list_persisted_agents()] == ["writer"]
+    finally:
+        await rt.aclose()
+
+
 def test_default_extensions_are_the_registered_ones_in_order(reviews):
     names = [type(e).__name__ for e in default_extensions()]
     assert names == ["CostExtension", "TeamExtension", "SubagentsExtension", "MCPExtension", "BatchExtension",

@@ -8,6 +8,7 @@ opens the same file.
 from __future__ import annotations
 
 from mentra_nb import Runtime, SqliteStore, TeamMemberStatus, TeamMessage
+from mentra_nb.runtime import teams
 from mentra_nb.runtime.teams import mail as team_mail
 from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
 from tests.conftest import clear_leases
@@ -33,9 +34,9 @@ async def test_list_persisted_agents_includes_teammates_for_runtime(db_path):
     persisted = runtime.list_persisted_agents("persisted-agent-list")
     assert len(persisted) == 2
     assert persisted[0].name == "lead"
-    assert not persisted[0].is_teammate
+    assert not teams.is_teammate(persisted[0])
     assert persisted[1].name == "alice"
-    assert persisted[1].is_teammate
+    assert teams.is_teammate(persisted[1])
     assert persisted[1].parent_id == lead.id and persisted[1].role == "researcher"
     await runtime.aclose()
 
