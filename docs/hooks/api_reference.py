@@ -21,7 +21,8 @@ from typing import Any
 
 PAGES: dict[str, tuple[str, ...]] = {
     "reference/runtime.md": ("mentra_nb.runtime", "mentra_nb.runtime.events",
-                             "mentra_nb.runtime.tools", "mentra_nb.runtime.images"),
+                             "mentra_nb.runtime.tools", "mentra_nb.runtime.images",
+                             "mentra_nb.runtime.mail"),
     "reference/extensions.md": ("mentra_nb.runtime.cost", "mentra_nb.runtime.teams",
                                 "mentra_nb.runtime.teams.mail",
                                 "mentra_nb.runtime.subagents", "mentra_nb.runtime.subagents.mail",

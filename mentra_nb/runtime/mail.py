@@ -105,6 +105,7 @@ class Mailbox(Generic[M]):
         return f"Mailbox({self.kind.name!r}, {self.kind.model.__name__})"
 
     def letter(self, record: Record[M]) -> Letter[M]:
+        """`record` (of this mailbox's kind) as a letter."""
         state = _STATES.get(record.state)
         if state is None:
             raise StoreError(f"{self.kind.name} letter {record.seq} is in an unknown state {record.state!r}")

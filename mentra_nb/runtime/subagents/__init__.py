@@ -2,8 +2,9 @@
 
 Give an agent `AgentConfig(subagents=True)` (or `SubagentLimits(...)`) and it
 gets the tools spawn_agent, send_message, followup_task, list_agents,
-interrupt_agent and wait_agent. Its tree of children is persisted under state
-key `subagents.v1`.
+interrupt_agent and wait_agent. Its tree of children is persisted as a
+`subagents.tree` record of the root, and mail between them as a `Mailbox`
+(`MAIL`, runtime/mail.py) like the team's.
 
 A package shaped like `teams`: free functions taking the root agent (`_api`:
 `list_subagents(root)`, `preview(root, path)`, …), the extension that plugs
@@ -55,9 +56,11 @@ from mentra_nb.runtime.subagents._tree import (
     SubagentTree,
     stored_tree,
 )
+from mentra_nb.runtime.subagents.mail import MAIL
 
 __all__ = [
     "HEADLESS_REFUSAL",
+    "MAIL",
     "MAX_MESSAGE_BYTES",
     "PREVIEW_MAX_BYTES",
     "TREE",
