@@ -77,7 +77,7 @@ class TeamExtension(RuntimeExtension):
             return None
         inbox = TeamInbox(team, agent, team_tools_for, self._lead_closed)
         # The agent was just loaded (and crash-recovered): mail its last process
-        # claimed is acked if the transcript kept it, requeued if it was rolled back.
+        # claimed is done if the transcript kept it, pending again if it was rolled back.
         inbox.settle()
         return inbox
 
