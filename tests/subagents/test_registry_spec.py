@@ -110,12 +110,12 @@ async def test_mail_is_retained_until_its_checkpoint_marker_is_acknowledged(db_p
     [mail] = subagent_mail.MAIL.claim(store.inner, root_id, "/root", claimer=root_id, token=token)
     assert mail.message.text == "done"
     # A run that did not keep its marker gives it back.
-    subagent_mail.MAIL.settle(store.inner, root_id, token=token, delivered=subagent_mail.delivered_in([]))
+    subagent_mail.MAIL.settle(store.inner, root_id, token=token, delivered=lambda claimed: subagent_mail.held_in([], claimed))
     assert [m.id for m in registry.pending_mail(root_id, "/root")] == [mail.message.id]
     # A run whose transcript holds the marker has read it: it is gone for good.
     [again] = subagent_mail.MAIL.claim(store.inner, root_id, "/root", claimer=root_id, token=token)
     subagent_mail.MAIL.settle(store.inner, root_id, token=token,
-                              delivered=subagent_mail.delivered_in([render_mail(again.message)]))
+                              delivered=lambda claimed: subagent_mail.held_in([render_mail(again.message)], claimed))
     assert registry.pending_mail(root_id, "/root") == []
     assert subagent_mail.MAIL.inflight(store.inner, root_id) == []
     await rt.aclose()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from mentra_nb.errors import ConfigError, MentraError
@@ -44,7 +44,7 @@ from mentra_nb.runtime.subagents._registry import RegistryOwner, SubagentRegistr
 from mentra_nb.runtime.subagents._snapshot import SubagentSnapshot, SubagentStatus
 from mentra_nb.runtime.subagents._tools import subagent_tool_specs, subagent_tools
 from mentra_nb.runtime.subagents._tree import ROOT_PATH, TREE, Mail, SubagentTree, legacy_mailbox
-from mentra_nb.runtime.subagents.mail import MAIL, delivered_in
+from mentra_nb.runtime.subagents.mail import MAIL, held_in
 from mentra_nb.runtime.tools import Tool
 from mentra_nb.store.base import AgentRecord
 
@@ -333,7 +333,7 @@ class SubagentAgentExtension(AgentExtension):
         def claim() -> list[Letter[Mail]]:
             return MAIL.claim(services.store, root_id, path, claimer=agent.id, token=services.token,
                               transcript_seq=agent.state.history_len,
-                              delivered=delivered_in(transcript))
+                              delivered=lambda claimed: held_in(transcript, claimed))
 
         try:
             # Through the runtime's StoreIO, in order with the agent's other writes.
@@ -350,17 +350,22 @@ class SubagentAgentExtension(AgentExtension):
 
     def settle(self) -> None:
         """Settle the mail this agent claimed by what its transcript holds."""
+        if self._settle_stored(lambda: self.agent.state.transcript):
+            self.registry.mail_changed()
+
+    def _settle_stored(self, transcript: Callable[[], Sequence[Message]]) -> bool:
+        """The store's half of `settle` (safe on a store thread: it notifies no one);
+        whether any mail went back to pending. `transcript` is read only when mail is claimed."""
         agent = self.agent
         services = agent.services
         try:
             settled = MAIL.settle(services.store, agent.id, token=services.token,
-                                  delivered=delivered_in(agent.state.transcript))
+                                  delivered=lambda claimed: held_in(transcript(), claimed))
         except MentraError as err:
             # Left claimed, it is settled again when the agent next runs or loads.
             log.warning("could not settle the subagent mail of %s: %s", agent.name, err)
-            return
-        if settled.requeued:
-            self.registry.mail_changed()
+            return False
+        return settled.requeued > 0
 
     def snapshot_fields(self) -> dict[str, Any]:
         location = self.location()

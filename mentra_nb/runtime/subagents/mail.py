@@ -5,7 +5,7 @@
 item's id, the marker its delivery carries (runtime/subagents/_mailbox.py). A
 run claims its pending mail at the start of each round and delivers each item
 as one message holding the item's marker; when the run ends, and whenever the
-agent is loaded after a crash, the recipient's transcript decides (`delivered_in`):
+agent is loaded after a crash, the recipient's transcript decides (`held_in`):
 mail whose marker it holds was delivered, mail whose marker a rollback removed
 goes back to pending.
 
@@ -18,21 +18,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from mentra_nb.messages import Message
-from mentra_nb.runtime.mail import Delivered, Letter, Mailbox
+from mentra_nb.runtime.mail import Letter, Mailbox
 from mentra_nb.runtime.subagents._mailbox import mail_markers
 from mentra_nb.runtime.subagents._tree import Mail
 
-__all__ = ["MAIL", "delivered_in"]
+__all__ = ["MAIL", "held_in"]
 
 MAIL = Mailbox("subagents.mail", Mail)
 """Subagent mail: scoped by the tree's root id, one queue per recipient path."""
 
 
-def delivered_in(transcript: Iterable[Message]) -> Delivered[Mail]:
-    """Which claimed letters `transcript` holds: those whose marker it carries."""
-
-    def delivered(letters: Sequence[Letter[Mail]]) -> set[int]:
-        markers = mail_markers(transcript)
-        return {letter.id for letter in letters if letter.key in markers}
-
-    return delivered
+def held_in(transcript: Iterable[Message], letters: Sequence[Letter[Mail]]) -> set[int]:
+    """Ids of the `letters` whose delivery `transcript` holds: those whose marker it carries."""
+    markers = mail_markers(transcript)
+    return {letter.id for letter in letters if letter.key in markers}

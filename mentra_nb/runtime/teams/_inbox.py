@@ -125,34 +125,43 @@ class TeamInbox(AgentExtension):
             self.team.check_mail()
 
     def settle(self) -> None:
+        """Settle the mail this agent claimed by what its transcript holds."""
+        if self._settle_stored(lambda: self.agent.state.transcript):
+            self.team.mail_changed(self.agent.name)
+
+    def _settle_stored(self, transcript: Callable[[], Sequence[Message]]) -> bool:
+        """The store's half of `settle` (safe on a store thread: it notifies no one);
+        whether any mail was settled. `transcript` is read only when mail is claimed."""
         agent = self.agent
         services = agent.services
+
+        def delivered(claimed: Sequence[Letter[TeamMessage]]) -> set[int]:
+            return held_in(transcript(), claimed, known_secrets(services.workspace_root))
+
         try:
-            settled = MAIL.settle(services.store, agent.id, token=services.token,
-                                  delivered=self._delivered)
+            settled = MAIL.settle(services.store, agent.id, token=services.token, delivered=delivered)
         except MentraError as err:
             # Left claimed, it is settled again when the agent is next loaded.
             log.warning("could not settle the team mail of %s: %s", agent.name, err)
-            return
-        if settled.done or settled.requeued:
-            self.team.mail_changed(agent.name)
-
-    def _delivered(self, claimed: Sequence[Letter[TeamMessage]]) -> set[int]:
-        """The claimed mail this agent's transcript holds where its claim put it."""
-        history = self.agent.state.transcript
-        groups: dict[int | None, list[Letter[TeamMessage]]] = {}
-        for letter in claimed:
-            groups.setdefault(letter.transcript_seq, []).append(letter)
-        secrets = known_secrets(self.agent.services.workspace_root)
-        return {letter.id for seq, group in groups.items()
-                if seq is not None and seq < len(history) and _delivers(history[seq], group, secrets)
-                for letter in group}
+            return False
+        return settled.done + settled.requeued > 0
 
     def snapshot_fields(self) -> dict[str, Any]:
         fields: dict[str, Any] = {"pending_team_messages": self.team.unread(self.agent.name)}
         if self.agent.kind != "teammate":
             fields["teammates"] = self.team.teammates()
         return fields
+
+
+def held_in(history: Sequence[Message], claimed: Sequence[Letter[TeamMessage]],
+            secrets: list[str]) -> set[int]:
+    """Ids of the `claimed` mail whose delivery `history` holds where its claim put it."""
+    groups: dict[int | None, list[Letter[TeamMessage]]] = {}
+    for letter in claimed:
+        groups.setdefault(letter.transcript_seq, []).append(letter)
+    return {letter.id for seq, group in groups.items()
+            if seq is not None and seq < len(history) and _delivers(history[seq], group, secrets)
+            for letter in group}
 
 
 def _delivers(message: Message, mail: Sequence[Letter[TeamMessage]], secrets: list[str]) -> bool:
