@@ -218,6 +218,8 @@ def run() -> list[Table]:
     live = [m for m in ours["turn"]["all"]
             if m[1] == "comm_msg" and m[3]["comm_id"] in ours["both"]["opened"] and "t" in m[3]["data"].get("content", {})]
     envelope = sum(m[2] - len(m[3]["data"]["content"]["t"].encode()) for m in live) / max(len(live), 1)
+    again = [m for m in ours["both"]["all"] if m[1] == "comm_msg" and m[3]["comm_id"] not in ours["both"]["opened"]
+             and "t" in m[3]["data"].get("content", {})]
     table.notes += [
         f"OURS ÷ THE OUTPUT WIDGET: the turn view {turn_ratio:.2f}x (target ≤ 0.5x: "
         f"{'met' if turn_ratio <= 0.5 else 'NOT met'}), both views as the notebook shows them "
@@ -226,6 +228,9 @@ def run() -> list[Table]:
         f"each live-text message of the turn view ({len(live)}) took {envelope:.0f} bytes besides its text on "
         "average: ZeroMQ topic, delimiter, a 64-byte HMAC signature, the ~200-byte header, an empty parent "
         "header and metadata, and the comm message's own JSON with the comm id",
+        f"the spawn cell's view sends the same live text again ({len(again)} messages, "
+        f"{sum(m[2] for m in again) / 1024:,.1f} KiB, {sum(m[2] for m in again) / peer['bytes']:.2f}x the Output "
+        "widget): what a conversation view showing the turn view's live text would save",
         "the Output widget's count varies with the machine's load (ipykernel sends what stdout gathered "
         "each time its flush runs: 68 to 101 messages for this text here), and with it every ratio; "
         "compare the rows of one run",
@@ -260,15 +265,15 @@ def run() -> list[Table]:
                   f"{max(r['text_gaps'], default=0.0):.2f}", f"{r['first'] * 1000:.0f}")
     half = next((window for window, r in windows if r["bytes"] <= peer["bytes"] / 2), None)
     trade.notes += [
-        "every message costs ~420 bytes besides its text (frames, header, signature, comm id), and a "
+        "every message costs ~380 bytes besides its text (frames, header, signature, comm id), and a "
         f"turn's fixed messages (the prompt, four status updates, the committed reply by reference) "
         f"about 1.2x this text: at {TOKENS_PER_SECOND} tokens/s ({TOKENS_PER_SECOND * CHARS_PER_TOKEN} "
         "characters/s) the bytes follow the messages a second, that is the window. Half the Output "
         "widget's bytes took " + (f"a {half * 1000:.0f}-ms window here" if half is not None else
                                   "a window longer than any swept here") +
-        "; the browser shows text about a window after the kernel has it (p95 ≈ the window + 30 to 70 ms "
-        "on this machine, bench_lag.py), against a 250-ms p95 target, so the window stays at "
-        f"{default * 1000:.0f} ms: the latency was chosen over the bytes",
+        "; the browser shows text about a window after the kernel has it (p95 ≈ the window + 40 to 90 ms "
+        "on this machine, bench_lag.py, which measures a 200-ms window beside ours), against a 250-ms p95 "
+        f"target, so the window stays at {default * 1000:.0f} ms: the latency was chosen over the bytes",
         "longest wait between messages: how far behind the model the browser can fall (the window, "
         "and a poll's lateness on a busy machine)",
     ]
