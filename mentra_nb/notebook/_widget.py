@@ -41,7 +41,8 @@ MAX_FALLBACKS = 20  # places a live view's markdown copy is kept up to date in
 # message's content carries; nothing reads it (Jupyter servers subscribe to every
 # topic and drop the frame before a message reaches a browser, which routes comm
 # messages by the content's comm_id), and a live stream sends a few messages a
-# second, ~420 bytes each besides their text (tests/benchmarks/bench_wire.py).
+# second, each ~380 bytes besides its text with this topic, ~410 with ipykernel's
+# (tests/benchmarks/bench_wire.py).
 COMM_TOPIC = b"comm"
 
 

@@ -232,7 +232,7 @@ def run() -> list[Table]:
         f"{sum(m[2] for m in again) / 1024:,.1f} KiB, {sum(m[2] for m in again) / peer['bytes']:.2f}x the Output "
         "widget): what a conversation view showing the turn view's live text would save",
         "the Output widget's count varies with the machine's load (ipykernel sends what stdout gathered "
-        "each time its flush runs: 68 to 101 messages for this text here), and with it every ratio; "
+        "each time its flush runs: 68 to 103 messages for this text here), and with it every ratio; "
         "compare the rows of one run",
         "bytes on the wire: every frame of every iopub message (envelope and signature included) as "
         "a raw ZeroMQ subscriber received it, from the send to the reply's end. Ours: each view's "
