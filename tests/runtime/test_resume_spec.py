@@ -283,6 +283,31 @@ async def test_resume_loads_a_transcript_only_when_it_is_first_needed(db_path):
     await rebooted.aclose()
 
 
+async def test_the_tail_of_an_unloaded_transcript_is_read_once_for_shorter_reads(db_path):
+    """Issue 32: a resumed view read the last page, then its markdown read the last
+    40 messages again, for each of fifty views."""
+    runtime = Runtime.empty(store=SqliteStore(db_path), providers=[ScriptedProvider(
+        "anthropic", [text_stream(f"answer {i}") for i in range(3)] + [text_stream("more")])])
+    agent = runtime.spawn("agent", "anthropic:model")
+    for i in range(3):
+        await agent.send(f"question {i}")
+    await runtime.aclose()
+
+    store = CountingStore(db_path)
+    rebooted = Runtime.empty(store=store, providers=[ScriptedProvider("anthropic", [text_stream("more")])])
+    [resumed] = rebooted.resume()
+    assert resumed.recent_messages(4) == [Message.user("question 1"), Message.assistant("answer 1"),
+                                          Message.user("question 2"), Message.assistant("answer 2")]
+    assert resumed.recent_messages(3)[0] == Message.assistant("answer 1")
+    assert resumed.recent_messages(10)[0] == Message.user("question 0")  # all six there are
+    assert resumed.recent_messages(6)[-1] == Message.assistant("answer 2")
+    assert store.transcript_reads == 2
+    # Once the transcript changes, reads follow it.
+    await resumed.send("question 3")
+    assert resumed.recent_messages(2) == [Message.user("question 3"), Message.assistant("more")]
+    await rebooted.aclose()
+
+
 async def test_resuming_many_agents_reads_the_agent_table_a_fixed_number_of_times(db_path):
     class ListCountingStore(SqliteStore):
         lists = 0
