@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import time
 import uuid
 import weakref
@@ -43,7 +44,7 @@ from mentra_nb.runtime._recovery import recover
 from mentra_nb.runtime._services import AgentHandle, Services
 from mentra_nb.runtime._time_travel import check_index, results_for_cut_calls
 from mentra_nb.runtime.tools import Tool
-from mentra_nb.store.base import AgentKind, AgentRecord, PersistedAgent, Store
+from mentra_nb.store.base import AGENT_KIND_PATTERN, AgentKind, AgentRecord, PersistedAgent, Store
 from mentra_nb.store.sqlite import SqliteStore
 
 __all__ = ["Runtime"]
@@ -267,6 +268,9 @@ class Runtime:
         """Persist a new agent of any kind (extensions create the agents they start here)."""
         self._ensure_open()
         kinds = {"agent", *(k for extension in self._extensions for k in extension.agent_kinds)}
+        if not isinstance(kind, str) or not re.fullmatch(AGENT_KIND_PATTERN, kind):
+            raise ConfigError(f"agent kind {kind!r} is not a lowercase word (a-z, 0-9, _; at most "
+                              "32 characters): declare kinds such as 'reviewer' in RuntimeExtension.agent_kinds")
         if kind not in kinds:
             raise ConfigError(
                 f"unknown agent kind {kind!r}; this runtime's extensions declare: "

@@ -213,6 +213,8 @@ async def test_a_runtime_refuses_an_agent_kind_none_of_its_extensions_declared(d
         with pytest.raises(ConfigError, match="unknown agent kind 'teammate'; this runtime's extensions "
                                               "declare: agent, reviewer"):
             rt.services.create_agent("alice", "anthropic:m", kind="teammate", parent_id=lead.id)
+        with pytest.raises(ConfigError, match="agent kind 'Re viewer' is not a lowercase word"):
+            rt.services.create_agent("bo", "anthropic:m", kind="Re viewer", parent_id=lead.id)
         assert [r.name for r in rt.list_persisted_agents()] == ["writer"]
     finally:
         await rt.aclose()
