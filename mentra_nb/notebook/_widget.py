@@ -31,11 +31,19 @@ from mentra_nb.notebook._display import Shown, display, show
 if TYPE_CHECKING:
     from mentra_nb.notebook._host import RuntimeHost
 
-__all__ = ["MAX_FALLBACKS", "BrowserMessage", "BrowserMessages", "MentraWidget"]
+__all__ = ["COMM_TOPIC", "MAX_FALLBACKS", "BrowserMessage", "BrowserMessages", "MentraWidget"]
 
 log = logging.getLogger("mentra_nb.notebook")
 
 MAX_FALLBACKS = 20  # places a live view's markdown copy is kept up to date in
+# The IOPub topic (the ZeroMQ routing frame before the message) of a widget's comm
+# messages. ipykernel's is "comm-" and the comm's 32-character id, the same id the
+# message's content carries; nothing reads it (Jupyter servers subscribe to every
+# topic and drop the frame before a message reaches a browser, which routes comm
+# messages by the content's comm_id), and a live stream sends a few messages a
+# second, each ~380 bytes besides its text with this topic, ~410 with ipykernel's
+# (tests/benchmarks/bench_wire.py).
+COMM_TOPIC = b"comm"
 
 
 class BrowserMessage(BaseModel):
@@ -93,6 +101,11 @@ class MentraWidget(anywidget.AnyWidget):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        # Every message of this widget's comm after its opening goes with a short
+        # topic (see COMM_TOPIC).
+        comm = self.comm
+        if comm is not None and isinstance(getattr(comm, "topic", None), bytes):
+            comm.topic = COMM_TOPIC
         # The static markdown above each display, with what it shows (the newest places;
         # a dict keeps their order). Displays (shell thread) and refreshes (runtime
         # thread) take the lock.
