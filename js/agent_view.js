@@ -396,8 +396,8 @@ class AgentViewRender {
   // To the bottom once per frame, not once per message: reading scrollHeight right
   // after a change lays the whole page out, and the dozen messages of one tool call
   // (in every view of the agent) each did so, holding up the kernel's messages
-  // queued behind them (a run_cell request waited ~50 ms). Where frames do not run
-  // (jsdom without them), at once.
+  // queued behind them (a run_cell request waited for every one). Where frames do
+  // not run (jsdom without them), at once.
   follow() {
     if (!this.following || this.followFrame) return;
     if (typeof requestAnimationFrame !== "function") {
