@@ -1,0 +1,215 @@
+"""Workers (`python -m mentra_nb worker`) on a real throwaway Postgres, beside a job a
+runtime started as a notebook does: real worker processes, one SIGKILLed mid-job
+as if its host died (another `MENTRA_HOST_ID`, so it is taken over when its lease
+expires, not because its pid is gone); every row ends with exactly one result and
+one fork. Also: what a worker refuses (SQLite, a job whose tools it lacks), and a
+worker stopped with SIGTERM queues its rows again at once."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from mentra_nb.messages import Role
+from mentra_nb.providers.test import TestProvider
+from mentra_nb.runtime import Runtime
+from mentra_nb.runtime.batch import JOB, ROW
+from mentra_nb.store import PostgresStore
+from mentra_nb.store.records import CLAIMED, DONE, PENDING
+from tests.children import REPO
+from tests.hosts.batch_worker_setup import Label, lookup
+
+pytestmark = pytest.mark.process
+
+TTL = 3.0  # seconds: a silent worker's rows go to the others this long after its last heartbeat
+SETUP = "tests.hosts.batch_worker_setup"
+
+
+class WorkerProcess:
+    """`python -m mentra_nb worker ...`, its stderr in a file the test reads."""
+
+    def __init__(self, folder: Path, *args: str, host: str | None = None) -> None:
+        self.log = folder / f"worker-{time.monotonic_ns()}.log"
+        env = {**os.environ}
+        if host is not None:
+            env["MENTRA_HOST_ID"] = host
+        with self.log.open("w") as err:
+            self.proc = subprocess.Popen([sys.executable, "-m", "mentra_nb", "worker", *args],
+                                         cwd=REPO, stdout=subprocess.DEVNULL, stderr=err, env=env)
+
+    @property
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def wait_for_output(self, text: str) -> None:
+        wait_until(lambda: text in self.output or self.proc.poll() is not None, f"the worker to say {text!r}")
+        assert text in self.output, self.output
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
+    started: list[WorkerProcess] = []
+
+    def start(*args: str, host: str | None = None) -> WorkerProcess:
+        started.append(WorkerProcess(tmp_path, *args, host=host))
+        return started[-1]
+
+    yield start
+    for worker in started:
+        worker.kill()
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.05)
+
+
+async def until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"never: {what}"
+        await asyncio.sleep(0.05)
+
+
+def worker_args(dsn: str, *more: str) -> list[str]:
+    return ["--db", dsn, "--providers", SETUP, "--no-builtin-tools", "--lease-ttl", str(TTL), *more]
+
+
+def rows(n: int) -> list[dict[str, object]]:
+    return [{"i": i, "text": f"review number {i}"} for i in range(n)]
+
+
+def claimed_by(store: PostgresStore, job_id: str, pid: int, state: str) -> list[int]:
+    return [r.value.index for r in ROW.list(store, job_id, state=state)
+            if r.claimed_by is not None and f"-{pid}-" in r.claimed_by]
+
+
+async def test_two_workers_and_the_notebook_run_every_row_once_when_one_worker_is_killed(
+        pg_dsn: str, workers: Callable[..., WorkerProcess]) -> None:
+    total = 200
+    store = PostgresStore(pg_dsn)
+    # The notebook's runtime: its job starts at once, as `%mentra map` starts it.
+    rt = Runtime.empty(store=store, providers=[TestProvider(chunk_delay=0.02)], runtime_id="nb",
+                       lease_ttl=TTL)
+    try:
+        agent = rt.spawn("clf", "test")
+        job = agent.map(rows(total), prompt="Classify row {i}: {text}", output=Label, name="job",
+                        concurrency=4)
+        doomed = workers(*worker_args(pg_dsn, "--concurrency", "4", "--providers", f"{SETUP}:SLOW"),
+                         host="host-a")
+        other = workers(*worker_args(pg_dsn, "--concurrency", "4"))
+        # The doomed worker has finished rows and holds others when its host dies.
+        await until(lambda: claimed_by(store, job.id, doomed.proc.pid, DONE)
+                    and claimed_by(store, job.id, doomed.proc.pid, CLAIMED), "the worker ran rows")
+        doomed.kill()
+        lost = claimed_by(store, job.id, doomed.proc.pid, CLAIMED)
+        done_by_doomed = {r.value.index: r for r in ROW.list(store, job.id, state=DONE)
+                          if f"-{doomed.proc.pid}-" in (r.claimed_by or "")}
+        await asyncio.wait_for(job.wait(), timeout=120)
+        assert job.state == "finished"
+        other.proc.send_signal(signal.SIGTERM)
+        assert other.proc.wait(timeout=30) == 0, other.output
+        assert "stopping" in other.output
+
+        stored = ROW.list(store, job.id)
+        assert sorted(r.value.index for r in stored) == list(range(total))
+        assert all(r.state == DONE for r in stored)
+        assert all(r.value.output == {"label": "a", "confidence": 0} for r in stored)
+        by_index = {r.value.index: r for r in stored}
+        for index in lost:
+            # In flight when its worker died: taken over and run to its end elsewhere.
+            assert f"-{doomed.proc.pid}-" not in (by_index[index].claimed_by or "")
+        for index, record in done_by_doomed.items():
+            assert by_index[index] == record  # a finished row never runs again
+        runners = {r.claimed_by for r in stored}
+        assert agent.id in runners  # the notebook's own share
+        assert any(f"-{other.proc.pid}-" in (c or "") for c in runners)
+
+        agents = store.list_agents("nb")
+        forks = sorted((a for a in agents if a.forked_from == agent.id),
+                       key=lambda a: int(a.name.rsplit("-", 1)[1]))
+        assert [a.name for a in forks] == [f"job-{i}" for i in range(total)]  # one fork per row
+        for fork in forks:
+            persisted = store.load_agent(fork.id)
+            assert persisted is not None and persisted.run is None
+            index = int(fork.name.rsplit("-", 1)[1])
+            users = [m.text for m in persisted.transcript if m.role is Role.USER]
+            assert users == [f"Classify row {index}: review number {index}"]
+            assert persisted.transcript[-1].role is Role.ASSISTANT
+    finally:
+        await rt.aclose()
+        store.close()
+
+
+def make_job(dsn: str, total: int, *, with_tool: bool = False) -> str:
+    """A job stored and left for workers: made outside an event loop, nothing in
+    this process drives it (a notebook whose kernel went away)."""
+    store = PostgresStore(dsn)
+    try:
+        rt = Runtime.empty(store=store, providers=[TestProvider()], runtime_id="nb",
+                           tools=[lookup] if with_tool else [])
+        agent = rt.spawn("clf", "test")
+        job = agent.map(rows(total), prompt="Classify row {i}: {text}", output=Label, name="job")
+        asyncio.run(rt.aclose())
+        return job.id
+    finally:
+        store.close()
+
+
+def test_a_worker_runs_no_row_of_a_job_whose_tools_it_lacks_and_says_why(
+        pg_dsn: str, workers: Callable[..., WorkerProcess]) -> None:
+    job_id = make_job(pg_dsn, 5, with_tool=True)
+    worker = workers(*worker_args(pg_dsn))
+    worker.wait_for_output("not running job 'job'")
+    assert "lacks lookup" in worker.output and "--tools" in worker.output
+    store = PostgresStore(pg_dsn)
+    try:
+        assert [r.state for r in ROW.list(store, job_id)] == [PENDING] * 5
+        # Given the tool, another worker runs them all.
+        equipped = workers(*worker_args(pg_dsn, "--tools", SETUP))
+        wait_until(lambda: ROW.count(store, job_id, state=DONE) == 5, "the equipped worker ran the rows")
+        assert all(f"-{equipped.proc.pid}-" in (r.claimed_by or "") for r in ROW.list(store, job_id))
+    finally:
+        store.close()
+
+
+def test_a_worker_stopped_with_sigterm_queues_its_rows_again_at_once(
+        pg_dsn: str, workers: Callable[..., WorkerProcess]) -> None:
+    job_id = make_job(pg_dsn, 40)
+    worker = workers(*worker_args(pg_dsn, "--concurrency", "3", "--providers", f"{SETUP}:SLOW"))
+    store = PostgresStore(pg_dsn)
+    try:
+        wait_until(lambda: ROW.count(store, job_id, state=CLAIMED) > 0, "the worker claimed rows")
+        worker.proc.send_signal(signal.SIGTERM)
+        assert worker.proc.wait(timeout=30) == 0, worker.output
+        # Nothing is left claimed (no lease to wait for): the rows are waiting or done.
+        states = [r.state for r in ROW.list(store, job_id)]
+        assert CLAIMED not in states and set(states) <= {PENDING, DONE}
+        assert "rows running here were queued again" in worker.output
+        [spec] = JOB.list(store, "nb")
+        assert spec.value.state == "running"  # the notebook's to change, not the worker's
+    finally:
+        store.close()
+
+
+def test_a_worker_refuses_a_sqlite_store(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "mentra_nb", "worker", "--db", str(tmp_path / "nb.sqlite")],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "Workers need Postgres" in done.stderr and "SQLite jobs run in the kernel" in done.stderr
+    assert not (tmp_path / "nb.sqlite").exists()
