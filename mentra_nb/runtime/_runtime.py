@@ -301,8 +301,10 @@ class Runtime:
         the fork gets error results for them (one message of its own)."""
         # The source's config is valid already: a copy of it spares validating it again
         # (a job over many rows forks once per row).
-        return self._fork(source.id, source.name, source.model.key, source.config.model_copy(deep=True),
-                          new_name, at)
+        stored = self.store.load_agent(source.id, transcript=False)
+        if stored is None:
+            raise AgentNotFound(f"agent '{source.name}' ({source.id}) is not in {self.store!r}")
+        return self._fork(stored.record, source.config.model_copy(deep=True), new_name, at)
 
     def fork_stored(self, source_id: str, new_name: str, at: int | None = None) -> Agent:
         """Fork a stored agent this runtime does not drive (another process, on any
@@ -311,30 +313,25 @@ class Runtime:
         stored = self.store.load_agent(source_id, transcript=False)
         if stored is None:
             raise AgentNotFound(f"no agent with id {source_id} in {self.store!r} to fork")
-        record = stored.record
-        return self._fork(record.id, record.name, record.model, AgentConfig.model_validate(record.config),
-                          new_name, at)
+        return self._fork(stored.record, AgentConfig.model_validate(stored.record.config), new_name, at)
 
-    def _fork(self, source_id: str, source_name: str, model: str, config: AgentConfig, new_name: str,
-              at: int | None) -> Agent:
+    def _fork(self, source: AgentRecord, config: AgentConfig, new_name: str, at: int | None) -> Agent:
+        """A fork of the stored agent `source` (as it is stored now) with `config`."""
         self._ensure_open()
         problem = agent_name_problem(new_name)
         if problem is not None:
             raise ConfigError(problem)
-        stored = self.store.load_agent(source_id, transcript=False)
-        if stored is None:
-            raise AgentNotFound(f"agent '{source_name}' ({source_id}) is not in {self.store!r}")
-        committed = stored.record.message_count  # a running agent: what it has committed
-        at = committed if at is None else check_index(source_name, "fork(at=...)", at, committed)
+        committed = source.message_count  # a running agent: what it has committed
+        at = committed if at is None else check_index(source.name, "fork(at=...)", at, committed)
         now = time.time()
         record = AgentRecord(
-            id=uuid.uuid4().hex, runtime_id=self.runtime_id, name=new_name, model=model,
+            id=uuid.uuid4().hex, runtime_id=self.runtime_id, name=new_name, model=source.model,
             config=config.model_dump(mode="json"), created_at=now, updated_at=now,
-            message_count=at, forked_from=source_id, fork_index=at,
+            message_count=at, forked_from=source.id, fork_index=at,
         )
         self._leases.acquire(record.id)
         try:
-            self.store.fork_agent(record, source_id=source_id, at=at, token=self._leases.token)
+            self.store.fork_agent(record, source_id=source.id, at=at, token=self._leases.token)
         except MentraError:
             self.store.release_leases(self._leases.token, [record.id])
             self._leases.held.discard(record.id)

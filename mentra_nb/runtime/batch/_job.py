@@ -445,12 +445,22 @@ class BatchJob:
 
     def _row_ended(self, seq: int, task: asyncio.Task[None] | None = None) -> None:
         self._tasks.pop(seq, None)
-        if task is not None and not task.cancelled() and task.exception() is not None:
-            # Its row was taken from it (cancelled by the notebook, or its claimer's lease
-            # taken over): the result was refused, and the row's state is someone else's.
-            log.warning("a row of job '%s' ended without its result: %s", self.name, task.exception())
-        if self._wake is not None:
+        if self._wake is None:
+            return
+        error = None if task is None or task.cancelled() else task.exception()
+        if error is None:
             self._wake.set()
+            return
+        # The row could not run or settle here: taken from us (cancelled by the notebook, our
+        # lease taken over: nothing changes), or its old fork is still another's to delete.
+        # It goes back in the queue, and this driver looks again a little later, not at once.
+        log.warning("a row of job '%s' ended without its result: %s", self.name, error)
+        try:
+            ROW.settle(self._store, self._claimer.id, requeue=[seq], token=self._claimer.token)
+        except MentraError as err:
+            log.debug("could not queue the row again: %s", err)
+        if self._loop is not None:
+            self._loop.call_later(_LOOK_AROUND_S, self._wake.set)
 
     async def _run_row(self, record: Record[RowState]) -> None:
         row = record.value.model_copy(update={"attempts": record.value.attempts + 1})
