@@ -156,6 +156,34 @@ async def test_two_workers_and_the_notebook_run_every_row_once_when_one_worker_i
         store.close()
 
 
+async def test_a_cancel_in_the_notebook_stops_the_workers_rows_and_a_resumed_pause_takes_them_up_again(
+        pg_dsn: str, workers: Callable[..., WorkerProcess]) -> None:
+    store = PostgresStore(pg_dsn)
+    rt = Runtime.empty(store=store, providers=[TestProvider(chunk_delay=0.05)], runtime_id="nb",
+                       lease_ttl=TTL)
+    try:
+        agent = rt.spawn("clf", "test")
+        job = agent.map(rows(60), prompt="Classify row {i}: {text}", output=Label, name="job",
+                        concurrency=2)
+        worker = workers(*worker_args(pg_dsn, "--concurrency", "3", "--providers", f"{SETUP}:SLOW"))
+        await until(lambda: claimed_by(store, job.id, worker.proc.pid, CLAIMED), "the worker claimed rows")
+        job.pause()
+        await until(lambda: ROW.count(store, job.id, state=CLAIMED) == 0, "the running rows finished")
+        job.resume()
+        await until(lambda: claimed_by(store, job.id, worker.proc.pid, CLAIMED),
+                    "the worker took the job up again")
+        job.cancel()
+        await asyncio.wait_for(job.wait(), timeout=60)
+        await until(lambda: ROW.count(store, job.id, state=CLAIMED) == 0, "nothing left running")
+        states = {r.state for r in ROW.list(store, job.id)}
+        assert states <= {DONE, "cancelled"} and "cancelled" in states
+        assert job.state == "cancelled"
+        assert worker.proc.poll() is None  # it goes on, for other jobs
+    finally:
+        await rt.aclose()
+        store.close()
+
+
 def make_job(dsn: str, total: int, *, with_tool: bool = False) -> str:
     """A job stored and left for workers: made outside an event loop, nothing in
     this process drives it (a notebook whose kernel went away)."""

@@ -104,6 +104,11 @@ class WorkerJob(BatchJob):
     def driving(self) -> bool:
         return not self._stopped.is_set()
 
+    def follow(self, spec: JobSpec) -> None:
+        """The job as stored now (the notebook paused and resumed it, changed its budget)."""
+        if spec.job_id == self.id:
+            self._spec = spec
+
     def _keeps_running(self) -> bool:
         if self.problem is not None:
             return False
@@ -258,6 +263,7 @@ class Worker:
             except JobProblem as problem:
                 self._refuse(spec, str(problem))
                 continue
+            job.follow(spec)
             if seen is None:
                 self._jobs[spec.job_id] = _Seen(job)
                 self._say(f"{self.id}: running rows of job '{spec.name}' (notebook runtime "
