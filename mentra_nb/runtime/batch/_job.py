@@ -494,8 +494,9 @@ class BatchJob:
             self.limiter.slow_down(throttled.retry_after)
             if row.attempts < _MAX_THROTTLED_ATTEMPTS:
                 await self._delete_fork(row.agent_name)
-                ROW.update(self._store, self.id, record.key, row, state=PENDING,
-                           expect_state=CLAIMED, agent_id=self._claimer.id, token=self._claimer.token)
+                ROW.update(self._store, self.id, record.key, row, state=PENDING, expect_state=CLAIMED,
+                           expect_claimer=self._claimer.id, agent_id=self._claimer.id,
+                           token=self._claimer.token)
             else:
                 self._settle(record, self._with_usage(row, fork, error=str(throttled)), FAILED)
             return
@@ -533,8 +534,11 @@ class BatchJob:
                                       "cost_usd": usage.cost_usd})
 
     def _settle(self, record: Record[RowState], row: RowState, state: str) -> None:
+        # Only while this claimer still holds it: a row cancelled, queued again and claimed by
+        # another process meanwhile is no longer this run's to settle.
         ROW.update(self._store, self.id, record.key, row, state=state, expect_state=CLAIMED,
-                   agent_id=self._claimer.id, token=self._claimer.token)
+                   expect_claimer=self._claimer.id, agent_id=self._claimer.id,
+                   token=self._claimer.token)
         self._done_here += 1
         if row.cost_usd is not None:
             self._spent += row.cost_usd

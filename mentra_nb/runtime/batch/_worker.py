@@ -51,7 +51,7 @@ from mentra_nb.runtime.batch._source import JobRuntime, RowAgent
 from mentra_nb.runtime.tools import Tool
 from mentra_nb.store.base import Store
 
-__all__ = ["JobProblem", "Worker", "WorkerJob"]
+__all__ = ["JobProblem", "Worker", "WorkerJob", "WorkerStopped"]
 
 log = logging.getLogger("mentra_nb.batch")
 
@@ -59,6 +59,10 @@ log = logging.getLogger("mentra_nb.batch")
 _POLL_S = 1.0
 # How often the progress line is written (when it changed).
 _REPORT_S = 2.0
+
+
+class WorkerStopped(MentraError):
+    """The worker lost its lease (it stalled past its TTL) and stopped."""
 
 
 class JobProblem(Exception):
@@ -203,8 +207,14 @@ class Worker:
         self._say(f"{self.id}: claiming rows of open jobs in {self.store!r}")
         try:
             while not stop.is_set():
-                self._take_up_jobs()
-                self._report()
+                try:
+                    self._hold_own_lease()
+                    self._take_up_jobs()
+                    self._report()
+                except WorkerStopped:
+                    raise
+                except MentraError as err:  # the database went away for a moment: try again
+                    log.warning("%s: %s", self.id, err)
                 wake.clear()
                 waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wake.wait())]
                 try:
@@ -216,6 +226,16 @@ class Worker:
             listening.set()
             await self._give_back()
             self._report(final=True)
+
+    def _hold_own_lease(self) -> None:
+        """Stop if another process took this worker's lease over (it stalled past its TTL,
+        so its rows were queued again and every write of its rows since is refused). It
+        never takes the lease back under the same token: its late results would pass."""
+        holder = self.store.lease_holder(self.id)
+        if holder is None or holder.token != self._lease.token:
+            raise WorkerStopped(
+                f"{self.id} was silent for longer than its lease TTL ({self._ttl:.0f} s) and "
+                "its rows were taken over; start it again (a service manager restarts it)")
 
     def _listen(self, loop: asyncio.AbstractEventLoop, wake: asyncio.Event,
                 stopped: threading.Event) -> None:
