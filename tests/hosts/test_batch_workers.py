@@ -184,6 +184,36 @@ async def test_a_cancel_in_the_notebook_stops_the_workers_rows_and_a_resumed_pau
         store.close()
 
 
+def test_a_stalled_worker_is_taken_over_and_its_late_results_are_refused(
+        pg_dsn: str, workers: Callable[..., WorkerProcess]) -> None:
+    """Stopped with SIGSTOP: alive (its pid exists) but silent, as a host behind a broken
+    network is. Its rows go to the other worker; when it comes back, nothing it finished
+    meanwhile lands, and it stops."""
+    total = 40
+    job_id = make_job(pg_dsn, total)
+    stalled = workers(*worker_args(pg_dsn, "--concurrency", "3", "--providers", f"{SETUP}:SLOW"),
+                      host="host-a")
+    store = PostgresStore(pg_dsn)
+    try:
+        wait_until(lambda: claimed_by(store, job_id, stalled.proc.pid, CLAIMED), "the worker claimed rows")
+        os.kill(stalled.proc.pid, signal.SIGSTOP)
+        held = claimed_by(store, job_id, stalled.proc.pid, CLAIMED)
+        other = workers(*worker_args(pg_dsn, "--concurrency", "4"))
+        wait_until(lambda: ROW.count(store, job_id, state=DONE) == total, "the other worker ran every row")
+        before = {r.value.index: r for r in ROW.list(store, job_id)}
+        os.kill(stalled.proc.pid, signal.SIGCONT)
+        assert stalled.proc.wait(timeout=60) == 1
+        assert "its rows were taken over" in stalled.output
+        after = {r.value.index: r for r in ROW.list(store, job_id)}
+        assert after == before  # nothing of the stalled worker landed after the takeover
+        for index in held:
+            assert f"-{other.proc.pid}-" in (after[index].claimed_by or "")
+        forks = [a.name for a in store.list_agents("nb") if a.forked_from is not None]
+        assert sorted(forks) == sorted(f"job-{i}" for i in range(total))
+    finally:
+        store.close()
+
+
 def make_job(dsn: str, total: int, *, with_tool: bool = False) -> str:
     """A job stored and left for workers: made outside an event loop, nothing in
     this process drives it (a notebook whose kernel went away)."""
