@@ -56,7 +56,8 @@ def add_worker_command(commands: Any) -> None:
                         help="rows of one job running here at once (default: the job's concurrency)")
     worker.add_argument("--lease-ttl", type=float, default=30.0, metavar="SECONDS",
                         help="how long after its last heartbeat a silent worker on another host "
-                             "loses its rows to the others (default 30)")
+                             "loses its rows to the others (default 30; never shorter than the "
+                             "notebooks' lease TTL)")
 
 
 def _objects(spec: str, default_name: str, kind: type[Any], what: str) -> list[Any]:

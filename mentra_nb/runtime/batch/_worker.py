@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pydantic import BaseModel
 
@@ -160,7 +160,7 @@ class WorkerJob(BatchJob):
 @dataclass
 class _Seen:
     job: WorkerJob
-    told: int = field(default=-1)
+    told: int = -1  # rows done here when last reported
 
 
 class Worker:
