@@ -101,21 +101,25 @@ def claimed_by(store: PostgresStore, job_id: str, pid: int, state: str) -> list[
 
 async def test_two_workers_and_the_notebook_run_every_row_once_when_one_worker_is_killed(
         pg_dsn: str, workers: Callable[..., WorkerProcess]) -> None:
-    total = 200
+    total = 400
     store = PostgresStore(pg_dsn)
-    # The notebook's runtime: its job starts at once, as `%mentra map` starts it.
-    rt = Runtime.empty(store=store, providers=[TestProvider(chunk_delay=0.02)], runtime_id="nb",
+    # The notebook's runtime: its job starts at once, as `%mentra map` starts it. Its rows
+    # and the doomed worker's are slow, so the job is far from done when both workers run.
+    rt = Runtime.empty(store=store, providers=[TestProvider(chunk_delay=0.05)], runtime_id="nb",
                        lease_ttl=TTL)
     try:
         agent = rt.spawn("clf", "test")
         job = agent.map(rows(total), prompt="Classify row {i}: {text}", output=Label, name="job",
-                        concurrency=4)
-        doomed = workers(*worker_args(pg_dsn, "--concurrency", "4", "--providers", f"{SETUP}:SLOW"),
+                        concurrency=1)
+        doomed = workers(*worker_args(pg_dsn, "--concurrency", "2", "--providers", f"{SETUP}:SLOW"),
                          host="host-a")
-        other = workers(*worker_args(pg_dsn, "--concurrency", "4"))
-        # The doomed worker has finished rows and holds others when its host dies.
         await until(lambda: claimed_by(store, job.id, doomed.proc.pid, DONE)
                     and claimed_by(store, job.id, doomed.proc.pid, CLAIMED), "the worker ran rows")
+        other = workers(*worker_args(pg_dsn, "--concurrency", "4"))
+        await until(lambda: claimed_by(store, job.id, other.proc.pid, CLAIMED)
+                    or claimed_by(store, job.id, other.proc.pid, DONE), "the second worker ran rows")
+        # Its host dies while it holds rows (it always holds some while rows wait).
+        await until(lambda: claimed_by(store, job.id, doomed.proc.pid, CLAIMED), "the worker held rows")
         doomed.kill()
         lost = claimed_by(store, job.id, doomed.proc.pid, CLAIMED)
         done_by_doomed = {r.value.index: r for r in ROW.list(store, job.id, state=DONE)
@@ -163,8 +167,8 @@ async def test_a_cancel_in_the_notebook_stops_the_workers_rows_and_a_resumed_pau
                        lease_ttl=TTL)
     try:
         agent = rt.spawn("clf", "test")
-        job = agent.map(rows(60), prompt="Classify row {i}: {text}", output=Label, name="job",
-                        concurrency=2)
+        job = agent.map(rows(200), prompt="Classify row {i}: {text}", output=Label, name="job",
+                        concurrency=1)
         worker = workers(*worker_args(pg_dsn, "--concurrency", "3", "--providers", f"{SETUP}:SLOW"))
         await until(lambda: claimed_by(store, job.id, worker.proc.pid, CLAIMED), "the worker claimed rows")
         job.pause()
@@ -184,6 +188,24 @@ async def test_a_cancel_in_the_notebook_stops_the_workers_rows_and_a_resumed_pau
         store.close()
 
 
+def stop_between_transactions(dsn: str, pid: int) -> None:
+    """SIGSTOP `pid` at a moment none of its connections is inside a transaction: one
+    stopped holding a row lock would make the others wait for it instead of taking over
+    (as a host cut off mid-commit does, until the server drops its connection)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while True:
+            os.kill(pid, signal.SIGSTOP)
+            busy = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND state <> 'idle'").fetchone()
+            if busy is not None and busy[0] == 0:
+                return
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.01)
+
+
 def test_a_stalled_worker_is_taken_over_and_its_late_results_are_refused(
         pg_dsn: str, workers: Callable[..., WorkerProcess]) -> None:
     """Stopped with SIGSTOP: alive (its pid exists) but silent, as a host behind a broken
@@ -196,7 +218,7 @@ def test_a_stalled_worker_is_taken_over_and_its_late_results_are_refused(
     store = PostgresStore(pg_dsn)
     try:
         wait_until(lambda: claimed_by(store, job_id, stalled.proc.pid, CLAIMED), "the worker claimed rows")
-        os.kill(stalled.proc.pid, signal.SIGSTOP)
+        stop_between_transactions(pg_dsn, stalled.proc.pid)
         held = claimed_by(store, job_id, stalled.proc.pid, CLAIMED)
         other = workers(*worker_args(pg_dsn, "--concurrency", "4"))
         wait_until(lambda: ROW.count(store, job_id, state=DONE) == total, "the other worker ran every row")
