@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from mentra_nb.messages import Role
 from mentra_nb.providers.test import TestProvider
@@ -236,7 +237,7 @@ def test_a_stalled_worker_is_taken_over_and_its_late_results_are_refused(
         store.close()
 
 
-def make_job(dsn: str, total: int, *, with_tool: bool = False) -> str:
+def make_job(dsn: str, total: int, *, with_tool: bool = False, output: type[BaseModel] = Label) -> str:
     """A job stored and left for workers: made outside an event loop, nothing in
     this process drives it (a notebook whose kernel went away)."""
     store = PostgresStore(dsn)
@@ -244,7 +245,7 @@ def make_job(dsn: str, total: int, *, with_tool: bool = False) -> str:
         rt = Runtime.empty(store=store, providers=[TestProvider()], runtime_id="nb",
                            tools=[lookup] if with_tool else [])
         agent = rt.spawn("clf", "test")
-        job = agent.map(rows(total), prompt="Classify row {i}: {text}", output=Label, name="job")
+        job = agent.map(rows(total), prompt="Classify row {i}: {text}", output=output, name="job")
         asyncio.run(rt.aclose())
         return job.id
     finally:
@@ -264,6 +265,23 @@ def test_a_worker_runs_no_row_of_a_job_whose_tools_it_lacks_and_says_why(
         equipped = workers(*worker_args(pg_dsn, "--tools", SETUP))
         wait_until(lambda: ROW.count(store, job_id, state=DONE) == 5, "the equipped worker ran the rows")
         assert all(f"-{equipped.proc.pid}-" in (r.claimed_by or "") for r in ROW.list(store, job_id))
+    finally:
+        store.close()
+
+
+def test_a_worker_leaves_a_job_whose_output_model_it_cannot_import(
+        pg_dsn: str, workers: Callable[..., WorkerProcess]) -> None:
+    class Verdict(BaseModel):  # as a class defined in a notebook cell: no module has it
+        label: str
+
+    job_id = make_job(pg_dsn, 3, output=Verdict)
+    worker = workers(*worker_args(pg_dsn))
+    worker.wait_for_output("not running job 'job'")
+    assert "cannot import" in worker.output and "PYTHONPATH" in worker.output
+    store = PostgresStore(pg_dsn)
+    try:
+        assert [r.state for r in ROW.list(store, job_id)] == [PENDING] * 3
+        assert [a.name for a in store.list_agents("nb")] == ["clf"]  # not even a fork made
     finally:
         store.close()
 
