@@ -62,7 +62,7 @@ class JobSpec(BaseModel):
     state: JobState = "running"
     note: str = ""  # why the job stopped (a budget, a cancel), for people
     created_at: float
-    # The tools the agent was offered when the job was made, name -> `tool_fingerprint`:
+    # The tools the agent was offered when the job was made, name -> its `tool_fingerprints` hash:
     # a worker runs the job's rows only if its forks are offered exactly these (None: a
     # job stored before workers existed, which workers leave to the notebook).
     tools: dict[str, str] | None = None
