@@ -280,6 +280,12 @@ class Comparison:
         for job in self.jobs.values():
             job.cancel()
 
+    def abandon(self) -> None:
+        """Another comparison replaced this one under its name: stop driving (its jobs
+        are replaced, and abandoned, with it)."""
+        if self._driver is not None and not self._driver.done():
+            self._driver.get_loop().call_soon_threadsafe(self._driver.cancel)
+
     async def stop_driving(self) -> None:
         if self._driver is not None and not self._driver.done():
             self._driver.cancel()

@@ -66,7 +66,7 @@ class BatchExtension(RuntimeExtension):
         """Stop driving a job that is being replaced."""
         job = self._jobs.pop(job_id, None)
         if job is not None:
-            job.cancel()
+            job.abandon()
 
     def comparison(self, spec: CompareSpec, agents: Sequence[RowAgent], output: type[BaseModel] | None,
                    judge_agent: RowAgent | None, judge_output: type[BaseModel] | None) -> Comparison:
@@ -98,7 +98,7 @@ class BatchExtension(RuntimeExtension):
         """Stop driving a comparison that is being replaced (its jobs are replaced with it)."""
         found = self._comparisons.pop(compare_id, None)
         if found is not None:
-            found.cancel()
+            found.abandon()
 
     def after_resume(self, runtime_id: str, agents: Sequence[AgentHandle]) -> None:
         sources = {a.id: a for a in agents if isinstance(a, RowAgent)}

@@ -283,6 +283,13 @@ class BatchJob:
         else:
             self._mark_unfinished_cancelled()
 
+    def abandon(self) -> None:
+        """Another job replaced this one (`replace=True`) under its name: stop its running
+        rows and write nothing more of it (its spec would overwrite the new job's)."""
+        self._spec = self._spec.model_copy(update={"state": "cancelled"})
+        if self._driver is not None and not self._driver.done() and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._cancel_tasks)
+
     def retry_failed(self) -> int:
         """Queue the failed rows (and cancelled ones) again, each in a fresh fork;
         returns how many. The job goes on with them once started (`wait()`)."""
