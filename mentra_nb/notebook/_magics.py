@@ -189,6 +189,38 @@ class MentraMagics(Magics):
         display(self.session.batch_view(job))
         return job
 
+    def _do_compare(self, command: args.CompareArgs) -> runtime.batch.Comparison:
+        shell = self.shell
+        assert shell is not None  # a magic runs in a shell
+        if command.rows not in shell.user_ns:
+            raise UsageError(f"no kernel variable '{command.rows}': give the name of a DataFrame or a list "
+                             f"of dicts\nusage: {args.CompareArgs.usage()}")
+        rows = shell.user_ns[command.rows]
+        output = self._output_model(command.output)
+        agents = [self.session.agent(name) for name in command.agents]
+        judge = self.session.agent(command.judge) if command.judge is not None else None
+        session = self.session
+        try:
+            # On the runtime's thread: the jobs start there and run while cells go on.
+            found: runtime.batch.Comparison = session.call(lambda: runtime.batch.compare_rows(
+                session.runtime, rows, agents, command.prompt, output=output, judge=judge,
+                concurrency=command.concurrency, max_cost_usd=command.max_cost, name=command.name,
+                replace=command.replace))
+        except ConfigError as err:
+            raise UsageError(f"{err}\nusage: {args.CompareArgs.usage()}") from None
+        if command.into is not None:
+            into, user_ns = command.into, shell.user_ns
+
+            def publish(stopped: runtime.batch.Comparison) -> None:
+                user_ns[into] = stopped.results()
+
+            found.on_stop(publish)
+            if found.state == "finished":  # attached to a comparison that already finished
+                user_ns[into] = found.results()
+        for name in found.agents:
+            display(session.batch_view(found.jobs[name]))
+        return found
+
     def _do_approve(self, command: args.ApproveArgs) -> None:
         self.session.approve(self.session.agent(command.agent), command.call_id, always=command.always)
 

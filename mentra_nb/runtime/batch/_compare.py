@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import threading
 import time
 import uuid
@@ -26,7 +27,7 @@ from pydantic import BaseModel, Field
 from pydantic_core import to_jsonable_python
 
 from mentra_nb.errors import ConfigError
-from mentra_nb.runtime.batch._job import _STATUS, BatchJob, JobProgress, model_path
+from mentra_nb.runtime.batch._job import _STATUS, BatchJob, JobProgress, _running_loop, model_path
 from mentra_nb.runtime.batch._map import (
     JOB_NAME_RULE,
     Prompt,
@@ -51,6 +52,8 @@ from mentra_nb.runtime.batch._source import RowAgent
 from mentra_nb.store.records import Delete
 
 __all__ = ["Comparison", "Judge", "Verdict", "judge_prompt"]
+
+log = logging.getLogger("mentra_nb.batch")
 
 Judge = Callable[[dict[str, Any], dict[str, Any]], Any]
 """A judge function: `judge(row, outputs)` gets the row (a dict of its columns) and each
@@ -99,6 +102,7 @@ class Comparison:
         self._driver: asyncio.Task[None] | None = None
         self._stopped = threading.Event()
         self._stopped.set()
+        self._on_stop: list[Callable[[Comparison], None]] = []
         self.note = ""
         """Why the comparison is not going on, if it is waiting for something."""
 
@@ -129,7 +133,7 @@ class Comparison:
         `cancelled`)."""
         if self._spec.state == "finished":
             return "finished"
-        for job in self.jobs.values():
+        for job in list(self.jobs.values()):
             if job.state not in ("running", "finished"):
                 return job.state
         return "running"
@@ -153,7 +157,8 @@ class Comparison:
 
     def progress(self) -> dict[str, JobProgress]:
         """Each job's progress by agent name (the judge agent's job as `judge`)."""
-        return {name: job.progress() for name, job in self.jobs.items()}
+        # A list first: the judge's job is added on the runtime's thread while a cell reads.
+        return {name: job.progress() for name, job in list(self.jobs.items())}
 
     def costs(self) -> dict[str, float | None]:
         """What each agent's rows cost so far, in dollars, by agent name (`judge`: the judge
@@ -238,8 +243,21 @@ class Comparison:
             return self
         self._stopped.clear()
         self._driver = loop.create_task(self._drive(), name=f"mentra comparison {self.name}")
-        self._driver.add_done_callback(lambda _task: self._stopped.set())
+        self._driver.add_done_callback(self._driver_stopped)
         return self
+
+    def on_stop(self, callback: Callable[[Comparison], None]) -> None:
+        """Call `callback(comparison)` on the event loop each time it stops driving
+        (finished, or stopped with one of its jobs)."""
+        self._on_stop.append(callback)
+
+    def _driver_stopped(self, _task: object) -> None:
+        for callback in list(self._on_stop):
+            try:
+                callback(self)
+            except Exception:
+                log.exception("a comparison's stop callback failed")
+        self._stopped.set()  # after the callbacks: what join() returns to sees their work
 
     async def wait(self) -> Comparison:
         """Start the comparison if it is not running, and wait until it stops: finished,
@@ -257,27 +275,27 @@ class Comparison:
                 f"comparison '{self.name}' was made outside an event loop, so nothing runs it: in a "
                 "notebook use %mentra compare (it runs on the runtime's thread); in async code, await "
                 "cmp.wait()")
-        for job in self.jobs.values():
-            if job.state == "running":
-                job.join(timeout)  # refuses the driving loop's own thread, as a job does
+        if self._driver is not None and _running_loop() is self._driver.get_loop():
+            raise ConfigError("cmp.join() would block the event loop that runs the comparison; await "
+                              "cmp.wait()")
         if not self._stopped.wait(timeout):
             raise TimeoutError(f"comparison '{self.name}' is still running after {timeout} s")
         return self
 
     def pause(self) -> None:
         """Pause every job (rows running finish); `resume()` goes on."""
-        for job in self.jobs.values():
+        for job in list(self.jobs.values()):
             job.pause()
 
     def resume(self) -> Comparison:
         """Go on with paused jobs (or those their budget stopped, after `set_budget`)."""
-        for job in self.jobs.values():
+        for job in list(self.jobs.values()):
             job.resume()
         return self.start()
 
     def cancel(self) -> None:
         """Cancel every job; the results so far stay."""
-        for job in self.jobs.values():
+        for job in list(self.jobs.values()):
             job.cancel()
 
     def abandon(self) -> None:
