@@ -270,7 +270,7 @@ def tally(dialect: Dialect, kind: str, scope: str | None, lane: str | None,
     its parameters, and how one of its rows reads."""
     for field in sums:
         if not _SUMMABLE_FIELD.fullmatch(field):
-            raise ConfigError(f"cannot add up payload field {field!r}: name a field such as 'cost_usd'")
+            raise ConfigError(f"cannot add up payload field {field!r}: name a field such as 'size'")
     where, params = record_filter(kind, scope, None, lane, None, None)
     columns = "".join(f", sum({n}), count({n})" for n in (dialect.json_number.format(f) for f in sums))
     sql = f"SELECT state, count(*){columns} FROM records WHERE {where} GROUP BY state"

@@ -288,7 +288,7 @@ class RecordKind(Generic[M]):
         """Records of this kind by state, counted (and the numeric fields `sums` of their
         payloads added up) by the store, without reading them:
 
-            ROWS.tally(store, job_id, sums=["cost_usd"])["done"].sums["cost_usd"]
+            ITEMS.tally(store, pool_id, sums=["size"])["done"].sums["size"]
         """
         unknown = [f for f in sums if f not in self.model.model_fields]
         if unknown:

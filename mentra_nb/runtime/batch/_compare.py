@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from pydantic_core import to_jsonable_python
 
 from mentra_nb.errors import ConfigError
-from mentra_nb.runtime.batch._job import _STATUS, BatchJob, JobProgress, _running_loop, model_path
+from mentra_nb.runtime.batch._job import BatchJob, JobProgress, model_path, status_name
 from mentra_nb.runtime.batch._map import (
     JOB_NAME_RULE,
     Prompt,
@@ -188,7 +188,7 @@ class Comparison:
                     entry.update({f"{name}_{f}": (row.output or {}).get(f) for f in fields})
                 else:
                     entry[f"{name}_answer"] = row.text
-                entry[f"{name}_status"] = _STATUS.get(rows[i].state, rows[i].state)
+                entry[f"{name}_status"] = status_name(rows[i].state)
                 entry[f"{name}_error"] = row.error
                 entry[f"{name}_cost_usd"] = row.cost_usd
             entry["agree"] = (all(a == answers[0] for a in answers)
@@ -275,7 +275,7 @@ class Comparison:
                 f"comparison '{self.name}' was made outside an event loop, so nothing runs it: in a "
                 "notebook use %mentra compare (it runs on the runtime's thread); in async code, await "
                 "cmp.wait()")
-        if self._driver is not None and _running_loop() is self._driver.get_loop():
+        if self._driver is not None and _on_loop(self._driver.get_loop()):
             raise ConfigError("cmp.join() would block the event loop that runs the comparison; await "
                               "cmp.wait()")
         if not self._stopped.wait(timeout):
@@ -502,6 +502,13 @@ def _check_judge(services: Any, judge: Any,
         raise ConfigError("judge_output is what a judge agent answers with; a judge function returns "
                           "its verdict itself")
     return "function"
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 def _too_long(name: str, agent: str) -> str:

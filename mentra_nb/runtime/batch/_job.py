@@ -42,7 +42,7 @@ from mentra_nb.runtime.batch._source import RowAgent
 from mentra_nb.runtime.events import AgentEvent, RetryAttempted
 from mentra_nb.store.records import Record
 
-__all__ = ["BatchJob", "JobProgress", "model_path", "resolve_model"]
+__all__ = ["BatchJob", "JobProgress", "model_path", "resolve_model", "status_name"]
 
 log = logging.getLogger("mentra_nb.batch")
 
@@ -70,6 +70,11 @@ def resolve_model(path: str) -> type[BaseModel] | None:
     except (ImportError, AttributeError):
         return None
     return found if isinstance(found, type) and issubclass(found, BaseModel) else None
+
+
+def status_name(state: str) -> str:
+    """What `results()` calls a row's stored state (`waiting`, `running`, `done`, ...)."""
+    return _STATUS.get(state, state)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
