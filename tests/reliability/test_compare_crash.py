@@ -18,7 +18,7 @@ from mentra_nb.store.records import DONE, StoredRecord
 from mentra_nb.store.sqlite import SqliteStore
 from tests.children import Child, integrity
 from tests.reliability.compare_child import AGENTS, ROWS
-from tests.reliability.conftest import crash_seeds
+from tests.reliability.conftest import crash_seeds, wait_for_progress
 
 pytestmark = [pytest.mark.reliability, pytest.mark.process]
 
@@ -37,13 +37,6 @@ def _done_pairs(db: Path) -> dict[tuple[str, int], StoredRecord]:
         store.close()
 
 
-def _wait_for_progress(child: Child, at_least: int) -> None:
-    while True:
-        line = child.wait_for("PROGRESS ")
-        if int(line.split()[1]) >= at_least:
-            return
-
-
 @pytest.mark.parametrize("seed", crash_seeds(), ids=lambda s: f"seed={s}")
 def test_a_killed_comparison_resumes_with_every_row_and_agent_exactly_once(
         seed: int, tmp_path: Path, children: list[Child]) -> None:
@@ -58,7 +51,7 @@ def test_a_killed_comparison_resumes_with_every_row_and_agent_exactly_once(
         children.append(child)
         compare_id = child.ready()[0]
         target = len(kept) + rng.randrange(0, max(1, (pairs - len(kept)) // 2))
-        _wait_for_progress(child, target)
+        wait_for_progress(child, target)
         child.kill()
         assert integrity(db) == "ok", where
         done = _done_pairs(db)
