@@ -14,6 +14,8 @@ records in the store (`_records.py`), one limiter paces the whole job
 (`_limiter.py`), and the extension (`_extension.py`, one of
 `default_extensions()`) goes on with running jobs when their agent is resumed. A
 comparison (`_compare.py`) is one job per agent and an optional judge.
+On Postgres, workers on any host (`_worker.py`, `python -m mentra_nb worker`)
+run rows of the same jobs beside the notebook.
 """
 
 from mentra_nb.runtime.batch._compare import Comparison, Judge, Verdict, judge_prompt
@@ -34,6 +36,7 @@ from mentra_nb.runtime.batch._records import (
     RowState,
     VerdictRecord,
 )
+from mentra_nb.runtime.batch._worker import Worker
 
 __all__ = [
     "COMPARE",
@@ -55,6 +58,7 @@ __all__ = [
     "RowState",
     "Verdict",
     "VerdictRecord",
+    "Worker",
     "compare_rows",
     "jobs",
     "judge_prompt",

@@ -15,10 +15,14 @@ its name) naming one ordinary job per agent, and, for a function judge, one
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from mentra_nb.runtime.tools import Tool
 from mentra_nb.store.records import CLAIMED, DONE, PENDING, RecordKind
 
 __all__ = [
@@ -39,6 +43,7 @@ __all__ = [
     "RowState",
     "VerdictRecord",
     "row_key",
+    "tool_fingerprints",
 ]
 
 FAILED = "failed"
@@ -67,6 +72,10 @@ class JobSpec(BaseModel):
     state: JobState = "running"
     note: str = ""  # why the job stopped (a budget, a cancel), for people
     created_at: float
+    # The tools the agent was offered when the job was made, name -> its `tool_fingerprints` hash:
+    # a worker runs the job's rows only if its forks are offered exactly these (None: a
+    # job stored before workers existed, which workers leave to the notebook).
+    tools: dict[str, str] | None = None
 
 
 class RowState(BaseModel):
@@ -150,6 +159,17 @@ COMPARE = RecordKind("batch.compare", CompareSpec)
 """A comparison's spec: scope the runtime id, key its name."""
 VERDICT = RecordKind("batch.verdict", VerdictRecord)
 """A function judge's verdict: scope the comparison's id, key the row's index (`row_key`)."""
+
+
+def tool_fingerprints(tools: Iterable[Tool]) -> dict[str, str]:
+    """What the model is shown of each tool (name, description, input schema), hashed:
+    two processes whose tools have the same fingerprints offer the same tools."""
+    found: dict[str, str] = {}
+    for t in tools:
+        shown = {"name": t.spec.name, "description": t.spec.description,
+                 "input_schema": t.spec.input_schema}
+        found[t.spec.name] = hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()[:16]
+    return found
 
 
 def row_key(index: int) -> str:
