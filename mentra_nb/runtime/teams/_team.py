@@ -168,6 +168,7 @@ class Team:
 
     @property
     def members_loaded(self) -> bool:
+        """Whether `members` was read (it is read once)."""
         return self._members is not None
 
     def read_members(self) -> dict[str, _Member]:
