@@ -166,7 +166,7 @@ class SqlStore(ABC):
     def _step(self, agent_id: str, token: str) -> Iterator[tuple[Any, Head]]:
         """A run's step: a pipelined write transaction fenced by `token`, with the
         agent's head. To a network store it is two round trips (the fence with the
-        head, the writes with the COMMIT) where a statement each took seven."""
+        head, the writes with the COMMIT) where one per statement took four to eight."""
         with self._transaction(pipelined=True) as cur:
             yield cur, self._fenced_head(cur, agent_id, token)
 

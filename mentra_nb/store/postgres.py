@@ -388,8 +388,10 @@ class PostgresStore(SqlStore):
                     yield conn
                     conn.execute("COMMIT")
             finally:
-                # A failed statement (or the body's error) left the transaction open.
-                if conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
+                # A failed statement (or the body's error) left the transaction open;
+                # a broken connection (status UNKNOWN) is the pool's to discard.
+                status = self._psycopg.pq.TransactionStatus
+                if conn.info.transaction_status in (status.INTRANS, status.INERROR):
                     conn.rollback()
 
     def _now(self, cur: psycopg.Connection[Any]) -> float:

@@ -457,8 +457,10 @@ class Team:
         for name, actor in list(self._actors.items()):
             # A shut-down teammate (its actor ended) is not woken: as on a resume.
             if actor.alive:
-                with contextlib.suppress(MentraError):
+                try:
                     unread[name] = _mail.count_mail(self.store, self.id, name)
+                except MentraError:
+                    unread[name] = self._unread.get(name, 0)  # as `unread` answers then
         lead = self.lead
         if lead is None or lead.services.closed:
             return WaitingMail(unread, None)
