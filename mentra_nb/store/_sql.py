@@ -315,13 +315,17 @@ def _update(dialect: Dialect, cur: Cursor, op: Update, now: float) -> StoredReco
         sets.append("state = ?")
         params.append(op.state)
     # Conditional in the statement itself, so two updates racing cannot both pass.
-    where = "seq = ?" + ("" if op.expect_state is None else " AND state = ?")
+    where = "seq = ?"
     params.append(current.seq)
-    if op.expect_state is not None:
-        params.append(op.expect_state)
+    for column, expected in (("state", op.expect_state), ("claimed_by", op.expect_claimer)):
+        if expected is not None:
+            where += f" AND {column} = ?"
+            params.append(expected)
     if not dialect.run(cur, f"UPDATE records SET {', '.join(sets)} WHERE {where}", params).rowcount:
+        by = "" if op.expect_claimer is None else f" claimed by {current.claimed_by!r}"
+        wanted = "" if op.expect_claimer is None else f" claimed by {op.expect_claimer!r}"
         raise RecordConflict(f"the {op.kind} record {op.key!r} in scope {op.scope!r} is "
-                             f"{current.state!r}, not {op.expect_state!r}")
+                             f"{current.state!r}{by}, not {op.expect_state!r}{wanted}")
     updated = _by_key(dialect, cur, op.kind, op.scope, op.key)
     assert updated is not None
     return updated

@@ -25,7 +25,8 @@ Several operations run as one transaction through `store.write_records([...])`
 (build them with a kind's `*_op` methods); with `agent_id=`/`token=` the list
 is fenced by that agent's lease like every core write (`LeaseLost`). A `Put`
 that finds its key taken (`replace=False`) or an `Update` whose record is
-missing or not in `expect_state` refuses the whole list (`RecordConflict`).
+missing, not in `expect_state` or not claimed by `expect_claimer` refuses the whole
+list (`RecordConflict`).
 """
 
 from __future__ import annotations
@@ -109,13 +110,16 @@ class Put(_Op):
 
 class Update(_Op):
     """Change a record's payload (`value`, when not None) and/or `state`; only if it
-    exists and, with `expect_state`, is in that state. Result: the `StoredRecord`."""
+    exists and, with `expect_state`, is in that state (and, with `expect_claimer`, is
+    claimed by it: a queued record requeued and claimed again by another claimer is not
+    the one its old claimer means). Result: the `StoredRecord`."""
 
     scope: str
     key: str = ""
     value: Any = None
     state: str | None = None
     expect_state: str | None = None
+    expect_claimer: str | None = None
 
 
 class Delete(_Op):
@@ -247,10 +251,11 @@ class RecordKind(Generic[M]):
         return self.put_op(scope, value, uuid.uuid4().hex, lane=lane, state=state, replace=False)
 
     def update_op(self, scope: str, key: str = "", value: M | None = None, *,
-                  state: str | None = None, expect_state: str | None = None) -> Update:
+                  state: str | None = None, expect_state: str | None = None,
+                  expect_claimer: str | None = None) -> Update:
         return Update(kind=self.name, scope=scope, key=key,
                       value=None if value is None else self._payload(value), state=state,
-                      expect_state=expect_state)
+                      expect_state=expect_state, expect_claimer=expect_claimer)
 
     # --- one operation each ------------------------------------------------------------
 
@@ -282,8 +287,10 @@ class RecordKind(Generic[M]):
 
     def update(self, store: RecordStore, scope: str, key: str = "", value: M | None = None, *,
                state: str | None = None, expect_state: str | None = None,
-               agent_id: str | None = None, token: str | None = None) -> Record[M]:
-        op = self.update_op(scope, key, value, state=state, expect_state=expect_state)
+               expect_claimer: str | None = None, agent_id: str | None = None,
+               token: str | None = None) -> Record[M]:
+        op = self.update_op(scope, key, value, state=state, expect_state=expect_state,
+                            expect_claimer=expect_claimer)
         return self.record(_one(store, op, agent_id, token))
 
     def delete(self, store: RecordStore, scope: str, key: str | None = "", *,

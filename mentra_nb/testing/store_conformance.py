@@ -452,6 +452,23 @@ class StoreConformance:
         got = _NOTES.get(reopen(), "team", "req-1")
         assert got is not None and (got.state, got.value.text) == ("approved", "approved")
 
+    def test_an_update_can_require_the_claimer_it_expects(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        agent_id, token = _spawn(store)
+        other_id, other_token = _spawn(store, "reader")
+        _NOTES.put(store, "pool", _Note(text="row"), "r1", state="pending")
+        [first] = _NOTES.claim(store, "pool", claimer=agent_id, token=token)
+        _NOTES.settle(store, agent_id, requeue=[first.seq], token=token)
+        _NOTES.claim(store, "pool", claimer=other_id, token=other_token)
+        # The first claimer's late result finds the record claimed, but not by it.
+        with pytest.raises(RecordConflict):
+            _NOTES.update(reopen(), "pool", "r1", _Note(text="late"), state="done",
+                          expect_state="claimed", expect_claimer=agent_id)
+        done = _NOTES.update(reopen(), "pool", "r1", _Note(text="result"), state="done",
+                             expect_state="claimed", expect_claimer=other_id)
+        assert (done.state, done.value.text, done.claimed_by) == ("done", "result", other_id)
+
     def test_fenced_record_writes_need_the_agents_lease(self, store: Store) -> None:
         agent_id, token = _spawn(store)
         _NOTES.put(store, agent_id, _Note(text="mine"), agent_id=agent_id, token=token)

@@ -9,6 +9,8 @@ Each row runs as its own fork of the agent (`_job.py`), the job and its rows are
 records in the store (`_records.py`), one limiter paces the whole job
 (`_limiter.py`), and the extension (`_extension.py`, one of
 `default_extensions()`) goes on with running jobs when their agent is resumed.
+On Postgres, workers on any host (`_worker.py`, `python -m mentra_nb worker`)
+run rows of the same jobs beside the notebook.
 """
 
 from mentra_nb.runtime.batch._extension import BatchExtension, map_rows
@@ -16,6 +18,7 @@ from mentra_nb.runtime.batch._extension import jobs_of as jobs
 from mentra_nb.runtime.batch._job import BatchJob, JobProgress
 from mentra_nb.runtime.batch._map import JOB_NAME_RULE, Prompt
 from mentra_nb.runtime.batch._records import JOB, ROW, JobSpec, JobState, RowState
+from mentra_nb.runtime.batch._worker import Worker
 
 __all__ = [
     "JOB",
@@ -28,6 +31,7 @@ __all__ = [
     "JobState",
     "Prompt",
     "RowState",
+    "Worker",
     "jobs",
     "map_rows",
 ]

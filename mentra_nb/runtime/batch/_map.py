@@ -18,7 +18,15 @@ from pydantic import BaseModel
 
 from mentra_nb.errors import ConfigError
 from mentra_nb.runtime.batch._job import model_path
-from mentra_nb.runtime.batch._records import JOB, PENDING, ROW, JobSpec, RowState, row_key
+from mentra_nb.runtime.batch._records import (
+    JOB,
+    PENDING,
+    ROW,
+    JobSpec,
+    RowState,
+    row_key,
+    tool_fingerprints,
+)
 from mentra_nb.runtime.batch._source import RowAgent
 from mentra_nb.store.records import Delete
 
@@ -70,7 +78,8 @@ def make_job(agent: RowAgent, rows: Any, prompt: Prompt, *, output: type[BaseMod
                    fork_index=agent.state.history_len, output=model_path(output) if output else None,
                    concurrency=concurrency,
                    max_cost_usd=None if max_cost_usd is None else float(max_cost_usd),
-                   total=len(prompts), fingerprint=fingerprint, created_at=time.time())
+                   total=len(prompts), fingerprint=fingerprint, created_at=time.time(),
+                   tools=tool_fingerprints(agent.tools()))
     ops: list[Any] = []
     if stored is not None:
         # The old job's rows go; their forks are deleted as the new rows of their names run.

@@ -11,10 +11,14 @@ a row is counted once whatever happens around it.
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from mentra_nb.runtime.tools import Tool
 from mentra_nb.store.records import CLAIMED, DONE, PENDING, RecordKind
 
 __all__ = [
@@ -29,6 +33,7 @@ __all__ = [
     "JobState",
     "RowState",
     "row_key",
+    "tool_fingerprints",
 ]
 
 FAILED = "failed"
@@ -57,6 +62,10 @@ class JobSpec(BaseModel):
     state: JobState = "running"
     note: str = ""  # why the job stopped (a budget, a cancel), for people
     created_at: float
+    # The tools the agent was offered when the job was made, name -> its `tool_fingerprints` hash:
+    # a worker runs the job's rows only if its forks are offered exactly these (None: a
+    # job stored before workers existed, which workers leave to the notebook).
+    tools: dict[str, str] | None = None
 
 
 class RowState(BaseModel):
@@ -82,6 +91,17 @@ JOB = RecordKind("batch.job", JobSpec)
 ROW = RecordKind("batch.row", RowState)
 """One input row of a job: scope the job's id, key its index (`row_key`), queued
 (pending, claimed) until it is done, failed or cancelled."""
+
+
+def tool_fingerprints(tools: Iterable[Tool]) -> dict[str, str]:
+    """What the model is shown of each tool (name, description, input schema), hashed:
+    two processes whose tools have the same fingerprints offer the same tools."""
+    found: dict[str, str] = {}
+    for t in tools:
+        shown = {"name": t.spec.name, "description": t.spec.description,
+                 "input_schema": t.spec.input_schema}
+        found[t.spec.name] = hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()[:16]
+    return found
 
 
 def row_key(index: int) -> str:
