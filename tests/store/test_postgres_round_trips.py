@@ -1,6 +1,6 @@
 """A run's steps cost PostgresStore few round trips: across a network every one
 is a wait (5 ms each way to a database in another zone), and a step taking one
-per statement (BEGIN, the lease check, the head, each write, COMMIT: seven or
+per statement (BEGIN, the lease check, the head, each write, COMMIT: four to
 eight) made a run of ten agents 1.5x slower than on SQLite.
 
 Counted on the wire, by a TCP relay on 127.0.0.1 that reads the client's
@@ -122,10 +122,15 @@ def _frontend_messages(client: socket.socket) -> Iterator[tuple[bytes, bytes]]:
 @pytest.fixture
 def counted(pg_dsn):
     relay = CountingRelay(urlsplit(pg_dsn).port or 5432)
-    store = PostgresStore(relay.dsn(pg_dsn), min_size=1, max_size=1)
-    yield relay, store
-    store.close()
-    relay.close()
+    try:
+        # One connection: every step's messages cross the relay the same way.
+        store = PostgresStore(relay.dsn(pg_dsn), min_size=1, max_size=1)
+        try:
+            yield relay, store
+        finally:
+            store.close()
+    finally:
+        relay.close()
 
 
 def _waits_of(relay: CountingRelay, step: Callable[[], None]) -> int:
