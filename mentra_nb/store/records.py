@@ -53,6 +53,7 @@ __all__ = [
     "RecordKind",
     "RecordOp",
     "RecordStore",
+    "RecordTally",
     "Settle",
     "StoredRecord",
     "Update",
@@ -172,6 +173,19 @@ class RecordStore(Protocol):
     def count_records(self, kind: str, *, scope: str | None = None, lane: str | None = None,
                       state: str | None = None, claimed_by: str | None = None) -> int: ...
 
+    def tally_records(self, kind: str, *, scope: str | None = None, lane: str | None = None,
+                      sums: Sequence[str] = ()) -> dict[str, RecordTally]: ...
+
+
+@dataclass(frozen=True)
+class RecordTally:
+    """The records of one state (`Store.tally_records`): how many, and for each numeric
+    payload field asked for, the sum of its values and how many records had one (a
+    field that is null, absent or not a number is not counted)."""
+
+    count: int
+    sums: dict[str, float]
+    counted: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -273,6 +287,19 @@ class RecordKind(Generic[M]):
               state: str | None = None, claimed_by: str | None = None) -> int:
         return store.count_records(self.name, scope=scope, lane=lane, state=state,
                                    claimed_by=claimed_by)
+
+    def tally(self, store: RecordStore, scope: str | None = None, *, lane: str | None = None,
+              sums: Sequence[str] = ()) -> dict[str, RecordTally]:
+        """Records of this kind by state, counted (and the numeric fields `sums` of their
+        payloads added up) by the store, without reading them:
+
+            ITEMS.tally(store, pool_id, sums=["size"])["done"].sums["size"]
+        """
+        unknown = [f for f in sums if f not in self.model.model_fields]
+        if unknown:
+            raise ConfigError(f"{self.model.__name__} has no field {', '.join(map(repr, unknown))} to "
+                              f"add up; its fields: {', '.join(self.model.model_fields)}")
+        return store.tally_records(self.name, scope=scope, lane=lane, sums=sums)
 
     def put(self, store: RecordStore, scope: str, value: M, key: str = "", *, lane: str = "",
             state: str = "", replace: bool = True, agent_id: str | None = None,
