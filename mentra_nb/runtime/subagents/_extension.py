@@ -343,10 +343,15 @@ class SubagentAgentExtension(AgentExtension):
             return []
         return [render_mail(letter.message) for letter in letters]
 
-    def after_run(self, succeeded: bool) -> None:
+    async def after_run(self, succeeded: bool) -> None:
         # Settled from the transcript rather than from `succeeded`: what the store
-        # keeps (rolled back or not) says which mail was read.
-        self.settle()
+        # keeps (rolled back or not) says which mail was read. Through StoreIO, in
+        # order with the agent's writes; the run is over, so the store thread reads
+        # a copy of the transcript that no longer changes.
+        agent = self.agent
+        history = list(agent.state.transcript)
+        if await agent.services.store_io.run(agent.id, lambda: self._settle_stored(lambda: history)):
+            self.registry.mail_changed()
 
     def settle(self) -> None:
         """Settle the mail this agent claimed by what its transcript holds."""

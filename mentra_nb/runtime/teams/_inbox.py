@@ -93,7 +93,13 @@ class TeamInbox(AgentExtension):
         self.team.start_dormant_actors()
         # Through the runtime's StoreIO, in order with the agent's other writes:
         # every round asks, and a network store must not hold the loop meanwhile.
-        mail = await self.agent.services.store_io.run(self.agent.id, self._claim_stored)
+        # The first round also reads the team's members, which the round's tools ask for.
+        team = self.team
+        read_members = None if team.members_loaded else team.read_members
+        mail, members = await self.agent.services.store_io.run(
+            self.agent.id, lambda: (self._claim_stored(), None if read_members is None else read_members()))
+        if members is not None:
+            team.take_members(members)
         if not mail:
             return []
         self.team.mail_changed(self.agent.name)
@@ -116,13 +122,21 @@ class TeamInbox(AgentExtension):
         return MAIL.claim(agent.services.store, self.team.id, agent.name, claimer=agent.id,
                           token=agent.services.token, transcript_seq=agent.state.history_len)
 
-    def after_run(self, succeeded: bool) -> None:
+    async def after_run(self, succeeded: bool) -> None:
         # Settled from the transcript rather than from `succeeded`: a run that hit
         # max_rounds failed but kept its transcript, so its mail was delivered.
-        self.settle()
-        if self.agent.kind == "agent" and not self.agent.services.closed:
+        # The store's reads and writes go through StoreIO, in order with the
+        # agent's other writes (off the loop for a network store); what they find
+        # is acted on here, on the loop. The run is over, so the transcript is
+        # loaded and no longer changes; the store thread reads a copy of it.
+        agent = self.agent
+        io = agent.services.store_io
+        history = list(agent.state.transcript)
+        if await io.run(agent.id, lambda: self._settle_stored(lambda: history)):
+            self.team.mail_changed(agent.name)
+        if agent.kind == "agent" and not agent.services.closed:
             # Mail posted while this run was in its last round waits for no signal.
-            self.team.check_mail()
+            self.team.act_on_mail(await io.run(agent.id, self.team.mail_waiting))
 
     def settle(self) -> None:
         """Settle the mail this agent claimed by what its transcript holds."""
