@@ -383,6 +383,7 @@ class AgentViewRender {
     // Follow the stream: keep the scrolling area at its bottom unless the reader
     // scrolled up to read something.
     this.following = true;
+    this.followFrame = 0; // the frame that scrolls to the bottom, when one is due
     /** @type {Map<string, HTMLElement>} the tool calls in the rendered transcript, by id */
     this.calls = new Map();
     this.renderedItems = 0;
@@ -392,8 +393,21 @@ class AgentViewRender {
     this.helloPending = false;
   }
 
+  // To the bottom once per frame, not once per message: reading scrollHeight right
+  // after a change lays the whole page out, and the dozen messages of one tool call
+  // (in every view of the agent) each did so, holding up the kernel's messages
+  // queued behind them (a run_cell request waited for every one). Where frames do
+  // not run (jsdom without them), at once.
   follow() {
-    if (this.following) this.body.scroll.scrollTop = this.body.scroll.scrollHeight;
+    if (!this.following || this.followFrame) return;
+    if (typeof requestAnimationFrame !== "function") {
+      this.body.scroll.scrollTop = this.body.scroll.scrollHeight;
+      return;
+    }
+    this.followFrame = requestAnimationFrame(() => {
+      this.followFrame = 0;
+      if (this.following) this.body.scroll.scrollTop = this.body.scroll.scrollHeight;
+    });
   }
 
   running() {
@@ -706,6 +720,7 @@ function render({ model, el }) {
 
   return () => {
     cancelAnimationFrame(attached);
+    if (view.followFrame) cancelAnimationFrame(view.followFrame);
     view.reveal.stop();
     visibility?.disconnect();
     view.controller.abort();

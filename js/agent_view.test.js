@@ -402,6 +402,36 @@ describe("AgentView during Run All (issue 15.9)", () => {
   });
 });
 
+describe("AgentView following the transcript", () => {
+  it("scrolls to the bottom once per frame, however many messages came, not once per message", async () => {
+    // Reading scrollHeight after a change lays the whole page out: a tool call's dozen
+    // messages each did so, and the kernel's next message (a run_cell request) waited.
+    const model = new FakeModel(STATE);
+    const disposeModel = initialize({ model });
+    transcript(model);
+    const el = document.createElement("div");
+    document.body.append(el);
+    const cleanup = render({ model, el });
+    const scroll = /** @type {HTMLElement} */ (el.querySelector(".mentra-scroll"));
+    let reads = 0;
+    Object.defineProperty(scroll, "scrollHeight", { configurable: true, get: () => { reads += 1; return 500; } });
+    await new Promise((resolve) => requestAnimationFrame(resolve)); // (what rendering scheduled)
+    reads = 0;
+    scroll.scrollTop = 0;
+    for (let i = 0; i < 6; i++) {
+      model.emit("msg:custom", { kind: "items", seq: 2 + i, start: 4 + i,
+        items: [{ index: 4 + i, role: "assistant", kind: "text", html: `<p>more ${i}</p>` }] });
+    }
+    expect(reads).toBe(0); // nothing laid out while the messages are handled
+    await new Promise((resolve) => requestAnimationFrame(resolve));
+    expect(reads).toBe(1);
+    expect(scroll.scrollTop).toBe(500);
+    cleanup();
+    disposeModel();
+    el.remove();
+  });
+});
+
 describe("LiveStream", () => {
   it("rejects messages without a sequence number or of an unknown kind", () => {
     const live = new LiveStream();

@@ -1,4 +1,4 @@
-"""Command line: `python -m mentra_nb demo [--db PATH]`."""
+"""Command line: `python -m mentra_nb demo [--db PATH]`, `python -m mentra_nb worker --db DSN`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,12 @@ def main(argv: list[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="stream an offline agent, then resume it in a second process")
     demo.add_argument("--db", help="state file to create (default: a new temporary folder)")
     demo.add_argument("--resume", action="store_true", help="only resume the agents in --db")
+    from mentra_nb._worker_command import add_worker_command, run_worker
+
+    add_worker_command(commands)
     args = parser.parse_args(argv)
+    if args.command == "worker":
+        return run_worker(args)
     if args.command == "demo":
         if args.resume and not args.db:
             parser.error("--resume needs --db PATH")

@@ -9,13 +9,15 @@ import json
 import os
 import signal
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
-__all__ = ["Kernel"]
+__all__ = ["IopubTap", "Kernel"]
 
 
 class Kernel:
@@ -75,3 +77,47 @@ class Kernel:
         self.manager.cleanup_resources()
         if self._specs is not None:
             self._specs.cleanup()
+
+
+class IopubTap:
+    """Every IOPub message from now on, as a raw ZeroMQ subscriber receives the frames
+    the kernel wrote (the envelope is counted, not just the data): (arrival time,
+    msg_type, bytes of every frame, content, the routing frames before the delimiter)."""
+
+    def __init__(self, connection: dict[str, Any]) -> None:
+        import zmq
+
+        self._context = zmq.Context()
+        self._socket = self._context.socket(zmq.SUB)
+        self._socket.setsockopt(zmq.SUBSCRIBE, b"")
+        self._socket.connect(f"{connection['transport']}://{connection['ip']}:{connection['iopub_port']}")
+        self.messages: list[tuple[float, str, int, dict[str, Any], list[bytes]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._listen, daemon=True)
+        self._thread.start()
+        time.sleep(0.5)  # a SUB socket misses what is published before it has joined
+
+    def _listen(self) -> None:
+        import zmq
+
+        poller = zmq.Poller()
+        poller.register(self._socket, zmq.POLLIN)
+        while not self._stop.is_set():
+            if not poller.poll(50):
+                continue
+            frames = self._socket.recv_multipart()
+            arrived = time.time()
+            split = frames.index(b"<IDS|MSG>")
+            header = json.loads(frames[split + 2])
+            content = json.loads(frames[split + 5])
+            self.messages.append((arrived, header["msg_type"], sum(len(f) for f in frames), content,
+                                  frames[:split]))
+
+    def mark(self) -> int:
+        return len(self.messages)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._socket.close(linger=0)
+        self._context.term()

@@ -30,6 +30,7 @@ __all__ = [
     "ApproveArgs",
     "CellArgs",
     "Command",
+    "CompareArgs",
     "CostArgs",
     "DbArgs",
     "DenyArgs",
@@ -292,6 +293,37 @@ class MapArgs(Command):
     replace: bool = False
 
 
+class CompareArgs(Command):
+    command = "compare"
+    summary = ("run the same rows of DF through each of the agents A,B,... (each its own job, each row a "
+               "fork), side by side: --prompt and --output as for map; --judge NAME: an agent judges "
+               "the rows every agent answered; --max-cost is shared by all the jobs; shows each job's "
+               "progress and returns the comparison; --into VAR: its side-by-side DataFrame goes into VAR "
+               "when it stops; rerun, it attaches (--replace: start over)")
+    positionals = ("agents", "rows")
+    metavars = {"agents": "A,B", "rows": "DF", "prompt": "TEXT", "output": "MODEL", "judge": "NAME",
+                "concurrency": "N", "max_cost": "USD", "into": "VAR", "name": "NAME"}
+    agents: list[AgentName]
+    rows: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    prompt: str = Field(min_length=1)
+    output: str | None = None
+    judge: AgentName | None = None
+
+    _agents = field_validator("agents", mode="before")(_split_commas)
+
+    @field_validator("agents")
+    @classmethod
+    def _two_or_more(cls, agents: list[str]) -> list[str]:
+        if len(agents) < 2:
+            raise ValueError("compare takes two or more agents separated by commas, such as a,b")
+        return agents
+    concurrency: int = Field(default=16, ge=1)
+    max_cost: float | None = Field(default=None, ge=0)
+    into: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    name: str | None = None
+    replace: bool = False
+
+
 # --- time travel ------------------------------------------------------------------
 
 
@@ -503,7 +535,7 @@ class CellArgs(Command):
 COMMANDS: dict[str, type[Command]] = {
     c.command: c for c in (SpawnArgs, SendArgs, ListAgentsArgs, ResumeArgs, ApproveArgs, DenyArgs,
                            ShowArgs, TeamArgs, TeammateArgs, SubagentsArgs, InterruptArgs, StopArgs, CostArgs,
-                           ExplainArgs, MapArgs,
+                           ExplainArgs, MapArgs, CompareArgs,
                            ForkArgs, RewindArgs, UndoArgs, HistoryArgs, ExportArgs, RmArgs,
                            DbArgs, AdoptArgs, McpAddArgs, McpListArgs, McpToolsArgs, McpRemoveArgs, ModelsArgs,
                            AliasArgs, HelpArgs)

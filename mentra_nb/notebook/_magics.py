@@ -162,12 +162,7 @@ class MentraMagics(Magics):
         return agent
 
     def _do_map(self, command: args.MapArgs) -> runtime.BatchJob:
-        shell = self.shell
-        assert shell is not None  # a magic runs in a shell
-        if command.rows not in shell.user_ns:
-            raise UsageError(f"no kernel variable '{command.rows}': give the name of a DataFrame or a list "
-                             f"of dicts\nusage: {args.MapArgs.usage()}")
-        rows = shell.user_ns[command.rows]
+        rows = self._kernel_rows(command.rows, args.MapArgs.usage())
         output = self._output_model(command.output)
         agent = self.session.agent(command.agent)
         try:
@@ -177,17 +172,52 @@ class MentraMagics(Magics):
                 max_cost_usd=command.max_cost, name=command.name, replace=command.replace))
         except ConfigError as err:
             raise UsageError(f"{err}\nusage: {args.MapArgs.usage()}") from None
-        if command.into is not None:
-            into, user_ns = command.into, shell.user_ns
-
-            def publish(stopped: runtime.BatchJob) -> None:
-                user_ns[into] = stopped.results()
-
-            job.on_stop(publish)
-            if job.state != "running":  # attached to a job that already stopped
-                user_ns[into] = job.results()
+        self._results_into(command.into, job)
         display(self.session.batch_view(job))
         return job
+
+    def _do_compare(self, command: args.CompareArgs) -> runtime.batch.Comparison:
+        rows = self._kernel_rows(command.rows, args.CompareArgs.usage())
+        output = self._output_model(command.output)
+        agents = [self.session.agent(name) for name in command.agents]
+        judge = self.session.agent(command.judge) if command.judge is not None else None
+        session = self.session
+        try:
+            # On the runtime's thread: the jobs start there and run while cells go on.
+            found: runtime.batch.Comparison = session.call(lambda: runtime.batch.compare_rows(
+                session.runtime, rows, agents, command.prompt, output=output, judge=judge,
+                concurrency=command.concurrency, max_cost_usd=command.max_cost, name=command.name,
+                replace=command.replace))
+        except ConfigError as err:
+            raise UsageError(f"{err}\nusage: {args.CompareArgs.usage()}") from None
+        self._results_into(command.into, found)
+        for name in found.agents:
+            display(session.batch_view(found.jobs[name]))
+        return found
+
+    def _kernel_rows(self, name: str, usage: str) -> Any:
+        shell = self.shell
+        assert shell is not None  # a magic runs in a shell
+        if name not in shell.user_ns:
+            raise UsageError(f"no kernel variable '{name}': give the name of a DataFrame or a list "
+                             f"of dicts\nusage: {usage}")
+        return shell.user_ns[name]
+
+    def _results_into(self, into: str | None,
+                      work: runtime.BatchJob | runtime.batch.Comparison) -> None:
+        """`--into VAR`: `work.results()` goes into VAR each time it stops (now, if it has)."""
+        if into is None:
+            return
+        shell = self.shell
+        assert shell is not None
+        user_ns = shell.user_ns
+
+        def publish(stopped: Any) -> None:
+            user_ns[into] = stopped.results()
+
+        work.on_stop(publish)
+        if work.state != "running":  # attached to one that already stopped
+            user_ns[into] = work.results()
 
     def _do_approve(self, command: args.ApproveArgs) -> None:
         self.session.approve(self.session.agent(command.agent), command.call_id, always=command.always)

@@ -31,11 +31,19 @@ from mentra_nb.notebook._display import Shown, display, show
 if TYPE_CHECKING:
     from mentra_nb.notebook._host import RuntimeHost
 
-__all__ = ["MAX_FALLBACKS", "BrowserMessage", "BrowserMessages", "MentraWidget"]
+__all__ = ["COMM_TOPIC", "MAX_FALLBACKS", "BrowserMessage", "BrowserMessages", "MentraWidget"]
 
 log = logging.getLogger("mentra_nb.notebook")
 
 MAX_FALLBACKS = 20  # places a live view's markdown copy is kept up to date in
+# The IOPub topic (the ZeroMQ routing frame before the message) of a widget's comm
+# messages. ipykernel's is "comm-" and the comm's 32-character id, the same id the
+# message's content carries; nothing reads it (Jupyter servers subscribe to every
+# topic and drop the frame before a message reaches a browser, which routes comm
+# messages by the content's comm_id), and a live stream sends a few messages a
+# second, each ~380 bytes besides its text with this topic, ~410 with ipykernel's
+# (tests/benchmarks/bench_wire.py).
+COMM_TOPIC = b"comm"
 
 
 class BrowserMessage(BaseModel):
@@ -91,8 +99,37 @@ class MentraWidget(anywidget.AnyWidget):
     # asks for it three times (the bundle, the copy above, the refresh after).
     _markdown_memo: tuple[object, str] | None = None
 
+    # anywidget gives each instance its `_esm`, `_css` and id as traits of its own, and
+    # traitlets makes a new class for every instance that adds traits, walking every
+    # attribute (about a millisecond a view: a tenth of the time `%mentra resume`
+    # took to show 50 views). The views of one class add the same traits, so the
+    # class made for the first is kept and given to the others.
+    _classes_with_traits: ClassVar[dict[tuple[Any, ...], type]] = {}
+
+    def add_traits(self, **traits: Any) -> None:
+        key = (type(self), *((name, type(trait), trait.default_value, tuple(sorted(trait.metadata.items())))
+                             for name, trait in sorted(traits.items())))
+        made = MentraWidget._classes_with_traits.get(key)
+        if made is None:
+            super().add_traits(**traits)
+            MentraWidget._classes_with_traits[key] = type(self)
+            return
+        # What traitlets' and ipywidgets' add_traits do, with the kept class's traits.
+        self.__class__ = made
+        for name in traits:
+            trait = made.__dict__[name]
+            trait.instance_init(self)
+            if "sync" in trait.metadata:
+                self.keys.append(name)
+                self.send_state(name)
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        # Every message of this widget's comm after its opening goes with a short
+        # topic (see COMM_TOPIC).
+        comm = self.comm
+        if comm is not None and isinstance(getattr(comm, "topic", None), bytes):
+            comm.topic = COMM_TOPIC
         # The static markdown above each display, with what it shows (the newest places;
         # a dict keeps their order). Displays (shell thread) and refreshes (runtime
         # thread) take the lock.

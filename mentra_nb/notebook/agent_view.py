@@ -93,12 +93,15 @@ log = logging.getLogger("mentra_nb.notebook")
 # The live stream is read every STREAM_INTERVAL while nothing waits, so a
 # stream's first words go within a poll; after each message the next goes no
 # sooner than LIVE_WINDOW later, with whatever streamed meanwhile. Every Jupyter
-# message costs ~420 bytes of envelope besides its text (frames, header,
-# signature, comm id): sent per 16-ms token, a model's 60 tokens/s would cost
-# ~40 times the text on the wire; coalesced over 150 ms, about 15 times (an
-# ipywidgets Output widget streaming the same text: 13 to 24 times;
-# tests/benchmarks/bench_wire.py), and the browser shows each piece within
-# about a window of the model writing it (p95 ~0.2 s: bench_lag.py). The browser
+# message costs ~380 bytes of envelope besides its text (frames, a 64-byte
+# signature, a ~200-byte header, comm id; the topic is cut to 4 bytes and the
+# parent header left out: _widget.py): sent per 16-ms token, a model's 60
+# tokens/s would cost ~35 times the text on the wire; coalesced over 150 ms,
+# about 13 times (an ipywidgets Output widget streaming the same text: 16 to 24
+# times; tests/benchmarks/bench_wire.py), and the browser shows each piece
+# within about a window of the model writing it (p95 ~0.2 s: bench_lag.py). A
+# longer window would save bytes, not the reader's time: the p95 lag is the
+# window plus 40 to 90 ms here, so 250 ms leaves no room for 200. The browser
 # reveals each message over the time since the one before, never longer than the
 # window (js/agent_view.js Reveal), and Stop keeps what it showed (`_stop`).
 STREAM_INTERVAL = 0.05  # seconds

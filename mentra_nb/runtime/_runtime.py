@@ -299,21 +299,33 @@ class Runtime:
         committed messages (all when None), with its model and config. O(1) rows
         whatever the history's length; if the cut leaves tool calls without results,
         the fork gets error results for them (one message of its own)."""
+        # The source's config is valid already: a copy of it spares validating it again
+        # (a job over many rows forks once per row).
+        stored = self.store.load_agent(source.id, transcript=False)
+        if stored is None:
+            raise AgentNotFound(f"agent '{source.name}' ({source.id}) is not in {self.store!r}")
+        return self._fork(stored.record, source.config.model_copy(deep=True), new_name, at)
+
+    def fork_stored(self, source_id: str, new_name: str, at: int | None = None) -> Agent:
+        """Fork a stored agent this runtime does not drive (another process, on any
+        host, may be driving it): as `fork_agent`, with the model and config read
+        from the store. The source is only read, never leased or changed."""
+        stored = self.store.load_agent(source_id, transcript=False)
+        if stored is None:
+            raise AgentNotFound(f"no agent with id {source_id} in {self.store!r} to fork")
+        return self._fork(stored.record, AgentConfig.model_validate(stored.record.config), new_name, at)
+
+    def _fork(self, source: AgentRecord, config: AgentConfig, new_name: str, at: int | None) -> Agent:
+        """A fork of the stored agent `source` (as it is stored now) with `config`."""
         self._ensure_open()
         problem = agent_name_problem(new_name)
         if problem is not None:
             raise ConfigError(problem)
-        stored = self.store.load_agent(source.id, transcript=False)
-        if stored is None:
-            raise AgentNotFound(f"agent '{source.name}' ({source.id}) is not in {self.store!r}")
-        committed = stored.record.message_count  # a running agent: what it has committed
+        committed = source.message_count  # a running agent: what it has committed
         at = committed if at is None else check_index(source.name, "fork(at=...)", at, committed)
         now = time.time()
-        # The source's config is valid already: a copy of it spares validating it again
-        # (a job over many rows forks once per row).
-        config = source.config.model_copy(deep=True)
         record = AgentRecord(
-            id=uuid.uuid4().hex, runtime_id=self.runtime_id, name=new_name, model=source.model.key,
+            id=uuid.uuid4().hex, runtime_id=self.runtime_id, name=new_name, model=source.model,
             config=config.model_dump(mode="json"), created_at=now, updated_at=now,
             message_count=at, forked_from=source.id, fork_index=at,
         )

@@ -83,6 +83,11 @@ class AgentState:
         self._stale = False
         self._loaded_history: list[Message] | None = None
         self._stored_message_count = 0
+        # The last messages read while the transcript is not loaded, with the mark of
+        # the load they were read after (`_take`): a view reads the last page, then
+        # its markdown the last few, of the same unchanged transcript.
+        self._lazy_mark = object()
+        self._tail: tuple[object, list[Message]] = (None, [])
         self._resumable: Message | None = None
         self._status = AgentStatus.idle()
         self._run_generation = 0
@@ -110,7 +115,13 @@ class AgentState:
             return []
         if self._loaded_history is not None:
             return self._loaded_history[-count:]
-        return self._store.load_messages(self.agent_id, max(0, self._stored_message_count - count))
+        mark, tail = self._tail
+        if mark is self._lazy_mark and len(tail) >= min(count, self._stored_message_count):
+            return tail[-count:]
+        mark = self._lazy_mark
+        tail = self._store.load_messages(self.agent_id, max(0, self._stored_message_count - count))
+        self._tail = (mark, tail)
+        return tail
 
     @property
     def status(self) -> AgentStatus:
@@ -373,6 +384,7 @@ class AgentState:
         transcript_missing = not persisted.transcript and record.message_count > 0
         self._loaded_history = None if transcript_missing else list(persisted.transcript)
         self._stored_message_count = record.message_count
+        self._lazy_mark = object()
         self._resumable = persisted.resumable_turn
         self._status = record.status
         self._run_generation = record.run_generation

@@ -14,12 +14,13 @@ cursor-like object (`execute(sql, params)` returning something with `fetchone`,
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mentra_nb.errors import RecordConflict
+from mentra_nb.errors import ConfigError, RecordConflict
 from mentra_nb.store.records import (
     CLAIMED,
     PENDING,
@@ -27,6 +28,7 @@ from mentra_nb.store.records import (
     Delete,
     Put,
     RecordOp,
+    RecordTally,
     Settle,
     StoredRecord,
     Update,
@@ -34,7 +36,7 @@ from mentra_nb.store.records import (
 
 __all__ = ["POSTGRES", "QUEUE_MARK", "RECORD_COLUMNS", "SQLITE", "Cursor", "Dialect",
            "feature_rows_to_records", "leases_table", "record_filter", "records_table", "statements",
-           "stored_record", "team_tables", "write_records"]
+           "stored_record", "tally", "team_tables", "write_records"]
 
 
 class _Rows(Protocol):
@@ -68,6 +70,7 @@ class Dialect:
     json_object: str  # the function building a JSON object from key, value, ...
     json_value: str  # a JSON column as a value inside json_object ({} is the column)
     clock: str  # the time now, in unix seconds
+    json_number: str  # a numeric field of the `value` JSON column ({} is the field's name)
 
     def sql(self, text: str) -> str:
         return text.replace("?j", self.json_param).replace("?", self.param)
@@ -91,7 +94,10 @@ SQLITE = Dialect(name="sqlite", param="?", json_param="?", skip_locked="", share
                  update_lock="", insertion_order="rowid", loads=_json_text,
                  serial_key="INTEGER PRIMARY KEY AUTOINCREMENT", json_type="TEXT", real_type="REAL",
                  json_object="json_object", json_value="json({})",
-                 clock="CAST(strftime('%s', 'now') AS REAL)")
+                 clock="CAST(strftime('%s', 'now') AS REAL)",
+                 # A string is not a number: only integers and reals are added up.
+                 json_number="(CASE WHEN json_type(value, '$.{0}') IN ('integer', 'real')"
+                             " THEN json_extract(value, '$.{0}') END)")
 # Postgres: `json` columns (psycopg decodes them); workers claiming at once skip the
 # rows another has locked instead of waiting for it, so each gets other rows.
 POSTGRES = Dialect(name="postgres", param="%s", json_param="%s::json",
@@ -99,7 +105,9 @@ POSTGRES = Dialect(name="postgres", param="%s", json_param="%s::json",
                    update_lock=" FOR UPDATE", insertion_order="ord", loads=_as_is,
                    serial_key="BIGSERIAL PRIMARY KEY", json_type="JSON", real_type="DOUBLE PRECISION",
                    json_object="json_build_object", json_value="{}",
-                   clock="extract(epoch FROM now())")
+                   clock="extract(epoch FROM now())",
+                   json_number="(CASE WHEN json_typeof(value -> '{0}') = 'number'"
+                               " THEN CAST(value ->> '{0}' AS DOUBLE PRECISION) END)")
 
 
 # --- migrations both schemas take -------------------------------------------------------
@@ -252,6 +260,31 @@ def record_filter(kind: str, scope: str | None, key: str | None, lane: str | Non
     return " AND ".join(clauses), params
 
 
+# A field's name is written into the query, so it must be a plain name.
+_SUMMABLE_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+def tally(dialect: Dialect, kind: str, scope: str | None, lane: str | None,
+          sums: Sequence[str]) -> tuple[str, list[Any], Callable[[Sequence[Any]], tuple[str, RecordTally]]]:
+    """The query counting records by state (adding up the numeric payload fields `sums`),
+    its parameters, and how one of its rows reads."""
+    for field in sums:
+        if not _SUMMABLE_FIELD.fullmatch(field):
+            raise ConfigError(f"cannot add up payload field {field!r}: name a field such as 'size'")
+    where, params = record_filter(kind, scope, None, lane, None, None)
+    columns = "".join(f", sum({n}), count({n})" for n in (dialect.json_number.format(f) for f in sums))
+    sql = f"SELECT state, count(*){columns} FROM records WHERE {where} GROUP BY state"
+
+    def read(row: Sequence[Any]) -> tuple[str, RecordTally]:
+        got = list(row[2:])
+        return row[0], RecordTally(
+            count=int(row[1]),
+            sums={f: float(got[2 * i] or 0) for i, f in enumerate(sums)},
+            counted={f: int(got[2 * i + 1]) for i, f in enumerate(sums)})
+
+    return sql, params, read
+
+
 def write_records(dialect: Dialect, cur: Cursor, ops: Sequence[RecordOp],
                   notify: Callable[[], None]) -> list[Any]:
     """Apply `ops` in order inside the caller's transaction; `notify` is called once
@@ -315,13 +348,17 @@ def _update(dialect: Dialect, cur: Cursor, op: Update, now: float) -> StoredReco
         sets.append("state = ?")
         params.append(op.state)
     # Conditional in the statement itself, so two updates racing cannot both pass.
-    where = "seq = ?" + ("" if op.expect_state is None else " AND state = ?")
+    where = "seq = ?"
     params.append(current.seq)
-    if op.expect_state is not None:
-        params.append(op.expect_state)
+    for column, expected in (("state", op.expect_state), ("claimed_by", op.expect_claimer)):
+        if expected is not None:
+            where += f" AND {column} = ?"
+            params.append(expected)
     if not dialect.run(cur, f"UPDATE records SET {', '.join(sets)} WHERE {where}", params).rowcount:
+        by = "" if op.expect_claimer is None else f" claimed by {current.claimed_by!r}"
+        wanted = "" if op.expect_claimer is None else f" claimed by {op.expect_claimer!r}"
         raise RecordConflict(f"the {op.kind} record {op.key!r} in scope {op.scope!r} is "
-                             f"{current.state!r}, not {op.expect_state!r}")
+                             f"{current.state!r}{by}, not {op.expect_state!r}{wanted}")
     updated = _by_key(dialect, cur, op.kind, op.scope, op.key)
     assert updated is not None
     return updated

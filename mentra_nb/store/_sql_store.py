@@ -43,7 +43,7 @@ from mentra_nb.store.base import (
     PendingTurn,
     RunRecord,
 )
-from mentra_nb.store.records import RecordOp, StoredRecord
+from mentra_nb.store.records import RecordOp, RecordTally, StoredRecord
 
 __all__ = ["Head", "SqlStore"]
 
@@ -490,6 +490,11 @@ class SqlStore(ABC):
                       state: str | None = None, claimed_by: str | None = None) -> int:
         where, params = _sql.record_filter(kind, scope, None, lane, state, claimed_by)
         return int(self._select(f"SELECT count(*) FROM records WHERE {where}", params)[0][0])
+
+    def tally_records(self, kind: str, *, scope: str | None = None, lane: str | None = None,
+                      sums: Sequence[str] = ()) -> dict[str, RecordTally]:
+        sql, params, read = _sql.tally(self.dialect, kind, scope, lane, sums)
+        return dict(read(row) for row in self._select(sql, params))
 
     # --- leases -----------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mentra_nb.messages import Message, Role, Usage
 from mentra_nb.status import AgentStatus, PendingToolUse
-from mentra_nb.store.records import RecordOp, StoredRecord
+from mentra_nb.store.records import RecordOp, RecordTally, StoredRecord
 
 __all__ = [
     "AgentKind",
@@ -277,6 +277,12 @@ class Store(Protocol):
 
     def count_records(self, kind: str, *, scope: str | None = None, lane: str | None = None,
                       state: str | None = None, claimed_by: str | None = None) -> int: ...
+
+    def tally_records(self, kind: str, *, scope: str | None = None, lane: str | None = None,
+                      sums: Sequence[str] = ()) -> dict[str, RecordTally]:
+        """Records of `kind` by state: how many, and the totals of the numeric payload
+        fields `sums` (see `RecordTally`), counted by the database without reading them."""
+        ...
 
     # --- leases -------------------------------------------------------------
     def acquire_lease(self, agent_id: str, claim: LeaseClaim, *, ttl: float) -> None:

@@ -25,7 +25,8 @@ Several operations run as one transaction through `store.write_records([...])`
 (build them with a kind's `*_op` methods); with `agent_id=`/`token=` the list
 is fenced by that agent's lease like every core write (`LeaseLost`). A `Put`
 that finds its key taken (`replace=False`) or an `Update` whose record is
-missing or not in `expect_state` refuses the whole list (`RecordConflict`).
+missing, not in `expect_state` or not claimed by `expect_claimer` refuses the whole
+list (`RecordConflict`).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ __all__ = [
     "RecordKind",
     "RecordOp",
     "RecordStore",
+    "RecordTally",
     "Settle",
     "StoredRecord",
     "Update",
@@ -109,13 +111,16 @@ class Put(_Op):
 
 class Update(_Op):
     """Change a record's payload (`value`, when not None) and/or `state`; only if it
-    exists and, with `expect_state`, is in that state. Result: the `StoredRecord`."""
+    exists and, with `expect_state`, is in that state (and, with `expect_claimer`, is
+    claimed by it: a queued record requeued and claimed again by another claimer is not
+    the one its old claimer means). Result: the `StoredRecord`."""
 
     scope: str
     key: str = ""
     value: Any = None
     state: str | None = None
     expect_state: str | None = None
+    expect_claimer: str | None = None
 
 
 class Delete(_Op):
@@ -168,6 +173,19 @@ class RecordStore(Protocol):
     def count_records(self, kind: str, *, scope: str | None = None, lane: str | None = None,
                       state: str | None = None, claimed_by: str | None = None) -> int: ...
 
+    def tally_records(self, kind: str, *, scope: str | None = None, lane: str | None = None,
+                      sums: Sequence[str] = ()) -> dict[str, RecordTally]: ...
+
+
+@dataclass(frozen=True)
+class RecordTally:
+    """The records of one state (`Store.tally_records`): how many, and for each numeric
+    payload field asked for, the sum of its values and how many records had one (a
+    field that is null, absent or not a number is not counted)."""
+
+    count: int
+    sums: dict[str, float]
+    counted: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -247,10 +265,11 @@ class RecordKind(Generic[M]):
         return self.put_op(scope, value, uuid.uuid4().hex, lane=lane, state=state, replace=False)
 
     def update_op(self, scope: str, key: str = "", value: M | None = None, *,
-                  state: str | None = None, expect_state: str | None = None) -> Update:
+                  state: str | None = None, expect_state: str | None = None,
+                  expect_claimer: str | None = None) -> Update:
         return Update(kind=self.name, scope=scope, key=key,
                       value=None if value is None else self._payload(value), state=state,
-                      expect_state=expect_state)
+                      expect_state=expect_state, expect_claimer=expect_claimer)
 
     # --- one operation each ------------------------------------------------------------
 
@@ -269,6 +288,19 @@ class RecordKind(Generic[M]):
         return store.count_records(self.name, scope=scope, lane=lane, state=state,
                                    claimed_by=claimed_by)
 
+    def tally(self, store: RecordStore, scope: str | None = None, *, lane: str | None = None,
+              sums: Sequence[str] = ()) -> dict[str, RecordTally]:
+        """Records of this kind by state, counted (and the numeric fields `sums` of their
+        payloads added up) by the store, without reading them:
+
+            ITEMS.tally(store, pool_id, sums=["size"])["done"].sums["size"]
+        """
+        unknown = [f for f in sums if f not in self.model.model_fields]
+        if unknown:
+            raise ConfigError(f"{self.model.__name__} has no field {', '.join(map(repr, unknown))} to "
+                              f"add up; its fields: {', '.join(self.model.model_fields)}")
+        return store.tally_records(self.name, scope=scope, lane=lane, sums=sums)
+
     def put(self, store: RecordStore, scope: str, value: M, key: str = "", *, lane: str = "",
             state: str = "", replace: bool = True, agent_id: str | None = None,
             token: str | None = None) -> Record[M]:
@@ -282,8 +314,10 @@ class RecordKind(Generic[M]):
 
     def update(self, store: RecordStore, scope: str, key: str = "", value: M | None = None, *,
                state: str | None = None, expect_state: str | None = None,
-               agent_id: str | None = None, token: str | None = None) -> Record[M]:
-        op = self.update_op(scope, key, value, state=state, expect_state=expect_state)
+               expect_claimer: str | None = None, agent_id: str | None = None,
+               token: str | None = None) -> Record[M]:
+        op = self.update_op(scope, key, value, state=state, expect_state=expect_state,
+                            expect_claimer=expect_claimer)
         return self.record(_one(store, op, agent_id, token))
 
     def delete(self, store: RecordStore, scope: str, key: str | None = "", *,

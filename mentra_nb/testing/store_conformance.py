@@ -24,7 +24,14 @@ import psutil
 import pytest
 from pydantic import BaseModel
 
-from mentra_nb.errors import AgentExists, LeaseLost, LeaseUnavailable, RecordConflict, StoreError
+from mentra_nb.errors import (
+    AgentExists,
+    ConfigError,
+    LeaseLost,
+    LeaseUnavailable,
+    RecordConflict,
+    StoreError,
+)
 from mentra_nb.messages import ContentBlock, Message, Usage
 from mentra_nb.runtime.teams import mail as team_mail
 from mentra_nb.runtime.teams.mail import TeamMessage, TeamRequest
@@ -46,6 +53,7 @@ __all__ = ["StoreConformance"]
 class _Note(BaseModel):
     text: str
     n: int = 0
+    cost: float | None = None
 
 
 class _Job(BaseModel):
@@ -452,6 +460,23 @@ class StoreConformance:
         got = _NOTES.get(reopen(), "team", "req-1")
         assert got is not None and (got.state, got.value.text) == ("approved", "approved")
 
+    def test_an_update_can_require_the_claimer_it_expects(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        agent_id, token = _spawn(store)
+        other_id, other_token = _spawn(store, "reader")
+        _NOTES.put(store, "pool", _Note(text="row"), "r1", state="pending")
+        [first] = _NOTES.claim(store, "pool", claimer=agent_id, token=token)
+        _NOTES.settle(store, agent_id, requeue=[first.seq], token=token)
+        _NOTES.claim(store, "pool", claimer=other_id, token=other_token)
+        # The first claimer's late result finds the record claimed, but not by it.
+        with pytest.raises(RecordConflict):
+            _NOTES.update(reopen(), "pool", "r1", _Note(text="late"), state="done",
+                          expect_state="claimed", expect_claimer=agent_id)
+        done = _NOTES.update(reopen(), "pool", "r1", _Note(text="result"), state="done",
+                             expect_state="claimed", expect_claimer=other_id)
+        assert (done.state, done.value.text, done.claimed_by) == ("done", "result", other_id)
+
     def test_fenced_record_writes_need_the_agents_lease(self, store: Store) -> None:
         agent_id, token = _spawn(store)
         _NOTES.put(store, agent_id, _Note(text="mine"), agent_id=agent_id, token=token)
@@ -485,6 +510,29 @@ class StoreConformance:
         assert (rows[seqs[1]].state, rows[seqs[1]].claimed_by, rows[seqs[1]].claim) == (PENDING, None, None)
         assert [r.seq for r in _JOBS.claim(store, "batch", "a", claimer=worker, token=token)] == seqs[1:]
         assert _JOBS.claim(store, "batch", "a", claimer=worker, token=token) == []
+
+    def test_records_are_tallied_by_state_with_their_numeric_fields_added_up(
+        self, store: Store, reopen: Callable[[], Store]
+    ) -> None:
+        for i, state in enumerate([PENDING, DONE, DONE, "failed", DONE]):
+            _NOTES.put(store, "job", _Note(text=f"row {i}", n=i, cost=None if i == 4 else i / 4), f"r{i}",
+                       lane="rows", state=state)
+        _NOTES.put(store, "job", _Note(text="another lane", n=7), "s", lane="other", state=DONE)
+        _NOTES.put(store, "other-job", _Note(text="elsewhere", n=100), "r0", lane="rows", state=DONE)
+        _JOBS.put(store, "job", _Job(input="another kind"), "j", lane="rows", state=DONE)
+        got = _NOTES.tally(reopen(), "job", lane="rows", sums=["n", "cost"])
+        assert sorted(got) == [DONE, "failed", PENDING]
+        done = got[DONE]
+        assert (done.count, done.sums, done.counted) == (3, {"n": 7.0, "cost": 0.75}, {"n": 3, "cost": 2})
+        assert (got["failed"].count, got["failed"].sums["cost"]) == (1, 0.75)
+        assert (got[PENDING].count, got[PENDING].sums, got[PENDING].counted) == (
+            1, {"n": 0.0, "cost": 0.0}, {"n": 1, "cost": 1})
+        assert _NOTES.tally(store, "job")[DONE].count == 4 and _NOTES.tally(store, "nobody") == {}
+        assert _NOTES.tally(store, "job", sums=["text"])[DONE].counted == {"text": 0}  # not numbers
+        with pytest.raises(ConfigError, match="_Note has no field 'size'"):
+            _NOTES.tally(store, "job", sums=["size"])
+        with pytest.raises(ConfigError, match="cannot add up payload field"):
+            store.tally_records(_NOTES.name, sums=["n) FROM records; --"])
 
     def test_claiming_records_needs_the_claimers_lease(self, store: Store) -> None:
         worker, _ = _spawn(store, "worker")

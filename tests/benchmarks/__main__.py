@@ -1,7 +1,7 @@
 """Run the benchmarks, print their tables, and write RESULTS.md.
 
     python -m tests.benchmarks [NAME ...]      NAME: storage streaming resume import concurrency cost wire
-                                               postgres fork lag cells batch loopstall
+                                               postgres fork lag cells batch loopstall workers
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from tests.benchmarks import (
     bench_storage,
     bench_streaming,
     bench_wire,
+    bench_workers,
 )
 from tests.benchmarks.report import Table, machine
 
@@ -42,6 +43,7 @@ BENCHMARKS = {
     "cells": bench_cells.run,
     "batch": bench_batch.run,
     "loopstall": bench_loop_stall.run,
+    "workers": bench_workers.run,
 }
 RESULTS = Path(__file__).with_name("RESULTS.md")
 

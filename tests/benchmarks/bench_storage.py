@@ -15,6 +15,7 @@ import sqlite3
 import statistics
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,17 +44,49 @@ def empty_wal(db: Path) -> None:
 
 
 @dataclass
+class Commit:
+    """One transaction as the WAL holds it: the pages it wrote, each named by
+    the table or index it belongs to ("page 1": the file's header page)."""
+
+    pages: list[str]
+
+
+def wal_commits(db: Path) -> list[Commit]:
+    """The commits in `db`'s WAL, oldest first. Each frame is a 24-byte header
+    and a whole page; the last frame of a commit carries the database's size."""
+    data = db.with_name(db.name + "-wal").read_bytes()
+    page_size = int.from_bytes(data[8:12], "big")
+    conn = sqlite3.connect(db)
+    try:
+        owner = {page: name for name, page in conn.execute("SELECT name, pageno FROM dbstat")}
+    finally:
+        conn.close()
+    commits, pages, offset = [], [], 32
+    while offset + 24 + page_size <= len(data):
+        page, size_after = int.from_bytes(data[offset:offset + 4], "big"), data[offset + 4:offset + 8]
+        pages.append("page 1" if page == 1 else owner.get(page, "free"))
+        if size_after != bytes(4):
+            commits.append(Commit(pages))
+            pages = []
+        offset += 24 + page_size
+    return commits
+
+
+@dataclass
 class Meter:
     """Bytes written and seconds spent inside storage calls, per turn."""
 
     bytes: list[int] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
     calls: int = 0
+    names: list[list[str]] = field(default_factory=list)  # the write calls of each turn
     _bytes: int = 0
     _seconds: float = 0.0
+    _names: list[str] = field(default_factory=list)
 
-    def measure(self, fn: Callable[[], Any]) -> Any:
+    def measure(self, fn: Callable[[], Any], name: str = "") -> Any:
         self.calls += 1
+        self._names.append(name)
         before, started = io_written(), time.perf_counter()
         try:
             return fn()
@@ -72,7 +105,8 @@ class Meter:
     def end_turn(self) -> None:
         self.bytes.append(self._bytes)
         self.seconds.append(self._seconds)
-        self._bytes, self._seconds = 0, 0.0
+        self.names.append(self._names)
+        self._bytes, self._seconds, self._names = 0, 0.0, []
 
     def window(self, values: list[Any], turn: int) -> float:
         return statistics.fmean(values[max(0, turn - 10) : turn])
@@ -88,6 +122,8 @@ class Result:
     meter: Meter
     files: list[Path]
     wall: float
+    page_size: int = 0
+    steady_commits: list[list[Commit]] = field(default_factory=list)  # of each steady turn
 
     @property
     def disk(self) -> int:
@@ -117,11 +153,13 @@ class MeteredStore:
         attr = getattr(self._store, name)
         if name not in _WRITES:
             return attr
-        return lambda *a, **k: self._meter.measure(lambda: attr(*a, **k))
+        return lambda *a, **k: self._meter.measure(lambda: attr(*a, **k), name)
 
 
-async def _ours(turns: list[Turn], db: Path, *, synchronous: str = "NORMAL") -> Result:
+async def _ours(turns: list[Turn], db: Path, *, synchronous: str = "NORMAL",
+                page_size: int | None = None) -> Result:
     from mentra_nb import Runtime, SqliteStore, tool
+    from mentra_nb.store.sqlite import APPLICATION_ID
     from mentra_nb.testing import ScriptedProvider, text_stream, tool_use_stream
 
     results = {t.tool_input["query"]: t.tool_result for t in turns}
@@ -135,6 +173,13 @@ async def _ours(turns: list[Turn], db: Path, *, synchronous: str = "NORMAL") -> 
     for t in turns:
         scripts += [tool_use_stream(t.call_id, "lookup", t.tool_input_json), text_stream(t.answer)]
     meter = Meter()
+    if page_size is not None:
+        # A blank file stamped as ours with that page size: the store creates its
+        # tables in it and keeps the page size (it sets its own only on a new file).
+        conn = sqlite3.connect(db)
+        conn.execute(f"PRAGMA page_size = {page_size}")
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.close()
     store = SqliteStore(db)
     store._conn.execute(f"PRAGMA synchronous = {synchronous}")
     rt = Runtime.empty(store=MeteredStore(store, meter), tools=[lookup],
@@ -147,14 +192,20 @@ async def _ours(turns: list[Turn], db: Path, *, synchronous: str = "NORMAL") -> 
         await agent.send(t.user)
         meter.end_turn()
     wall = time.perf_counter() - started
+    steady: list[list[Commit]] = []
     for t in turns[-STEADY:]:
         empty_wal(db)
         await agent.send(t.user)
         meter.end_turn()
+        steady.append(wal_commits(db))
     assert len(store.load_messages(agent.id)) == 4 * len(turns)
+    size = store._conn.execute("PRAGMA page_size").fetchone()[0]
     await rt.aclose()
     store.close()
-    return Result(f"mentra-nb SqliteStore (synchronous={synchronous})", meter, _files(db), wall)
+    name = f"mentra-nb SqliteStore (synchronous={synchronous})"
+    if page_size is not None:
+        name = f"mentra-nb SqliteStore ({page_size // 1024} KiB pages, synchronous={synchronous})"
+    return Result(name, meter, _files(db), wall, size, steady)
 
 
 # --- LangGraph --------------------------------------------------------------------
@@ -271,6 +322,7 @@ async def _openai_agents(turns: list[Turn], db: Path) -> Result:
     session = MeteredSession("analyst", db)
     agent = Agent(name="analyst", instructions="", model=ReplayModel(), tools=[lookup])
     started = time.perf_counter()
+    steady: list[list[Commit]] = []
     for i, t in enumerate(turns):
         if i == len(turns) - STEADY:
             wall = time.perf_counter() - started
@@ -279,9 +331,14 @@ async def _openai_agents(turns: list[Turn], db: Path) -> Result:
         current.append(t)
         await Runner.run(agent, t.user, session=session)
         meter.end_turn()
+        if i >= len(turns) - STEADY:
+            steady.append(wal_commits(db))
     assert len(await session.get_items()) == 4 * len(turns)
     session.close()
-    return Result("OpenAI Agents SQLiteSession", meter, _files(db), wall)
+    conn = sqlite3.connect(db)
+    size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    return Result("OpenAI Agents SQLiteSession", meter, _files(db), wall, size, steady)
 
 
 # --- a reply streamed at a model's pace -----------------------------------------------
@@ -354,6 +411,7 @@ def run(turns: int = TURNS) -> list[Table]:
         folder = Path(tmp)
         results.append(asyncio.run(_ours(convo, folder / "ours.sqlite")))
         results.append(asyncio.run(_ours(convo, folder / "ours-full.sqlite", synchronous="FULL")))
+        results.append(asyncio.run(_ours(convo, folder / "ours-1k.sqlite", page_size=1024)))
         for name, runner in (("LangGraph", lambda: _langgraph(convo, folder / "langgraph.sqlite")),
                              ("OpenAI Agents", lambda: asyncio.run(
                                  _openai_agents(convo, folder / "openai.sqlite")))):
@@ -361,7 +419,75 @@ def run(turns: int = TURNS) -> list[Table]:
                 results.append(runner())
             except ImportError as err:
                 notes.append(f"{name} is not installed ({err}); pip install -e '.[bench]'")
-        return [*_tables(results, turns, notes), _paced_table(folder / "paced.sqlite")]
+        return [*_tables(results, turns, notes), _where_the_bytes_go(results, convo),
+                _paced_table(folder / "paced.sqlite")]
+
+
+def _json_per_turn(turns: list[Turn]) -> float:
+    """The mean bytes of a turn's four messages as our store keeps them (compact JSON)."""
+    from mentra_nb.messages import Message, ToolResultBlock, ToolUseBlock
+
+    sizes = [sum(len(m.model_dump_json()) for m in (
+        Message.user(t.user),
+        Message.assistant(ToolUseBlock(id=t.call_id, name="lookup", input=t.tool_input)),
+        Message.user(ToolResultBlock(tool_use_id=t.call_id, content=t.tool_result)),
+        Message.assistant(t.answer))) for t in turns]
+    return statistics.fmean(sizes)
+
+
+def _by_btree(commits: list[Commit]) -> Counter[str]:
+    return Counter(page for commit in commits for page in commit.pages)
+
+
+def _where_the_bytes_go(results: list[Result], convo: list[Turn]) -> Table:
+    table = Table(
+        f"Where a steady-state turn's bytes go (turns {len(convo) - STEADY + 1}-{len(convo)}, read from "
+        "each WAL)",
+        ["store", "page size", "commits per turn", "pages per turn", "bytes per turn",
+         "pages per turn by table or index"],
+    )
+    per_call: dict[str, Counter[str]] = {}
+    calls: Counter[str] = Counter()
+    for r in results:
+        if not r.steady_commits or "synchronous=FULL" in r.name:
+            continue
+        turns = len(r.steady_commits)
+        pages = _by_btree([c for turn in r.steady_commits for c in turn])
+        table.add(r.name, f"{r.page_size // 1024} KiB",
+                  f"{sum(len(turn) for turn in r.steady_commits) / turns:.1f}",
+                  f"{sum(pages.values()) / turns:.1f}",
+                  f"{statistics.fmean(r.meter.bytes[-STEADY:]) / 1024:,.1f} KiB",
+                  ", ".join(f"{name} {count / turns:.1f}" for name, count in pages.most_common()))
+        if r is results[0]:
+            writes = r.meter.names[-turns:]
+            for names, commits in zip(writes, r.steady_commits, strict=True):
+                if len(names) == len(commits):  # each write call is one transaction
+                    for name, commit in zip(names, commits, strict=True):
+                        calls[name] += 1
+                        per_call.setdefault(name, Counter()).update(commit.pages)
+    ours = results[0]
+    frame = ours.page_size + 24
+    sdk = [statistics.fmean(r.meter.bytes[-STEADY:]) for r in results if r.name.startswith("OpenAI")]
+    target = (f"target ≤ 0.25x the OpenAI Agents SDK: {0.25 * sdk[0]:,.0f} bytes, "
+              f"{int((0.25 * sdk[0] - 32) // frame)} pages of {ours.page_size // 1024} KiB a turn. "
+              if sdk else "")
+    table.notes += [
+        "ours, by store call (mean pages per call): " + "; ".join(
+            f"{name} {sum(c.values()) / calls[name]:.1f} ("
+            + ", ".join(f"{b} {n / calls[name]:.1f}" for b, n in c.most_common()) + ")"
+            for name, c in per_call.items()),
+        f"a turn's four messages are {_json_per_turn(convo[-STEADY:]):,.0f} bytes of JSON; a commit "
+        f"writes every page it changed, whole, to the WAL ({ours.page_size:,} + 24 bytes a page, "
+        "32 for the WAL's header); a row that does not fit its leaf page adds a page, the interior "
+        "page above it, and page 1 (the header records the file's size)",
+        f"{target}The recovery matrix needs four commits "
+        "(the user's message before the model is asked, the model's tool call before the tool "
+        "runs, the tool's result, the reply), each writing its leaf of the messages table; the "
+        "turn's ~1.6 KB of rows fill most of a 2 KiB leaf, so most turns also add a leaf (two "
+        "pages more). Even with no agent row written at all that is about six pages of "
+        "2 KiB; 1 KiB pages (the row above) cost the read-back (see docs/benchmarks.md)",
+    ]
+    return table
 
 
 def _tables(results: list[Result], turns: int, notes: list[str]) -> list[Table]:

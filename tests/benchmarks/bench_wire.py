@@ -29,14 +29,13 @@ from __future__ import annotations
 import itertools
 import json
 import tempfile
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.benchmarks.conversation import conversation
 from tests.benchmarks.report import Table
+from tests.kernels import IopubTap
 
 __all__ = ["run"]
 
@@ -48,48 +47,6 @@ CHARS_PER_TOKEN = 4
 def _text() -> str:
     words = " ".join(t.answer for t in conversation(40))
     return words[: TOKENS * CHARS_PER_TOKEN]
-
-
-class IopubTap:
-    """Every iopub message from now on: (arrival time, msg_type, frame bytes, content)."""
-
-    def __init__(self, connection: dict[str, Any]) -> None:
-        import zmq
-
-        self._context = zmq.Context()
-        self._socket = self._context.socket(zmq.SUB)
-        self._socket.setsockopt(zmq.SUBSCRIBE, b"")
-        self._socket.connect(f"{connection['transport']}://{connection['ip']}:{connection['iopub_port']}")
-        # (arrival time, msg_type, bytes of every frame, content)
-        self.messages: list[tuple[float, str, int, dict[str, Any]]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._listen, daemon=True)
-        self._thread.start()
-        time.sleep(0.5)  # a SUB socket misses what is published before it has joined
-
-    def _listen(self) -> None:
-        import zmq
-
-        poller = zmq.Poller()
-        poller.register(self._socket, zmq.POLLIN)
-        while not self._stop.is_set():
-            if not poller.poll(50):
-                continue
-            frames = self._socket.recv_multipart()
-            arrived = time.time()
-            split = frames.index(b"<IDS|MSG>")
-            header = json.loads(frames[split + 2])
-            content = json.loads(frames[split + 5])
-            self.messages.append((arrived, header["msg_type"], sum(len(f) for f in frames), content))
-
-    def mark(self) -> int:
-        return len(self.messages)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self._socket.close(linger=0)
-        self._context.term()
 
 
 SETUP = """
@@ -189,7 +146,7 @@ def _ours(kernel: Any, tap: IopubTap, name: str, window: float) -> dict[str, dic
         views[view] = {**both, "messages": len(messages), "bytes": sum(m[2] for m in messages),
                        "seconds": (messages[-1][0] - messages[0][0]) if messages else 0.0,
                        "text_gaps": [b[0] - a[0] for a, b in itertools.pairwise(texts)]}
-    views["both"] = both
+    views["both"] = {**both, "opened": opened}
     # What showing the turn costs besides its messages: the widget's opening (its
     # state carries the bundled JS and CSS) and the static transcript that
     # replaces it when the turn ends.
@@ -257,7 +214,26 @@ def run() -> list[Table]:
                   f"{r['bytes'] / 1024:,.1f} KiB", f"{r['bytes'] / size:.2f}",
                   f"{r['bytes'] / peer['bytes']:.2f}x", f"{r['first'] * 1000:.0f}")
     opening = ours["opening"]
+    turn_ratio, both_ratio = ours["turn"]["bytes"] / peer["bytes"], ours["both"]["bytes"] / peer["bytes"]
+    live = [m for m in ours["turn"]["all"]
+            if m[1] == "comm_msg" and m[3]["comm_id"] in ours["both"]["opened"] and "t" in m[3]["data"].get("content", {})]
+    envelope = sum(m[2] - len(m[3]["data"]["content"]["t"].encode()) for m in live) / max(len(live), 1)
+    again = [m for m in ours["both"]["all"] if m[1] == "comm_msg" and m[3]["comm_id"] not in ours["both"]["opened"]
+             and "t" in m[3]["data"].get("content", {})]
     table.notes += [
+        f"OURS ÷ THE OUTPUT WIDGET: the turn view {turn_ratio:.2f}x (target ≤ 0.5x: "
+        f"{'met' if turn_ratio <= 0.5 else 'NOT met'}), both views as the notebook shows them "
+        f"{both_ratio:.2f}x; first text {ours['turn']['first'] * 1000:.0f} ms after the first delta "
+        "(target ≤ 100 ms)",
+        f"each live-text message of the turn view ({len(live)}) took {envelope:.0f} bytes besides its text on "
+        "average: ZeroMQ topic, delimiter, a 64-byte HMAC signature, the ~200-byte header, an empty parent "
+        "header and metadata, and the comm message's own JSON with the comm id",
+        f"the spawn cell's view sends the same live text again ({len(again)} messages, "
+        f"{sum(m[2] for m in again) / 1024:,.1f} KiB, {sum(m[2] for m in again) / peer['bytes']:.2f}x the Output "
+        "widget): what a conversation view showing the turn view's live text would save",
+        "the Output widget's count varies with the machine's load (ipykernel sends what stdout gathered "
+        "each time its flush runs: 68 to 103 messages for this text here), and with it every ratio; "
+        "compare the rows of one run",
         "bytes on the wire: every frame of every iopub message (envelope and signature included) as "
         "a raw ZeroMQ subscriber received it, from the send to the reply's end. Ours: each view's "
         "comm_msg (custom messages and state updates: status, usage, the prompt and the committed "
@@ -289,15 +265,15 @@ def run() -> list[Table]:
                   f"{max(r['text_gaps'], default=0.0):.2f}", f"{r['first'] * 1000:.0f}")
     half = next((window for window, r in windows if r["bytes"] <= peer["bytes"] / 2), None)
     trade.notes += [
-        "every message costs ~420 bytes besides its text (frames, header, signature, comm id), and a "
+        "every message costs ~380 bytes besides its text (frames, header, signature, comm id), and a "
         f"turn's fixed messages (the prompt, four status updates, the committed reply by reference) "
         f"about 1.2x this text: at {TOKENS_PER_SECOND} tokens/s ({TOKENS_PER_SECOND * CHARS_PER_TOKEN} "
         "characters/s) the bytes follow the messages a second, that is the window. Half the Output "
         "widget's bytes took " + (f"a {half * 1000:.0f}-ms window here" if half is not None else
                                   "a window longer than any swept here") +
-        "; the browser shows text about a window after the kernel has it (p95 ≈ the window + 30 to 70 ms "
-        "on this machine, bench_lag.py), against a 250-ms p95 target, so the window stays at "
-        f"{default * 1000:.0f} ms: the latency was chosen over the bytes",
+        "; the browser shows text about a window after the kernel has it (p95 ≈ the window + 40 to 90 ms "
+        "on this machine, bench_lag.py, which measures a 200-ms window beside ours), against a 250-ms p95 "
+        f"target, so the window stays at {default * 1000:.0f} ms: the latency was chosen over the bytes",
         "longest wait between messages: how far behind the model the browser can fall (the window, "
         "and a poll's lateness on a busy machine)",
     ]

@@ -451,6 +451,21 @@ def test_a_display_makes_the_views_markdown_once(host, monkeypatch):
     assert len(made) == 2
 
 
+
+def test_views_of_one_agent_class_share_the_class_their_front_end_traits_make(host):
+    """Issue 32: anywidget adds `_esm`, `_css` and its id as traits of each widget,
+    and traitlets made a class per view for them (a millisecond each, fifty views
+    on `%mentra resume`). Every view still syncs its front end's code."""
+    agent = spawn(host, ScriptedProvider("s", [text_stream("hi")]))
+    first, second = AgentView(agent, host), AgentView(agent, host)
+    assert type(first) is type(second)
+    assert issubclass(type(first), AgentView)
+    for view in (first, second):
+        state = view.get_state()
+        assert "agent_view" in state["_esm"] or "export" in state["_esm"]
+        assert state["_css"] and state["_anywidget_id"].endswith("AgentView")
+        assert {"_esm", "_css", "_anywidget_id"} <= set(view.keys)
+
 def test_a_turn_view_shows_its_own_turn_only_and_stops_following_when_it_ends(host):
     """Issue 15.2: every cell showed the whole conversation, later turns included."""
     from mentra_nb.notebook.agent_view import TurnScope

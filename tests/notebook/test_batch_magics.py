@@ -91,3 +91,39 @@ def test_the_view_follows_the_job_lists_a_failure_and_opens_its_transcript(ip, s
     view._on_browser_message(view, {"kind": "close_row"}, [])
     until(lambda: view.row == {})
     view.close()
+
+
+def test_compare_runs_the_rows_through_each_agent_and_puts_the_side_by_side_table_into_a_variable(
+        ip, session):
+    from mentra_nb.runtime.batch import Comparison
+
+    ip.user_ns.update(Label=Label, reviews=REVIEWS)
+    for name in ("a", "b", "referee"):
+        mentra(ip, f"spawn {name}")
+    line = ('compare a,b reviews --prompt "Classify: {text}" --output Label --judge referee '
+            "--concurrency 2 --into side --name cmp")
+    found = mentra(ip, line)
+    assert isinstance(found, Comparison)
+    found.join(timeout=30)
+    assert found.state == "finished"
+    side = ip.user_ns["side"]
+    assert list(side.columns[:5]) == ["a_label", "a_stars", "a_status", "a_error", "a_cost_usd"]
+    assert list(side["a_status"]) == list(side["b_status"]) == ["done"] * 3
+    assert list(side["agree"]) == [True] * 3  # the same offline model, the same smallest answer
+    assert side["judge_winner"].notna().all()
+    del ip.user_ns["side"]
+    assert mentra(ip, line) is found and ip.user_ns["side"] is not None  # a rerun attaches
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('compare a reviews --prompt "x {text}"', "two or more agents separated by commas"),
+    ('compare a,b nothing --prompt "x {text}"', "no kernel variable 'nothing'"),
+    ('compare a,a reviews --prompt "x {text}"', "agent 'a' is named twice"),
+    ('compare a,b reviews --prompt "x {txt}"', r"names \{txt\}"),
+])
+def test_bad_compare_lines_are_usage_errors(ip, session, line, message):
+    ip.user_ns.update(reviews=REVIEWS)
+    for name in ("a", "b"):
+        mentra(ip, f"spawn {name}")
+    with pytest.raises(UsageError, match=message):
+        mentra(ip, line)

@@ -138,6 +138,33 @@ def test_comm_traffic_for_a_5000_delta_stream_stays_small(kernels, tmp_path):
     assert len(user_item_bytes) == 1 and user_item_bytes[0] <= 1.2 * len(prompt)
 
 
+def test_a_views_messages_go_with_a_four_byte_topic(kernels):
+    """Issue 32: every message a view's comm sent after its opening carried ipykernel's
+    IOPub topic, "comm-" and the comm's id (37 bytes, the id again that its content
+    carries), on messages that are ~420 bytes of envelope besides their text."""
+    from mentra_nb.notebook._widget import COMM_TOPIC
+    from tests.kernels import IopubTap
+
+    kernel = kernels()
+    tap = IopubTap(kernel.manager.get_connection_info())
+    try:
+        deadline = time.monotonic() + 30
+        while not tap.messages and time.monotonic() < deadline:  # (until the subscriber has joined)
+            kernel.run("pass")
+        kernel.run("%load_ext mentra_nb")
+        kernel.run(SLOW_PROVIDER.format(delay=0.01))
+        kernel.run("%mentra spawn writer --model slow:m")
+        start = tap.mark()
+        kernel.run("%mentra send writer --wait say a few words\nnb.session().host.call(lambda: None)")
+        sent = [(content, idents) for _t, kind, _n, content, idents in tap.messages[start:]
+                if kind == "comm_msg"]
+    finally:
+        tap.close()
+    kinds = {content["data"]["method"] for content, _idents in sent}
+    assert kinds == {"custom", "update"}  # the live text and the transcript, and the status
+    assert {tuple(idents) for _content, idents in sent} == {(b"comm",)} == {(COMM_TOPIC,)}
+
+
 def test_a_spawn_cell_reruns_in_the_same_and_a_restarted_kernel(kernels, tmp_path):
     """Issue 15.1: rerunning `%mentra spawn writer` (or Restart and Run All) failed
     with AgentExists and the view vanished from the cell."""

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.children import Child
+
 pytestmark = pytest.mark.reliability
 
 
@@ -21,6 +23,14 @@ def crash_seeds() -> list[int]:
     base = os.environ.get("MENTRA_CRASH_SEED")
     start = int(base) if base else random.SystemRandom().randrange(10**6)
     return [start + i for i in range(count)]
+
+
+def wait_for_progress(child: Child, at_least: int) -> None:
+    """Until a child that prints `PROGRESS <n>` lines has printed one with n >= `at_least`."""
+    while True:
+        line = child.wait_for("PROGRESS ")
+        if int(line.split()[1]) >= at_least:
+            return
 
 
 def file_digest(path: Path) -> str | None:

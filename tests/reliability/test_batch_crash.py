@@ -18,7 +18,7 @@ from mentra_nb.store.records import DONE, StoredRecord
 from mentra_nb.store.sqlite import SqliteStore
 from tests.children import Child, integrity
 from tests.reliability.batch_child import ROWS
-from tests.reliability.conftest import crash_seeds
+from tests.reliability.conftest import crash_seeds, wait_for_progress
 
 pytestmark = [pytest.mark.reliability, pytest.mark.process]
 
@@ -31,13 +31,6 @@ def _done_rows(db: Path, job_id: str) -> dict[int, StoredRecord]:
         return {r.value.index: r for r in ROW.list(store, job_id, state=DONE)}  # type: ignore[misc]
     finally:
         store.close()
-
-
-def _wait_for_progress(child: Child, at_least: int) -> None:
-    while True:
-        line = child.wait_for("PROGRESS ")
-        if int(line.split()[1]) >= at_least:
-            return
 
 
 @pytest.mark.parametrize("seed", crash_seeds(), ids=lambda s: f"seed={s}")
@@ -54,7 +47,7 @@ def test_a_killed_batch_job_resumes_with_every_row_exactly_once(seed: int, tmp_p
         job_id = child.ready()[0]
         # Somewhere between "just started" and "nearly done" of what is left.
         target = len(kept) + rng.randrange(0, max(1, (ROWS - len(kept)) // 2))
-        _wait_for_progress(child, target)
+        wait_for_progress(child, target)
         child.kill()
         assert integrity(db) == "ok", where
         done = _done_rows(db, job_id)

@@ -18,7 +18,7 @@ from mentra_nb.providers.base import ProviderRequest
 from mentra_nb.providers.events import ProviderEvent
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime import Runtime
-from mentra_nb.runtime.batch import ROW, BatchJob, jobs
+from mentra_nb.runtime.batch import JOB, ROW, BatchJob, jobs
 from mentra_nb.store.sqlite import SqliteStore
 
 
@@ -124,6 +124,18 @@ async def test_mapping_the_same_rows_again_attaches_and_replace_starts_over(rt: 
     # The old rows' forks were replaced by the new ones' (same names); the rest are the old job's.
     names = sorted(r.name for r in rt.list_persisted_agents() if r.forked_from == agent.id)
     assert names == [f"again-{i}" for i in range(5)]
+
+
+async def test_a_replacing_job_is_the_one_stored_under_its_name_at_once(rt: Runtime) -> None:
+    # The replaced job's handle once wrote its own spec back as it was told to stop,
+    # so until the new job next wrote its own, the store named the old one (a crash then
+    # would have resumed nothing, and a comparison attached to the old rows).
+    agent = rt.spawn("clf", "test")
+    first = await agent.map(REVIEWS, prompt="Classify: {text}", name="swap").wait()
+    second = agent.map(REVIEWS.head(2), prompt="Classify: {text}", name="swap", replace=True)
+    stored = JOB.get(rt.store, "nb", "swap")
+    assert stored is not None and stored.value.job_id == second.id != first.id
+    await second.wait()
 
 
 async def test_row_forks_are_not_resumed_as_lead_agents(rt: Runtime, tmp_path: Path) -> None:

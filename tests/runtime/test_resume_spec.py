@@ -261,7 +261,9 @@ class CountingStore(SqliteStore):
         return messages
 
 
-async def test_resume_loads_a_transcript_only_when_it_is_first_needed(db_path):
+async def _resumed_after_three_turns(db_path):
+    """An agent's three question/answer turns, resumed by a new runtime on a
+    CountingStore whose model answers "more" next: (store, runtime, agent)."""
     runtime = Runtime.empty(store=SqliteStore(db_path), providers=[ScriptedProvider(
         "anthropic", [text_stream(f"answer {i}") for i in range(3)])])
     agent = runtime.spawn("agent", "anthropic:model")
@@ -272,6 +274,11 @@ async def test_resume_loads_a_transcript_only_when_it_is_first_needed(db_path):
     store = CountingStore(db_path)
     rebooted = Runtime.empty(store=store, providers=[ScriptedProvider("anthropic", [text_stream("more")])])
     [resumed] = rebooted.resume()
+    return store, rebooted, resumed
+
+
+async def test_resume_loads_a_transcript_only_when_it_is_first_needed(db_path):
+    store, rebooted, resumed = await _resumed_after_three_turns(db_path)
     assert store.transcript_reads == 0
     assert resumed.snapshot.history_len == 6
     assert resumed.last_message == Message.assistant("answer 2")
@@ -280,6 +287,22 @@ async def test_resume_loads_a_transcript_only_when_it_is_first_needed(db_path):
     await resumed.send("question 3")
     assert store.messages_read == 3 + 6 and len(resumed.history) == 8
     assert resumed.last_message == Message.assistant("more") and store.messages_read == 9
+    await rebooted.aclose()
+
+
+async def test_the_tail_of_an_unloaded_transcript_is_read_once_for_shorter_reads(db_path):
+    """Issue 32: a resumed view read the last page, then its markdown read the last
+    40 messages again, for each of fifty views."""
+    store, rebooted, resumed = await _resumed_after_three_turns(db_path)
+    assert resumed.recent_messages(4) == [Message.user("question 1"), Message.assistant("answer 1"),
+                                          Message.user("question 2"), Message.assistant("answer 2")]
+    assert resumed.recent_messages(3)[0] == Message.assistant("answer 1")
+    assert resumed.recent_messages(10)[0] == Message.user("question 0")  # all six there are
+    assert resumed.recent_messages(6)[-1] == Message.assistant("answer 2")
+    assert store.transcript_reads == 2
+    # Once the transcript changes, reads follow it.
+    await resumed.send("question 3")
+    assert resumed.recent_messages(2) == [Message.user("question 3"), Message.assistant("more")]
     await rebooted.aclose()
 
 

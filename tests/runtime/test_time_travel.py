@@ -387,3 +387,28 @@ async def test_an_agent_another_runtime_drives_is_not_deleted(db_path):
     assert {r.name for r in rt.list_persisted_agents()} == {"writer", "fork"}
     assert rt.store.lease_holder(source.id) is None  # taken for the deletion, given back
     await rt.aclose()
+
+
+async def test_fork_stored_forks_an_agent_another_runtime_drives_without_taking_it(tmp_path):
+    from mentra_nb.providers.test import TestProvider
+    from mentra_nb.runtime import Runtime
+    from mentra_nb.store.sqlite import SqliteStore
+
+    owner_store, other_store = SqliteStore(tmp_path / "s.sqlite"), SqliteStore(tmp_path / "s.sqlite")
+    owner = Runtime.empty(store=owner_store, providers=[TestProvider()], runtime_id="nb")
+    other = Runtime.empty(store=other_store, providers=[TestProvider()], runtime_id="nb")
+    try:
+        writer = owner.spawn("writer", "test", AgentConfig(system="be brief"))
+        await writer.send("hello")
+        fork = other.fork_stored(writer.id, "copy")
+        assert [m.text for m in fork.history] == [m.text for m in writer.history]
+        assert fork.config.system == "be brief" and fork.model == writer.model
+        assert owner_store.lease_holder(writer.id).token == owner.services.token  # still the owner's
+        await fork.send("again")
+        assert len(fork.history) == 4 and len(writer.history) == 2
+        await writer.send("and the owner goes on")
+    finally:
+        await other.aclose()
+        await owner.aclose()
+        owner_store.close()
+        other_store.close()

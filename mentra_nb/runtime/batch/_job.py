@@ -6,6 +6,10 @@ lease), forked from the agent's history at the job's fork point, run, and settle
 with its result in one write. A crash leaves at most the claimed rows behind; the
 next runtime that resumes the agent deletes their half-run forks and queues them
 again, so every row ends with exactly one result.
+
+On Postgres, workers on other hosts (`_worker.py`) claim rows of the same job, each
+under a lease of its own (`Claimer`); whoever drives the job takes back the rows of
+a claimer whose lease is gone or expired (`requeue_abandoned`).
 """
 
 from __future__ import annotations
@@ -14,16 +18,26 @@ import asyncio
 import functools
 import importlib
 import logging
+import os
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import psutil
 from pydantic import BaseModel
 
-from mentra_nb.errors import AgentExists, ConfigError, MentraError, TransientProviderError
+from mentra_nb.errors import (
+    AgentExists,
+    ConfigError,
+    LeaseUnavailable,
+    MentraError,
+    TransientProviderError,
+)
+from mentra_nb.runtime._leases import DEFAULT_LEASE_TTL, host_id
 from mentra_nb.runtime.batch._limiter import SharedLimiter
 from mentra_nb.runtime.batch._records import (
     CANCELLED,
@@ -38,11 +52,13 @@ from mentra_nb.runtime.batch._records import (
     RowState,
     row_key,
 )
-from mentra_nb.runtime.batch._source import RowAgent
+from mentra_nb.runtime.batch._source import RowAgent, RowSource
 from mentra_nb.runtime.events import AgentEvent, RetryAttempted
+from mentra_nb.store.base import LeaseClaim, Store
 from mentra_nb.store.records import Record
 
-__all__ = ["BatchJob", "JobProgress", "model_path", "resolve_model"]
+__all__ = ["BatchJob", "Claimer", "JobProgress", "model_path", "requeue_abandoned", "resolve_model",
+           "status_name"]
 
 log = logging.getLogger("mentra_nb.batch")
 
@@ -51,6 +67,40 @@ _STATUS = {PENDING: "waiting", CLAIMED: "running", DONE: "done", FAILED: "failed
 # A 429 whose retries ran out puts the row back in the queue, at most this many
 # times (then it fails like any error: a provider that never lets it through).
 _MAX_THROTTLED_ATTEMPTS = 20
+# How often a driver looks for rows whose claimer's lease is gone, and how often it
+# looks at the job while only other processes' rows run.
+_LOOK_AROUND_S = 1.0
+_PROGRESS_SUMS = ("input_tokens", "output_tokens", "cost_usd")
+
+
+@dataclass(frozen=True)
+class Claimer:
+    """Whose lease fences a process's claims on a job's rows: in the notebook the
+    mapped agent's (`token` its runtime's), in a worker the worker's own."""
+
+    id: str
+    token: str
+    lease_ttl: float = DEFAULT_LEASE_TTL
+
+
+def requeue_abandoned(store: Store, job_id: str, claimer: str, ttl: float) -> int:
+    """Queue again the job's rows `claimer` holds if its lease is gone or expired (its
+    process died, or it stopped heartbeating on another host for `ttl` seconds);
+    returns how many. Its lease is taken first, so a claimer that was only slow is
+    fenced out (its late results are refused) before its rows run elsewhere."""
+    claim = LeaseClaim(owner_id=f"requeue/{uuid.uuid4().hex}", token=uuid.uuid4().hex,
+                       runtime_id="", pid=os.getpid(), host=host_id(),
+                       process_started_at=psutil.Process().create_time(),
+                       label="taking back rows of a gone claimer")
+    try:
+        store.acquire_lease(claimer, claim, ttl=ttl)
+    except LeaseUnavailable:
+        return 0  # alive: its rows are running
+    try:
+        held = [r.seq for r in ROW.list(store, job_id, state=CLAIMED, claimed_by=claimer)]
+        return ROW.settle(store, claimer, requeue=held, token=claim.token) if held else 0
+    finally:
+        store.release_leases(claim.token)
 
 
 def model_path(model: type[BaseModel]) -> str:
@@ -69,6 +119,11 @@ def resolve_model(path: str) -> type[BaseModel] | None:
     except (ImportError, AttributeError):
         return None
     return found if isinstance(found, type) and issubclass(found, BaseModel) else None
+
+
+def status_name(state: str) -> str:
+    """What `results()` calls a row's stored state (`waiting`, `running`, `done`, ...)."""
+    return _STATUS.get(state, state)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -111,13 +166,17 @@ class BatchJob:
         job.results()        # a DataFrame in input order
     """
 
-    def __init__(self, source: RowAgent, spec: JobSpec, output: type[BaseModel] | None) -> None:
+    def __init__(self, source: RowSource, spec: JobSpec, output: type[BaseModel] | None, *,
+                 claimer: Claimer | None = None) -> None:
         self.source = source
         self._spec = spec
         self.output = output
         self.limiter = SharedLimiter(spec.concurrency)
         self._store = source.services.store
         self._token = source.services.token
+        self._claimer = claimer or Claimer(spec.agent_id, self._token)
+        self._next_look_around = 0.0
+        self._others_run = False  # other processes held rows when last looked
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._driver: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -157,16 +216,20 @@ class BatchJob:
         return sorted(ROW.list(self._store, self.id), key=lambda r: r.value.index)
 
     def progress(self) -> JobProgress:
-        rows = ROW.list(self._store, self.id)
+        # Counted and added up by the store (a view asks twice a second; reading every
+        # row of a 10,000-row job each time was most of its cost).
+        tally = ROW.tally(self._store, self.id, sums=_PROGRESS_SUMS)
         counts = {state: 0 for state in _STATUS}
         tokens_in = tokens_out = 0
         cost: float | None = 0.0
-        for r in rows:
-            counts[r.state] = counts.get(r.state, 0) + 1
-            tokens_in += r.value.input_tokens
-            tokens_out += r.value.output_tokens
-            if r.state in (DONE, FAILED):
-                cost = None if cost is None or r.value.cost_usd is None else cost + r.value.cost_usd
+        for state, found in tally.items():
+            counts[state] = found.count
+            tokens_in += int(found.sums["input_tokens"])
+            tokens_out += int(found.sums["output_tokens"])
+            if state in (DONE, FAILED) and cost is not None:
+                # A row of unknown cost makes the total unknown, never a guess.
+                priced = found.counted["cost_usd"] == found.count
+                cost = cost + found.sums["cost_usd"] if priced else None
         minutes = (time.monotonic() - self._started_at) / 60
         rate = self._done_here / minutes if minutes > 0 else 0.0
         left = counts[PENDING] + counts[CLAIMED]
@@ -283,6 +346,13 @@ class BatchJob:
         else:
             self._mark_unfinished_cancelled()
 
+    def abandon(self) -> None:
+        """Another job replaced this one (`replace=True`) under its name: stop its running
+        rows and write nothing more of it (its spec would overwrite the new job's)."""
+        self._spec = self._spec.model_copy(update={"state": "cancelled"})
+        if self._driver is not None and not self._driver.done() and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._cancel_tasks)
+
     def retry_failed(self) -> int:
         """Queue the failed rows (and cancelled ones) again, each in a fresh fork;
         returns how many. The job goes on with them once started (`wait()`)."""
@@ -303,23 +373,35 @@ class BatchJob:
             self._driver.cancel()
             await asyncio.gather(self._driver, return_exceptions=True)
 
+    async def give_back_rows(self) -> None:
+        """Stop, roll back the rows running here and queue them again at once, for other
+        processes to run (a worker told to stop)."""
+        running = list(self._tasks.values())
+        await self.stop_driving()
+        await asyncio.gather(*running, return_exceptions=True)
+        self._requeue_claimed()
+
     # --- driving --------------------------------------------------------------------
 
     async def _drive(self) -> None:
         self._requeue_claimed()
         try:
-            while self.state == "running":
+            while self._keeps_running():
+                others_run = self._look_around()
                 self._start_rows()
                 if not self._tasks:
                     if ROW.count(self._store, self.id, state=PENDING) == 0:
-                        self._set_state("finished", "")
-                        break
-                    if not self._budget_allows(1):
+                        if not others_run:
+                            self._no_rows_left()
+                            break
+                    elif not self._budget_allows(1):
                         self._stop_for_budget()
                         break
                 assert self._wake is not None
                 self._wake.clear()
                 wait = self.limiter.wait_s()
+                if others_run:  # their rows end (or their claimer dies) without telling us
+                    wait = min(wait, _LOOK_AROUND_S) if wait > 0 else _LOOK_AROUND_S
                 waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(self._wake.wait())]
                 try:
                     await asyncio.wait([*self._tasks.values(), *waiters],
@@ -340,6 +422,30 @@ class BatchJob:
                 task.cancel()
             raise
 
+    def _keeps_running(self) -> bool:
+        return self.state == "running"
+
+    def _no_rows_left(self) -> None:
+        """No row is waiting or running anywhere."""
+        self._set_state("finished", "")
+
+    def _look_around(self) -> bool:
+        """Whether other processes (workers) hold rows of this job. About once a second
+        it looks again: the rows of a claimer whose lease is gone are queued again, and
+        what the others' rows cost is counted against the budget."""
+        now = time.monotonic()
+        if now < self._next_look_around:
+            return self._others_run
+        self._next_look_around = now + _LOOK_AROUND_S
+        claimers = {r.claimed_by for r in ROW.list(self._store, self.id, state=CLAIMED)}
+        claimers.discard(self._claimer.id)
+        requeued = sum(requeue_abandoned(self._store, self.id, other, self._claimer.lease_ttl)
+                       for other in claimers if other is not None)
+        if claimers or requeued or self._others_run:
+            self._spent, self._costliest = self._costs()
+        self._others_run = bool(claimers)
+        return self._others_run
+
     def _start_rows(self) -> None:
         if self.limiter.wait_s() > 0:
             return
@@ -348,21 +454,41 @@ class BatchJob:
             free -= 1
         if free <= 0:
             return
-        claimed = ROW.claim(self._store, self.id, claimer=self._spec.agent_id, token=self._token,
-                            limit=free)
+        claimed = ROW.claim(self._store, self.id, claimer=self._claimer.id,
+                            token=self._claimer.token, limit=free)
         for record in claimed:
             task = asyncio.get_running_loop().create_task(self._run_row(record))
             self._tasks[record.seq] = task
             task.add_done_callback(functools.partial(self._row_ended, record.seq))
 
-    def _row_ended(self, seq: int, _task: object = None) -> None:
+    def _row_ended(self, seq: int, task: asyncio.Task[None] | None = None) -> None:
         self._tasks.pop(seq, None)
-        if self._wake is not None:
+        if self._wake is None:
+            return
+        error = None if task is None or task.cancelled() else task.exception()
+        if error is None:
             self._wake.set()
+            return
+        # The row could not run or settle here: taken from us (cancelled by the notebook, our
+        # lease taken over: nothing changes), or its old fork is still another's to delete.
+        # It goes back in the queue, and this driver looks again a little later, not at once.
+        log.warning("a row of job '%s' ended without its result: %s", self.name, error)
+        try:
+            ROW.settle(self._store, self._claimer.id, requeue=[seq], token=self._claimer.token)
+        except MentraError as err:
+            log.debug("could not queue the row again: %s", err)
+        if self._loop is not None:
+            self._loop.call_later(_LOOK_AROUND_S, self._wake.set)
 
     async def _run_row(self, record: Record[RowState]) -> None:
         row = record.value.model_copy(update={"attempts": record.value.attempts + 1})
         fork = await self._fork(row)
+        refusal = None if fork is None else self._refuse_fork(fork)
+        if refusal is not None and fork is not None:
+            await self.source.runtime.release_agent(fork.id)
+            ROW.settle(self._store, self._claimer.id, requeue=[record.seq], token=self._claimer.token)
+            self._refused(refusal)
+            return
         if fork is None:
             self._settle(record, row.model_copy(update={"error": (
                 f"an agent named '{row.agent_name}' that is not this job's row is in the way; "
@@ -386,8 +512,9 @@ class BatchJob:
             self.limiter.slow_down(throttled.retry_after)
             if row.attempts < _MAX_THROTTLED_ATTEMPTS:
                 await self._delete_fork(row.agent_name)
-                ROW.update(self._store, self.id, record.key, row, state=PENDING,
-                           expect_state=CLAIMED, agent_id=self._spec.agent_id, token=self._token)
+                ROW.update(self._store, self.id, record.key, row, state=PENDING, expect_state=CLAIMED,
+                           expect_claimer=self._claimer.id, agent_id=self._claimer.id,
+                           token=self._claimer.token)
             else:
                 self._settle(record, self._with_usage(row, fork, error=str(throttled)), FAILED)
             return
@@ -395,6 +522,13 @@ class BatchJob:
         done = self._with_usage(row, fork, output=answer, text=result.message.text)
         self._settle(record, done, DONE)
         self.limiter.succeeded()
+
+    def _refuse_fork(self, fork: RowAgent) -> str | None:
+        """Why this process must not run a row in `fork` (None: it may)."""
+        return None
+
+    def _refused(self, why: str) -> None:
+        """This process cannot run the job's rows (a worker's reason); the row went back."""
 
     async def _fork(self, row: RowState) -> RowAgent | None:
         """The row's fork; an earlier attempt's (a crash, a retry) is deleted first.
@@ -418,8 +552,11 @@ class BatchJob:
                                       "cost_usd": usage.cost_usd})
 
     def _settle(self, record: Record[RowState], row: RowState, state: str) -> None:
+        # Only while this claimer still holds it: a row cancelled, queued again and claimed by
+        # another process meanwhile is no longer this run's to settle.
         ROW.update(self._store, self.id, record.key, row, state=state, expect_state=CLAIMED,
-                   agent_id=self._spec.agent_id, token=self._token)
+                   expect_claimer=self._claimer.id, agent_id=self._claimer.id,
+                   token=self._claimer.token)
         self._done_here += 1
         if row.cost_usd is not None:
             self._spent += row.cost_usd
@@ -428,10 +565,10 @@ class BatchJob:
     def _requeue_claimed(self) -> None:
         """Rows a crashed (or closed) runtime left running go back in the queue (their
         half-run forks are deleted when they run again)."""
-        left = ROW.list(self._store, self.id, state=CLAIMED)
+        left = ROW.list(self._store, self.id, state=CLAIMED, claimed_by=self._claimer.id)
         if left:
-            ROW.settle(self._store, self._spec.agent_id, requeue=[r.seq for r in left],
-                       token=self._token)
+            ROW.settle(self._store, self._claimer.id, requeue=[r.seq for r in left],
+                       token=self._claimer.token)
 
     async def _delete_fork(self, name: str) -> bool:
         """Delete this job's stored fork called `name`; False if that agent is not one."""

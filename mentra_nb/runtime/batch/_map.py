@@ -18,11 +18,20 @@ from pydantic import BaseModel
 
 from mentra_nb.errors import ConfigError
 from mentra_nb.runtime.batch._job import model_path
-from mentra_nb.runtime.batch._records import JOB, PENDING, ROW, JobSpec, RowState, row_key
+from mentra_nb.runtime.batch._records import (
+    JOB,
+    PENDING,
+    ROW,
+    JobSpec,
+    RowState,
+    row_key,
+    tool_fingerprints,
+)
 from mentra_nb.runtime.batch._source import RowAgent
 from mentra_nb.store.records import Delete
 
-__all__ = ["JOB_NAME_RULE", "Prompt", "make_job"]
+__all__ = ["JOB_NAME_RULE", "Prompt", "check_job_name", "check_options", "fingerprint_of", "make_job", "render_prompts",
+           "row_values"]
 
 Prompt = str | Callable[[dict[str, Any]], str]
 """A row's prompt: a template of its columns (`"Classify: {text}"`) or a function of the row."""
@@ -38,23 +47,10 @@ def make_job(agent: RowAgent, rows: Any, prompt: Prompt, *, output: type[BaseMod
              replace: bool) -> tuple[JobSpec, str | None]:
     """The stored job `map_rows` (in `_extension.py`) drives: made and stored now, or
     the one stored under its name; and the id of the job it replaced, if any."""
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ConfigError(f"concurrency must be a whole number of rows at once (1 or more), not {concurrency!r}")
-    if max_cost_usd is not None and (isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, (int, float))
-                                     or max_cost_usd < 0):
-        raise ConfigError(f"max_cost_usd must be a number of dollars (0 or more) or None, not {max_cost_usd!r}")
-    if output is not None and not (isinstance(output, type) and issubclass(output, BaseModel)):
-        raise ConfigError(f"output must be a pydantic model class, not {output!r}")
-    prompts = [_render(prompt, row, i) for i, row in enumerate(_records_of(rows))]
-    if not prompts:
-        raise ConfigError("agent.map() got no rows: give a DataFrame, a list of dicts or an iterable of rows")
-    digest = hashlib.sha256()
-    for text in [model_path(output) if output else "", *prompts]:
-        digest.update(text.encode("utf-8", "surrogatepass") + b"\0")
-    fingerprint = digest.hexdigest()
-    name = name if name is not None else f"map-{fingerprint[:8]}"
-    if not isinstance(name, str) or not _JOB_NAME.fullmatch(name):
-        raise ConfigError(f"job name {name!r} is not allowed: use {JOB_NAME_RULE}")
+    check_options(concurrency, max_cost_usd, output)
+    prompts = render_prompts(row_values(rows), prompt)
+    fingerprint = fingerprint_of([model_path(output) if output else "", *prompts])
+    name = check_job_name(name if name is not None else f"map-{fingerprint[:8]}")
     services = agent.services
     store, runtime_id = services.store, services.runtime_id
     stored = JOB.get(store, runtime_id, name)
@@ -70,7 +66,8 @@ def make_job(agent: RowAgent, rows: Any, prompt: Prompt, *, output: type[BaseMod
                    fork_index=agent.state.history_len, output=model_path(output) if output else None,
                    concurrency=concurrency,
                    max_cost_usd=None if max_cost_usd is None else float(max_cost_usd),
-                   total=len(prompts), fingerprint=fingerprint, created_at=time.time())
+                   total=len(prompts), fingerprint=fingerprint, created_at=time.time(),
+                   tools=tool_fingerprints(agent.tools()))
     ops: list[Any] = []
     if stored is not None:
         # The old job's rows go; their forks are deleted as the new rows of their names run.
@@ -81,6 +78,46 @@ def make_job(agent: RowAgent, rows: Any, prompt: Prompt, *, output: type[BaseMod
                for i, p in enumerate(prompts))
     store.write_records(ops, agent_id=agent.id, token=services.token)
     return spec, None if stored is None else stored.value.job_id
+
+
+def check_options(concurrency: object, max_cost_usd: object, output: object) -> None:
+    """A `ConfigError` for a concurrency, budget or output model that cannot be."""
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigError(f"concurrency must be a whole number of rows at once (1 or more), not {concurrency!r}")
+    if max_cost_usd is not None and (isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, (int, float))
+                                     or max_cost_usd < 0):
+        raise ConfigError(f"max_cost_usd must be a number of dollars (0 or more) or None, not {max_cost_usd!r}")
+    if output is not None and not (isinstance(output, type) and issubclass(output, BaseModel)):
+        raise ConfigError(f"output must be a pydantic model class, not {output!r}")
+
+
+def check_job_name(name: object, what: str = "job name") -> str:
+    """`name` if it is an allowed job name, else a `ConfigError` saying the rule."""
+    if not isinstance(name, str) or not _JOB_NAME.fullmatch(name):
+        raise ConfigError(f"{what} {name!r} is not allowed: use {JOB_NAME_RULE}")
+    return name
+
+
+def fingerprint_of(parts: Iterable[str]) -> str:
+    """What a rerun of the same call must match to attach to the stored job."""
+    digest = hashlib.sha256()
+    for text in parts:
+        digest.update(text.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()
+
+
+def row_values(rows: Any) -> list[dict[str, Any]]:
+    """Each row as a dict of its columns (`{"row": value}` for a row that is not a
+    mapping), read once (a generator is consumed here)."""
+    return [dict(row) if isinstance(row, Mapping) else (
+        row.model_dump() if isinstance(row, BaseModel) else {"row": row}) for row in _records_of(rows)]
+
+
+def render_prompts(values: list[dict[str, Any]], prompt: Prompt) -> list[str]:
+    """Each row's prompt; a `ConfigError` naming the row whose prompt cannot be made."""
+    if not values:
+        raise ConfigError("agent.map() got no rows: give a DataFrame, a list of dicts or an iterable of rows")
+    return [_render(prompt, row, i) for i, row in enumerate(values)]
 
 
 def _records_of(rows: Any) -> Iterable[Any]:
@@ -99,9 +136,7 @@ def _records_of(rows: Any) -> Iterable[Any]:
     return found
 
 
-def _render(prompt: Prompt, row: Any, index: int) -> str:
-    values: dict[str, Any] = dict(row) if isinstance(row, Mapping) else (
-        row.model_dump() if isinstance(row, BaseModel) else {"row": row})
+def _render(prompt: Prompt, values: dict[str, Any], index: int) -> str:
     if callable(prompt):
         text = prompt(values)
         if not isinstance(text, str) or not text.strip():

@@ -7,28 +7,43 @@ scope the runtime id, key the job's name) and one `batch.row` record per input r
 
 A row's result is written in the same transaction that moves it out of CLAIMED, so
 a row is counted once whatever happens around it.
+
+A comparison (`rt.compare`) is one `batch.compare` record (scope the runtime id, key
+its name) naming one ordinary job per agent, and, for a function judge, one
+`batch.verdict` record per judged row (scope the comparison's id, key the row's index).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from mentra_nb.runtime.tools import Tool
 from mentra_nb.store.records import CLAIMED, DONE, PENDING, RecordKind
 
 __all__ = [
     "CANCELLED",
     "CLAIMED",
+    "COMPARE",
     "DONE",
     "FAILED",
     "JOB",
     "PENDING",
     "ROW",
+    "VERDICT",
+    "CompareSpec",
+    "Contestant",
     "JobSpec",
     "JobState",
+    "JudgeSpec",
     "RowState",
+    "VerdictRecord",
     "row_key",
+    "tool_fingerprints",
 ]
 
 FAILED = "failed"
@@ -57,6 +72,10 @@ class JobSpec(BaseModel):
     state: JobState = "running"
     note: str = ""  # why the job stopped (a budget, a cancel), for people
     created_at: float
+    # The tools the agent was offered when the job was made, name -> its `tool_fingerprints` hash:
+    # a worker runs the job's rows only if its forks are offered exactly these (None: a
+    # job stored before workers existed, which workers leave to the notebook).
+    tools: dict[str, str] | None = None
 
 
 class RowState(BaseModel):
@@ -82,6 +101,75 @@ JOB = RecordKind("batch.job", JobSpec)
 ROW = RecordKind("batch.row", RowState)
 """One input row of a job: scope the job's id, key its index (`row_key`), queued
 (pending, claimed) until it is done, failed or cancelled."""
+
+
+class Contestant(BaseModel):
+    """One agent of a comparison and the job that runs it over the rows."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent_id: str
+    agent_name: str
+    job_name: str
+
+
+class JudgeSpec(BaseModel):
+    """Who judges a comparison's rows: a function of this process (`kind="function"`,
+    its verdicts are `batch.verdict` records) or an agent (`kind="agent"`, its verdicts
+    are the results of its job `job_name`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["function", "agent"]
+    description: str  # the function's or the agent's name, for people
+    agent_id: str | None = None
+    job_name: str | None = None
+    output: str | None = None  # the agent's verdict model as "module:qualname"
+
+
+class CompareSpec(BaseModel):
+    """A comparison as stored: its agents' jobs, its judge, and which rows the judge
+    agent's job covers (rows every agent finished, in its order)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    compare_id: str
+    name: str
+    contestants: list[Contestant]
+    output: str | None = None
+    total: int
+    fingerprint: str  # of the rows' prompts, the output model, the agents and the judge
+    judge: JudgeSpec | None = None
+    judged: list[int] | None = None  # row indices of the judge agent's job, in its order
+    state: Literal["running", "finished"] = "running"
+    created_at: float
+
+
+class VerdictRecord(BaseModel):
+    """A function judge's verdict on one row (JSON), or why the function failed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    verdict: Any = None
+    error: str | None = None
+
+
+COMPARE = RecordKind("batch.compare", CompareSpec)
+"""A comparison's spec: scope the runtime id, key its name."""
+VERDICT = RecordKind("batch.verdict", VerdictRecord)
+"""A function judge's verdict: scope the comparison's id, key the row's index (`row_key`)."""
+
+
+def tool_fingerprints(tools: Iterable[Tool]) -> dict[str, str]:
+    """What the model is shown of each tool (name, description, input schema), hashed:
+    two processes whose tools have the same fingerprints offer the same tools."""
+    found: dict[str, str] = {}
+    for t in tools:
+        shown = {"name": t.spec.name, "description": t.spec.description,
+                 "input_schema": t.spec.input_schema}
+        found[t.spec.name] = hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()[:16]
+    return found
 
 
 def row_key(index: int) -> str:

@@ -13,9 +13,10 @@ from mentra_nb.runtime._output import RunResult
 from mentra_nb.runtime._services import Services
 from mentra_nb.runtime._state import AgentState
 from mentra_nb.runtime.events import AgentEvent
+from mentra_nb.runtime.tools import Tool
 from mentra_nb.store.base import AgentRecord
 
-__all__ = ["JobRuntime", "RowAgent"]
+__all__ = ["JobRuntime", "RowAgent", "RowSource"]
 
 
 class JobRuntime(Protocol):
@@ -28,9 +29,9 @@ class JobRuntime(Protocol):
     async def release_agent(self, agent_id: str) -> None: ...
 
 
-@runtime_checkable
-class RowAgent(Protocol):
-    """The mapped agent, and each row's fork of it."""
+class RowSource(Protocol):
+    """What a job forks its rows from: the mapped agent in the notebook, or, in a
+    worker, the stored agent another process drives."""
 
     @property
     def id(self) -> str: ...
@@ -39,14 +40,21 @@ class RowAgent(Protocol):
     @property
     def services(self) -> Services: ...
     @property
+    def runtime(self) -> JobRuntime: ...
+    def fork(self, new_name: str, at: int | None = None) -> RowAgent: ...
+
+
+@runtime_checkable
+class RowAgent(RowSource, Protocol):
+    """The mapped agent, and each row's fork of it."""
+
+    @property
     def state(self) -> AgentState: ...
     @property
     def usage(self) -> Usage: ...
     @property
     def is_running(self) -> bool: ...
-    @property
-    def runtime(self) -> JobRuntime: ...
-    def fork(self, new_name: str, at: int | None = None) -> RowAgent: ...
+    def tools(self) -> list[Tool]: ...
     def on_event(self, callback: Callable[[AgentEvent], None], *,
                  deltas: bool = True) -> Callable[[], None]: ...
     async def run(self, content: str, *, output: type[BaseModel] | None = None,
