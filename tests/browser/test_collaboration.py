@@ -50,6 +50,8 @@ def test_a_collaborator_sees_the_stream_live_and_can_stop_it(notebook_rtc, brows
         expect(other.agent_view(1).locator(".mentra-badge")).to_have_attribute("data-status", "streaming")
 
         turn.locator(".mentra-stop").click()
+        # The view took the click ("stopping…" at once, before the kernel hears of it).
+        expect(turn.locator(".mentra-badge")).not_to_have_attribute("data-status", "streaming")
         poll(lambda: runner.kernel.value(f"{AGENT}.status.name") == "finished", message="the run to stop")
         assert runner.kernel.value(f"{AGENT}.history[-1].truncated") is True
         kept = runner.kernel.value(f"{AGENT}.history[-1].text")
