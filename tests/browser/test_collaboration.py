@@ -24,6 +24,11 @@ SLOW = ("from mentra_nb.providers.test import TestProvider\n"
         "nb.session().runtime.providers.register(TestProvider(name='slow', chunk_delay=0.02))")
 VIEW = "application/vnd.jupyter.widget-view+json"
 AGENT = "nb.session().agent('writer')"
+# Whether every view's scrolling area in the page is full (it grows no more).
+VIEWS_FULL = """() => {
+  const areas = [...document.querySelectorAll(".mentra-agent .mentra-scroll")];
+  return areas.length > 0 && areas.every((area) => area.scrollHeight > area.clientHeight);
+}"""
 
 
 def _second_page(browser, server, name: str):
@@ -49,9 +54,13 @@ def test_a_collaborator_sees_the_stream_live_and_can_stop_it(notebook_rtc, brows
         # The spawn cell's view is live too (its markdown copy hidden under it).
         expect(other.agent_view(1).locator(".mentra-badge")).to_have_attribute("data-status", "streaming")
 
+        # Stop is pressed once the views above it stopped growing (each scrolls in an
+        # area of bounded height, full by then): a button that moves while the text
+        # grows can slip from under the pointer between Playwright's aim and its click.
+        poll(lambda: other.page.evaluate(VIEWS_FULL), message="the views' areas to fill")
         turn.locator(".mentra-stop").click()
         # The view took the click ("stopping…" at once, before the kernel hears of it).
-        expect(turn.locator(".mentra-badge")).not_to_have_attribute("data-status", "streaming")
+        expect(turn.locator('.mentra-badge[data-status="streaming"]')).to_have_count(0)
         poll(lambda: runner.kernel.value(f"{AGENT}.status.name") == "finished", message="the run to stop")
         assert runner.kernel.value(f"{AGENT}.history[-1].truncated") is True
         kept = runner.kernel.value(f"{AGENT}.history[-1].text")
