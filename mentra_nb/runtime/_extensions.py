@@ -85,8 +85,9 @@ class AgentExtension:
     async def before_round(self) -> list[Message]:
         return []
 
-    def after_run(self, succeeded: bool) -> None:
-        """Called once per run, after it was committed (True) or rolled back (False)."""
+    async def after_run(self, succeeded: bool) -> None:
+        """Awaited once per run, after it was committed (True) or rolled back (False).
+        Store calls here go through `services.store_io` (off the loop for a network store)."""
 
     def snapshot_fields(self) -> Mapping[str, Any]:
         """Values of the fields its `RuntimeExtension.snapshot` declares (built on

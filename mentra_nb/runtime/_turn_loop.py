@@ -176,7 +176,7 @@ class TurnLoop:
                 self._checkpoint.cancel()
             for extension in self.extensions:
                 try:
-                    extension.after_run(succeeded)
+                    await extension.after_run(succeeded)
                 except Exception:
                     log.exception("an extension failed after the run of agent %s", agent.name)
 

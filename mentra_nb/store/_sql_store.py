@@ -74,8 +74,11 @@ class SqlStore(ABC):
     # --- what a subclass provides ---------------------------------------------------
 
     @abstractmethod
-    def _transaction(self) -> AbstractContextManager[Any]:
-        """One write transaction on a cursor-like object (`execute(sql, params)`)."""
+    def _transaction(self, pipelined: bool = False) -> AbstractContextManager[Any]:
+        """One write transaction on a cursor-like object (`execute(sql, params)`).
+        `pipelined`: the body reads results only by fetching them (never a
+        `rowcount`) and catches no statement's error, so an engine across a network
+        may send the statements between two fetches together, and COMMIT with them."""
         ...
 
     @abstractmethod
@@ -150,18 +153,41 @@ class SqlStore(ABC):
         return self.dialect.run(cur, sql, params)
 
     @contextmanager
-    def _write(self, agent_id: str | None = None, token: str | None = None) -> Iterator[Any]:
-        """One write transaction; with `token`, only while that token holds the lease."""
-        with self._transaction() as cur:
+    def _write(self, agent_id: str | None = None, token: str | None = None, *,
+               pipelined: bool = False) -> Iterator[Any]:
+        """One write transaction; with `token`, only while that token holds the lease.
+        `pipelined`: see `_transaction`."""
+        with self._transaction(pipelined) as cur:
             if token is not None:
-                # Postgres: FOR SHARE, so a takeover's UPDATE of this row waits until we
-                # commit. SQLite: the write transaction already excludes it.
-                row = self._run(cur, "SELECT token, pid, host FROM leases WHERE agent_id = ?"
-                                + self.dialect.share_lock, (agent_id,)).fetchone()
-                if row is None or row[0] != token:
-                    raise LeaseLost(lease_lost_message(
-                        str(agent_id), None if row is None else (row[1], row[2])))
+                self._fence(cur, str(agent_id), token)
             yield cur
+
+    @contextmanager
+    def _step(self, agent_id: str, token: str) -> Iterator[tuple[Any, Head]]:
+        """A run's step: a pipelined write transaction fenced by `token`, with the
+        agent's head. To a network store it is two round trips (the fence with the
+        head, the writes with the COMMIT) where one per statement took four to eight."""
+        with self._transaction(pipelined=True) as cur:
+            yield cur, self._fenced_head(cur, agent_id, token)
+
+    _LEASE_ROW = "SELECT token, pid, host FROM leases WHERE agent_id = ?"
+
+    def _fence(self, cur: Any, agent_id: str, token: str) -> None:
+        # Postgres: FOR SHARE, so a takeover's UPDATE of this row waits until we
+        # commit. SQLite: the write transaction already excludes it.
+        row = self._run(cur, self._LEASE_ROW + self.dialect.share_lock, (agent_id,)).fetchone()
+        self._judge_lease(row, agent_id, token)
+
+    def _fenced_head(self, cur: Any, agent_id: str, token: str) -> Head:
+        """`_fence`, then `_head` (an engine across a network asks for both at once)."""
+        self._fence(cur, agent_id, token)
+        return self._head(cur, agent_id)
+
+    @staticmethod
+    def _judge_lease(row: tuple[Any, ...] | None, agent_id: str, token: str) -> None:
+        """Raise `LeaseLost` unless the lease `row` (token, pid, host) is `token`'s."""
+        if row is None or row[0] != token:
+            raise LeaseLost(lease_lost_message(agent_id, None if row is None else (row[1], row[2])))
 
     def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._read(self.dialect.sql(sql), tuple(params))
@@ -285,8 +311,7 @@ class SqlStore(ABC):
         self, agent_id: str, run: RunRecord, messages: list[Message], *, status: AgentStatus,
         token: str, clear_resumable: bool = False,
     ) -> None:
-        with self._write(agent_id, token) as cur:
-            head = self._head(cur, agent_id)
+        with self._step(agent_id, token) as (cur, head):
             if head.length != run.baseline:
                 raise StoreError(
                     f"agent {agent_id} has {head.length} stored messages but the run starts at "
@@ -303,15 +328,14 @@ class SqlStore(ABC):
                                message_count=head.length + len(messages))
 
     def checkpoint_pending(self, agent_id: str, pending: PendingTurn, *, token: str) -> None:
-        with self._write(agent_id, token) as cur:
+        with self._write(agent_id, token, pipelined=True) as cur:
             self._run(cur, "UPDATE agents SET pending_turn = ?j WHERE id = ?",
                       (pending.model_dump_json(), agent_id))
 
     def commit_assistant(
         self, agent_id: str, message: Message, *, usage: Usage, status: AgentStatus, token: str
     ) -> None:
-        with self._write(agent_id, token) as cur:
-            head = self._head(cur, agent_id)
+        with self._step(agent_id, token) as (cur, head):
             self._append(cur, head, head.length, head.generation, [message])
             self._run(cur, "UPDATE agents SET run_assistant_committed = ?, pending_turn = NULL"
                            " WHERE id = ?", (True, agent_id))
@@ -319,8 +343,7 @@ class SqlStore(ABC):
                                message_count=head.length + 1)
 
     def append_messages(self, agent_id: str, messages: list[Message], *, token: str) -> None:
-        with self._write(agent_id, token) as cur:
-            head = self._head(cur, agent_id)
+        with self._step(agent_id, token) as (cur, head):
             self._append(cur, head, head.length, head.generation, messages)
             self._update_agent(cur, agent_id, message_count=head.length + len(messages))
 
@@ -328,8 +351,7 @@ class SqlStore(ABC):
         self, agent_id: str, *, status: AgentStatus, token: str, append: list[Message] | None = None,
         usage: Usage | None = None,
     ) -> None:
-        with self._write(agent_id, token) as cur:
-            head = self._head(cur, agent_id)
+        with self._step(agent_id, token) as (cur, head):
             count = head.length
             if append:
                 self._append(cur, head, count, head.generation, append)

@@ -373,9 +373,26 @@ class PostgresStore(SqlStore):
         return PoolTimeout
 
     @contextmanager
-    def _transaction(self) -> Iterator[psycopg.Connection[Any]]:
-        with self._connection() as conn, conn.transaction():
-            yield conn
+    def _transaction(self, pipelined: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        with self._connection() as conn:
+            if not pipelined:
+                with conn.transaction():
+                    yield conn
+                return
+            # Pipeline mode: a statement goes out with the next fetch, so BEGIN
+            # travels with the lease check and the writes with the COMMIT. By hand:
+            # psycopg's transaction() would wait for the server at its start and end.
+            try:
+                with conn.pipeline():
+                    conn.execute("BEGIN")
+                    yield conn
+                    conn.execute("COMMIT")
+            finally:
+                # A failed statement (or the body's error) left the transaction open;
+                # a broken connection (status UNKNOWN) is the pool's to discard.
+                status = self._psycopg.pq.TransactionStatus
+                if conn.info.transaction_status in (status.INTRANS, status.INERROR):
+                    conn.rollback()
 
     def _now(self, cur: psycopg.Connection[Any]) -> float:
         # The database's clock: every host judges lease expiry by it.
@@ -391,14 +408,18 @@ class PostgresStore(SqlStore):
 
     # --- the transcript's layout: rows keyed by (branch_id, seq) -------------------------
 
+    _HEAD = "SELECT branch_id, message_count, run_generation, run_baseline FROM agents WHERE id = %s"
+
     def _head(self, cur: psycopg.Connection[Any], agent_id: str) -> Head:
-        row = cur.execute(
-            "SELECT branch_id, message_count, run_generation, run_baseline FROM agents WHERE id = %s",
-            (agent_id,)).fetchone()
-        if row is None:
-            raise StoreError(f"no agent {agent_id} in the store")
-        branch = row[0] or agent_id
-        return Head(branch, branch, int(row[1]), int(row[2]), row[3])
+        return _head_of(cur.execute(self._HEAD, (agent_id,)).fetchone(), agent_id)
+
+    def _fenced_head(self, cur: psycopg.Connection[Any], agent_id: str, token: str) -> Head:
+        # Both asked for before either is read: one round trip in pipeline mode. The
+        # lease is judged first, as `_fence` then `_head` would.
+        lease = self._run(cur, self._LEASE_ROW + self.dialect.share_lock, (agent_id,))
+        head = cur.execute(self._HEAD, (agent_id,))
+        self._judge_lease(lease.fetchone(), agent_id, token)
+        return _head_of(head.fetchone(), agent_id)
 
     def _append(self, cur: psycopg.Connection[Any], head: Head, start: int, generation: int,
                 messages: list[Message]) -> None:
@@ -702,6 +723,13 @@ def _sessions_are_shared(conn: psycopg.Connection[Any], other: psycopg.Connectio
             if backend(other) == mine or backend(conn) != mine:
                 return True
     return False
+
+
+def _head_of(row: tuple[Any, ...] | None, agent_id: str) -> Head:
+    if row is None:
+        raise StoreError(f"no agent {agent_id} in the store")
+    branch = row[0] or agent_id
+    return Head(branch, branch, int(row[1]), int(row[2]), row[3])
 
 
 def _readable(dsn: str, what: str, sources: tuple[str, ...]) -> str:

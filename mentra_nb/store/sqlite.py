@@ -387,7 +387,8 @@ class SqliteStore(SqlStore):
     # --- plumbing -------------------------------------------------------------
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Cursor]:
+    def _transaction(self, pipelined: bool = False) -> Iterator[sqlite3.Cursor]:
+        # `pipelined` changes nothing here: every statement is a call into this process.
         with self._lock:
             self._ensure_open()
             cur = self._conn.cursor()

@@ -15,6 +15,7 @@ the same run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import tempfile
 import threading
@@ -61,8 +62,10 @@ class LatencyProxy:
         except OSError:
             client_out.close()
             return
-        await asyncio.gather(self._pipe(client_in, server_out), self._pipe(server_in, client_out),
-                             return_exceptions=True)
+        # Cancelled by `close`: ended quietly (asyncio logs a connection callback's cancel).
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(self._pipe(client_in, server_out), self._pipe(server_in, client_out),
+                                 return_exceptions=True)
 
     async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
         queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()

@@ -14,6 +14,7 @@ import pytest
 from mentra_nb import AgentStatus, PostgresStore, Runtime, SqliteStore
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime._store_io import StoreIO
+from mentra_nb.store.base import Store
 from tests.conftest import wait_until
 
 
@@ -35,6 +36,31 @@ class HeldStore(PostgresStore):
             self.waiting.set()
             self.gave_up = not self.gate.wait(30)
         super().begin_run(agent_id, *args, **kwargs)
+
+
+class WatchedStore(PostgresStore):
+    """Postgres that notes each of its calls made on `loop_thread` (by name)."""
+
+    def __init__(self, dsn: str) -> None:
+        super().__init__(dsn)
+        self.loop_thread: int | None = None
+        self.on_loop: list[str] = []
+
+
+def _noting(name: str) -> Any:
+    method = getattr(PostgresStore, name)
+
+    def noted(self: WatchedStore, *args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() == self.loop_thread:
+            self.on_loop.append(name)
+        return method(self, *args, **kwargs)
+
+    return noted
+
+
+for _name in dir(Store):
+    if not _name.startswith("_") and callable(getattr(Store, _name)) and _name != "close":
+        setattr(WatchedStore, _name, _noting(_name))
 
 
 def runtime(store: PostgresStore) -> Runtime:
@@ -86,6 +112,25 @@ async def test_a_cancel_during_a_write_leaves_memory_and_the_store_agreeing(pg_d
         assert stored.record.status == agent.status
     finally:
         store.gate.set()
+        await rt.aclose()
+        store.close()
+
+
+async def test_a_run_makes_no_store_call_on_the_loop(pg_dsn):
+    """Every store call of a run, its extensions' included (the team inbox's claim
+    at each round, the member list its tools ask for, the settling and mail check
+    after the run), is awaited off the loop."""
+    store = WatchedStore(pg_dsn)
+    rt = runtime(store)
+    try:
+        agent = rt.spawn("lead", "test")  # spawning is a plain call: not watched
+        store.loop_thread = threading.get_ident()
+        for text in ("one", "two"):
+            assert (await agent.send(text)).text
+        store.loop_thread = None
+        assert store.on_loop == []
+        assert len(store.load_messages(agent.id)) == 4
+    finally:
         await rt.aclose()
         store.close()
 

@@ -606,7 +606,7 @@ async def test_extensions_add_tools_round_messages_and_snapshot_fields(db_path):
             delivered, self.mail = self.mail, []
             return [Message.user(f"<inbox>{m}</inbox>") for m in delivered]
 
-        def after_run(self, succeeded):
+        async def after_run(self, succeeded):
             outcomes.append(succeeded)
 
         def snapshot_fields(self):

@@ -36,7 +36,7 @@ class AgentBudget(AgentExtension):
         check_budget(agent.name, agent.model.key, agent.config, spent, last_prompt)
         return []
 
-    def after_run(self, succeeded: bool) -> None:
+    async def after_run(self, succeeded: bool) -> None:
         self._prompt_at_last_round = None  # the next run's first call has no predecessor
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from mentra_nb.errors import ConfigError, MentraError
@@ -334,24 +334,33 @@ class SubagentAgentExtension(AgentExtension):
             return []
         return [render_mail(m) for m in mail]
 
-    def after_run(self, succeeded: bool) -> None:
+    async def after_run(self, succeeded: bool) -> None:
         # Settled from the transcript rather than from `succeeded`: what the store
-        # keeps (rolled back or not) says which mail was read.
-        self.settle()
+        # keeps (rolled back or not) says which mail was read. Through StoreIO, in
+        # order with the agent's writes; the run is over, so the store thread reads
+        # a copy of the transcript that no longer changes.
+        agent = self.agent
+        history = list(agent.state.transcript)
+        if await agent.services.store_io.run(agent.id, lambda: self._settle_stored(history)):
+            self.registry.mail_changed()
 
     def settle(self) -> None:
         """Settle the mail this agent claimed by what its transcript holds."""
+        if self._settle_stored(self.agent.state.transcript):
+            self.registry.mail_changed()
+
+    def _settle_stored(self, transcript: Sequence[Message]) -> bool:
+        """The store's half of `settle` (safe on a store thread: it notifies no one);
+        whether any mail went back to pending."""
         agent = self.agent
         services = agent.services
         try:
-            requeued = _mail.settle_mail(services.store, agent.id, agent.state.transcript,
-                                         token=services.token)
+            requeued = _mail.settle_mail(services.store, agent.id, transcript, token=services.token)
         except MentraError as err:
             # Left claimed, it is settled again when the agent next runs or loads.
             log.warning("could not settle the subagent mail of %s: %s", agent.name, err)
-            return
-        if requeued:
-            self.registry.mail_changed()
+            return False
+        return requeued > 0
 
     def snapshot_fields(self) -> dict[str, Any]:
         location = self.location()

@@ -22,7 +22,7 @@ repeat the ack.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mentra_nb.errors import AgentError, MentraError
@@ -92,7 +92,13 @@ class TeamInbox(AgentExtension):
         self.team.start_dormant_actors()
         # Through the runtime's StoreIO, in order with the agent's other writes:
         # every round asks, and a network store must not hold the loop meanwhile.
-        mail = await self.agent.services.store_io.run(self.agent.id, self._claim_stored)
+        # The first round also reads the team's members, which the round's tools ask for.
+        team = self.team
+        read_members = None if team.members_loaded else team.read_members
+        mail, members = await self.agent.services.store_io.run(
+            self.agent.id, lambda: (self._claim_stored(), None if read_members is None else read_members()))
+        if members is not None:
+            team.take_members(members)
         if not mail:
             return []
         self.team.mail_changed(self.agent.name)
@@ -120,22 +126,37 @@ class TeamInbox(AgentExtension):
             token=services.token,
         )
 
-    def after_run(self, succeeded: bool) -> None:
+    async def after_run(self, succeeded: bool) -> None:
         # Settled from the transcript rather than from `succeeded`: a run that hit
         # max_rounds failed but kept its transcript, so its mail was delivered.
-        self.settle()
-        if self.agent.kind == "agent" and not self.agent.services.closed:
+        # The store's reads and writes go through StoreIO, in order with the
+        # agent's other writes (off the loop for a network store); what they find
+        # is acted on here, on the loop. The run is over, so the transcript is
+        # loaded and no longer changes; the store thread reads a copy of it.
+        agent = self.agent
+        io = agent.services.store_io
+        history = list(agent.state.transcript)
+        if await io.run(agent.id, lambda: self._settle_stored(lambda: history)):
+            self.team.mail_changed(agent.name)
+        if agent.kind == "agent" and not agent.services.closed:
             # Mail posted while this run was in its last round waits for no signal.
-            self.team.check_mail()
+            self.team.act_on_mail(await io.run(agent.id, self.team.mail_waiting))
 
     def settle(self) -> None:
+        """Settle the mail this agent claimed by what its transcript holds."""
+        if self._settle_stored(lambda: self.agent.state.transcript):
+            self.team.mail_changed(self.agent.name)
+
+    def _settle_stored(self, transcript: Callable[[], Sequence[Message]]) -> bool:
+        """The store's half of `settle` (safe on a store thread: it notifies no one);
+        whether any mail was settled. `transcript` is read only when mail is inflight."""
         agent = self.agent
         services = agent.services
         try:
             inflight = _mail.inflight_mail(services.store, agent.id)
             if not inflight:
-                return
-            history = agent.state.transcript
+                return False
+            history = transcript()
             ack: list[int] = []
             requeue: list[int] = []
             claimed: dict[int | None, list[TeamMail]] = {}
@@ -149,8 +170,8 @@ class TeamInbox(AgentExtension):
         except MentraError as err:
             # Left inflight, it is settled again when the agent is next loaded.
             log.warning("could not settle the team mail of %s: %s", agent.name, err)
-            return
-        self.team.mail_changed(agent.name)
+            return False
+        return True
 
     def snapshot_fields(self) -> dict[str, Any]:
         fields: dict[str, Any] = {"pending_team_messages": self.team.unread(self.agent.name)}

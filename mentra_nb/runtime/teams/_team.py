@@ -49,6 +49,7 @@ from mentra_nb.runtime.teams._snapshot import TeammateInfo, TeamMemberStatus
 from mentra_nb.runtime.teams.mail import (
     MEMBERS,
     MemberState,
+    TeamMail,
     TeamMessage,
     TeamRequest,
     TeamRequestStatus,
@@ -60,6 +61,7 @@ __all__ = [
     "TEAMMATE_TOOL_NAMES",
     "Direction",
     "Team",
+    "WaitingMail",
     "post_mail",
     "teammate_system_prompt",
 ]
@@ -102,6 +104,15 @@ def teammate_system_prompt(name: str, role: str, lead: str, lead_system: str | N
     if lead_system:
         prompt += f"\n\nThe lead's own instructions, for context:\n{lead_system}"
     return prompt
+
+
+@dataclass(frozen=True)
+class WaitingMail:
+    """What `Team.mail_waiting` read: unread counts of the live teammates by name,
+    and the lead's pending mail (None: no lead to run here)."""
+
+    unread: dict[str, int]
+    lead_pending: list[TeamMail] | None
 
 
 @dataclass
@@ -152,23 +163,38 @@ class Team:
     def members(self) -> dict[str, _Member]:
         """Teammates by name (the lead is not one of them), loaded once from the store."""
         if self._members is None:
-            members: dict[str, _Member] = {}
-            # Only this lead's children: reading every agent here made resuming
-            # N leads read N² rows (each lead's first snapshot asks for members).
-            for record in self.store.list_agents(parent_id=self.id):
-                if record.kind != "teammate":
-                    continue
-                stored = MEMBERS.get(self.store, record.id)
-                state = stored.value if stored is not None else MemberState()
-                status = TeamMemberStatus.model_validate(state.status or {"name": "idle"})
-                # Creation order, so if a name ever had two rows the newest wins.
-                members[record.name] = _Member(
-                    agent_id=record.id, name=record.name, role=record.role or "",
-                    model=record.model, status=status,
-                    spawned_at=float(state.spawned_at or record.created_at),
-                )
-            self._members = members
+            self._members = self.read_members()
         return self._members
+
+    @property
+    def members_loaded(self) -> bool:
+        """Whether `members` was read (it is read once)."""
+        return self._members is not None
+
+    def read_members(self) -> dict[str, _Member]:
+        """The teammates as the store holds them (safe on a store thread: it changes
+        nothing); `members` is these, read once."""
+        members: dict[str, _Member] = {}
+        # Only this lead's children: reading every agent here made resuming
+        # N leads read N² rows (each lead's first snapshot asks for members).
+        for record in self.store.list_agents(parent_id=self.id):
+            if record.kind != "teammate":
+                continue
+            stored = MEMBERS.get(self.store, record.id)
+            state = stored.value if stored is not None else MemberState()
+            status = TeamMemberStatus.model_validate(state.status or {"name": "idle"})
+            # Creation order, so if a name ever had two rows the newest wins.
+            members[record.name] = _Member(
+                agent_id=record.id, name=record.name, role=record.role or "",
+                model=record.model, status=status,
+                spawned_at=float(state.spawned_at or record.created_at),
+            )
+        return members
+
+    def take_members(self, members: dict[str, _Member]) -> None:
+        """`read_members`' result, read off the loop, unless `members` was loaded meanwhile."""
+        if self._members is None:
+            self._members = members
 
     def has_members(self) -> bool:
         return bool(self.members)
@@ -232,6 +258,10 @@ class Team:
 
     def mail_changed(self, name: str) -> None:
         self.unread(name, refresh=True)
+        self._unread_shown(name)
+
+    def _unread_shown(self, name: str) -> None:
+        """`name`'s unread count changed: its snapshot and its lead's show it."""
         self._notify(name)
         if name != self.lead_name:
             self._notify(self.lead_name)  # the lead's snapshot shows each teammate's unread
@@ -418,21 +448,40 @@ class Team:
         """Mail may have arrived from another process or host: wake each teammate
         with unread mail, and run the lead for mail from outside the team (a
         `rt.post`); mail among the team reaches the lead at its next round, as ever."""
+        self.act_on_mail(self.mail_waiting())
+
+    def mail_waiting(self) -> WaitingMail:
+        """The store's half of `check_mail` (safe on a store thread: it changes and
+        notifies nothing)."""
+        unread: dict[str, int] = {}
         for name, actor in list(self._actors.items()):
             # A shut-down teammate (its actor ended) is not woken: as on a resume.
-            if actor.alive and self.unread(name, refresh=True):
-                self.mail_changed(name)
-                actor.wake()
+            if actor.alive:
+                try:
+                    unread[name] = _mail.count_mail(self.store, self.id, name)
+                except MentraError:
+                    unread[name] = self._unread.get(name, 0)  # as `unread` answers then
         lead = self.lead
         if lead is None or lead.services.closed:
-            return
-        pending = _mail.list_mail(self.store, self.id, self.lead_name, "pending")
-        if not pending:
+            return WaitingMail(unread, None)
+        return WaitingMail(unread, _mail.list_mail(self.store, self.id, self.lead_name, "pending"))
+
+    def act_on_mail(self, waiting: WaitingMail) -> None:
+        """`check_mail`'s half on the loop: wake and notify for what `mail_waiting` found."""
+        for name, count in waiting.unread.items():
+            actor = self._actors.get(name)
+            self._unread[name] = count
+            if count and actor is not None and actor.alive:
+                self._unread_shown(name)
+                actor.wake()
+        lead, pending = self.lead, waiting.lead_pending
+        if not pending or lead is None or lead.services.closed:
             return  # the usual case: one indexed read, no member list loaded
         insiders = {self.lead_name, *self.members}
         if all(m.message.sender in insiders for m in pending):
             return
-        self.mail_changed(self.lead_name)
+        self._unread[self.lead_name] = len(pending)
+        self._unread_shown(self.lead_name)
         if self._lead_run is None or self._lead_run.done():
             self._lead_run = asyncio.get_running_loop().create_task(
                 self._run_lead_for_mail(lead), name=f"mentra-mail-{lead.name}")
