@@ -130,7 +130,7 @@ class BatchView(MentraWidget):
                     "eta": _duration(p.eta_s) if p.eta_s is not None else "", "note": p.note,
                     "throttled": p.throttled}
         failures = ([{"index": r.value.index, "agent": r.value.agent_name, "error": r.value.error or ""}
-                     for r in self.job.rows() if r.state == "failed"][:_MAX_FAILURES] if p.failed else [])
+                     for r in self.job.failed_rows(_MAX_FAILURES)] if p.failed else [])
         with self.hold_sync():
             if progress != self.progress:
                 self.progress = progress

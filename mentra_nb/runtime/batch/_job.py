@@ -216,6 +216,11 @@ class BatchJob:
         """Every row as stored, in input order."""
         return sorted(ROW.list(self._store, self.id), key=lambda r: r.value.index)
 
+    def failed_rows(self, limit: int | None = None) -> list[Record[RowState]]:
+        """The failed rows (at most `limit`), in input order, read without the others."""
+        failed = sorted(ROW.list(self._store, self.id, lane="", state=FAILED), key=lambda r: r.value.index)
+        return failed if limit is None else failed[:limit]
+
     def progress(self) -> JobProgress:
         # A view asks twice a second: the kept totals (`_totals.py`) and the running rows
         # (at most a few hundred, counted from the index), never every row.
