@@ -221,6 +221,23 @@ class BatchJob:
         failed = sorted(ROW.list(self._store, self.id, lane="", state=FAILED), key=lambda r: r.value.index)
         return failed if limit is None else failed[:limit]
 
+    @property
+    def reads_off_loop(self) -> bool:
+        """Whether the job's store answers across a network, so that code on the runtime's
+        loop reads its progress with `read_progress` (off the loop) rather than `progress()`."""
+        return self.source.services.store_io.off_loop
+
+    async def read_progress(self, failures: int = 0) -> tuple[JobProgress, list[Record[RowState]]]:
+        """`progress()` and the first `failures` failed rows (`failed_rows`), read the way
+        the runtime reads its store from its loop: on its store threads for a network store,
+        directly for a local one."""
+
+        def read() -> tuple[JobProgress, list[Record[RowState]]]:
+            p = self.progress()
+            return p, self.failed_rows(failures) if failures and p.failed else []
+
+        return await self.source.services.store_io.run(f"batch-progress/{self.id}", read)
+
     def progress(self) -> JobProgress:
         # A view asks twice a second: the kept totals (`_totals.py`) and the running rows
         # (at most a few hundred, counted from the index), never every row.
