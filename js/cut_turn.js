@@ -9,7 +9,7 @@
 // restart cut it: the store keeps the turn interrupted and replayable) and saves
 // the notebook.
 
-import { VIEW_MIME } from "./saved_state.js";
+import { VIEW_MIME, saveNow } from "./saved_state.js";
 
 /**
  * @typedef {import("./dom.js").Item} Item
@@ -110,10 +110,7 @@ export function keepCutTurn(model, streamed) {
         }
       }
     }
-    if (replaced) {
-      manager.context.save?.().catch((/** @type {unknown} */ error) =>
-        console.warn("mentra-nb: could not save the notebook after a restart cut a turn", error));
-    }
+    if (replaced) saveNow(manager.context, "the notebook after a restart cut a turn");
   };
   model.on("msg:custom", learn);
   model.on("comm_live_update", lost);

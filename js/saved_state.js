@@ -76,7 +76,7 @@ export function placeholderMetadata(metadata, live, shown) {
 }
 
 /**
- * @typedef {{getMetadata(key: string): any, setMetadata(key: string, value: any): void,
+ * @typedef {{getMetadata(key: string): any, setMetadata(key: string, value: any): void, collaborative?: boolean,
  *   cells: Iterable<{outputs?: {length: number, get(i: number): {data: Record<string, any>},
  *     set?(i: number, output: object): void}}>}} NotebookModel
  * @typedef {{saveState: {connect(fn: (sender: unknown, state: string) => void): void},
@@ -319,9 +319,9 @@ export const IDENTITY_KEY = "mentra";
 
 /**
  * Write `identity` ({id, state}) into the notebook's metadata if it says something
- * else, and save the notebook at once: a kernel restarted before the next autosave
- * reads the notebook from disk. Where the manager has no document (VS Code, a
- * static page) nothing happens.
+ * else, and save the notebook at once (saveNow): a kernel restarted before the next
+ * autosave reads the notebook from disk. Where the manager has no document (VS
+ * Code, a static page) nothing happens.
  * @param {Manager|undefined} manager
  * @param {{id?: string, state?: string}|undefined} identity
  * @returns {boolean} whether the metadata was written
@@ -333,7 +333,22 @@ export function keepNotebookIdentity(manager, identity) {
   const kept = notebook.getMetadata(IDENTITY_KEY);
   if (kept?.id === identity.id && kept?.state === (identity.state ?? "")) return false;
   notebook.setMetadata(IDENTITY_KEY, { ...(kept ?? {}), id: identity.id, state: identity.state ?? "" });
-  context?.save?.().catch((/** @type {unknown} */ error) =>
-    console.warn("mentra-nb: could not save the notebook's agent id", error));
+  saveNow(context, "the notebook's agent id");
   return true;
+}
+
+/**
+ * Save the notebook from the page now, unless it is shared (real-time
+ * collaboration). There the server saves the shared document on its own a moment
+ * after each change, so what the page just wrote is on disk soon anyway, and a
+ * save from the page only races it: the page first compares the file on disk
+ * with the version it last heard of, and a server save it had not heard of yet
+ * made JupyterLab ask "File Changed" (overwrite or revert?) about the notebook's
+ * own autosave.
+ * @param {{model?: {collaborative?: boolean}, save?: () => Promise<void>}|undefined} context
+ * @param {string} what what the save keeps, for the warning when it fails
+ */
+export function saveNow(context, what) {
+  if (!context?.save || context.model?.collaborative) return;
+  context.save().catch((/** @type {unknown} */ error) => console.warn(`mentra-nb: could not save ${what}`, error));
 }

@@ -116,9 +116,10 @@ describe("hookNotebookSaves", () => {
 });
 
 describe("keepNotebookIdentity", () => {
-  const notebookWith = (metadata) => {
+  const notebookWith = (metadata, collaborative = false) => {
     const saves = [];
-    const model = { getMetadata: (key) => metadata[key], setMetadata: (key, value) => { metadata[key] = value; } };
+    const model = { collaborative, getMetadata: (key) => metadata[key],
+      setMetadata: (key, value) => { metadata[key] = value; } };
     return { saves, metadata, manager: { context: { model, save: async () => { saves.push(structuredClone(metadata)); } } } };
   };
 
@@ -134,6 +135,14 @@ describe("keepNotebookIdentity", () => {
     metadata[IDENTITY_KEY].note = "kept";
     expect(keepNotebookIdentity(manager, { id: "tour", state: "/work/.mentra/tour.sqlite" })).toBe(true);
     expect(metadata[IDENTITY_KEY]).toEqual({ id: "tour", state: "/work/.mentra/tour.sqlite", note: "kept" });
+  });
+
+  it("leaves the saving of a shared notebook to the server (a page's save raced its autosave)", async () => {
+    const { manager, saves, metadata } = notebookWith({}, true);
+    expect(keepNotebookIdentity(manager, { id: "tour", state: "/work/.mentra/tour.sqlite" })).toBe(true);
+    await Promise.resolve();
+    expect(metadata[IDENTITY_KEY]).toEqual({ id: "tour", state: "/work/.mentra/tour.sqlite" });
+    expect(saves).toHaveLength(0);
   });
 
   it("does nothing without an id or a document (VS Code, a static page)", () => {

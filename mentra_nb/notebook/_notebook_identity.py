@@ -4,11 +4,12 @@ The runtime id that keeps a notebook's agents apart in a state file, and that
 state file, are written into the notebook's own metadata
 (`"metadata": {"mentra": {"id": "tour", "state": "/…/.mentra/tour.sqlite"}}`)
 by the front end the first time a view of its agents appears, and saved at once
-(js/saved_state.js); a kernel reads them back from the notebook file when it
-looks for its state. So a notebook renamed or moved keeps its agents, and a new
-notebook that takes a name someone used before carries no id: if a notebook
-beside it carries the name's runtime id (the one that had the name, renamed),
-the new one gets a fresh id (`Untitled-2`) and agents of its own.
+(js/saved_state.js; with real-time collaboration, by the server's autosave); a
+kernel reads them back from the notebook file when it looks for its state. So a
+notebook renamed or moved keeps its agents, and a new notebook that takes a name
+someone used before carries no id: if a notebook beside it carries the name's
+runtime id (the one that had the name, renamed), the new one gets a fresh id
+(`Untitled-2`) and agents of its own.
 
 Why metadata rather than following the front end's renames: it travels with
 the file whatever moves it (the file browser with no kernel running, `mv`, git,

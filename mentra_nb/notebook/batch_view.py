@@ -22,7 +22,8 @@ from mentra_nb.notebook._widget import BrowserMessage, BrowserMessages, MentraWi
 if TYPE_CHECKING:
     from mentra_nb.notebook._host import RuntimeHost
     from mentra_nb.runtime import BatchJob
-    from mentra_nb.runtime.batch import JobProgress
+    from mentra_nb.runtime.batch import JobProgress, RowState
+    from mentra_nb.store.records import Record
 
 __all__ = ["BatchView", "progress_markdown"]
 
@@ -42,8 +43,10 @@ def _duration(seconds: float) -> str:
     return f"{hours} h {minutes} min"
 
 
-def progress_markdown(job: BatchJob, progress: JobProgress | None = None) -> str:
-    """The view's text (deterministic for a stopped job)."""
+def progress_markdown(job: BatchJob, progress: JobProgress | None = None,
+                      failed: list[Record[RowState]] | None = None) -> str:
+    """The view's text (deterministic for a stopped job); `failed`: the first failed rows,
+    if already read with `progress`."""
     p = progress or job.progress()
     filled = round(_BAR * p.finished / p.total) if p.total else _BAR
     lines = [
@@ -61,14 +64,14 @@ def progress_markdown(job: BatchJob, progress: JobProgress | None = None) -> str
     if p.note:
         lines += ["", p.note]
     if p.failed:
-        failed = [r for r in job.rows() if r.state == "failed"]
+        shown = failed if failed is not None else job.failed_rows(_MAX_FAILURES)
         lines += ["", "Failed rows (`%mentra resume AGENT` then `%mentra show AGENT` opens one's "
                   "transcript; `job.retry_failed()` runs them again):"]
-        for r in failed[:_MAX_FAILURES]:
+        for r in shown:
             error = (r.value.error or "").splitlines()[0][:200] if r.value.error else ""
             lines.append(f"- row {r.value.index} (`{r.value.agent_name}`): {error}")
-        if len(failed) > _MAX_FAILURES:
-            lines.append(f"- … and {len(failed) - _MAX_FAILURES} more (`job.results()`)")
+        if p.failed > len(shown):
+            lines.append(f"- … and {p.failed - len(shown)} more (`job.results()`)")
     return "\n".join(lines)
 
 
@@ -101,6 +104,7 @@ class BatchView(MentraWidget):
         self.job = job
         self._host = host
         self._timer: asyncio.TimerHandle | None = None
+        self._reading: set[asyncio.Task[None]] = set()
         self.on_msg(self._on_browser_message)
         host.call(self._attach)
 
@@ -109,7 +113,7 @@ class BatchView(MentraWidget):
 
     def _attach(self) -> None:
         self.job_name = self.job.name
-        self.job.on_stop(lambda _job: self._update())
+        self.job.on_stop(lambda _job: self._update(tick=False))
         self._tick()
 
     # --- runtime side ----------------------------------------------------------------
@@ -117,11 +121,26 @@ class BatchView(MentraWidget):
     def _tick(self) -> None:
         self._timer = None
         self._update()
-        if self.job.state == "running":
-            self._timer = asyncio.get_running_loop().call_later(_REFRESH_S, self._tick)
 
-    def _update(self) -> None:
-        p = self.job.progress()
+    def _update(self, tick: bool = True) -> None:
+        """Show where the job stands; with `tick`, look again in a moment while it runs.
+        A network store is read off the loop (`read_progress`): a view refreshing twice a
+        second must not stall every agent's stream for its round trips."""
+        if not self.job.reads_off_loop:
+            p = self.job.progress()
+            self._show(p, self.job.failed_rows(_MAX_FAILURES) if p.failed else [], tick)
+            return
+        task = asyncio.get_running_loop().create_task(self._update_off_loop(tick))
+        self._reading.add(task)
+        task.add_done_callback(self._reading.discard)
+
+    async def _update_off_loop(self, tick: bool) -> None:
+        p, failed = await self.job.read_progress(_MAX_FAILURES)
+        self._show(p, failed, tick)
+
+    def _show(self, p: JobProgress, failed: list[Record[RowState]], tick: bool) -> None:
+        if tick and self.job.state == "running":
+            self._timer = asyncio.get_running_loop().call_later(_REFRESH_S, self._tick)
         progress = {"state": p.state, "agent": self.job.spec.agent_name, "total": p.total, "done": p.done,
                     "running": p.running, "failed": p.failed, "waiting": p.waiting,
                     "cancelled": p.cancelled, "tokens": p.input_tokens + p.output_tokens,
@@ -129,14 +148,14 @@ class BatchView(MentraWidget):
                     "rows_per_minute": round(p.rows_per_minute) if p.state == "running" else 0,
                     "eta": _duration(p.eta_s) if p.eta_s is not None else "", "note": p.note,
                     "throttled": p.throttled}
-        failures = ([{"index": r.value.index, "agent": r.value.agent_name, "error": r.value.error or ""}
-                     for r in self.job.rows() if r.state == "failed"][:_MAX_FAILURES] if p.failed else [])
+        failures = [{"index": r.value.index, "agent": r.value.agent_name, "error": r.value.error or ""}
+                    for r in failed]
         with self.hold_sync():
             if progress != self.progress:
                 self.progress = progress
             if failures != self.failures:
                 self.failures = failures
-        self._markdown_text = progress_markdown(self.job, p)
+        self._markdown_text = progress_markdown(self.job, p, failed)
         self._refresh_fallbacks()
 
     def _open_row(self, index: int) -> None:

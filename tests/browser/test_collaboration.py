@@ -12,6 +12,7 @@ Ctrl+S reopened with "Error displaying widget: model not found".
 from __future__ import annotations
 
 import json
+from urllib.parse import parse_qs, urlsplit
 
 from playwright.sync_api import expect
 
@@ -23,6 +24,11 @@ SLOW = ("from mentra_nb.providers.test import TestProvider\n"
         "nb.session().runtime.providers.register(TestProvider(name='slow', chunk_delay=0.02))")
 VIEW = "application/vnd.jupyter.widget-view+json"
 AGENT = "nb.session().agent('writer')"
+# Whether every view's scrolling area in the page is full (it grows no more).
+VIEWS_FULL = """() => {
+  const areas = [...document.querySelectorAll(".mentra-agent .mentra-scroll")];
+  return areas.length > 0 && areas.every((area) => area.scrollHeight > area.clientHeight);
+}"""
 
 
 def _second_page(browser, server, name: str):
@@ -48,17 +54,26 @@ def test_a_collaborator_sees_the_stream_live_and_can_stop_it(notebook_rtc, brows
         # The spawn cell's view is live too (its markdown copy hidden under it).
         expect(other.agent_view(1).locator(".mentra-badge")).to_have_attribute("data-status", "streaming")
 
+        # Stop is pressed once the views above it stopped growing (each scrolls in an
+        # area of bounded height, full by then): a button that moves while the text
+        # grows can slip from under the pointer between Playwright's aim and its click.
+        poll(lambda: other.page.evaluate(VIEWS_FULL), message="the views' areas to fill")
         turn.locator(".mentra-stop").click()
+        # The view took the click ("stopping…" at once, before the kernel hears of it).
+        expect(turn.locator('.mentra-badge[data-status="streaming"]')).to_have_count(0)
         poll(lambda: runner.kernel.value(f"{AGENT}.status.name") == "finished", message="the run to stop")
         assert runner.kernel.value(f"{AGENT}.history[-1].truncated") is True
         kept = runner.kernel.value(f"{AGENT}.history[-1].text")
         assert len(kept) < len(prompt)
+        # Stop keeps the reply as far as the page had shown it, which may end just
+        # after a space; the saved markdown drops that space, so its end is looked for.
+        end = kept.rstrip()[-40:]
         # Both pages show the turn as it ended, and so does the file the server saved:
         # once (two pages that replaced the output at once would leave two).
         for page in (runner, other):
-            expect(page.output(2)).to_contain_text(kept[-40:])
+            expect(page.output(2)).to_contain_text(end)
         saved = rtc_server.root / runner.name
-        poll(lambda: kept[-40:] in json.dumps(saved_outputs(saved, 2)), message="the ended turn to be saved")
+        poll(lambda: end in json.dumps(saved_outputs(saved, 2)), message="the ended turn to be saved")
         turn_outputs = saved_outputs(saved, 2)
         assert [o["output_type"] for o in turn_outputs] == ["display_data", "execute_result"], turn_outputs
         assert all(VIEW not in o["data"] for o in turn_outputs)
@@ -127,3 +142,71 @@ def test_a_turn_that_ends_after_its_runner_reloaded_is_autosaved_as_it_ended(not
     assert all(VIEW not in o["data"] for o in turn_outputs)
     # The page shows the turn as it ended, once.
     expect(nb.output(3).locator(".jp-OutputArea-output")).to_have_count(2)
+
+
+# Every dialog the page opens, kept as it opens (one closed later still counts);
+# DIALOG_TITLES reads their titles.
+RECORD_DIALOGS = """() => {
+  window.mentraDialogs = [];
+  new MutationObserver(() => {
+    for (const dialog of document.querySelectorAll(".jp-Dialog")) {
+      if (!window.mentraDialogs.includes(dialog)) window.mentraDialogs.push(dialog);
+    }
+  }).observe(document.body, {childList: true, subtree: true});
+}"""
+DIALOG_TITLES = "() => window.mentraDialogs.map((d) => d.querySelector('.jp-Dialog-header')?.textContent ?? '')"
+
+
+def test_the_first_spawn_after_typing_asks_nothing_about_a_changed_file(notebook_rtc, rtc_server):
+    """The first view of a notebook's agents writes their id into its metadata
+    (js/saved_state.js keepNotebookIdentity). It saved the notebook from the page
+    too, and a page's save first compares the file on disk with the version the
+    page last heard of: when the server's autosave of what the user had just
+    typed had reached the disk but not yet the page, JupyterLab asked "File
+    Changed" (overwrite or revert?). Here the page hears of the server's saves
+    late (the request in which it reads the saved file's new version is held), as
+    on a busy machine, so the race is lost every time."""
+    nb = notebook_rtc.open([SETUP, "%mentra spawn writer", ""])
+    nb.page.evaluate(RECORD_DIALOGS)
+    nb.run_cell(0)
+    saved = rtc_server.root / nb.name
+    held: list = []
+
+    def news_of_a_save(url: str) -> bool:
+        # The page's request for the file's version after the server saved it
+        # (content=0, hash=0); its check before a save of its own asks with hash=1.
+        parts = urlsplit(url)
+        query = parse_qs(parts.query)
+        return parts.path.endswith(f"/api/contents/{nb.name}") and query.get("content") == ["0"] \
+            and query.get("hash") == ["0"] and "type" not in query
+
+    def hold(route) -> None:
+        held.append(route)
+
+    nb.page.route(news_of_a_save, hold)
+    try:
+        nb.cell(2).locator(".jp-InputArea-editor").click()
+        nb.page.keyboard.type("note = 'typed by hand'")
+        poll(lambda: "typed by hand" in saved.read_text(), message="the server's autosave of the typing")
+        # (a call into the page lets Playwright hand the request to the route)
+        poll(lambda: nb.page.evaluate("true") and held, message="the page to ask for the saved file's version")
+        nb.run_cell(1)
+        expect(nb.agent_view(1).locator(".mentra-badge")).to_have_attribute("data-status", "idle")
+        # The server saved both: the typing, and the agents' id the page wrote.
+        poll(lambda: _saved_id_and_typing(saved), message="the server's autosave of the notebook's agent id")
+    finally:
+        for route in held:
+            route.continue_()
+        nb.page.unroute(news_of_a_save)
+    assert nb.page.evaluate(DIALOG_TITLES) == []
+
+
+def _saved_id_and_typing(path) -> bool:
+    """Whether the saved notebook holds its agents' id and the typed cell (False
+    while the server is still writing it)."""
+    try:
+        notebook = json.loads(path.read_text())
+    except ValueError:
+        return False
+    typed = "typed by hand" in "".join(notebook["cells"][2]["source"])
+    return typed and bool((notebook["metadata"].get("mentra") or {}).get("id"))

@@ -14,6 +14,7 @@ import pytest
 
 from mentra_nb.messages import Role
 from mentra_nb.runtime.batch import JOB, ROW
+from mentra_nb.runtime.batch._totals import JobTotals
 from mentra_nb.store.records import DONE, StoredRecord
 from mentra_nb.store.sqlite import SqliteStore
 from tests.children import Child, integrity
@@ -23,6 +24,20 @@ from tests.reliability.conftest import crash_seeds, wait_for_progress
 pytestmark = [pytest.mark.reliability, pytest.mark.process]
 
 KILLS = 2
+
+
+def _totals_match_rows(db: Path, job_id: str) -> None:
+    """The totals kept beside the rows (what progress() reads) say what the rows say."""
+    store = SqliteStore(db)
+    try:
+        rows = ROW.list(store, job_id)
+        kept = JobTotals(store, job_id, "checker").read()
+        assert (kept.done, kept.failed, kept.cancelled, kept.input_tokens, kept.output_tokens) == (
+            sum(r.state == DONE for r in rows), sum(r.state == "failed" for r in rows),
+            sum(r.state == "cancelled" for r in rows), sum(r.value.input_tokens for r in rows),
+            sum(r.value.output_tokens for r in rows))
+    finally:
+        store.close()
 
 
 def _done_rows(db: Path, job_id: str) -> dict[int, StoredRecord]:
@@ -50,6 +65,7 @@ def test_a_killed_batch_job_resumes_with_every_row_exactly_once(seed: int, tmp_p
         wait_for_progress(child, target)
         child.kill()
         assert integrity(db) == "ok", where
+        _totals_match_rows(db, job_id)
         done = _done_rows(db, job_id)
         for index, record in kept.items():
             # A finished row never runs again: its record is exactly as it was.
@@ -68,6 +84,7 @@ def test_a_killed_batch_job_resumes_with_every_row_exactly_once(seed: int, tmp_p
         rows = ROW.list(store, job_id)
         assert sorted(r.value.index for r in rows) == list(range(ROWS)), where
         assert all(r.state == DONE for r in rows), where
+        _totals_match_rows(db, job_id)
         for index, record in kept.items():
             assert next(r for r in rows if r.value.index == index) == record, where
         for r in rows:

@@ -19,6 +19,8 @@ from mentra_nb.providers.events import ProviderEvent
 from mentra_nb.providers.test import TestProvider
 from mentra_nb.runtime import Runtime
 from mentra_nb.runtime.batch import JOB, ROW, BatchJob, jobs
+from mentra_nb.runtime.batch._records import TOTALS
+from mentra_nb.store.records import Delete, RecordTally, StoredRecord
 from mentra_nb.store.sqlite import SqliteStore
 
 
@@ -254,3 +256,134 @@ def test_a_job_made_outside_an_event_loop_waits_to_be_started(tmp_path: Path) ->
     asyncio.run(finish())
     assert job.progress().done == 2
     store.close()
+
+
+# --- progress from kept totals -------------------------------------------------------
+
+
+def read_in_full(store: SqliteStore, job_id: str) -> dict[str, object]:
+    """What progress() must say, from reading and adding up every row."""
+    counts = {state: 0 for state in ("pending", "claimed", "done", "failed", "cancelled")}
+    tokens_in = tokens_out = 0
+    cost: float | None = 0.0
+    for r in ROW.list(store, job_id):
+        counts[r.state] += 1
+        tokens_in += r.value.input_tokens
+        tokens_out += r.value.output_tokens
+        if r.state in ("done", "failed"):
+            cost = None if cost is None or r.value.cost_usd is None else cost + r.value.cost_usd
+    return {"waiting": counts["pending"], "running": counts["claimed"], "done": counts["done"],
+            "failed": counts["failed"], "cancelled": counts["cancelled"], "input_tokens": tokens_in,
+            "output_tokens": tokens_out, "cost_usd": cost}
+
+
+def progress_numbers(job: BatchJob) -> dict[str, object]:
+    p = job.progress()
+    return {"waiting": p.waiting, "running": p.running, "done": p.done, "failed": p.failed,
+            "cancelled": p.cancelled, "input_tokens": p.input_tokens, "output_tokens": p.output_tokens,
+            "cost_usd": p.cost_usd}
+
+
+async def test_progress_equals_a_full_read_at_every_point_with_failed_and_retried_rows(
+        tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "p.sqlite")
+    provider = Flaky(chunk_delay=0.002)
+    provider.refuse = "bad"
+    rt = Runtime.empty(store=store, providers=[provider], runtime_id="nb")
+    seen: list[dict[str, object]] = []
+    mismatches: list[tuple[dict[str, object], dict[str, object]]] = []
+
+    async def watch(job: BatchJob) -> None:
+        while True:
+            # Both on the loop with no await between: no row changes in between.
+            got, expected = progress_numbers(job), read_in_full(store, job.id)
+            seen.append(got)
+            if got != expected:
+                mismatches.append((got, expected))
+            await asyncio.sleep(0.003)
+
+    try:
+        rows = [{"t": "bad" if i % 7 == 3 else "good", "i": i} for i in range(40)]
+        job = rt.spawn("clf", "test").map(rows, prompt="{t} {i}", concurrency=4, name="watched")
+        watcher = asyncio.ensure_future(watch(job))
+        await job.wait()
+        assert job.progress().failed == 6
+        assert job.retry_failed() == 6  # refused again: failed twice, tokens of the second run
+        await job.wait()
+        provider.refuse = None
+        assert job.retry_failed() == 6
+        await job.wait()
+        watcher.cancel()
+        assert mismatches == []
+        assert any(s["running"] > 0 for s in seen) and any(s["failed"] > 0 for s in seen)  # type: ignore[operator]
+        final = progress_numbers(job)
+        assert final == read_in_full(store, job.id) and final["done"] == 40
+    finally:
+        await rt.aclose()
+        store.close()
+
+
+class RowReads(SqliteStore):
+    """A real SQLite store that notes which reads went over a kind's records."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.reads: list[str] = []
+
+    def read_records(self, kind: str, **kwargs: object) -> list[StoredRecord]:  # type: ignore[override]
+        self.reads.append(f"read {kind} {kwargs.get('state')}")
+        return super().read_records(kind, **kwargs)  # type: ignore[arg-type]
+
+    def tally_records(self, kind: str, **kwargs: object) -> dict[str, RecordTally]:  # type: ignore[override]
+        self.reads.append(f"tally {kind}")
+        return super().tally_records(kind, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_progress_and_attaching_to_a_finished_job_read_no_row(tmp_path: Path) -> None:
+    store = RowReads(tmp_path / "r.sqlite")
+    rt = Runtime.empty(store=store, providers=[Flaky()], runtime_id="nb")
+    try:
+        agent = rt.spawn("clf", "test")
+        await agent.map(REVIEWS, prompt="Classify: {text}", name="counted").wait()
+        store.reads.clear()
+        job = jobs(rt)[0]
+        numbers = progress_numbers(job)
+        # Reopened as after a restart: its budget's spend comes from the totals too.
+        reopened = BatchJob(job.source, job.spec, None)
+        assert progress_numbers(reopened) == numbers == read_in_full(store, job.id)
+        store.reads.clear()
+        progress_numbers(job)
+        progress_numbers(BatchJob(job.source, job.spec, None))
+        assert numbers["done"] == 5 and store.reads
+        assert [r for r in store.reads if r.startswith("tally") or r == "read batch.row None"] == []
+    finally:
+        await rt.aclose()
+        store.close()
+
+
+async def test_a_job_stored_before_totals_were_kept_opens_with_its_rows_added_up(
+        tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "old.sqlite")
+    provider = Flaky()
+    provider.refuse = "awful"
+    rt = Runtime.empty(store=store, providers=[provider], runtime_id="nb")
+    agent = rt.spawn("clf", "test")
+    job = await agent.map(REVIEWS, prompt="Classify: {text}", name="old").wait()
+    expected = read_in_full(store, job.id)
+    await rt.aclose()
+    # As a file written before `batch.totals` existed holds it: rows and spec only.
+    store.write_records([Delete(kind=TOTALS.name, scope=job.id, key=None)])
+    rt = Runtime.empty(store=store, providers=[provider], runtime_id="nb")
+    try:
+        agent = rt.resume()[0]
+        reopened = agent.map(REVIEWS, prompt="Classify: {text}", name="old")  # attaches
+        assert reopened.id == job.id
+        assert progress_numbers(reopened) == expected and expected["failed"] == 1
+        provider.refuse = None
+        assert reopened.retry_failed() == 1
+        await reopened.wait()
+        assert progress_numbers(reopened) == read_in_full(store, job.id)
+        assert reopened.progress().done == 5
+    finally:
+        await rt.aclose()
+        store.close()

@@ -135,5 +135,26 @@ async def test_a_run_makes_no_store_call_on_the_loop(pg_dsn):
         store.close()
 
 
+async def test_a_batch_jobs_progress_is_read_off_the_loop(pg_dsn):
+    """A progress view refreshes twice a second from the loop: on a network store its
+    reads (the kept totals, the running rows, the failed rows) are awaited off it."""
+    store = WatchedStore(pg_dsn)
+    rt = runtime(store)
+    try:
+        job = await rt.spawn("clf", "test").map([{"t": "a"}, {"t": "b"}], prompt="{t}",
+                                                name="watched").wait()
+        assert job.reads_off_loop
+        store.loop_thread = threading.get_ident()
+        progress, failed = await job.read_progress(failures=10)
+        store.loop_thread = None
+        assert store.on_loop == []
+        assert (progress.done, progress.failed, failed) == (2, 0, [])
+        now = job.progress()
+        assert (progress.input_tokens, progress.cost_usd) == (now.input_tokens, now.cost_usd)
+    finally:
+        await rt.aclose()
+        store.close()
+
+
 def test_a_local_store_is_called_on_the_loop(db_path):
     assert not StoreIO(SqliteStore(db_path)).off_loop

@@ -53,6 +53,7 @@ from mentra_nb.runtime.batch._records import (
     row_key,
 )
 from mentra_nb.runtime.batch._source import RowAgent, RowSource
+from mentra_nb.runtime.batch._totals import JobTotals, cancelled, retried, settled
 from mentra_nb.runtime.events import AgentEvent, RetryAttempted
 from mentra_nb.store.base import LeaseClaim, Store
 from mentra_nb.store.records import Record
@@ -70,7 +71,6 @@ _MAX_THROTTLED_ATTEMPTS = 20
 # How often a driver looks for rows whose claimer's lease is gone, and how often it
 # looks at the job while only other processes' rows run.
 _LOOK_AROUND_S = 1.0
-_PROGRESS_SUMS = ("input_tokens", "output_tokens", "cost_usd")
 
 
 @dataclass(frozen=True)
@@ -186,6 +186,7 @@ class BatchJob:
         self._on_stop: list[Callable[[BatchJob], None]] = []
         self._started_at = time.monotonic()
         self._done_here = 0  # rows this process finished, for rows per minute
+        self._totals = JobTotals(self._store, spec.job_id, self._claimer.id)
         self._spent, self._costliest = self._costs()
 
     def __repr__(self) -> str:
@@ -215,31 +216,44 @@ class BatchJob:
         """Every row as stored, in input order."""
         return sorted(ROW.list(self._store, self.id), key=lambda r: r.value.index)
 
+    def failed_rows(self, limit: int | None = None) -> list[Record[RowState]]:
+        """The failed rows (at most `limit`), in input order, read without the others."""
+        failed = sorted(ROW.list(self._store, self.id, lane="", state=FAILED), key=lambda r: r.value.index)
+        return failed if limit is None else failed[:limit]
+
+    @property
+    def reads_off_loop(self) -> bool:
+        """Whether the job's store answers across a network, so that code on the runtime's
+        loop reads its progress with `read_progress` (off the loop) rather than `progress()`."""
+        return self.source.services.store_io.off_loop
+
+    async def read_progress(self, failures: int = 0) -> tuple[JobProgress, list[Record[RowState]]]:
+        """`progress()` and the first `failures` failed rows (`failed_rows`), read the way
+        the runtime reads its store from its loop: on its store threads for a network store,
+        directly for a local one."""
+
+        def read() -> tuple[JobProgress, list[Record[RowState]]]:
+            p = self.progress()
+            return p, self.failed_rows(failures) if failures and p.failed else []
+
+        return await self.source.services.store_io.run(f"batch-progress/{self.id}", read)
+
     def progress(self) -> JobProgress:
-        # Counted and added up by the store (a view asks twice a second; reading every
-        # row of a 10,000-row job each time was most of its cost).
-        tally = ROW.tally(self._store, self.id, sums=_PROGRESS_SUMS)
-        counts = {state: 0 for state in _STATUS}
-        tokens_in = tokens_out = 0
-        cost: float | None = 0.0
-        for state, found in tally.items():
-            counts[state] = found.count
-            tokens_in += int(found.sums["input_tokens"])
-            tokens_out += int(found.sums["output_tokens"])
-            if state in (DONE, FAILED) and cost is not None:
-                # A row of unknown cost makes the total unknown, never a guess.
-                priced = found.counted["cost_usd"] == found.count
-                cost = cost + found.sums["cost_usd"] if priced else None
+        # A view asks twice a second: the kept totals (`_totals.py`) and the running rows
+        # (at most a few hundred, counted from the index), never every row.
+        totals = self._totals.read()
+        running = ROW.count(self._store, self.id, lane="", state=CLAIMED)
+        waiting = self._spec.total - totals.done - totals.failed - totals.cancelled - running
         minutes = (time.monotonic() - self._started_at) / 60
         rate = self._done_here / minutes if minutes > 0 else 0.0
-        left = counts[PENDING] + counts[CLAIMED]
-        eta = left / rate * 60 if rate > 0 and self.state == "running" else None
+        eta = (waiting + running) / rate * 60 if rate > 0 and self.state == "running" else None
         return JobProgress(
-            name=self.name, state=self.state, total=self._spec.total, done=counts[DONE],
-            running=counts[CLAIMED], failed=counts[FAILED], waiting=counts[PENDING],
-            cancelled=counts[CANCELLED], input_tokens=tokens_in, output_tokens=tokens_out,
-            cost_usd=cost, rows_per_minute=rate, eta_s=eta, throttled=self.limiter.throttled,
-            note=self._spec.note)
+            name=self.name, state=self.state, total=self._spec.total, done=totals.done,
+            running=running, failed=totals.failed, waiting=waiting, cancelled=totals.cancelled,
+            input_tokens=totals.input_tokens, output_tokens=totals.output_tokens,
+            # A row of unknown cost makes the total unknown, never a guess.
+            cost_usd=totals.cost_usd if totals.unpriced == 0 else None, rows_per_minute=rate,
+            eta_s=eta, throttled=self.limiter.throttled, note=self._spec.note)
 
     def results(self) -> Any:
         """One row per input row, in input order: the output model's fields (or
@@ -356,11 +370,12 @@ class BatchJob:
     def retry_failed(self) -> int:
         """Queue the failed rows (and cancelled ones) again, each in a fresh fork;
         returns how many. The job goes on with them once started (`wait()`)."""
-        again = [r for r in ROW.list(self._store, self.id) if r.state in (FAILED, CANCELLED)]
+        again = [*ROW.list(self._store, self.id, lane="", state=FAILED),
+                 *ROW.list(self._store, self.id, lane="", state=CANCELLED)]
         ops = [ROW.update_op(self.id, r.key, r.value.model_copy(update={"error": None}),
                              state=PENDING, expect_state=r.state) for r in again]
         if ops:
-            self._store.write_records(ops, agent_id=self._spec.agent_id, token=self._token)
+            self._totals.write(ops, retried(again), agent_id=self._spec.agent_id, token=self._token)
         self._spent, self._costliest = self._costs()
         if again or self.state != "finished":
             self._set_state("running", "")
@@ -554,9 +569,10 @@ class BatchJob:
     def _settle(self, record: Record[RowState], row: RowState, state: str) -> None:
         # Only while this claimer still holds it: a row cancelled, queued again and claimed by
         # another process meanwhile is no longer this run's to settle.
-        ROW.update(self._store, self.id, record.key, row, state=state, expect_state=CLAIMED,
-                   expect_claimer=self._claimer.id, agent_id=self._claimer.id,
-                   token=self._claimer.token)
+        op = ROW.update_op(self.id, record.key, row, state=state, expect_state=CLAIMED,
+                           expect_claimer=self._claimer.id)
+        self._totals.write([op], settled(record.value, row, state), agent_id=self._claimer.id,
+                           token=self._claimer.token)
         self._done_here += 1
         if row.cost_usd is not None:
             self._spent += row.cost_usd
@@ -581,11 +597,13 @@ class BatchJob:
         return True
 
     def _mark_unfinished_cancelled(self) -> None:
-        left = [r for r in ROW.list(self._store, self.id) if r.state in (PENDING, CLAIMED)]
+        left = [*ROW.list(self._store, self.id, lane="", state=PENDING),
+                *ROW.list(self._store, self.id, lane="", state=CLAIMED)]
         ops = [ROW.update_op(self.id, r.key, r.value, state=CANCELLED, expect_state=r.state)
                for r in left]
         if ops:
-            self._store.write_records(ops, agent_id=self._spec.agent_id, token=self._token)
+            self._totals.write(ops, cancelled(len(ops)), agent_id=self._spec.agent_id,
+                               token=self._token)
 
     def _cancel_tasks(self) -> None:
         for task in list(self._tasks.values()):
@@ -596,13 +614,10 @@ class BatchJob:
     # --- the budget --------------------------------------------------------------
 
     def _costs(self) -> tuple[float, float | None]:
-        """What the finished rows cost, and the costliest of them (None: none priced yet)."""
-        spent, costliest = 0.0, None
-        for r in ROW.list(self._store, self.id):
-            if r.state in (DONE, FAILED) and r.value.cost_usd is not None:
-                spent += r.value.cost_usd
-                costliest = max(costliest or 0.0, r.value.cost_usd)
-        return spent, costliest
+        """What the finished rows cost, and the costliest row settled so far (None: none
+        priced yet), from the kept totals."""
+        totals = self._totals.read()
+        return totals.cost_usd, totals.costliest
 
     def _budget_allows(self, running: int) -> bool:
         """Whether `running` rows at once could all finish under the budget, each

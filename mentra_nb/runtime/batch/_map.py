@@ -22,12 +22,14 @@ from mentra_nb.runtime.batch._records import (
     JOB,
     PENDING,
     ROW,
+    TOTALS,
     JobSpec,
     RowState,
     row_key,
     tool_fingerprints,
 )
 from mentra_nb.runtime.batch._source import RowAgent
+from mentra_nb.runtime.batch._totals import base_totals_op
 from mentra_nb.store.records import Delete
 
 __all__ = ["JOB_NAME_RULE", "Prompt", "check_job_name", "check_options", "fingerprint_of", "make_job", "render_prompts",
@@ -72,7 +74,9 @@ def make_job(agent: RowAgent, rows: Any, prompt: Prompt, *, output: type[BaseMod
     if stored is not None:
         # The old job's rows go; their forks are deleted as the new rows of their names run.
         ops.append(Delete(kind=ROW.name, scope=stored.value.job_id, key=None))
+        ops.append(Delete(kind=TOTALS.name, scope=stored.value.job_id, key=None))
     ops.append(JOB.put_op(runtime_id, spec, name))
+    ops.append(base_totals_op(spec.job_id))
     ops.extend(ROW.put_op(spec.job_id, RowState(index=i, prompt=p, agent_name=f"{name}-{i}"),
                           row_key(i), state=PENDING, replace=False)
                for i, p in enumerate(prompts))

@@ -34,6 +34,7 @@ __all__ = [
     "JOB",
     "PENDING",
     "ROW",
+    "TOTALS",
     "VERDICT",
     "CompareSpec",
     "Contestant",
@@ -41,6 +42,7 @@ __all__ = [
     "JobState",
     "JudgeSpec",
     "RowState",
+    "RowTotals",
     "VerdictRecord",
     "row_key",
     "tool_fingerprints",
@@ -101,6 +103,39 @@ JOB = RecordKind("batch.job", JobSpec)
 ROW = RecordKind("batch.row", RowState)
 """One input row of a job: scope the job's id, key its index (`row_key`), queued
 (pending, claimed) until it is done, failed or cancelled."""
+
+
+class RowTotals(BaseModel):
+    """What a job's rows add up to, or one share of it: each process that settles rows
+    keeps its own share (a `batch.totals` record, key its claimer's id), written in the
+    same transaction as the rows it changed, so a progress read adds up a few small
+    records instead of every row (and workers never write the same record)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    done: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    input_tokens: int = 0  # of every row, whatever its state (a retried row keeps its last run's)
+    output_tokens: int = 0
+    cost_usd: float = 0.0  # of the done and failed rows whose cost is known
+    unpriced: int = 0  # done and failed rows of unknown cost (the total is then unknown)
+    costliest: float | None = None  # the costliest row settled so far (never lowered by a retry)
+
+    def plus(self, other: RowTotals) -> RowTotals:
+        highest = [c for c in (self.costliest, other.costliest) if c is not None]
+        return RowTotals(done=self.done + other.done, failed=self.failed + other.failed,
+                         cancelled=self.cancelled + other.cancelled,
+                         input_tokens=self.input_tokens + other.input_tokens,
+                         output_tokens=self.output_tokens + other.output_tokens,
+                         cost_usd=self.cost_usd + other.cost_usd,
+                         unpriced=self.unpriced + other.unpriced,
+                         costliest=max(highest) if highest else None)
+
+
+TOTALS = RecordKind("batch.totals", RowTotals)
+"""A share of a job's totals: scope the job's id, key the claimer whose writes it counts
+("" for the rows as they were when the job was made, or first opened by this version)."""
 
 
 class Contestant(BaseModel):
